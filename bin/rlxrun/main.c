@@ -1,0 +1,231 @@
+/* rlxrun: start N ranks of a program wired together for rlxcoll. It hosts
+ * the rendezvous, gives every rank the job key in its environment only
+ * (never in argv), forwards output and signals, and when a rank fails says
+ * which and how, stops the rest and exits non-zero. */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sodium.h>
+#include <uv.h>
+#include "bootstrap/bootstrap.h"
+#include "options.h"
+#include "spawn.h"
+
+extern char **environ;
+
+static struct job job;
+static struct rlxrun_opts opts;
+static uv_timer_t grace_timer, timeout_timer, drain_timer;
+static uv_signal_t sig_int, sig_term;
+static int interrupted;
+
+static void rdv_log(const char *msg) { fprintf(stderr, "rlxrun: %s\n", msg); }
+
+static void close_if_open(uv_handle_t *h) {
+  if (h->type != UV_UNKNOWN_HANDLE && !uv_is_closing(h))
+    uv_close(h, NULL);
+}
+
+static void on_grace(uv_timer_t *t) {
+  (void)t;
+  if (job.alive > 0) {
+    fprintf(stderr, "rlxrun: %d rank(s) still running after %g s; killing them\n", job.alive,
+            opts.grace_s);
+    job_signal(&job, SIGKILL);
+  }
+}
+
+/* Stop every rank: SIGTERM now, SIGKILL after the grace period. */
+static void stop_job(int sig) {
+  if (job.stopping)
+    return;
+  job.stopping = 1;
+  job_signal(&job, sig);
+  uv_timer_start(&grace_timer, on_grace, (uint64_t)(opts.grace_s * 1000), 0);
+}
+
+static void on_drain(uv_timer_t *t) {
+  (void)t;
+  /* Ranks are gone, but something they started still holds the pipes. */
+  for (int r = 0; r < job.n; r++) {
+    struct rank_out *outs[2] = {&job.ranks[r].out, &job.ranks[r].err};
+    for (int i = 0; i < 2; i++)
+      if (outs[i]->open) {
+        outs[i]->open = 0;
+        job.open_pipes--;
+        uv_close((uv_handle_t *)&outs[i]->pipe, NULL);
+      }
+  }
+}
+
+static void finish_if_done(void) {
+  if (job.alive > 0)
+    return;
+  uv_timer_stop(&grace_timer);
+  close_if_open((uv_handle_t *)&grace_timer);
+  close_if_open((uv_handle_t *)&timeout_timer);
+  close_if_open((uv_handle_t *)&sig_int);
+  close_if_open((uv_handle_t *)&sig_term);
+  if (job.open_pipes > 0) {
+    uv_timer_start(&drain_timer, on_drain, 1000, 0);
+    uv_unref((uv_handle_t *)&drain_timer);
+  }
+}
+
+static void on_rank_exit(struct job *j, struct rank_proc *rp) {
+  int bad = rp->exit_status != 0 || rp->term_signal != 0;
+  if (bad && j->failed_rank < 0 && !interrupted && !(j->stopping && j->failed_rank >= 0)) {
+    j->failed_rank = rp->rank;
+    if (rp->term_signal)
+      fprintf(stderr, "rlxrun: rank %d (pid %d) was killed by signal %d (%s)\n", rp->rank,
+              rp->proc.pid, rp->term_signal, strsignal(rp->term_signal));
+    else
+      fprintf(stderr, "rlxrun: rank %d (pid %d) exited with code %d\n", rp->rank, rp->proc.pid,
+              (int)rp->exit_status);
+    j->exit_code = rp->term_signal ? 128 + rp->term_signal : (int)rp->exit_status;
+    if (j->exit_code == 0)
+      j->exit_code = 1;
+    if (j->alive > 0) {
+      fprintf(stderr, "rlxrun: stopping the other %d rank(s)\n", j->alive);
+      stop_job(SIGTERM);
+    }
+  }
+  finish_if_done();
+}
+
+static void on_signal(uv_signal_t *s, int sig) {
+  (void)s;
+  if (interrupted) { /* a second Ctrl-C: no more patience */
+    job_signal(&job, SIGKILL);
+    return;
+  }
+  interrupted = sig;
+  fprintf(stderr, "rlxrun: got %s, forwarding to %d rank(s)\n", strsignal(sig), job.alive);
+  job_signal(&job, sig);
+  job.stopping = 1;
+  uv_timer_start(&grace_timer, on_grace, (uint64_t)(opts.grace_s * 1000), 0);
+}
+
+static void on_timeout(uv_timer_t *t) {
+  (void)t;
+  if (job.alive == 0)
+    return;
+  fprintf(stderr, "rlxrun: job timed out after %g s (--timeout); stopping %d rank(s)\n",
+          opts.timeout_s, job.alive);
+  if (job.failed_rank < 0) {
+    job.failed_rank = job.n; /* not a rank: the job as a whole */
+    job.exit_code = 124;
+  }
+  stop_job(SIGTERM);
+}
+
+/* The rank's environment: ours, less any RLX_ launch variables we set, plus
+ * the launch variables and -x exports. */
+static char **rank_env(int r, const char *rdv, const char *key, size_t *owned_from) {
+  static const char *const ours[] = {"RLX_RANK=",      "RLX_SIZE=",    "RLX_LOCAL_RANK=",
+                                     "RLX_LOCAL_SIZE=", "RLX_RENDEZVOUS=", "RLX_JOB_KEY=",
+                                     "RLX_LAUNCHER="};
+  size_t n = 0;
+  while (environ[n])
+    n++;
+  char **env = calloc(n + 8 + (size_t)opts.nexports + 1, sizeof(char *));
+  size_t k = 0;
+  if (env == NULL)
+    return NULL;
+  for (size_t i = 0; i < n; i++) {
+    int skip = 0;
+    for (size_t o = 0; o < sizeof(ours) / sizeof(ours[0]); o++)
+      if (strncmp(environ[i], ours[o], strlen(ours[o])) == 0)
+        skip = 1;
+    if (!skip)
+      env[k++] = environ[i];
+  }
+  char tmp[512];
+  *owned_from = k;
+#define SETV(...)                                                                                  \
+  do {                                                                                             \
+    snprintf(tmp, sizeof(tmp), __VA_ARGS__);                                                       \
+    env[k++] = strdup(tmp);                                                                        \
+  } while (0)
+  SETV("RLX_RANK=%d", r);
+  SETV("RLX_SIZE=%d", opts.nranks);
+  SETV("RLX_LOCAL_RANK=%d", r);
+  SETV("RLX_LOCAL_SIZE=%d", opts.nranks);
+  SETV("RLX_RENDEZVOUS=%s", rdv);
+  SETV("RLX_JOB_KEY=%s", key);
+  SETV("RLX_LAUNCHER=rlxrun");
+  for (int i = 0; i < opts.nexports; i++) {
+    const char *x = opts.exports[i];
+    if (strchr(x, '=') != NULL) {
+      env[k++] = strdup(x);
+    } else if (getenv(x) != NULL) {
+      SETV("%s=%s", x, getenv(x));
+    }
+  }
+#undef SETV
+  env[k] = NULL;
+  return env;
+}
+
+int main(int argc, char **argv) {
+  int rc = rlxrun_parse(argc, argv, &opts);
+  char rdv[128], key[65];
+  unsigned char raw[32];
+  struct rlx__rdv_server *server = NULL;
+  if (rc != 0)
+    return rc > 0 ? 0 : 2;
+  if (sodium_init() < 0) {
+    fprintf(stderr, "rlxrun: libsodium failed to initialise\n");
+    return 1;
+  }
+  randombytes_buf(raw, sizeof(raw));
+  sodium_bin2hex(key, sizeof(key), raw, sizeof(raw));
+
+  rc = rlx__rdv_server_start("127.0.0.1:0", key, opts.nranks, rdv_log, &server, rdv, sizeof(rdv));
+  if (rc != 0) {
+    fprintf(stderr, "rlxrun: cannot open the rendezvous on 127.0.0.1: %s\n", strerror(-rc));
+    return 1;
+  }
+
+  memset(&job, 0, sizeof(job));
+  job.loop = uv_default_loop();
+  job.n = opts.nranks;
+  job.tag = opts.tag_output;
+  job.failed_rank = -1;
+  job.on_rank_exit = on_rank_exit;
+  job.ranks = calloc((size_t)opts.nranks, sizeof(*job.ranks));
+  uv_timer_init(job.loop, &grace_timer);
+  uv_timer_init(job.loop, &timeout_timer);
+  uv_timer_init(job.loop, &drain_timer);
+  uv_signal_init(job.loop, &sig_int);
+  uv_signal_init(job.loop, &sig_term);
+  uv_signal_start(&sig_int, on_signal, SIGINT);
+  uv_signal_start(&sig_term, on_signal, SIGTERM);
+
+  for (int r = 0; r < opts.nranks; r++) {
+    size_t owned = 0;
+    char **env = rank_env(r, rdv, key, &owned);
+    if (env == NULL || (rc = job_spawn(&job, r, opts.argv, env)) != 0) {
+      fprintf(stderr, "rlxrun: cannot start rank %d (%s): %s\n", r, opts.argv[0],
+              env ? uv_strerror(rc) : "out of memory");
+      job.failed_rank = r;
+      job.exit_code = 127;
+      stop_job(SIGTERM);
+      break;
+    }
+    for (size_t i = owned; env[i] != NULL; i++) /* uv_spawn copied it into the child */
+      free(env[i]);
+    free(env);
+  }
+  if (opts.timeout_s > 0)
+    uv_timer_start(&timeout_timer, on_timeout, (uint64_t)(opts.timeout_s * 1000), 0);
+  finish_if_done();
+  uv_run(job.loop, UV_RUN_DEFAULT);
+  job_flush(&job);
+  rlx__rdv_server_stop(server);
+  if (interrupted)
+    return 128 + interrupted;
+  return job.failed_rank >= 0 ? job.exit_code : 0;
+}

@@ -1,0 +1,101 @@
+/* rlxrun's option parsing: strict (a bad value is an error that names the
+ * option), and the first non-option argument starts the program. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "internal.h"
+#include "options.h"
+
+static void usage(FILE *f) {
+  fprintf(f,
+          "usage: rlxrun -n N [--tag-output | --no-tag-output] [--timeout S] [--grace S]\n"
+          "              [-x VAR[=VALUE]]... program [args...]\n"
+          "Start N ranks of program, wired together for rlxcoll. See rlxrun(1).\n");
+}
+
+static int need_value(int i, int argc, char **argv) {
+  if (i + 1 >= argc) {
+    fprintf(stderr, "rlxrun: %s needs a value\n", argv[i]);
+    return -1;
+  }
+  return 0;
+}
+
+int rlxrun_parse(int argc, char **argv, struct rlxrun_opts *o) {
+  int i;
+  memset(o, 0, sizeof(*o));
+  o->tag_output = -1;
+  o->grace_s = 3.0;
+  o->exports = calloc((size_t)argc + 1, sizeof(char *));
+  if (o->exports == NULL)
+    return -1;
+  for (i = 1; i < argc; i++) {
+    const char *a = argv[i];
+    if (a[0] != '-')
+      break;
+    if (strcmp(a, "--") == 0) {
+      i++;
+      break;
+    }
+    if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
+      usage(stdout);
+      return 1;
+    }
+    if (strcmp(a, "--version") == 0) {
+      printf("rlxrun (rlxcoll) %d.%d.%d\n", RLXCOLL_VERSION_MAJOR, RLXCOLL_VERSION_MINOR,
+             RLXCOLL_VERSION_PATCH);
+      return 1;
+    }
+    if (strcmp(a, "-n") == 0 || strcmp(a, "-np") == 0) {
+      long v;
+      if (need_value(i, argc, argv) != 0)
+        return -1;
+      if (rlx__parse_long(argv[++i], 1, 4096, &v) != 0) {
+        fprintf(stderr, "rlxrun: -n \"%s\": expected a rank count from 1 to 4096\n", argv[i]);
+        return -1;
+      }
+      o->nranks = (int)v;
+    } else if (strcmp(a, "--tag-output") == 0) {
+      o->tag_output = 1;
+    } else if (strcmp(a, "--no-tag-output") == 0) {
+      o->tag_output = 0;
+    } else if (strcmp(a, "--timeout") == 0 || strcmp(a, "--grace") == 0) {
+      double v;
+      if (need_value(i, argc, argv) != 0)
+        return -1;
+      if (rlx__parse_double(argv[++i], 0.0, 1e7, &v) != 0) {
+        fprintf(stderr, "rlxrun: %s \"%s\": expected seconds, a number >= 0\n", a, argv[i]);
+        return -1;
+      }
+      if (strcmp(a, "--timeout") == 0)
+        o->timeout_s = v;
+      else
+        o->grace_s = v;
+    } else if (strcmp(a, "-x") == 0) {
+      if (need_value(i, argc, argv) != 0)
+        return -1;
+      const char *x = argv[++i];
+      if (x[0] == '\0' || x[0] == '=') {
+        fprintf(stderr, "rlxrun: -x \"%s\": expected VAR or VAR=VALUE\n", x);
+        return -1;
+      }
+      o->exports[o->nexports++] = argv[i];
+    } else {
+      fprintf(stderr, "rlxrun: unknown option \"%s\" (see rlxrun --help)\n", a);
+      return -1;
+    }
+  }
+  if (i >= argc) {
+    fprintf(stderr, "rlxrun: no program to run\n");
+    usage(stderr);
+    return -1;
+  }
+  if (o->nranks == 0) {
+    fprintf(stderr, "rlxrun: -n N is required\n");
+    return -1;
+  }
+  o->argv = argv + i;
+  if (o->tag_output < 0)
+    o->tag_output = o->nranks > 1;
+  return 0;
+}

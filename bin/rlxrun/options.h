@@ -1,0 +1,19 @@
+/* rlxrun's command line. */
+#ifndef RLXRUN_OPTIONS_H
+#define RLXRUN_OPTIONS_H
+
+struct rlxrun_opts {
+  int nranks;
+  int tag_output; /* -1 = default (on when nranks > 1) */
+  double timeout_s; /* 0 = none */
+  double grace_s;   /* between SIGTERM and SIGKILL when stopping ranks */
+  char **exports;   /* -x VAR[=VALUE], NULL-terminated */
+  int nexports;
+  char **argv;      /* the program and its arguments */
+};
+
+/* Parse argv; on error prints a message naming the option and returns -1;
+ * returns 1 when --help or --version was handled. */
+int rlxrun_parse(int argc, char **argv, struct rlxrun_opts *o);
+
+#endif

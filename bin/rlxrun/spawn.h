@@ -1,0 +1,47 @@
+/* Ranks as child processes: spawn, forward their output line by line with
+ * a rank tag, signal them, and learn how each one ended. */
+#ifndef RLXRUN_SPAWN_H
+#define RLXRUN_SPAWN_H
+
+#include <uv.h>
+
+struct rank_out {
+  uv_pipe_t pipe;
+  struct rank_proc *rp;
+  int is_err;
+  int open;
+  char *buf; /* a partial line */
+  size_t len, cap;
+};
+
+struct rank_proc {
+  uv_process_t proc;
+  int rank;
+  int running;
+  int64_t exit_status;
+  int term_signal;
+  struct rank_out out, err;
+  struct job *job;
+};
+
+struct job {
+  uv_loop_t *loop;
+  int n;
+  int tag;
+  struct rank_proc *ranks;
+  int alive;      /* processes not yet exited */
+  int open_pipes; /* output pipes not yet at EOF */
+  int stopping;
+  int failed_rank;
+  int exit_code;
+  void (*on_rank_exit)(struct job *j, struct rank_proc *rp);
+};
+
+/* Spawn rank r with the given environment. Returns 0 or a libuv error. */
+int job_spawn(struct job *j, int r, char **argv, char **env);
+/* Send sig to every rank still running (to its whole process group). */
+void job_signal(struct job *j, int sig);
+/* Flush what is left of partial lines. */
+void job_flush(struct job *j);
+
+#endif

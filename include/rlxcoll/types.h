@@ -1,0 +1,35 @@
+/* rlxcoll data types, reduction operations and opaque handles. */
+#ifndef RLXCOLL_TYPES_H
+#define RLXCOLL_TYPES_H
+
+#include <stddef.h>
+
+typedef enum rlx_dtype {
+  RLX_INT8 = 0,
+  RLX_UINT8,
+  RLX_INT32,
+  RLX_UINT32,
+  RLX_INT64,
+  RLX_UINT64,
+  RLX_FLOAT16,
+  RLX_BFLOAT16,
+  RLX_FLOAT32,
+  RLX_FLOAT64,
+  RLX_DTYPE_COUNT
+} rlx_dtype_t;
+
+typedef enum rlx_op {
+  RLX_SUM = 0,
+  RLX_PROD,
+  RLX_MIN,
+  RLX_MAX,
+  RLX_AVG, /* floating types only */
+  RLX_OP_COUNT
+} rlx_op_t;
+
+/* Pass as sendbuf to reduce in place in recvbuf. */
+#define RLX_IN_PLACE ((const void *)1)
+
+typedef struct rlx_comm rlx_comm_t;
+
+#endif

@@ -1,0 +1,55 @@
+/* Bootstrap: business cards, the rendezvous server (hosted by rlxrun, or by
+ * rank 0 when a job is started by hand) and its client, on plain blocking
+ * sockets with deadlines. Nothing here uses the runtime's global state, so
+ * rlxrun links it too. */
+#ifndef RLX_BOOTSTRAP_H
+#define RLX_BOOTSTRAP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define RLX__CARD_SIZE 288
+
+/* What a rank publishes about itself. */
+struct rlx__card {
+  uint32_t rank, size;
+  uint32_t election_id; /* random; the lowest one leads */
+  char host[96];        /* host identity: ranks with equal ones share a host */
+  char tcp[64];         /* "ip:port" of its TCP listener */
+  char unix_path[112];  /* its Unix socket, "" if none */
+};
+
+void rlx__card_encode(const struct rlx__card *c, uint8_t out[RLX__CARD_SIZE]);
+int rlx__card_decode(const uint8_t in[RLX__CARD_SIZE], struct rlx__card *c);
+
+/* ---- blocking sockets with deadlines (sockutil.c); deadlines are
+ * rlx__now_ns() values, 0 = none. Return 0 or a negative errno. */
+int rlx__sock_connect(const char *hostport, uint64_t deadline, int *fd_out);
+int rlx__sock_listen(const char *hostport, int *fd_out, char *bound, size_t bound_len);
+int rlx__sock_read_full(int fd, void *buf, size_t n, uint64_t deadline);
+int rlx__sock_write_full(int fd, const void *buf, size_t n, uint64_t deadline);
+int rlx__sock_local_ip(int fd, char *ip, size_t len);
+uint64_t rlx__bs_now_ns(void);
+
+/* ---- the rendezvous server (rendezvous.c) */
+struct rlx__rdv_server;
+typedef void (*rlx__rdv_log_fn)(const char *msg);
+/* Listen on hostport ("127.0.0.1:0" picks a port; the address actually bound
+ * is written to bound) and serve one card exchange for nranks ranks on a
+ * thread of its own. Strangers and wrong keys are logged through log_fn (may
+ * be NULL) and dropped. */
+int rlx__rdv_server_start(const char *hostport, const char *job_key, int nranks,
+                          rlx__rdv_log_fn log_fn, struct rlx__rdv_server **out, char *bound,
+                          size_t bound_len);
+void rlx__rdv_server_stop(struct rlx__rdv_server *s);
+
+/* ---- the client side, in a rank (rendezvous.c) */
+/* Connect and authenticate; local_ip receives the address this host uses to
+ * reach the rendezvous (the one to offer peers). */
+int rlx__rdv_connect(const char *hostport, const char *job_key, uint32_t rank, uint64_t deadline,
+                     int *fd_out, char *local_ip, size_t ip_len, char *why, size_t why_len);
+/* Send our card, receive everyone's (cards[size]); closes fd. */
+int rlx__rdv_exchange(int fd, const struct rlx__card *mine, struct rlx__card *cards, int size,
+                      uint64_t deadline, char *why, size_t why_len);
+
+#endif

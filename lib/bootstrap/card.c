@@ -1,0 +1,39 @@
+/* Business card codec: fixed 288 bytes, little-endian, strings NUL-padded
+ * and checked for termination on decode. */
+#include <string.h>
+#include "bootstrap.h"
+
+static void put32(uint8_t *p, uint32_t v) {
+  for (int i = 0; i < 4; i++)
+    p[i] = (uint8_t)(v >> (8 * i));
+}
+static uint32_t get32(const uint8_t *p) {
+  return (uint32_t)p[0] | ((uint32_t)p[1] << 8) | ((uint32_t)p[2] << 16) | ((uint32_t)p[3] << 24);
+}
+
+void rlx__card_encode(const struct rlx__card *c, uint8_t out[RLX__CARD_SIZE]) {
+  memset(out, 0, RLX__CARD_SIZE);
+  memcpy(out, "RLXB", 4);
+  put32(out + 4, c->rank);
+  put32(out + 8, c->size);
+  put32(out + 12, c->election_id);
+  memcpy(out + 16, c->host, strnlen(c->host, sizeof(c->host) - 1));
+  memcpy(out + 112, c->tcp, strnlen(c->tcp, sizeof(c->tcp) - 1));
+  memcpy(out + 176, c->unix_path, strnlen(c->unix_path, sizeof(c->unix_path) - 1));
+}
+
+int rlx__card_decode(const uint8_t in[RLX__CARD_SIZE], struct rlx__card *c) {
+  if (memcmp(in, "RLXB", 4) != 0)
+    return -1;
+  if (memchr(in + 16, 0, 96) == NULL || memchr(in + 112, 0, 64) == NULL ||
+      memchr(in + 176, 0, 112) == NULL)
+    return -1;
+  memset(c, 0, sizeof(*c));
+  c->rank = get32(in + 4);
+  c->size = get32(in + 8);
+  c->election_id = get32(in + 12);
+  memcpy(c->host, in + 16, 96);
+  memcpy(c->tcp, in + 112, 64);
+  memcpy(c->unix_path, in + 176, 112);
+  return 0;
+}

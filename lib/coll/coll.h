@@ -1,0 +1,121 @@
+/* The contract inside lib/coll/: reduction kernels, half-precision
+ * conversion, and the round-based algorithm interface every collective
+ * algorithm file implements. */
+#ifndef RLX_COLL_H
+#define RLX_COLL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <rlxcoll/rlxcoll.h>
+
+/* ---- half precision (half.c) --------------------------------------------- */
+uint16_t rlx__f32_to_f16(float f); /* round to nearest even */
+float rlx__f16_to_f32(uint16_t h);
+uint16_t rlx__f32_to_bf16(float f); /* round to nearest even */
+float rlx__bf16_to_f32(uint16_t h);
+
+/* ---- reduction kernels (reduce.c) ---------------------------------------- */
+/* out[i] = a[i] op b[i] for i < n; out may alias a or b. RLX_AVG reduces as a
+ * sum here; rlx__avg_finish divides by the rank count at the end. Floating
+ * MIN/MAX propagate NaN, so every kernel is symmetric in a and b. */
+void rlx__reduce(void *out, const void *a, const void *b, size_t n, rlx_dtype_t dt,
+                 rlx_op_t op);
+void rlx__avg_finish(void *buf, size_t n, rlx_dtype_t dt, int nranks);
+int rlx__dtype_is_float(rlx_dtype_t dt);
+
+/* ---- operations and their rounds (exec.c) -------------------------------- */
+#include <stdatomic.h>
+#include "../transport/p2p.h"
+
+#define RLX__ROUND_MAX 4
+
+/* One round of an algorithm: transfers that run at once, then local work.
+ * Peers are communicator ranks. */
+struct rlx__round {
+  int n;
+  struct {
+    int send; /* 1 send, 0 receive */
+    int peer;
+    void *buf;
+    size_t len;
+  } x[RLX__ROUND_MAX];
+  /* after the transfers: out = a op b over red_count elements */
+  void *red_out;
+  const void *red_a, *red_b;
+  size_t red_count;
+  /* after that: divide avg_count elements at avg_buf by the rank count */
+  void *avg_buf;
+  size_t avg_count;
+  /* or a plain copy */
+  void *copy_dst;
+  const void *copy_src;
+  size_t copy_len;
+};
+
+struct rlx__op;
+
+struct rlx__algo {
+  const char *name;
+  /* Precompute what the rounds need; return the scratch bytes wanted. */
+  size_t (*setup)(struct rlx__op *op);
+  /* Describe round k (0, 1, ...); return 0 when there is no round k. */
+  int (*round)(struct rlx__op *op, int k, struct rlx__round *r);
+};
+
+struct rlx__op {
+  /* the call */
+  int kind; /* enum rlx__coll_kind */
+  const char *call;
+  rlx_dtype_t dt;
+  rlx_op_t rop;
+  size_t count, esize;
+  int root;
+  const void *src; /* equals dst when in place */
+  void *dst;
+  /* the communicator */
+  struct rlx__p2p *p2p;
+  const int *world; /* comm rank -> world rank */
+  int rank, size;
+  uint32_t comm_id;
+  uint64_t seq;
+  /* the algorithm and its state */
+  const struct rlx__algo *algo;
+  void *tmp;
+  size_t tmp_len;
+  long a[8]; /* the algorithm's precomputed values */
+  int k, pending, finished;
+  struct rlx__round round;
+  struct rlx__xfer xf[RLX__ROUND_MAX];
+  int active[RLX__ROUND_MAX];
+  /* the outcome */
+  int status;
+  char msg[640];
+  atomic_int done;
+  atomic_uint progress;
+  void (*on_done)(struct rlx__op *op);
+  void *ctx;
+};
+
+/* Start an operation whose fields above are filled (tmp sized by the
+ * caller from algo->setup). Runs under the engine's loop lock; on_done is
+ * called once, from there too. */
+void rlx__exec_start(struct rlx__op *op);
+/* Fail an unfinished operation (deadline passed): withdraws its transfers. */
+void rlx__exec_abort(struct rlx__op *op, int err, const char *msg);
+/* Describe the call: "rlx_allreduce(count=8, float32, sum)". */
+void rlx__exec_describe_call(char *buf, size_t len, const char *call, int kind, int dt, int op,
+                             int root, unsigned long long count);
+/* Ranks (communicator ranks) the current round still waits on. */
+void rlx__exec_waiting_on(const struct rlx__op *op, char *buf, size_t len);
+
+/* ---- algorithms, one file each ------------------------------------------- */
+extern const struct rlx__algo rlx__allreduce_rd;
+extern const struct rlx__algo rlx__allreduce_ring;
+extern const struct rlx__algo rlx__bcast_binomial;
+extern const struct rlx__algo rlx__barrier_dissemination;
+
+/* Selection (select.c): the one table of crossovers. forced is an
+ * enum rlx__ar_algo value (0 = automatic). */
+const struct rlx__algo *rlx__select_allreduce(size_t bytes, int nranks, int forced);
+
+#endif

@@ -1,0 +1,194 @@
+/* The round executor: drives any algorithm described as rounds of
+ * concurrent transfers followed by local work (reduce, average, copy), and
+ * turns transfer failures into errors that name the call and the ranks. */
+#include <stdio.h>
+#include <string.h>
+#include "coll.h"
+
+static void advance(struct rlx__op *op);
+
+void rlx__exec_describe_call(char *buf, size_t len, const char *call, int kind, int dt, int op,
+                             int root, unsigned long long count) {
+  const char *dn = rlx_dtype_name((rlx_dtype_t)dt), *on = rlx_op_name((rlx_op_t)op);
+  switch (kind) {
+  case RLX__CK_ALLREDUCE:
+    snprintf(buf, len, "%s(count=%llu, %s, %s)", call ? call : "rlx_allreduce", count,
+             dn ? dn : "?", on ? on : "?");
+    break;
+  case RLX__CK_BCAST:
+    snprintf(buf, len, "%s(count=%llu, %s, root=%d)", call ? call : "rlx_bcast", count,
+             dn ? dn : "?", root);
+    break;
+  case RLX__CK_BARRIER:
+    snprintf(buf, len, "%s()", call ? call : "rlx_barrier");
+    break;
+  case RLX__CK_FINALIZE:
+    snprintf(buf, len, "rlx_finalize()");
+    break;
+  default:
+    snprintf(buf, len, "an unknown collective (kind %d)", kind);
+  }
+}
+
+static const char *call_name(int kind) {
+  switch (kind) {
+  case RLX__CK_ALLREDUCE: return "rlx_allreduce";
+  case RLX__CK_BCAST: return "rlx_bcast";
+  case RLX__CK_BARRIER: return "rlx_barrier";
+  case RLX__CK_FINALIZE: return "rlx_finalize";
+  default: return "?";
+  }
+}
+
+static void finish(struct rlx__op *op, int status) {
+  if (op->finished)
+    return;
+  op->finished = 1;
+  op->status = status;
+  for (int i = 0; i < RLX__ROUND_MAX; i++) {
+    if (op->active[i]) {
+      rlx__p2p_cancel(op->p2p, &op->xf[i]);
+      op->active[i] = 0;
+    }
+  }
+  atomic_fetch_add(&op->progress, 1);
+  if (op->on_done)
+    op->on_done(op);
+  atomic_store_explicit(&op->done, 1, memory_order_release);
+}
+
+static void fail_from_xfer(struct rlx__op *op, struct rlx__xfer *x) {
+  char mine[160], theirs[160];
+  int peer = -1;
+  for (int r = 0; r < op->size; r++)
+    if (op->world[r] == x->peer)
+      peer = r;
+  rlx__exec_describe_call(mine, sizeof(mine), op->call, op->kind, op->dt, op->rop, op->root,
+                          op->count);
+  switch (x->status) {
+  case RLX_ERR_MISMATCH:
+    rlx__exec_describe_call(theirs, sizeof(theirs), call_name(x->got.kind), x->got.kind,
+                            x->got.dtype, x->got.op, x->got.root, x->got.count);
+    snprintf(op->msg, sizeof(op->msg), "rank %d called %s where rank %d called %s", peer, theirs,
+             op->rank, mine);
+    break;
+  case RLX_ERR_CORRUPT:
+    snprintf(op->msg, sizeof(op->msg),
+             "rank %d received a corrupt frame from rank %d during %s (CRC32C mismatch)",
+             op->rank, peer, mine);
+    break;
+  case RLX_ERR_PEER_LOST:
+  default: {
+    const char *why = rlx__p2p_lost_reason(op->p2p, x->peer);
+    snprintf(op->msg, sizeof(op->msg), "rank %d lost rank %d during %s: %s", op->rank, peer,
+             mine, why ? why : rlx_strerror(x->status));
+    break;
+  }
+  }
+  finish(op, x->status);
+}
+
+static void xfer_done(struct rlx__xfer *x) {
+  struct rlx__op *op = x->owner;
+  int i = (int)(x - op->xf);
+  op->active[i] = 0;
+  if (op->finished)
+    return;
+  if (x->status != RLX_OK) {
+    fail_from_xfer(op, x);
+    return;
+  }
+  atomic_fetch_add_explicit(&op->progress, 1, memory_order_relaxed);
+  if (--op->pending == 0)
+    advance(op);
+}
+
+static void local_work(struct rlx__op *op) {
+  struct rlx__round *r = &op->round;
+  if (r->copy_len)
+    memmove(r->copy_dst, r->copy_src, r->copy_len);
+  if (r->red_count)
+    rlx__reduce(r->red_out, r->red_a, r->red_b, r->red_count, op->dt, op->rop);
+  if (r->avg_count)
+    rlx__avg_finish(r->avg_buf, r->avg_count, op->dt, op->size);
+}
+
+static void advance(struct rlx__op *op) {
+  for (;;) {
+    if (op->finished)
+      return;
+    if (op->k >= 0)
+      local_work(op);
+    op->k++;
+    memset(&op->round, 0, sizeof(op->round));
+    if (!op->algo->round(op, op->k, &op->round)) {
+      finish(op, RLX_OK);
+      return;
+    }
+    int pending = 0;
+    op->pending = 1 << 20; /* no callback can run while we post */
+    for (int i = 0; i < op->round.n; i++) {
+      struct rlx__xfer *x = &op->xf[i];
+      memset(&x->hdr, 0, sizeof(x->hdr));
+      x->peer = op->world[op->round.x[i].peer];
+      x->hdr.kind = (uint8_t)op->kind;
+      x->hdr.dtype = (uint8_t)op->dt;
+      x->hdr.op = (uint8_t)op->rop;
+      x->hdr.root = op->root;
+      x->hdr.count = op->count;
+      x->hdr.comm_id = op->comm_id;
+      x->hdr.seq = op->seq;
+      x->hdr.segment = (uint32_t)op->k;
+      x->buf = op->round.x[i].buf;
+      x->len = op->round.x[i].len;
+      x->cb = xfer_done;
+      x->owner = op;
+      x->status = RLX_OK;
+      int now = op->round.x[i].send ? rlx__p2p_send(op->p2p, x) : rlx__p2p_recv(op->p2p, x);
+      if (now) {
+        if (x->status != RLX_OK) {
+          fail_from_xfer(op, x);
+          return;
+        }
+      } else {
+        op->active[i] = 1;
+        pending++;
+      }
+    }
+    op->pending = pending;
+    if (pending > 0)
+      return;
+  }
+}
+
+void rlx__exec_start(struct rlx__op *op) {
+  op->k = -1;
+  op->finished = 0;
+  op->status = RLX_OK;
+  op->msg[0] = '\0';
+  memset(op->active, 0, sizeof(op->active));
+  atomic_store(&op->done, 0);
+  advance(op);
+}
+
+void rlx__exec_abort(struct rlx__op *op, int err, const char *msg) {
+  if (op->finished)
+    return;
+  snprintf(op->msg, sizeof(op->msg), "%s", msg);
+  finish(op, err);
+}
+
+void rlx__exec_waiting_on(const struct rlx__op *op, char *buf, size_t len) {
+  size_t used = 0;
+  buf[0] = '\0';
+  for (int i = 0; i < op->round.n && i < RLX__ROUND_MAX; i++) {
+    if (!op->active[i])
+      continue;
+    int n = snprintf(buf + used, len - used, "%srank %d (%s)", used ? ", " : "",
+                     op->round.x[i].peer,
+                     op->round.x[i].send ? "not reading what we send" : "nothing received");
+    if (n < 0 || (size_t)n >= len - used)
+      break;
+    used += (size_t)n;
+  }
+}

@@ -1,0 +1,74 @@
+/* float16 and bfloat16 to and from float32, bit-exact: round to nearest
+ * even, NaN stays NaN (quiet), infinities and subnormals kept. */
+#include <string.h>
+#include "coll.h"
+
+static uint32_t bits_of(float f) {
+  uint32_t u;
+  memcpy(&u, &f, 4);
+  return u;
+}
+static float float_of(uint32_t u) {
+  float f;
+  memcpy(&f, &u, 4);
+  return f;
+}
+
+uint16_t rlx__f32_to_f16(float f) {
+  uint32_t x = bits_of(f);
+  uint16_t sign = (uint16_t)((x >> 16) & 0x8000u);
+  uint32_t exp = (x >> 23) & 0xffu;
+  uint32_t man = x & 0x7fffffu;
+
+  if (exp == 0xff) /* Inf or NaN; NaN keeps its top payload bits and stays quiet */
+    return (uint16_t)(sign | 0x7c00u | (man ? (0x200u | (man >> 13)) : 0));
+  int e = (int)exp - 127 + 15;
+  if (e >= 0x1f) /* overflow to infinity */
+    return (uint16_t)(sign | 0x7c00u);
+  if (e <= 0) {
+    /* Subnormal half (or zero): shift the full significand into place and
+     * round to nearest even on the bits shifted out. */
+    if (e < -10)
+      return sign;
+    uint32_t m = man | 0x800000u;
+    int shift = 14 - e;
+    uint32_t half_m = m >> shift;
+    uint32_t rem = m & ((1u << shift) - 1);
+    uint32_t halfway = 1u << (shift - 1);
+    if (rem > halfway || (rem == halfway && (half_m & 1)))
+      half_m++;
+    return (uint16_t)(sign | half_m);
+  }
+  uint32_t h = ((uint32_t)e << 10) | (man >> 13);
+  uint32_t rem = man & 0x1fffu;
+  if (rem > 0x1000u || (rem == 0x1000u && (h & 1)))
+    h++; /* may carry into the exponent, up to infinity: still correct */
+  return (uint16_t)(sign | h);
+}
+
+float rlx__f16_to_f32(uint16_t h) {
+  uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
+  uint32_t exp = (h >> 10) & 0x1fu;
+  uint32_t man = h & 0x3ffu;
+  if (exp == 0x1f)
+    return float_of(sign | 0x7f800000u | (man << 13));
+  if (exp == 0) {
+    if (man == 0)
+      return float_of(sign);
+    /* subnormal: value = man * 2^-24 */
+    float v = (float)man * float_of(0x33800000u);
+    return sign ? -v : v;
+  }
+  return float_of(sign | ((exp - 15 + 127) << 23) | (man << 13));
+}
+
+uint16_t rlx__f32_to_bf16(float f) {
+  uint32_t x = bits_of(f);
+  if ((x & 0x7f800000u) == 0x7f800000u && (x & 0x7fffffu))
+    return (uint16_t)((x >> 16) | 0x40u); /* NaN: keep it a quiet NaN */
+  uint32_t lsb = (x >> 16) & 1u;
+  x += 0x7fffu + lsb;
+  return (uint16_t)(x >> 16);
+}
+
+float rlx__bf16_to_f32(uint16_t h) { return float_of((uint32_t)h << 16); }

@@ -1,0 +1,153 @@
+/* Element-wise reduction kernels for every dtype and op. Written as plain
+ * loops the compiler vectorises; target_clones builds AVX-512, AVX2 and
+ * generic versions and picks one at load time, so the library needs no
+ * -march=native. Half types are reduced in float32. */
+#pragma GCC optimize("O3")
+#include <math.h>
+#include <string.h>
+#include "coll.h"
+
+#if defined(__x86_64__) && !defined(__SANITIZE_ADDRESS__)
+#define RLX_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+#else
+#define RLX_CLONES
+#endif
+
+#define MINF(a, b) (((a) != (a) || (b) != (b)) ? (a) + (b) : ((a) < (b) ? (a) : (b)))
+#define MAXF(a, b) (((a) != (a) || (b) != (b)) ? (a) + (b) : ((a) > (b) ? (a) : (b)))
+#define MINI(a, b) ((a) < (b) ? (a) : (b))
+#define MAXI(a, b) ((a) > (b) ? (a) : (b))
+
+/* Integer kernels: sums and products wrap (done in the unsigned type so
+ * signed overflow is defined). */
+#define INT_KERNELS(name, T, U)                                                \
+  RLX_CLONES static void name(T *restrict o, const T *a, const T *b, size_t n, \
+                              rlx_op_t op) {                                   \
+    size_t i;                                                                  \
+    switch (op) {                                                              \
+    case RLX_SUM:                                                              \
+    case RLX_AVG:                                                              \
+      for (i = 0; i < n; i++)                                                  \
+        o[i] = (T)((U)a[i] + (U)b[i]);                                         \
+      break;                                                                   \
+    case RLX_PROD:                                                             \
+      for (i = 0; i < n; i++)                                                  \
+        o[i] = (T)((U)a[i] * (U)b[i]);                                         \
+      break;                                                                   \
+    case RLX_MIN:                                                              \
+      for (i = 0; i < n; i++)                                                  \
+        o[i] = MINI(a[i], b[i]);                                               \
+      break;                                                                   \
+    case RLX_MAX:                                                              \
+      for (i = 0; i < n; i++)                                                  \
+        o[i] = MAXI(a[i], b[i]);                                               \
+      break;                                                                   \
+    default:                                                                   \
+      break;                                                                   \
+    }                                                                          \
+  }
+
+#define FLOAT_KERNELS(name, T)                                                 \
+  RLX_CLONES static void name(T *o, const T *a, const T *b, size_t n,          \
+                              rlx_op_t op) {                                   \
+    size_t i;                                                                  \
+    switch (op) {                                                              \
+    case RLX_SUM:                                                              \
+    case RLX_AVG:                                                              \
+      for (i = 0; i < n; i++)                                                  \
+        o[i] = a[i] + b[i];                                                    \
+      break;                                                                   \
+    case RLX_PROD:                                                             \
+      for (i = 0; i < n; i++)                                                  \
+        o[i] = a[i] * b[i];                                                    \
+      break;                                                                   \
+    case RLX_MIN:                                                              \
+      for (i = 0; i < n; i++)                                                  \
+        o[i] = MINF(a[i], b[i]);                                               \
+      break;                                                                   \
+    case RLX_MAX:                                                              \
+      for (i = 0; i < n; i++)                                                  \
+        o[i] = MAXF(a[i], b[i]);                                               \
+      break;                                                                   \
+    default:                                                                   \
+      break;                                                                   \
+    }                                                                          \
+  }
+
+INT_KERNELS(red_i8, int8_t, uint8_t)
+INT_KERNELS(red_u8, uint8_t, uint8_t)
+INT_KERNELS(red_i32, int32_t, uint32_t)
+INT_KERNELS(red_u32, uint32_t, uint32_t)
+INT_KERNELS(red_i64, int64_t, uint64_t)
+INT_KERNELS(red_u64, uint64_t, uint64_t)
+FLOAT_KERNELS(red_f32, float)
+FLOAT_KERNELS(red_f64, double)
+
+/* Half types: widen a block to float32, reduce, round back. */
+static void red_half(uint16_t *o, const uint16_t *a, const uint16_t *b, size_t n, rlx_op_t op,
+                     float (*widen)(uint16_t), uint16_t (*narrow)(float)) {
+  float fa[256], fb[256];
+  for (size_t base = 0; base < n; base += 256) {
+    size_t m = n - base < 256 ? n - base : 256;
+    for (size_t i = 0; i < m; i++) {
+      fa[i] = widen(a[base + i]);
+      fb[i] = widen(b[base + i]);
+    }
+    red_f32(fa, fa, fb, m, op);
+    for (size_t i = 0; i < m; i++)
+      o[base + i] = narrow(fa[i]);
+  }
+}
+
+int rlx__dtype_is_float(rlx_dtype_t dt) {
+  return dt == RLX_FLOAT16 || dt == RLX_BFLOAT16 || dt == RLX_FLOAT32 || dt == RLX_FLOAT64;
+}
+
+void rlx__reduce(void *out, const void *a, const void *b, size_t n, rlx_dtype_t dt,
+                 rlx_op_t op) {
+  switch (dt) {
+  case RLX_INT8: red_i8(out, a, b, n, op); break;
+  case RLX_UINT8: red_u8(out, a, b, n, op); break;
+  case RLX_INT32: red_i32(out, a, b, n, op); break;
+  case RLX_UINT32: red_u32(out, a, b, n, op); break;
+  case RLX_INT64: red_i64(out, a, b, n, op); break;
+  case RLX_UINT64: red_u64(out, a, b, n, op); break;
+  case RLX_FLOAT32: red_f32(out, a, b, n, op); break;
+  case RLX_FLOAT64: red_f64(out, a, b, n, op); break;
+  case RLX_FLOAT16: red_half(out, a, b, n, op, rlx__f16_to_f32, rlx__f32_to_f16); break;
+  case RLX_BFLOAT16: red_half(out, a, b, n, op, rlx__bf16_to_f32, rlx__f32_to_bf16); break;
+  default: break;
+  }
+}
+
+void rlx__avg_finish(void *buf, size_t n, rlx_dtype_t dt, int nranks) {
+  size_t i;
+  switch (dt) {
+  case RLX_FLOAT32: {
+    float *p = buf, d = (float)nranks;
+    for (i = 0; i < n; i++)
+      p[i] /= d;
+    break;
+  }
+  case RLX_FLOAT64: {
+    double *p = buf, d = (double)nranks;
+    for (i = 0; i < n; i++)
+      p[i] /= d;
+    break;
+  }
+  case RLX_FLOAT16: {
+    uint16_t *p = buf;
+    for (i = 0; i < n; i++)
+      p[i] = rlx__f32_to_f16(rlx__f16_to_f32(p[i]) / (float)nranks);
+    break;
+  }
+  case RLX_BFLOAT16: {
+    uint16_t *p = buf;
+    for (i = 0; i < n; i++)
+      p[i] = rlx__f32_to_bf16(rlx__bf16_to_f32(p[i]) / (float)nranks);
+    break;
+  }
+  default:
+    break;
+  }
+}

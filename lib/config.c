@@ -1,0 +1,147 @@
+/* The RLX_* environment: every variable parsed and validated in one place.
+ * A bad value is an RLX_ERR_ARG from rlx_init naming the variable and what it
+ * accepts, never silently ignored. */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "internal.h"
+
+int rlx__parse_long(const char *s, long lo, long hi, long *out) {
+  char *end;
+  long v;
+  if (s == NULL || *s == '\0')
+    return -1;
+  errno = 0;
+  v = strtol(s, &end, 10);
+  if (errno != 0 || *end != '\0' || v < lo || v > hi)
+    return -1;
+  *out = v;
+  return 0;
+}
+
+int rlx__parse_double(const char *s, double lo, double hi, double *out) {
+  char *end;
+  double v;
+  if (s == NULL || *s == '\0')
+    return -1;
+  errno = 0;
+  v = strtod(s, &end);
+  if (errno != 0 || *end != '\0' || !isfinite(v) || v < lo || v > hi)
+    return -1;
+  *out = v;
+  return 0;
+}
+
+/* Look a value up in a list of accepted words; -1 when absent. */
+static int pick(const char *s, const char *const *words, int n) {
+  for (int i = 0; i < n; i++)
+    if (strcmp(s, words[i]) == 0)
+      return i;
+  return -1;
+}
+
+static int bad(const char *var, const char *val, const char *accepts) {
+  return rlx__err(RLX_ERR_ARG, "%s=\"%s\" is not valid: %s", var, val, accepts);
+}
+
+static int load_launch(struct rlx__config *cfg) {
+  const char *rank = getenv("RLX_RANK"), *size = getenv("RLX_SIZE");
+  const char *lrank = getenv("RLX_LOCAL_RANK"), *lsize = getenv("RLX_LOCAL_SIZE");
+  const char *rdv = getenv("RLX_RENDEZVOUS"), *key = getenv("RLX_JOB_KEY");
+  long v;
+
+  cfg->local_rank = -1;
+  cfg->local_size = -1;
+  if (rank == NULL && size == NULL) {
+    cfg->has_launch = 0;
+    cfg->rank = 0;
+    cfg->size = 1;
+    return RLX_OK;
+  }
+  if (rank == NULL || size == NULL)
+    return rlx__err(RLX_ERR_ARG, "RLX_RANK and RLX_SIZE must be set together (RLX_%s is missing)",
+                    rank == NULL ? "RANK" : "SIZE");
+  if (rlx__parse_long(size, 1, 1 << 20, &v) != 0)
+    return bad("RLX_SIZE", size, "an integer from 1 to 1048576");
+  cfg->size = (int)v;
+  if (rlx__parse_long(rank, 0, cfg->size - 1, &v) != 0)
+    return bad("RLX_RANK", rank, "an integer from 0 to RLX_SIZE-1");
+  cfg->rank = (int)v;
+  if (lsize != NULL) {
+    if (rlx__parse_long(lsize, 1, cfg->size, &v) != 0)
+      return bad("RLX_LOCAL_SIZE", lsize, "an integer from 1 to RLX_SIZE");
+    cfg->local_size = (int)v;
+  }
+  if (lrank != NULL) {
+    long hi = cfg->local_size > 0 ? cfg->local_size - 1 : cfg->size - 1;
+    if (rlx__parse_long(lrank, 0, hi, &v) != 0)
+      return bad("RLX_LOCAL_RANK", lrank, "an integer from 0 to RLX_LOCAL_SIZE-1");
+    cfg->local_rank = (int)v;
+  }
+  cfg->has_launch = 1;
+  if (cfg->size == 1 && rdv == NULL)
+    return RLX_OK;
+  if (rdv == NULL || *rdv == '\0')
+    return rlx__err(RLX_ERR_ARG, "RLX_RENDEZVOUS is not set: with RLX_SIZE=%d it must be host:port",
+                    cfg->size);
+  const char *colon = strrchr(rdv, ':');
+  if (colon == NULL || colon == rdv || rlx__parse_long(colon + 1, 1, 65535, &v) != 0 ||
+      strlen(rdv) >= sizeof(cfg->rendezvous))
+    return bad("RLX_RENDEZVOUS", rdv, "host:port with a port from 1 to 65535");
+  snprintf(cfg->rendezvous, sizeof(cfg->rendezvous), "%s", rdv);
+  if (key == NULL || *key == '\0')
+    return rlx__err(RLX_ERR_ARG, "RLX_JOB_KEY is not set: every rank of a job needs the same "
+                                 "secret key (rlxrun sets it)");
+  if (strlen(key) >= sizeof(cfg->job_key))
+    return rlx__err(RLX_ERR_ARG, "RLX_JOB_KEY is too long (at most %zu characters)",
+                    sizeof(cfg->job_key) - 1);
+  snprintf(cfg->job_key, sizeof(cfg->job_key), "%s", key);
+  return RLX_OK;
+}
+
+int rlx__config_load(struct rlx__config *cfg) {
+  static const char *const transports[] = {"auto", "tcp", "unix"};
+  static const char *const algos[] = {"auto", "rd", "ring"};
+  static const char *const levels[] = {"off", "error", "warn", "info", "debug", "trace"};
+  const char *s;
+  int i;
+
+  memset(cfg, 0, sizeof(*cfg));
+  cfg->timeout_s = 300.0;
+  cfg->spin_us = -1;
+
+  if ((s = getenv("RLX_LOG")) != NULL) {
+    if ((i = pick(s, levels, 6)) < 0)
+      return bad("RLX_LOG", s, "one of off, error, warn, info, debug, trace");
+    cfg->log_level = i;
+  }
+  if ((s = getenv("RLX_TIMEOUT")) != NULL &&
+      rlx__parse_double(s, 0.0, 1e9, &cfg->timeout_s) != 0)
+    return bad("RLX_TIMEOUT", s, "seconds, a number >= 0 (0 means no deadline)");
+  if ((s = getenv("RLX_TRANSPORT")) != NULL) {
+    if ((i = pick(s, transports, 3)) < 0)
+      return bad("RLX_TRANSPORT", s, "one of auto, tcp, unix");
+    cfg->transport = i;
+  }
+  if ((s = getenv("RLX_ALLREDUCE_ALGO")) != NULL) {
+    if ((i = pick(s, algos, 3)) < 0)
+      return bad("RLX_ALLREDUCE_ALGO", s, "one of auto, rd (recursive doubling), ring");
+    cfg->allreduce_algo = i;
+  }
+  if ((s = getenv("RLX_SPIN_US")) != NULL && strcmp(s, "auto") != 0) {
+    long v;
+    if (rlx__parse_long(s, 0, 60L * 1000 * 1000, &v) != 0)
+      return bad("RLX_SPIN_US", s, "auto, or microseconds from 0 to 60000000");
+    cfg->spin_us = v;
+  }
+  if ((s = getenv("RLX_WIRE")) != NULL && strcmp(s, "f32") != 0)
+    return bad("RLX_WIRE", s, "f32 (this version sends float32 data at full width)");
+  if ((s = getenv("RLX_IFACE")) != NULL) {
+    if (*s == '\0' || strlen(s) >= sizeof(cfg->iface))
+      return bad("RLX_IFACE", s, "an interface name or prefix, 1 to 63 characters");
+    snprintf(cfg->iface, sizeof(cfg->iface), "%s", s);
+  }
+  return load_launch(cfg);
+}

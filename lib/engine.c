@@ -1,0 +1,163 @@
+/* Progress engine. The waiting caller drives the loop: it polls with
+ * uv_run(NOWAIT) for a bounded spin budget (yielding the CPU between polls
+ * when ranks outnumber cores), then blocks in poll() on libuv's backend fd,
+ * still on its own thread. The progress thread only runs the loop while no
+ * caller waits, for work nobody waits on (accepts, handshakes). */
+#include <errno.h>
+#include <poll.h>
+#include <sched.h>
+#include <string.h>
+#include <time.h>
+#include "engine.h"
+#include "internal.h"
+
+static void on_wake(uv_async_t *a) { (void)a; }
+
+static void cpu_relax(void) {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#endif
+}
+
+int rlx__engine_init(struct rlx__engine *e, uint64_t spin_ns, int yield) {
+  int rc;
+  memset(e, 0, sizeof(*e));
+  if ((rc = uv_loop_init(&e->loop)) != 0)
+    return rlx__err(RLX_ERR_SYS, "uv_loop_init: %s", uv_strerror(rc));
+  pthread_mutex_init(&e->loop_mtx, NULL);
+  pthread_mutex_init(&e->wait_mtx, NULL);
+  pthread_cond_init(&e->wait_cv, NULL);
+  uv_async_init(&e->loop, &e->wake, on_wake);
+  uv_unref((uv_handle_t *)&e->wake);
+  e->spin_ns = spin_ns;
+  e->yield = yield;
+  return RLX_OK;
+}
+
+static int backend_poll(struct rlx__engine *e, int timeout_ms) {
+  struct pollfd pfd = {uv_backend_fd(&e->loop), POLLIN, 0};
+  return poll(&pfd, 1, timeout_ms);
+}
+
+static void *progress_main(void *arg) {
+  struct rlx__engine *e = arg;
+  while (!atomic_load(&e->stop)) {
+    if (atomic_load(&e->drivers) > 0) {
+      /* A caller drives the loop; look again a little later rather than
+       * being woken at the end of every call. */
+      struct timespec ts = {0, 5 * 1000 * 1000};
+      nanosleep(&ts, NULL);
+      continue;
+    }
+    pthread_mutex_lock(&e->loop_mtx);
+    uv_run(&e->loop, UV_RUN_NOWAIT);
+    int t = uv_backend_timeout(&e->loop);
+    pthread_mutex_unlock(&e->loop_mtx);
+    if (atomic_load(&e->stop))
+      break;
+    backend_poll(e, (t < 0 || t > 100) ? 100 : t);
+  }
+  return NULL;
+}
+
+int rlx__engine_start(struct rlx__engine *e) {
+  int rc = pthread_create(&e->thread, NULL, progress_main, e);
+  if (rc != 0)
+    return rlx__err(RLX_ERR_SYS, "cannot start the progress thread: %s", strerror(rc));
+  e->thread_started = 1;
+  return RLX_OK;
+}
+
+void rlx__engine_stop(struct rlx__engine *e) {
+  if (!e->thread_started)
+    return;
+  atomic_store(&e->stop, 1);
+  uv_async_send(&e->wake);
+  pthread_join(e->thread, NULL);
+  e->thread_started = 0;
+}
+
+void rlx__engine_close(struct rlx__engine *e) {
+  uv_close((uv_handle_t *)&e->wake, NULL);
+  for (int i = 0; i < 1000 && uv_run(&e->loop, UV_RUN_NOWAIT) != 0; i++)
+    ;
+  uv_loop_close(&e->loop);
+  pthread_mutex_destroy(&e->loop_mtx);
+  pthread_mutex_destroy(&e->wait_mtx);
+  pthread_cond_destroy(&e->wait_cv);
+}
+
+void rlx__engine_lock(struct rlx__engine *e) { pthread_mutex_lock(&e->loop_mtx); }
+void rlx__engine_unlock(struct rlx__engine *e) { pthread_mutex_unlock(&e->loop_mtx); }
+
+void rlx__engine_notify(struct rlx__engine *e) {
+  if (atomic_load(&e->waiters) > 0) {
+    pthread_mutex_lock(&e->wait_mtx);
+    pthread_cond_broadcast(&e->wait_cv);
+    pthread_mutex_unlock(&e->wait_mtx);
+  }
+}
+
+static int ms_until(uint64_t deadline, int cap) {
+  if (deadline == 0)
+    return cap;
+  uint64_t now = rlx__now_ns();
+  if (now >= deadline)
+    return 0;
+  uint64_t ms = (deadline - now + 999999) / 1000000;
+  return ms > (uint64_t)cap ? cap : (int)ms;
+}
+
+int rlx__engine_wait(struct rlx__engine *e, const atomic_int *done, const atomic_uint *progress,
+                     uint64_t deadline) {
+  uint64_t spin_start = rlx__now_ns();
+  unsigned seen = atomic_load(progress);
+  int rc = 0;
+  atomic_fetch_add(&e->drivers, 1);
+  while (!atomic_load_explicit(done, memory_order_acquire)) {
+    uint64_t now = rlx__now_ns();
+    unsigned p = atomic_load(progress);
+    if (p != seen) {
+      seen = p;
+      spin_start = now;
+    }
+    if (deadline != 0 && now >= deadline) {
+      rc = -1;
+      break;
+    }
+    if (pthread_mutex_trylock(&e->loop_mtx) == 0) {
+      uv_run(&e->loop, UV_RUN_NOWAIT);
+      if (!atomic_load_explicit(done, memory_order_acquire) && now - spin_start >= e->spin_ns &&
+          atomic_load(progress) == seen) {
+        /* Spin budget spent: sleep in the kernel until the loop has work,
+         * still on this thread, so the wake-up goes straight to us. */
+        int t = uv_backend_timeout(&e->loop);
+        int cap = ms_until(deadline, 50);
+        backend_poll(e, (t < 0 || t > cap) ? cap : t);
+        uv_run(&e->loop, UV_RUN_NOWAIT);
+      }
+      pthread_mutex_unlock(&e->loop_mtx);
+      if (e->yield)
+        sched_yield();
+      else
+        cpu_relax();
+    } else {
+      /* Another thread drives the loop; it signals completions. */
+      struct timespec ts;
+      clock_gettime(CLOCK_REALTIME, &ts);
+      ts.tv_nsec += 1000 * 1000;
+      if (ts.tv_nsec >= 1000000000) {
+        ts.tv_sec++;
+        ts.tv_nsec -= 1000000000;
+      }
+      pthread_mutex_lock(&e->wait_mtx);
+      atomic_fetch_add(&e->waiters, 1);
+      if (!atomic_load(done))
+        pthread_cond_timedwait(&e->wait_cv, &e->wait_mtx, &ts);
+      atomic_fetch_sub(&e->waiters, 1);
+      pthread_mutex_unlock(&e->wait_mtx);
+    }
+  }
+  atomic_fetch_sub(&e->drivers, 1);
+  return rc;
+}

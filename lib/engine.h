@@ -1,0 +1,42 @@
+/* The progress engine: one libuv loop per process, run by a progress thread
+ * when nobody waits, and by the waiting caller itself while it waits, so a
+ * small collective pays no thread hand-off (DESIGN section 4). */
+#ifndef RLX_ENGINE_H
+#define RLX_ENGINE_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <uv.h>
+
+struct rlx__engine {
+  uv_loop_t loop;
+  pthread_mutex_t loop_mtx; /* whoever holds it may run the loop */
+  pthread_mutex_t wait_mtx;
+  pthread_cond_t wait_cv;   /* completions, for callers not driving */
+  pthread_t thread;
+  int thread_started;
+  uv_async_t wake;
+  atomic_int drivers; /* callers inside rlx__engine_wait */
+  atomic_int waiters; /* callers sleeping on wait_cv */
+  atomic_int stop;
+  uint64_t spin_ns;   /* how long a waiter polls before it blocks */
+  int yield;          /* ranks outnumber cores: yield between polls */
+};
+
+int rlx__engine_init(struct rlx__engine *e, uint64_t spin_ns, int yield);
+int rlx__engine_start(struct rlx__engine *e); /* start the progress thread */
+void rlx__engine_stop(struct rlx__engine *e); /* join it; the loop stays */
+void rlx__engine_close(struct rlx__engine *e);
+void rlx__engine_lock(struct rlx__engine *e);
+void rlx__engine_unlock(struct rlx__engine *e);
+/* Wait, driving the loop, until *done is set or the deadline (rlx__now_ns,
+ * 0 = none) passes. *progress is a counter the operation bumps on each
+ * step: while it moves, the spin budget starts over. Returns 0 when done,
+ * -1 on the deadline. Called without the loop lock. */
+int rlx__engine_wait(struct rlx__engine *e, const atomic_int *done, const atomic_uint *progress,
+                     uint64_t deadline);
+/* An operation completed (called under the loop lock). */
+void rlx__engine_notify(struct rlx__engine *e);
+
+#endif

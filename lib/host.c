@@ -1,0 +1,85 @@
+/* What this host is: an identity that tells ranks on the same host apart
+ * from ranks elsewhere (also across containers and network namespaces,
+ * where hostnames can repeat), its core count (hwloc), and interface
+ * addresses for RLX_IFACE. */
+#include <ifaddrs.h>
+#include <arpa/inet.h>
+#include <net/if.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <hwloc.h>
+#include "runtime.h"
+
+int rlx__host_identity(char *buf, size_t len) {
+  char host[64] = "localhost", boot[40] = "";
+  struct stat net, mnt;
+  FILE *f = fopen("/proc/sys/kernel/random/boot_id", "r");
+  if (f != NULL) {
+    if (fgets(boot, sizeof(boot), f) == NULL)
+      boot[0] = '\0';
+    boot[strcspn(boot, "\n")] = '\0';
+    fclose(f);
+  }
+  gethostname(host, sizeof(host) - 1);
+  host[sizeof(host) - 1] = '\0';
+  /* Ranks share Unix sockets only if they share a network and a mount
+   * namespace on one booted kernel. */
+  if (stat("/proc/self/ns/net", &net) != 0)
+    net.st_ino = 0;
+  if (stat("/proc/self/ns/mnt", &mnt) != 0)
+    mnt.st_ino = 0;
+  snprintf(buf, len, "%.40s/%.8s/%lx/%lx", host, boot, (unsigned long)net.st_ino,
+           (unsigned long)mnt.st_ino);
+  return 0;
+}
+
+int rlx__host_cores(void) {
+  hwloc_topology_t topo;
+  int n = 0;
+  if (hwloc_topology_init(&topo) != 0)
+    return (int)sysconf(_SC_NPROCESSORS_ONLN);
+  if (hwloc_topology_load(topo) == 0)
+    n = hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_CORE);
+  hwloc_topology_destroy(topo);
+  if (n <= 0)
+    n = (int)sysconf(_SC_NPROCESSORS_ONLN);
+  return n > 0 ? n : 1;
+}
+
+/* NCCL's grammar: "eth" is a prefix, "=eth0" an exact name, "^docker" skips
+ * what matches; entries separated by commas. */
+static int iface_wanted(const char *spec, const char *name) {
+  int exclude = spec[0] == '^';
+  const char *p = exclude ? spec + 1 : spec;
+  int exact = p[0] == '=';
+  if (exact)
+    p++;
+  char list[64];
+  snprintf(list, sizeof(list), "%s", p);
+  for (char *tok = strtok(list, ","); tok != NULL; tok = strtok(NULL, ",")) {
+    int hit = exact ? strcmp(name, tok) == 0 : strncmp(name, tok, strlen(tok)) == 0;
+    if (hit)
+      return !exclude;
+  }
+  return exclude;
+}
+
+int rlx__iface_ip(const char *spec, char *ip, size_t len) {
+  struct ifaddrs *ifa, *i;
+  int found = -1;
+  if (getifaddrs(&ifa) != 0)
+    return -1;
+  for (i = ifa; i != NULL; i = i->ifa_next) {
+    if (i->ifa_addr == NULL || i->ifa_addr->sa_family != AF_INET || !(i->ifa_flags & IFF_UP))
+      continue;
+    if (!iface_wanted(spec, i->ifa_name))
+      continue;
+    inet_ntop(AF_INET, &((struct sockaddr_in *)i->ifa_addr)->sin_addr, ip, (socklen_t)len);
+    found = 0;
+    break;
+  }
+  freeifaddrs(ifa);
+  return found;
+}

@@ -1,0 +1,263 @@
+/* rlx_init and rlx_finalize: read the configuration, bootstrap (rendezvous
+ * and card exchange, or a singleton), open the listeners, elect the leader,
+ * start the progress engine; and tear all of it down again. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <sodium.h>
+#include "runtime.h"
+
+struct rlx__runtime rlx__rt;
+static pthread_mutex_t init_mtx = PTHREAD_MUTEX_INITIALIZER;
+
+static void rdv_log(const char *msg) { rlx__warn("%s", msg); }
+
+static uint64_t deadline_from_now(double seconds) {
+  if (seconds <= 0)
+    return 0;
+  return rlx__now_ns() + (uint64_t)(seconds * 1e9);
+}
+
+static int elect(const struct rlx__card *cards, const int *members, int n) {
+  int best = 0;
+  for (int i = 1; i < n; i++) {
+    const struct rlx__card *a = &cards[members[i]], *b = &cards[members[best]];
+    if (a->election_id < b->election_id ||
+        (a->election_id == b->election_id && members[i] < members[best]))
+      best = i;
+  }
+  return best;
+}
+
+static int make_world(struct rlx__runtime *rt) {
+  struct rlx_comm *w = &rt->world;
+  memset(w, 0, sizeof(*w));
+  w->id = 0;
+  w->rank = rt->cfg.rank;
+  w->size = rt->cfg.size;
+  w->world = malloc((size_t)w->size * sizeof(int));
+  if (w->world == NULL)
+    return rlx__err(RLX_ERR_NOMEM, "no memory for the world communicator");
+  for (int i = 0; i < w->size; i++)
+    w->world[i] = i;
+  w->leader = elect(rt->cards, w->world, w->size);
+  pthread_mutex_init(&w->mtx, NULL);
+  return RLX_OK;
+}
+
+static void local_placement(struct rlx__runtime *rt) {
+  int lr = 0, ls = 0;
+  for (int r = 0; r < rt->cfg.size; r++) {
+    if (strcmp(rt->cards[r].host, rt->cards[rt->cfg.rank].host) == 0) {
+      if (r < rt->cfg.rank)
+        lr++;
+      ls++;
+    }
+  }
+  rt->local_rank = rt->cfg.local_rank >= 0 ? rt->cfg.local_rank : lr;
+  rt->local_size = rt->cfg.local_size > 0 ? rt->cfg.local_size : ls;
+}
+
+static int pick_tcp_ip(struct rlx__runtime *rt, const char *rdv_ip, char *ip, size_t len) {
+  if (rt->cfg.iface[0] != '\0') {
+    if (rlx__iface_ip(rt->cfg.iface, ip, len) != 0)
+      return rlx__err(RLX_ERR_ARG, "RLX_IFACE=\"%s\" matches no interface with an IPv4 address",
+                      rt->cfg.iface);
+    return RLX_OK;
+  }
+  /* The address this host used to reach the rendezvous is one the others
+   * can reach too. */
+  snprintf(ip, len, "%s", rdv_ip[0] ? rdv_ip : "127.0.0.1");
+  return RLX_OK;
+}
+
+static int bootstrap(struct rlx__runtime *rt) {
+  struct rlx__config *cfg = &rt->cfg;
+  uint64_t deadline = deadline_from_now(cfg->timeout_s);
+  char why[512], rdv_ip[64] = "", tcp_ip[64], bound[128];
+  struct rlx__card mine;
+  int fd = -1, rc;
+
+  /* Started by hand (no launcher): rank 0 hosts the rendezvous. */
+  const char *launcher = getenv("RLX_LAUNCHER");
+  if (cfg->rank == 0 && (launcher == NULL || *launcher == '\0')) {
+    rc = rlx__rdv_server_start(cfg->rendezvous, cfg->job_key, cfg->size, rdv_log, &rt->rdv,
+                               bound, sizeof(bound));
+    if (rc != 0)
+      return rlx__err(RLX_ERR_BOOTSTRAP, "rank 0 cannot host the rendezvous on %s: %s",
+                      cfg->rendezvous, strerror(-rc));
+  }
+  rc = rlx__rdv_connect(cfg->rendezvous, cfg->job_key, (uint32_t)cfg->rank, deadline, &fd, rdv_ip,
+                        sizeof(rdv_ip), why, sizeof(why));
+  if (rc != 0)
+    return rlx__err(rc == -EACCES ? RLX_ERR_AUTH : RLX_ERR_BOOTSTRAP, "rank %d: %s", cfg->rank,
+                    why);
+  if ((rc = pick_tcp_ip(rt, rdv_ip, tcp_ip, sizeof(tcp_ip))) != RLX_OK)
+    goto fail;
+
+  /* A private run directory for our Unix socket. */
+  const char *tmp = getenv("TMPDIR");
+  snprintf(rt->rundir, sizeof(rt->rundir), "%s/rlx-%d-XXXXXX",
+           tmp && *tmp && strlen(tmp) < 64 ? tmp : "/tmp", cfg->rank);
+  if (mkdtemp(rt->rundir) == NULL) {
+    rc = rlx__err(RLX_ERR_SYS, "cannot create a run directory %s: %s", rt->rundir,
+                  strerror(errno));
+    rt->rundir[0] = '\0';
+    goto fail;
+  }
+  chmod(rt->rundir, 0700);
+  snprintf(rt->unix_path, sizeof(rt->unix_path), "%s/s", rt->rundir);
+
+  memset(&mine, 0, sizeof(mine));
+  mine.rank = (uint32_t)cfg->rank;
+  mine.size = (uint32_t)cfg->size;
+  mine.election_id = randombytes_random();
+  rlx__host_identity(mine.host, sizeof(mine.host));
+  int choice = cfg->transport == RLX__TR_TCP    ? RLX__P2P_TCP
+               : cfg->transport == RLX__TR_UNIX ? RLX__P2P_UNIX
+                                                : RLX__P2P_AUTO;
+  rt->p2p_up = 1;
+  if ((rc = rlx__p2p_init(&rt->p2p, &rt->engine.loop, cfg->rank, cfg->size, cfg->job_key,
+                          choice, tcp_ip, rt->unix_path, &mine)) != RLX_OK)
+    goto fail;
+
+  rc = rlx__rdv_exchange(fd, &mine, rt->cards, cfg->size, deadline, why, sizeof(why));
+  fd = -1;
+  if (rc != 0) {
+    rc = rlx__err(RLX_ERR_BOOTSTRAP, "rank %d: %s", cfg->rank, why);
+    goto fail;
+  }
+  rlx__p2p_start(&rt->p2p, rt->cards);
+  return RLX_OK;
+fail:
+  if (fd >= 0)
+    close(fd);
+  return rc;
+}
+
+static void teardown(struct rlx__runtime *rt) {
+  if (rt->engine_up) {
+    rlx__engine_stop(&rt->engine);
+    rlx__engine_lock(&rt->engine);
+    if (rt->p2p_up)
+      rlx__p2p_close(&rt->p2p);
+    rlx__engine_unlock(&rt->engine);
+    rlx__engine_close(&rt->engine);
+    if (rt->p2p_up)
+      rlx__p2p_free(&rt->p2p);
+  }
+  rt->engine_up = rt->p2p_up = 0;
+  if (rt->unix_path[0])
+    unlink(rt->unix_path);
+  if (rt->rundir[0])
+    rmdir(rt->rundir);
+  rt->unix_path[0] = rt->rundir[0] = '\0';
+  rlx__rdv_server_stop(rt->rdv);
+  rt->rdv = NULL;
+  free(rt->cards);
+  rt->cards = NULL;
+  free(rt->world.world);
+  free(rt->world.scratch);
+  rt->world.world = NULL;
+  rt->world.scratch = NULL;
+}
+
+static int init_locked(struct rlx__runtime *rt) {
+  int rc;
+  memset(rt, 0, sizeof(*rt));
+  if (sodium_init() < 0)
+    return rlx__err(RLX_ERR_SYS, "libsodium failed to initialise");
+  (void)rlx__crc32c(NULL, 0); /* choose the CRC implementation once */
+  if ((rc = rlx__config_load(&rt->cfg)) != RLX_OK)
+    return rc;
+  rlx__log_level = rt->cfg.log_level;
+  rlx__log_rank = rt->cfg.rank;
+  rt->ncores = rlx__host_cores();
+  rt->cards = calloc((size_t)rt->cfg.size, sizeof(*rt->cards));
+  if (rt->cards == NULL)
+    return rlx__err(RLX_ERR_NOMEM, "no memory for %d cards", rt->cfg.size);
+
+  if ((rc = rlx__engine_init(&rt->engine, 0, 0)) != RLX_OK)
+    return rc;
+  rt->engine_up = 1;
+  if (rt->cfg.size > 1) {
+    if ((rc = bootstrap(rt)) != RLX_OK)
+      goto fail;
+  } else {
+    rlx__host_identity(rt->cards[0].host, sizeof(rt->cards[0].host));
+    rt->cards[0].election_id = randombytes_random();
+  }
+  local_placement(rt);
+  /* Spin while the ranks of this host fit its cores; past that, yield. */
+  int oversubscribed = rt->local_size > rt->ncores;
+  long spin_us = rt->cfg.spin_us >= 0 ? rt->cfg.spin_us : (oversubscribed ? 1000 : 20000);
+  rt->engine.spin_ns = (uint64_t)spin_us * 1000u;
+  rt->engine.yield = oversubscribed;
+  if ((rc = make_world(rt)) != RLX_OK)
+    goto fail;
+  if ((rc = rlx__engine_start(&rt->engine)) != RLX_OK)
+    goto fail;
+  rlx__info("rank %d of %d, local %d of %d on %d cores (%s), leader %d, spin %ld us", rt->cfg.rank,
+            rt->cfg.size, rt->local_rank, rt->local_size, rt->ncores,
+            oversubscribed ? "oversubscribed: yielding" : "spinning", rt->world.leader, spin_us);
+  return RLX_OK;
+fail:
+  {
+    char saved[1024];
+    snprintf(saved, sizeof(saved), "%s", rlx_errmsg());
+    teardown(rt);
+    rlx__err_setmsg(saved);
+  }
+  return rc;
+}
+
+int rlx_init(int *argc, char ***argv) {
+  int rc;
+  (void)argc;
+  (void)argv;
+  pthread_mutex_lock(&init_mtx);
+  if (rlx__rt.initialized) {
+    pthread_mutex_unlock(&init_mtx);
+    return rlx__err(RLX_ERR_STATE, "rlx_init called twice");
+  }
+  rc = init_locked(&rlx__rt);
+  if (rc == RLX_OK)
+    rlx__rt.initialized = 1;
+  pthread_mutex_unlock(&init_mtx);
+  return rc;
+}
+
+int rlx_initialized(void) {
+  pthread_mutex_lock(&init_mtx);
+  int v = rlx__rt.initialized;
+  pthread_mutex_unlock(&init_mtx);
+  return v;
+}
+
+int rlx_finalize(void) {
+  pthread_mutex_lock(&init_mtx);
+  if (!rlx__rt.initialized) {
+    pthread_mutex_unlock(&init_mtx);
+    return rlx__err(RLX_ERR_STATE, "rlx_finalize without rlx_init");
+  }
+  /* Every rank reaches finalize before any closes its connections, so no
+   * peer mistakes a clean exit for a lost rank. */
+  if (rlx__rt.world.size > 1 && !rlx__rt.world.revoked) {
+    struct rlx__op op;
+    memset(&op, 0, sizeof(op));
+    op.kind = RLX__CK_FINALIZE;
+    op.call = "rlx_finalize";
+    op.dt = RLX_UINT8;
+    op.esize = 1;
+    op.algo = &rlx__barrier_dissemination;
+    if (rlx__run_op(&rlx__rt.world, &op) != RLX_OK)
+      rlx__info("finalize: %s", rlx_errmsg());
+  }
+  teardown(&rlx__rt);
+  rlx__rt.initialized = 0;
+  pthread_mutex_unlock(&init_mtx);
+  return RLX_OK;
+}

@@ -1,0 +1,76 @@
+/* The contract inside lib/: the runtime's global state, communicators,
+ * errors, logging and configuration shared by the core files. */
+#ifndef RLX_INTERNAL_H
+#define RLX_INTERNAL_H
+
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <rlxcoll/rlxcoll.h>
+
+#define RLX__ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+
+/* ---- errors (error.c) ---------------------------------------------------- */
+
+/* Set this thread's error detail and return err, so call sites can write
+ * `return rlx__err(RLX_ERR_ARG, "count %zu too large", n);`. */
+int rlx__err(int err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void rlx__err_setmsg(const char *msg);
+const char *rlx__err_name(int err);
+
+/* ---- logging (log.c) ----------------------------------------------------- */
+
+enum rlx__log_level {
+  RLX__LOG_OFF = 0,
+  RLX__LOG_ERROR,
+  RLX__LOG_WARN,
+  RLX__LOG_INFO,
+  RLX__LOG_DEBUG,
+  RLX__LOG_TRACE
+};
+
+extern int rlx__log_level;
+extern int rlx__log_rank;
+void rlx__log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+#define RLX_LOG_AT(lvl, ...)                                                   \
+  do {                                                                         \
+    if (rlx__log_level >= (lvl))                                               \
+      rlx__log((lvl), __VA_ARGS__);                                            \
+  } while (0)
+#define rlx__error(...) RLX_LOG_AT(RLX__LOG_ERROR, __VA_ARGS__)
+#define rlx__warn(...) RLX_LOG_AT(RLX__LOG_WARN, __VA_ARGS__)
+#define rlx__info(...) RLX_LOG_AT(RLX__LOG_INFO, __VA_ARGS__)
+#define rlx__debug(...) RLX_LOG_AT(RLX__LOG_DEBUG, __VA_ARGS__)
+
+/* ---- configuration (config.c) -------------------------------------------- */
+
+enum rlx__transport_choice { RLX__TR_AUTO = 0, RLX__TR_TCP, RLX__TR_UNIX };
+enum rlx__ar_algo { RLX__AR_AUTO = 0, RLX__AR_RD, RLX__AR_RING };
+
+struct rlx__config {
+  double timeout_s;     /* RLX_TIMEOUT, 0 = none */
+  int transport;        /* RLX_TRANSPORT */
+  int allreduce_algo;   /* RLX_ALLREDUCE_ALGO */
+  int log_level;        /* RLX_LOG */
+  long spin_us;         /* RLX_SPIN_US, -1 = automatic */
+  char iface[64];       /* RLX_IFACE, empty = automatic */
+  /* Launch information (RLX_RANK ...), has_launch when RLX_RANK is set. */
+  int has_launch;
+  int rank, size, local_rank, local_size;
+  char rendezvous[256];
+  char job_key[256];
+};
+
+/* Parse and validate the RLX_* environment. On a bad value returns
+ * RLX_ERR_ARG with a message naming the variable and what it accepts. */
+int rlx__config_load(struct rlx__config *cfg);
+
+/* Small validated parsers, shared with rlxrun. */
+int rlx__parse_long(const char *s, long lo, long hi, long *out);
+int rlx__parse_double(const char *s, double lo, double hi, double *out);
+
+/* ---- time ---------------------------------------------------------------- */
+uint64_t rlx__now_ns(void);
+
+#endif

@@ -1,0 +1,33 @@
+/* Logging to stderr, only at the level RLX_LOG asks for (off by default):
+ * the library prints nothing unless asked. */
+#include <stdio.h>
+#include <time.h>
+#include "internal.h"
+
+int rlx__log_level = RLX__LOG_OFF;
+int rlx__log_rank = -1;
+
+static const char *level_names[] = {"off", "error", "warn", "info", "debug", "trace"};
+
+void rlx__log(int level, const char *fmt, ...) {
+  char line[1024];
+  va_list ap;
+  int n;
+  if (level < 0 || level > RLX__LOG_TRACE)
+    level = RLX__LOG_ERROR;
+  if (rlx__log_rank >= 0)
+    n = snprintf(line, sizeof(line), "rlxcoll[%d] %s: ", rlx__log_rank, level_names[level]);
+  else
+    n = snprintf(line, sizeof(line), "rlxcoll %s: ", level_names[level]);
+  va_start(ap, fmt);
+  vsnprintf(line + n, sizeof(line) - (size_t)n, fmt, ap);
+  va_end(ap);
+  /* One fprintf per line, so lines from threads do not interleave. */
+  fprintf(stderr, "%s\n", line);
+}
+
+uint64_t rlx__now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}

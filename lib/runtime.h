@@ -1,0 +1,49 @@
+/* The process-wide runtime: configuration, the progress engine, the
+ * point-to-point layer, the cards of every rank and the world communicator. */
+#ifndef RLX_RUNTIME_H
+#define RLX_RUNTIME_H
+
+#include <pthread.h>
+#include "bootstrap/bootstrap.h"
+#include "coll/coll.h"
+#include "engine.h"
+#include "internal.h"
+#include "transport/p2p.h"
+
+struct rlx_comm {
+  uint32_t id;
+  int rank, size;
+  int *world; /* comm rank -> world rank */
+  int leader; /* comm rank of the member with the lowest election id */
+  uint64_t seq;
+  int revoked; /* the error that revoked it, 0 while usable */
+  char revoked_why[640];
+  void *scratch;
+  size_t scratch_len;
+  pthread_mutex_t mtx; /* one collective at a time per communicator */
+};
+
+struct rlx__runtime {
+  int initialized;
+  struct rlx__config cfg;
+  struct rlx__engine engine;
+  int engine_up, p2p_up;
+  struct rlx__p2p p2p;
+  struct rlx__card *cards;
+  struct rlx_comm world;
+  int local_rank, local_size, ncores;
+  char rundir[128], unix_path[160];
+  struct rlx__rdv_server *rdv;
+};
+
+extern struct rlx__runtime rlx__rt;
+
+/* host.c */
+int rlx__host_identity(char *buf, size_t len);
+int rlx__host_cores(void);
+int rlx__iface_ip(const char *spec, char *ip, size_t len);
+
+/* collectives.c: run one operation to completion on c. */
+int rlx__run_op(rlx_comm_t *c, struct rlx__op *op);
+
+#endif

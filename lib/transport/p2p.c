@@ -1,0 +1,695 @@
+/* Point-to-point messaging over libuv streams of any transport: on-demand
+ * authenticated connections (the higher rank connects, so two ranks never
+ * race to open two), frame reading straight into posted buffers, and
+ * failure propagation to every transfer that depends on a lost peer. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <rlxcoll/errors.h>
+#include "../internal.h"
+#include "p2p.h"
+
+#define HS_DEADLINE_NS (10ull * 1000000000ull)
+
+enum conn_state { C_CONNECTING, C_HS_CLIENT, C_HS_HELLO, C_HS_PROOF, C_READY, C_CLOSING };
+enum read_state { R_HS, R_HDR, R_PAYLOAD };
+
+struct umsg {
+  struct rlx__list link;
+  struct rlx__frame_hdr hdr;
+  int crc_ok;
+  int discard; /* payload of a frame already failed as a mismatch */
+  unsigned char data[];
+};
+
+struct rlx__p2p_conn {
+  union rlx__stream_handle h;
+  uv_connect_t creq;
+  uv_write_t hs_wreq[2];
+  struct rlx__p2p *p;
+  const struct rlx__transport_ops *tr;
+  struct rlx__list link;
+  int peer; /* world rank, -1 until the handshake names it */
+  int state, rstate;
+  struct rlx__hs hs;
+  uint8_t hs_in[RLX__HS_CHALLENGE_SIZE];
+  uint8_t hs_out[2][RLX__HS_CHALLENGE_SIZE];
+  uint8_t hdr_in[RLX__FRAME_HDR_SIZE];
+  size_t need, got;
+  struct rlx__frame_hdr cur;
+  unsigned char *dst; /* where the current payload goes */
+  struct rlx__xfer *target;
+  struct umsg *um;
+  uint32_t crc;
+  uint64_t hs_deadline;
+  char addr[64];
+};
+
+struct rlx__p2p_peer {
+  struct rlx__p2p_conn *conn;    /* ready connection */
+  struct rlx__p2p_conn *pending; /* connecting, or authenticating */
+  struct rlx__list posted, unexpected, sendq;
+  int lost;
+  char why[160];
+  const struct rlx__transport_ops *tr;
+};
+
+static void conn_close(struct rlx__p2p_conn *c);
+static void start_write(struct rlx__p2p_conn *c, struct rlx__xfer *x, size_t skip);
+
+/* ---- helpers -------------------------------------------------------------- */
+
+static void finish(struct rlx__xfer *x, int status) {
+  x->status = status;
+  x->queued = 0;
+  if (x->cb)
+    x->cb(x);
+}
+
+static const struct rlx__transport_ops *choose_transport(struct rlx__p2p *p, int peer) {
+  const struct rlx__card *me = &p->cards[p->rank], *them = &p->cards[peer];
+  if (p->choice == RLX__P2P_TCP)
+    return &rlx__tcp_transport;
+  if (p->choice == RLX__P2P_UNIX)
+    return &rlx__unix_transport;
+  if (them->unix_path[0] != '\0' && strcmp(me->host, them->host) == 0)
+    return &rlx__unix_transport;
+  return &rlx__tcp_transport;
+}
+
+static const char *addr_of(struct rlx__p2p *p, int peer, const struct rlx__transport_ops *tr) {
+  return tr == &rlx__unix_transport ? p->cards[peer].unix_path : p->cards[peer].tcp;
+}
+
+/* A peer is gone: every transfer that waits on it fails, now and later. */
+static void peer_fail(struct rlx__p2p *p, int peer, int err, const char *why) {
+  struct rlx__p2p_peer *pe = &p->peers[peer];
+  if (pe->lost)
+    return;
+  pe->lost = err;
+  snprintf(pe->why, sizeof(pe->why), "%s", why);
+  if (!p->closing)
+    rlx__info("lost rank %d: %s", peer, why);
+  struct rlx__list *lists[2] = {&pe->posted, &pe->sendq};
+  for (int i = 0; i < 2; i++) {
+    while (!rlx__list_empty(lists[i])) {
+      struct rlx__xfer *x = rlx__container_of(lists[i]->next, struct rlx__xfer, link);
+      rlx__list_remove(&x->link);
+      finish(x, err);
+    }
+  }
+  while (!rlx__list_empty(&pe->unexpected)) {
+    struct umsg *m = rlx__container_of(pe->unexpected.next, struct umsg, link);
+    rlx__list_remove(&m->link);
+    free(m);
+  }
+  if (pe->conn)
+    conn_close(pe->conn);
+  if (pe->pending)
+    conn_close(pe->pending);
+}
+
+static void conn_fail(struct rlx__p2p_conn *c, int err, const char *why) {
+  struct rlx__p2p *p = c->p;
+  if (c->state == C_CLOSING)
+    return;
+  if (c->peer >= 0 && (c->state == C_READY || c->state == C_CONNECTING || c->state == C_HS_CLIENT)) {
+    peer_fail(p, c->peer, err, why);
+  } else {
+    p->strangers++;
+    rlx__warn("dropped connection from %s: %s", c->addr[0] ? c->addr : "?", why);
+  }
+  conn_close(c);
+}
+
+static void on_closed(uv_handle_t *h) {
+  struct rlx__p2p_conn *c = h->data;
+  if (c->um)
+    free(c->um);
+  free(c);
+}
+
+static void conn_close(struct rlx__p2p_conn *c) {
+  struct rlx__p2p *p = c->p;
+  if (c->state == C_CLOSING)
+    return;
+  if (c->peer >= 0) {
+    if (p->peers[c->peer].conn == c)
+      p->peers[c->peer].conn = NULL;
+    if (p->peers[c->peer].pending == c)
+      p->peers[c->peer].pending = NULL;
+  }
+  c->state = C_CLOSING;
+  if (c->target) { /* a receive whose payload was streaming in */
+    struct rlx__xfer *x = c->target;
+    c->target = NULL;
+    finish(x, c->peer >= 0 && p->peers[c->peer].lost ? p->peers[c->peer].lost : RLX_ERR_PEER_LOST);
+  }
+  rlx__list_remove(&c->link);
+  uv_close(&c->h.handle, on_closed);
+}
+
+static struct rlx__p2p_conn *conn_new(struct rlx__p2p *p, const struct rlx__transport_ops *tr) {
+  struct rlx__p2p_conn *c = calloc(1, sizeof(*c));
+  if (c == NULL)
+    return NULL;
+  c->p = p;
+  c->tr = tr;
+  c->peer = -1;
+  c->h.handle.data = c;
+  rlx__list_init(&c->link);
+  return c;
+}
+
+static void hs_write(struct rlx__p2p_conn *c, int slot, size_t len) {
+  uv_buf_t b = uv_buf_init((char *)c->hs_out[slot], (unsigned)len);
+  c->hs_wreq[slot].data = c;
+  if (uv_write(&c->hs_wreq[slot], &c->h.stream, &b, 1, NULL) != 0)
+    conn_fail(c, RLX_ERR_PEER_LOST, "handshake write failed");
+}
+
+/* The connection is authenticated: it carries frames from now on. */
+static void conn_ready(struct rlx__p2p_conn *c) {
+  struct rlx__p2p_peer *pe = &c->p->peers[c->peer];
+  if (pe->pending == c)
+    pe->pending = NULL;
+  pe->conn = c;
+  c->state = C_READY;
+  c->rstate = R_HDR;
+  c->need = RLX__FRAME_HDR_SIZE;
+  c->got = 0;
+  rlx__debug("connected to rank %d over %s", c->peer, c->tr->name);
+  while (!rlx__list_empty(&pe->sendq) && c->state == C_READY) {
+    struct rlx__xfer *x = rlx__container_of(pe->sendq.next, struct rlx__xfer, link);
+    rlx__list_remove(&x->link);
+    start_write(c, x, 0);
+  }
+}
+
+/* ---- receiving ------------------------------------------------------------ */
+
+static int same_key(const struct rlx__frame_hdr *a, const struct rlx__frame_hdr *b) {
+  return a->comm_id == b->comm_id && a->seq == b->seq && a->segment == b->segment;
+}
+
+/* Does a frame agree with the receive posted for it? */
+static int frame_matches(const struct rlx__xfer *x, const struct rlx__frame_hdr *h) {
+  const struct rlx__frame_hdr *e = &x->hdr;
+  return h->type == RLX__FT_DATA && h->kind == e->kind && h->dtype == e->dtype &&
+         h->op == e->op && h->root == e->root && h->count == e->count &&
+         h->payload_len == x->len;
+}
+
+static struct rlx__xfer *find_posted(struct rlx__p2p_peer *pe, const struct rlx__frame_hdr *h) {
+  for (struct rlx__list *l = pe->posted.next; l != &pe->posted; l = l->next) {
+    struct rlx__xfer *x = rlx__container_of(l, struct rlx__xfer, link);
+    if (same_key(&x->hdr, h))
+      return x;
+  }
+  return NULL;
+}
+
+/* Hand a fully received unexpected frame to its receive. */
+static int deliver_umsg(struct umsg *m, struct rlx__xfer *x) {
+  if (!frame_matches(x, &m->hdr)) {
+    x->got = m->hdr;
+    return RLX_ERR_MISMATCH;
+  }
+  if (!m->crc_ok)
+    return RLX_ERR_CORRUPT;
+  if (x->len)
+    memcpy(x->buf, m->data, x->len);
+  return RLX_OK;
+}
+
+static void payload_done(struct rlx__p2p_conn *c) {
+  struct rlx__p2p_peer *pe = &c->p->peers[c->peer];
+  int crc_ok = c->crc == c->cur.payload_crc;
+  if (c->target) {
+    struct rlx__xfer *x = c->target;
+    c->target = NULL;
+    finish(x, crc_ok ? RLX_OK : RLX_ERR_CORRUPT);
+  } else if (c->um) {
+    struct umsg *m = c->um;
+    c->um = NULL;
+    m->crc_ok = crc_ok;
+    if (m->discard) {
+      free(m);
+    } else {
+      struct rlx__xfer *x = find_posted(pe, &m->hdr);
+      if (x) {
+        rlx__list_remove(&x->link);
+        int st = deliver_umsg(m, x);
+        free(m);
+        finish(x, st);
+      } else {
+        rlx__list_push(&pe->unexpected, &m->link);
+      }
+    }
+  }
+  c->rstate = R_HDR;
+  c->need = RLX__FRAME_HDR_SIZE;
+  c->got = 0;
+}
+
+static void header_done(struct rlx__p2p_conn *c) {
+  struct rlx__p2p_peer *pe = &c->p->peers[c->peer];
+  struct rlx__frame_hdr *h = &c->cur;
+  char why[160];
+  int st = rlx__frame_decode(c->hdr_in, RLX__FRAME_HDR_SIZE, h);
+  if (st == RLX__FRAME_OK && h->src != (uint32_t)c->peer)
+    st = RLX__FRAME_BAD_FIELD;
+  if (st != RLX__FRAME_OK) {
+    /* The stream cannot be trusted past a bad header: fail the peer. */
+    snprintf(why, sizeof(why), "corrupt frame header from rank %d: %s", c->peer,
+             rlx__frame_strstatus(st));
+    rlx__warn("%s", why);
+    peer_fail(c->p, c->peer, RLX_ERR_CORRUPT, why);
+    return;
+  }
+  c->crc = 0;
+  struct rlx__xfer *x = find_posted(pe, h);
+  if (x && frame_matches(x, h)) {
+    rlx__list_remove(&x->link);
+    c->target = x;
+    c->dst = x->buf;
+  } else {
+    struct umsg *m = malloc(sizeof(*m) + h->payload_len);
+    if (m == NULL) {
+      peer_fail(c->p, c->peer, RLX_ERR_NOMEM, "no memory for an incoming frame");
+      return;
+    }
+    m->hdr = *h;
+    m->crc_ok = 0;
+    m->discard = 0;
+    rlx__list_init(&m->link);
+    if (x) { /* posted, but the sender called something else */
+      rlx__list_remove(&x->link);
+      x->got = *h;
+      m->discard = 1;
+      finish(x, RLX_ERR_MISMATCH);
+    }
+    c->um = m;
+    c->dst = m->data;
+  }
+  if (h->payload_len == 0) {
+    payload_done(c);
+    return;
+  }
+  c->rstate = R_PAYLOAD;
+  c->need = h->payload_len;
+  c->got = 0;
+}
+
+static void hs_done(struct rlx__p2p_conn *c) {
+  struct rlx__p2p *p = c->p;
+  int st;
+  if (c->state == C_HS_CLIENT) {
+    if ((st = rlx__hs_client_challenge(&c->hs, c->hs_in, c->hs_out[1])) != RLX__HS_OK) {
+      char why[128];
+      snprintf(why, sizeof(why), "rank %d failed the handshake: %s", c->peer,
+               rlx__hs_strstatus(st));
+      conn_fail(c, RLX_ERR_AUTH, why);
+      return;
+    }
+    hs_write(c, 1, RLX__HS_PROOF_SIZE);
+    if (c->state != C_CLOSING)
+      conn_ready(c);
+  } else if (c->state == C_HS_HELLO) {
+    if ((st = rlx__hs_server_hello(&c->hs, c->hs_in, c->hs_out[0])) != RLX__HS_OK) {
+      conn_fail(c, RLX_ERR_AUTH, rlx__hs_strstatus(st));
+      return;
+    }
+    /* Only a higher rank of this job connects to us. */
+    if (c->hs.peer <= (uint32_t)p->rank || c->hs.peer >= (uint32_t)p->size) {
+      conn_fail(c, RLX_ERR_AUTH, "handshake names a rank that does not connect to us");
+      return;
+    }
+    hs_write(c, 0, RLX__HS_CHALLENGE_SIZE);
+    c->state = C_HS_PROOF;
+    c->need = RLX__HS_PROOF_SIZE;
+    c->got = 0;
+  } else if (c->state == C_HS_PROOF) {
+    if ((st = rlx__hs_server_proof(&c->hs, c->hs_in)) != RLX__HS_OK) {
+      conn_fail(c, RLX_ERR_AUTH, rlx__hs_strstatus(st));
+      return;
+    }
+    int peer = (int)c->hs.peer;
+    if (p->peers[peer].conn != NULL || p->peers[peer].lost) {
+      conn_fail(c, RLX_ERR_AUTH, "a second connection for a rank already connected");
+      return;
+    }
+    c->peer = peer;
+    conn_ready(c);
+  }
+}
+
+static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf) {
+  struct rlx__p2p_conn *c = h->data;
+  (void)suggested;
+  switch (c->rstate) {
+  case R_HS:
+    *buf = uv_buf_init((char *)c->hs_in + c->got, (unsigned)(c->need - c->got));
+    break;
+  case R_HDR:
+    *buf = uv_buf_init((char *)c->hdr_in + c->got, (unsigned)(c->need - c->got));
+    break;
+  default: {
+    size_t left = c->need - c->got;
+    if (left > (1u << 30))
+      left = 1u << 30;
+    *buf = uv_buf_init((char *)c->dst + c->got, (unsigned)left);
+    break;
+  }
+  }
+}
+
+static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
+  struct rlx__p2p_conn *c = s->data;
+  (void)buf;
+  if (nread == 0 || c->state == C_CLOSING)
+    return;
+  if (nread < 0) {
+    char why[160];
+    if (c->peer >= 0 && (c->state == C_READY))
+      snprintf(why, sizeof(why), "connection to rank %d %s", c->peer,
+               nread == UV_EOF ? "closed by the peer (process exited or was killed?)"
+                               : uv_strerror((int)nread));
+    else
+      snprintf(why, sizeof(why), "%s during the handshake",
+               nread == UV_EOF ? "closed" : uv_strerror((int)nread));
+    conn_fail(c, RLX_ERR_PEER_LOST, why);
+    return;
+  }
+  if (c->rstate == R_PAYLOAD)
+    c->crc = rlx__crc32c_update(c->crc, c->dst + c->got, (size_t)nread);
+  c->got += (size_t)nread;
+  if (c->got < c->need)
+    return;
+  switch (c->rstate) {
+  case R_HS: hs_done(c); break;
+  case R_HDR: header_done(c); break;
+  default: payload_done(c); break;
+  }
+}
+
+/* ---- connecting ------------------------------------------------------------ */
+
+static void on_connect(uv_connect_t *req, int status) {
+  struct rlx__p2p_conn *c = req->data;
+  if (c->state == C_CLOSING)
+    return;
+  if (status < 0) {
+    char why[200];
+    snprintf(why, sizeof(why), "cannot connect to rank %d at %s (%s): %s", c->peer,
+             addr_of(c->p, c->peer, c->tr), c->tr->name, uv_strerror(status));
+    conn_fail(c, RLX_ERR_PEER_LOST, why);
+    return;
+  }
+  c->state = C_HS_CLIENT;
+  c->rstate = R_HS;
+  c->need = RLX__HS_CHALLENGE_SIZE;
+  c->got = 0;
+  rlx__hs_client_hello(&c->hs, (uint32_t)c->peer, c->hs_out[0]);
+  if (uv_read_start(&c->h.stream, on_alloc, on_read) != 0) {
+    conn_fail(c, RLX_ERR_PEER_LOST, "cannot read from the new connection");
+    return;
+  }
+  hs_write(c, 0, RLX__HS_HELLO_SIZE);
+}
+
+static void ensure_conn(struct rlx__p2p *p, int peer) {
+  struct rlx__p2p_peer *pe = &p->peers[peer];
+  if (pe->conn || pe->pending || pe->lost || peer >= p->rank)
+    return; /* lower ranks wait for the higher one to connect */
+  const struct rlx__transport_ops *tr = choose_transport(p, peer);
+  struct rlx__p2p_conn *c = conn_new(p, tr);
+  char why[200];
+  if (c == NULL) {
+    peer_fail(p, peer, RLX_ERR_NOMEM, "no memory for a connection");
+    return;
+  }
+  c->peer = peer;
+  c->state = C_CONNECTING;
+  c->creq.data = c;
+  rlx__hs_init(&c->hs, p->job_key, (uint32_t)p->rank, RLX__HS_DATA);
+  rlx__list_push(&p->conns, &c->link);
+  pe->pending = c;
+  int rc = tr->connect(p->loop, &c->h, &c->creq, addr_of(p, peer, tr), on_connect);
+  if (rc != 0) {
+    snprintf(why, sizeof(why), "cannot connect to rank %d at %s (%s): %s", peer,
+             addr_of(p, peer, tr), tr->name, uv_strerror(rc));
+    if (c->h.handle.type == UV_UNKNOWN_HANDLE) { /* never initialised */
+      rlx__list_remove(&c->link);
+      pe->pending = NULL;
+      free(c);
+      peer_fail(p, peer, RLX_ERR_PEER_LOST, why);
+    } else {
+      conn_fail(c, RLX_ERR_PEER_LOST, why);
+    }
+  }
+}
+
+static void on_connection(uv_stream_t *server, int status) {
+  struct rlx__p2p *p = server->data;
+  const struct rlx__transport_ops *tr =
+      server == &p->tcp_listener.stream ? &rlx__tcp_transport : &rlx__unix_transport;
+  struct rlx__p2p_conn *c;
+  if (status < 0 || (c = conn_new(p, tr)) == NULL)
+    return;
+  if (tr->accept(p->loop, server, &c->h) != 0) {
+    if (c->h.handle.type != UV_UNKNOWN_HANDLE)
+      uv_close(&c->h.handle, on_closed);
+    else
+      free(c);
+    return;
+  }
+  rlx__list_push(&p->conns, &c->link);
+  if (tr == &rlx__tcp_transport) {
+    struct sockaddr_storage ss;
+    int len = sizeof(ss);
+    if (uv_tcp_getpeername(&c->h.tcp, (struct sockaddr *)&ss, &len) == 0) {
+      if (ss.ss_family == AF_INET)
+        uv_ip4_name((struct sockaddr_in *)&ss, c->addr, sizeof(c->addr));
+      else
+        uv_ip6_name((struct sockaddr_in6 *)&ss, c->addr, sizeof(c->addr));
+    }
+  } else {
+    snprintf(c->addr, sizeof(c->addr), "unix socket");
+  }
+  rlx__hs_init(&c->hs, p->job_key, (uint32_t)p->rank, RLX__HS_DATA);
+  c->state = C_HS_HELLO;
+  c->rstate = R_HS;
+  c->need = RLX__HS_HELLO_SIZE;
+  c->hs_deadline = rlx__now_ns() + HS_DEADLINE_NS;
+  if (uv_read_start(&c->h.stream, on_alloc, on_read) != 0)
+    conn_fail(c, RLX_ERR_PEER_LOST, "cannot read");
+}
+
+/* Drop connections that do not finish the handshake in time (slow-loris). */
+static void on_sweep(uv_timer_t *t) {
+  struct rlx__p2p *p = t->data;
+  uint64_t now = rlx__now_ns();
+  struct rlx__list *l = p->conns.next;
+  while (l != &p->conns) {
+    struct rlx__p2p_conn *c = rlx__container_of(l, struct rlx__p2p_conn, link);
+    l = l->next;
+    if ((c->state == C_HS_HELLO || c->state == C_HS_PROOF) && now > c->hs_deadline)
+      conn_fail(c, RLX_ERR_AUTH, "no complete handshake within 10 s");
+  }
+}
+
+/* ---- sending --------------------------------------------------------------- */
+
+static void on_write(uv_write_t *req, int status) {
+  struct rlx__xfer *x = req->data;
+  x->writing = 0;
+  if (status < 0) {
+    finish(x, RLX_ERR_PEER_LOST);
+    return;
+  }
+  finish(x, RLX_OK);
+}
+
+static void start_write(struct rlx__p2p_conn *c, struct rlx__xfer *x, size_t skip) {
+  uv_buf_t bufs[2];
+  int n = 0;
+  if (skip < RLX__FRAME_HDR_SIZE) {
+    bufs[n++] = uv_buf_init((char *)x->hbytes + skip, (unsigned)(RLX__FRAME_HDR_SIZE - skip));
+    skip = 0;
+  } else {
+    skip -= RLX__FRAME_HDR_SIZE;
+  }
+  if (x->len > skip)
+    bufs[n++] = uv_buf_init((char *)x->buf + skip, (unsigned)(x->len - skip));
+  x->wreq.data = x;
+  x->writing = 1;
+  int rc = uv_write(&x->wreq, &c->h.stream, bufs, (unsigned)n, on_write);
+  if (rc != 0) {
+    x->writing = 0;
+    finish(x, RLX_ERR_PEER_LOST);
+  }
+}
+
+int rlx__p2p_send(struct rlx__p2p *p, struct rlx__xfer *x) {
+  struct rlx__p2p_peer *pe = &p->peers[x->peer];
+  x->is_send = 1;
+  x->writing = 0;
+  x->hdr.type = RLX__FT_DATA;
+  x->hdr.src = (uint32_t)p->rank;
+  x->hdr.payload_len = x->len;
+  x->hdr.payload_crc = rlx__crc32c(x->buf, x->len);
+  rlx__frame_encode(&x->hdr, x->hbytes);
+  rlx__list_init(&x->link);
+  if (pe->lost) {
+    x->status = pe->lost;
+    return 1;
+  }
+  struct rlx__p2p_conn *c = pe->conn;
+  if (c == NULL || c->state != C_READY) {
+    x->queued = 1;
+    rlx__list_push(&pe->sendq, &x->link);
+    ensure_conn(p, x->peer);
+    return 0;
+  }
+  uv_buf_t bufs[2] = {uv_buf_init((char *)x->hbytes, RLX__FRAME_HDR_SIZE),
+                      uv_buf_init(x->buf, (unsigned)x->len)};
+  size_t total = RLX__FRAME_HDR_SIZE + x->len;
+  int rc = x->len > (1u << 30) ? UV_EAGAIN : uv_try_write(&c->h.stream, bufs, x->len ? 2 : 1);
+  if (rc >= 0 && (size_t)rc == total) {
+    x->status = RLX_OK;
+    return 1;
+  }
+  if (rc < 0 && rc != UV_EAGAIN) {
+    char why[160];
+    snprintf(why, sizeof(why), "write to rank %d failed: %s", x->peer, uv_strerror(rc));
+    peer_fail(p, x->peer, RLX_ERR_PEER_LOST, why);
+    x->status = RLX_ERR_PEER_LOST;
+    return 1;
+  }
+  start_write(c, x, rc > 0 ? (size_t)rc : 0);
+  return 0;
+}
+
+int rlx__p2p_recv(struct rlx__p2p *p, struct rlx__xfer *x) {
+  struct rlx__p2p_peer *pe = &p->peers[x->peer];
+  x->is_send = 0;
+  rlx__list_init(&x->link);
+  for (struct rlx__list *l = pe->unexpected.next; l != &pe->unexpected; l = l->next) {
+    struct umsg *m = rlx__container_of(l, struct umsg, link);
+    if (same_key(&m->hdr, &x->hdr)) {
+      rlx__list_remove(&m->link);
+      x->status = deliver_umsg(m, x);
+      free(m);
+      return 1;
+    }
+  }
+  if (pe->lost) {
+    x->status = pe->lost;
+    return 1;
+  }
+  x->queued = 1;
+  rlx__list_push(&pe->posted, &x->link);
+  ensure_conn(p, x->peer);
+  return 0;
+}
+
+void rlx__p2p_cancel(struct rlx__p2p *p, struct rlx__xfer *x) {
+  struct rlx__p2p_peer *pe = &p->peers[x->peer];
+  x->cb = NULL;
+  if (x->queued) {
+    rlx__list_remove(&x->link);
+    x->queued = 0;
+  }
+  if (pe->conn && pe->conn->target == x) {
+    pe->conn->target = NULL;
+    peer_fail(p, x->peer, RLX_ERR_PEER_LOST, "a receive was abandoned mid-frame");
+  }
+  if (x->writing && pe->conn) /* uv_write holds the buffer: only closing frees it */
+    peer_fail(p, x->peer, RLX_ERR_PEER_LOST, "a send was abandoned mid-frame");
+}
+
+const char *rlx__p2p_transport_of(struct rlx__p2p *p, int peer) {
+  if (peer == p->rank)
+    return "self";
+  return choose_transport(p, peer)->name;
+}
+
+const char *rlx__p2p_lost_reason(struct rlx__p2p *p, int peer) {
+  return p->peers[peer].lost ? p->peers[peer].why : NULL;
+}
+
+/* ---- set-up and tear-down ---------------------------------------------------- */
+
+int rlx__p2p_init(struct rlx__p2p *p, uv_loop_t *loop, int rank, int size, const char *job_key,
+                  int choice, const char *tcp_ip, const char *unix_path, struct rlx__card *mine) {
+  int rc;
+  memset(p, 0, sizeof(*p));
+  p->loop = loop;
+  p->rank = rank;
+  p->size = size;
+  p->choice = choice;
+  snprintf(p->job_key, sizeof(p->job_key), "%s", job_key);
+  rlx__list_init(&p->conns);
+  p->peers = calloc((size_t)size, sizeof(*p->peers));
+  if (p->peers == NULL)
+    return rlx__err(RLX_ERR_NOMEM, "no memory for %d peers", size);
+  for (int i = 0; i < size; i++) {
+    rlx__list_init(&p->peers[i].posted);
+    rlx__list_init(&p->peers[i].unexpected);
+    rlx__list_init(&p->peers[i].sendq);
+  }
+  p->tcp_listener.handle.data = p;
+  p->unix_listener.handle.data = p;
+  rc = rlx__tcp_transport.listen(loop, &p->tcp_listener, tcp_ip, mine->tcp, sizeof(mine->tcp),
+                                 on_connection);
+  p->tcp_open = p->tcp_listener.handle.type != UV_UNKNOWN_HANDLE;
+  p->tcp_listener.handle.data = p;
+  if (rc != 0)
+    return rlx__err(RLX_ERR_SYS, "cannot listen on TCP address %s: %s", tcp_ip, uv_strerror(rc));
+  if (unix_path != NULL) {
+    rc = rlx__unix_transport.listen(loop, &p->unix_listener, unix_path, mine->unix_path,
+                                    sizeof(mine->unix_path), on_connection);
+    p->unix_open = p->unix_listener.handle.type != UV_UNKNOWN_HANDLE;
+    p->unix_listener.handle.data = p;
+    if (rc != 0)
+      return rlx__err(RLX_ERR_SYS, "cannot listen on Unix socket %s: %s", unix_path,
+                      uv_strerror(rc));
+  }
+  uv_timer_init(loop, &p->sweep);
+  p->sweep_open = 1;
+  p->sweep.data = p;
+  uv_timer_start(&p->sweep, on_sweep, 500, 500);
+  uv_unref((uv_handle_t *)&p->sweep);
+  return RLX_OK;
+}
+
+int rlx__p2p_start(struct rlx__p2p *p, const struct rlx__card *cards) {
+  p->cards = cards;
+  return RLX_OK;
+}
+
+void rlx__p2p_close(struct rlx__p2p *p) {
+  p->closing = 1;
+  while (!rlx__list_empty(&p->conns)) {
+    struct rlx__p2p_conn *c = rlx__container_of(p->conns.next, struct rlx__p2p_conn, link);
+    if (c->peer >= 0 && (c->state == C_READY))
+      peer_fail(p, c->peer, RLX_ERR_STATE, "finalized");
+    else
+      conn_close(c);
+  }
+  for (int i = 0; p->peers && i < p->size; i++)
+    peer_fail(p, i, RLX_ERR_STATE, "finalized");
+  if (p->tcp_open)
+    uv_close(&p->tcp_listener.handle, NULL);
+  if (p->unix_open)
+    uv_close(&p->unix_listener.handle, NULL);
+  if (p->sweep_open)
+    uv_close((uv_handle_t *)&p->sweep, NULL);
+  p->tcp_open = p->unix_open = p->sweep_open = 0;
+}
+
+void rlx__p2p_free(struct rlx__p2p *p) {
+  free(p->peers);
+  p->peers = NULL;
+}
