@@ -124,6 +124,7 @@ static int bootstrap(struct rlx__runtime *rt) {
                           choice, tcp_ip, rt->unix_path, &mine)) != RLX_OK)
     goto fail;
 
+  rlx__info("listening on tcp %s and unix %s", mine.tcp, mine.unix_path);
   rc = rlx__rdv_exchange(fd, &mine, rt->cards, cfg->size, deadline, why, sizeof(why));
   fd = -1;
   if (rc != 0) {

@@ -1,1 +1,301 @@
-int main(void){return 0;}
+/* coll_check: run under rlxrun; checks allreduce (every dtype x op, several
+ * counts, in place and not), bcast and barrier against references computed
+ * here, and that every rank holds bitwise the same result.
+ *   coll_check [--counts a,b,c] [--stress N] [--random]
+ * Inputs are small integers, so every reduction order gives the exact
+ * reference; --random adds non-integer floats, where only agreement across
+ * ranks (and closeness to the reference) can be asked. */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <rlxcoll/rlxcoll.h>
+#include "coll/coll.h"
+
+static int rank, size, failures, checks;
+
+#define FAIL(...)                                                                                  \
+  do {                                                                                             \
+    if (failures++ < 10) {                                                                         \
+      fprintf(stderr, "coll_check: rank %d: ", rank);                                              \
+      fprintf(stderr, __VA_ARGS__);                                                                \
+      fprintf(stderr, "\n");                                                                       \
+    }                                                                                              \
+  } while (0)
+
+/* The integer each rank contributes at index i for this op. */
+static int value(int r, size_t i, rlx_op_t op) {
+  unsigned h = (unsigned)(r * 2654435761u) ^ (unsigned)(i * 40503u);
+  h ^= h >> 13;
+  if (op == RLX_PROD) {
+    static const int v[3] = {1, -1, 2};
+    return v[h % 3];
+  }
+  return (int)(h % 7) - 3;
+}
+
+static int is_unsigned(rlx_dtype_t dt) { return dt == RLX_UINT8 || dt == RLX_UINT32 || dt == RLX_UINT64; }
+
+static void store(void *buf, size_t i, rlx_dtype_t dt, double v) {
+  switch (dt) {
+  case RLX_INT8: ((int8_t *)buf)[i] = (int8_t)(int64_t)v; break;
+  case RLX_UINT8: ((uint8_t *)buf)[i] = (uint8_t)(int64_t)v; break;
+  case RLX_INT32: ((int32_t *)buf)[i] = (int32_t)(int64_t)v; break;
+  case RLX_UINT32: ((uint32_t *)buf)[i] = (uint32_t)(int64_t)v; break;
+  case RLX_INT64: ((int64_t *)buf)[i] = (int64_t)v; break;
+  case RLX_UINT64: ((uint64_t *)buf)[i] = (uint64_t)(int64_t)v; break;
+  case RLX_FLOAT16: ((uint16_t *)buf)[i] = rlx__f32_to_f16((float)v); break;
+  case RLX_BFLOAT16: ((uint16_t *)buf)[i] = rlx__f32_to_bf16((float)v); break;
+  case RLX_FLOAT32: ((float *)buf)[i] = (float)v; break;
+  case RLX_FLOAT64: ((double *)buf)[i] = v; break;
+  default: break;
+  }
+}
+
+/* Reference for element i: integer ops in the type's own (wrapping) width. */
+static void reference(void *ref, size_t i, rlx_dtype_t dt, rlx_op_t op) {
+  if (rlx__dtype_is_float(dt)) {
+    double acc = value(0, i, op);
+    for (int r = 1; r < size; r++) {
+      double v = value(r, i, op);
+      switch (op) {
+      case RLX_SUM: case RLX_AVG: acc += v; break;
+      case RLX_PROD: acc *= v; break;
+      case RLX_MIN: acc = v < acc ? v : acc; break;
+      case RLX_MAX: acc = v > acc ? v : acc; break;
+      default: break;
+      }
+    }
+    if (op == RLX_AVG) {
+      if (dt == RLX_FLOAT64)
+        acc = acc / size;
+      else if (dt == RLX_FLOAT32)
+        acc = (double)((float)acc / (float)size);
+      else if (dt == RLX_FLOAT16)
+        acc = rlx__f16_to_f32(rlx__f32_to_f16((float)acc / (float)size));
+      else
+        acc = rlx__bf16_to_f32(rlx__f32_to_bf16((float)acc / (float)size));
+    }
+    store(ref, i, dt, acc);
+    return;
+  }
+  /* integers: work in uint64 and let store() truncate; MIN/MAX compare in the type */
+  int64_t acc = value(0, i, op);
+  uint64_t uacc = (uint64_t)acc;
+  for (int r = 1; r < size; r++) {
+    int64_t v = value(r, i, op);
+    switch (op) {
+    case RLX_SUM: uacc += (uint64_t)v; break;
+    case RLX_PROD: uacc *= (uint64_t)v; break;
+    default: {
+      /* compare as the type sees the values */
+      char a[8], b[8];
+      store(a, 0, dt, (double)acc);
+      store(b, 0, dt, (double)v);
+      int64_t ca, cb;
+      size_t es = rlx_dtype_size(dt);
+      if (is_unsigned(dt)) {
+        uint64_t x = 0, y = 0;
+        memcpy(&x, a, es);
+        memcpy(&y, b, es);
+        ca = x < y ? -1 : x > y;
+      } else {
+        int64_t x = es == 1 ? *(int8_t *)a : es == 4 ? *(int32_t *)a : *(int64_t *)a;
+        int64_t y = es == 1 ? *(int8_t *)b : es == 4 ? *(int32_t *)b : *(int64_t *)b;
+        ca = x < y ? -1 : x > y;
+      }
+      cb = -ca;
+      (void)cb;
+      if ((op == RLX_MIN && ca > 0) || (op == RLX_MAX && ca < 0))
+        acc = v;
+      uacc = (uint64_t)acc;
+    }
+    }
+    if (op == RLX_SUM || op == RLX_PROD)
+      acc = (int64_t)uacc;
+  }
+  store(ref, i, dt, (double)(int64_t)uacc);
+  if (op == RLX_MIN || op == RLX_MAX)
+    store(ref, i, dt, (double)acc);
+}
+
+static uint64_t fnv(const void *p, size_t n) {
+  const unsigned char *b = p;
+  uint64_t h = 1469598103934665603ull;
+  for (size_t i = 0; i < n; i++)
+    h = (h ^ b[i]) * 1099511628211ull;
+  return h;
+}
+
+/* Every rank must hold bitwise the same bytes. */
+static void check_same_everywhere(const void *buf, size_t n, const char *what) {
+  uint64_t h[2] = {fnv(buf, n), 0}, lo, hi;
+  h[1] = ~h[0];
+  uint64_t mx[2];
+  if (rlx_allreduce(h, mx, 2, RLX_UINT64, RLX_MAX, rlx_comm_world()) != RLX_OK) {
+    FAIL("hash allreduce failed: %s", rlx_errmsg());
+    return;
+  }
+  hi = mx[0];
+  lo = ~mx[1]; /* max of ~h is ~(min of h) */
+  checks++;
+  if (hi != lo)
+    FAIL("%s: ranks hold different bytes", what);
+}
+
+static void check_allreduce(rlx_dtype_t dt, rlx_op_t op, size_t count, int in_place) {
+  size_t es = rlx_dtype_size(dt), bytes = count * es;
+  char *in = malloc(bytes + 1), *out = malloc(bytes + 1), *ref = malloc(bytes + 1);
+  char what[160];
+  snprintf(what, sizeof(what), "allreduce(count=%zu, %s, %s%s)", count, rlx_dtype_name(dt),
+           rlx_op_name(op), in_place ? ", in place" : "");
+  for (size_t i = 0; i < count; i++) {
+    store(in, i, dt, value(rank, i, op));
+    reference(ref, i, dt, op);
+  }
+  memset(out, 0x5a, bytes);
+  int rc;
+  if (in_place) {
+    memcpy(out, in, bytes);
+    rc = rlx_allreduce(RLX_IN_PLACE, out, count, dt, op, rlx_comm_world());
+  } else {
+    rc = rlx_allreduce(in, out, count, dt, op, rlx_comm_world());
+  }
+  checks++;
+  if (rc != RLX_OK) {
+    FAIL("%s returned %s: %s", what, rlx_strerror(rc), rlx_errmsg());
+  } else {
+    for (size_t i = 0; i < count; i++) {
+      if (memcmp(out + i * es, ref + i * es, es) != 0) {
+        FAIL("%s: element %zu differs from the reference", what, i);
+        break;
+      }
+    }
+    check_same_everywhere(out, bytes, what);
+  }
+  free(in);
+  free(out);
+  free(ref);
+}
+
+static void check_random_floats(size_t count) {
+  float *in = malloc(count * sizeof(float)), *out = malloc(count * sizeof(float));
+  srand(1234 + rank);
+  for (size_t i = 0; i < count; i++)
+    in[i] = (float)rand() / (float)RAND_MAX - 0.5f;
+  if (rlx_allreduce(in, out, count, RLX_FLOAT32, RLX_SUM, rlx_comm_world()) != RLX_OK)
+    FAIL("random allreduce failed: %s", rlx_errmsg());
+  else
+    check_same_everywhere(out, count * sizeof(float), "random float32 sum");
+  free(in);
+  free(out);
+}
+
+static void check_bcast(rlx_dtype_t dt, size_t count, int root) {
+  size_t es = rlx_dtype_size(dt), bytes = count * es;
+  unsigned char *buf = malloc(bytes + 1);
+  for (size_t i = 0; i < bytes; i++)
+    buf[i] = rank == root ? (unsigned char)(i * 31 + 7) : 0;
+  int rc = rlx_bcast(buf, count, dt, root, rlx_comm_world());
+  checks++;
+  if (rc != RLX_OK) {
+    FAIL("bcast(count=%zu, %s, root=%d): %s", count, rlx_dtype_name(dt), root, rlx_errmsg());
+  } else {
+    for (size_t i = 0; i < bytes; i++)
+      if (buf[i] != (unsigned char)(i * 31 + 7)) {
+        FAIL("bcast(count=%zu, %s, root=%d): byte %zu wrong", count, rlx_dtype_name(dt), root, i);
+        break;
+      }
+  }
+  free(buf);
+}
+
+static void stress(int n) {
+  for (int it = 0; it < n; it++) {
+    int64_t v = rank + it, want = (int64_t)size * it + (int64_t)size * (size - 1) / 2;
+    if (rlx_allreduce(RLX_IN_PLACE, &v, 1, RLX_INT64, RLX_SUM, rlx_comm_world()) != RLX_OK) {
+      FAIL("stress allreduce %d: %s", it, rlx_errmsg());
+      return;
+    }
+    checks++;
+    if (v != want) {
+      FAIL("stress allreduce %d: got %lld, want %lld", it, (long long)v, (long long)want);
+      return;
+    }
+  }
+}
+
+int main(int argc, char **argv) {
+  size_t counts[16] = {0, 1, 7, 1023, 1048579};
+  int ncounts = 5, nstress = 0, random_floats = 0, big_all = 0;
+  double pause_s = 0;
+  for (int i = 1; i < argc; i++) {
+    if (strcmp(argv[i], "--counts") == 0 && i + 1 < argc) {
+      ncounts = 0;
+      for (char *t = strtok(argv[++i], ","); t && ncounts < 16; t = strtok(NULL, ","))
+        counts[ncounts++] = strtoull(t, NULL, 10);
+    } else if (strcmp(argv[i], "--stress") == 0 && i + 1 < argc) {
+      nstress = atoi(argv[++i]);
+      ncounts = 0;
+    } else if (strcmp(argv[i], "--random") == 0) {
+      random_floats = 1;
+    } else if (strcmp(argv[i], "--pause") == 0 && i + 1 < argc) {
+      pause_s = atof(argv[++i]);
+    } else if (strcmp(argv[i], "--big-all") == 0) {
+      big_all = 1;
+    }
+  }
+  int rc = rlx_init(&argc, &argv);
+  if (rc != RLX_OK) {
+    fprintf(stderr, "coll_check: rlx_init: %s\n", rlx_errmsg());
+    return 2;
+  }
+  rank = rlx_comm_rank(rlx_comm_world());
+  size = rlx_comm_size(rlx_comm_world());
+
+  /* --pause: rank 0 arrives late, the others wait in the first call. */
+  if (rank == 0 && pause_s > 0) {
+    struct timespec ts = {(time_t)pause_s, (long)((pause_s - (time_t)pause_s) * 1e9)};
+    nanosleep(&ts, NULL);
+  }
+
+  /* Everyone agrees on the leader. */
+  int leader = rlx_comm_leader(rlx_comm_world()), lmax = leader;
+  rlx_allreduce(&leader, &lmax, 1, RLX_INT32, RLX_MAX, rlx_comm_world());
+  checks++;
+  if (lmax != leader || leader < 0 || leader >= size)
+    FAIL("leader disagreement: %d here, max %d", leader, lmax);
+
+  for (int c = 0; c < ncounts; c++) {
+    for (int dt = 0; dt < RLX_DTYPE_COUNT; dt++) {
+      for (int op = 0; op < RLX_OP_COUNT; op++) {
+        if (op == RLX_AVG && !rlx__dtype_is_float((rlx_dtype_t)dt))
+          continue;
+        /* The biggest count for every dtype with sum, and float32 with all ops. */
+        if (counts[c] > 100000 && !big_all && op != RLX_SUM && dt != RLX_FLOAT32)
+          continue;
+        check_allreduce((rlx_dtype_t)dt, (rlx_op_t)op, counts[c], (dt + op + c) % 2);
+      }
+      check_bcast((rlx_dtype_t)dt, counts[c] > 100000 ? counts[c] / 4 : counts[c], size - 1);
+    }
+    check_bcast(RLX_UINT8, counts[c], 0);
+    if (rlx_barrier(rlx_comm_world()) != RLX_OK)
+      FAIL("barrier: %s", rlx_errmsg());
+  }
+  if (random_floats) {
+    check_random_floats(1000);
+    check_random_floats(300001);
+  }
+  if (nstress)
+    stress(nstress);
+
+  int bad = failures, total_bad = 0;
+  rlx_allreduce(&bad, &total_bad, 1, RLX_INT32, RLX_SUM, rlx_comm_world());
+  if (rank == 0)
+    printf("coll_check: %d ranks, %d checks per rank, %d failures in all\n", size, checks,
+           total_bad);
+  rlx_finalize();
+  return failures || total_bad ? 1 : 0;
+}

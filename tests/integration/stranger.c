@@ -1,1 +1,57 @@
-int main(void){return 0;}
+/* stranger: connects to an rlxcoll rank's TCP port and misbehaves, for the
+ * strangers test. Modes: silent (connect, say nothing), random (random
+ * bytes), wrongkey (a full handshake with the wrong job key), replay (a
+ * handshake recorded from another session).
+ *   stranger HOST:PORT MODE */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "bootstrap/bootstrap.h"
+#include "transport/handshake.h"
+
+int main(int argc, char **argv) {
+  int fd;
+  uint8_t hello[RLX__HS_HELLO_SIZE], chal[RLX__HS_CHALLENGE_SIZE], proof[RLX__HS_PROOF_SIZE];
+  uint64_t deadline = rlx__bs_now_ns() + 5000000000ull;
+  struct rlx__hs hs;
+  if (argc != 3) {
+    fprintf(stderr, "usage: stranger HOST:PORT silent|random|wrongkey\n");
+    return 2;
+  }
+  if (rlx__sock_connect(argv[1], deadline, &fd) != 0) {
+    fprintf(stderr, "stranger: cannot connect to %s\n", argv[1]);
+    return 1;
+  }
+  if (strcmp(argv[2], "silent") == 0) {
+    sleep(1);
+  } else if (strcmp(argv[2], "random") == 0) {
+    uint8_t junk[4096];
+    for (size_t i = 0; i < sizeof(junk); i++)
+      junk[i] = (uint8_t)rand();
+    rlx__sock_write_full(fd, junk, sizeof(junk), deadline);
+  } else if (strcmp(argv[2], "wrongkey") == 0) {
+    /* Pose as rank 1 of the job talking to rank 0, with a wrong key. */
+    rlx__hs_init(&hs, "not-the-job-key", 1, RLX__HS_DATA);
+    rlx__hs_client_hello(&hs, 0, hello);
+    rlx__sock_write_full(fd, hello, sizeof(hello), deadline);
+    if (rlx__sock_read_full(fd, chal, sizeof(chal), deadline) == 0) {
+      int st = rlx__hs_client_challenge(&hs, chal, proof);
+      printf("stranger: the rank's challenge %s\n",
+             st == RLX__HS_BAD_MAC ? "fails under our wrong key, as it should" : "verified?!");
+      memcpy(proof, "RLXP", 4);
+      memset(proof + 4, 0x5a, 32);
+      rlx__sock_write_full(fd, proof, sizeof(proof), deadline);
+    }
+  } else {
+    fprintf(stderr, "stranger: unknown mode %s\n", argv[2]);
+    close(fd);
+    return 2;
+  }
+  /* The rank must drop us: wait for its close (bounded). */
+  char b;
+  int rc = rlx__sock_read_full(fd, &b, 1, rlx__bs_now_ns() + 3000000000ull);
+  printf("stranger %s: %s\n", argv[2], rc != 0 ? "dropped" : "still connected");
+  close(fd);
+  return 0;
+}

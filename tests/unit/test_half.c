@@ -1,1 +1,109 @@
-int main(void){return 0;}
+/* float16 / bfloat16 conversion: round to nearest even, NaN, Inf,
+ * subnormals, and exact round trips over every 16-bit pattern. */
+#include <check.h>
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+#include "coll/coll.h"
+
+static float f_of(uint32_t u) {
+  float f;
+  memcpy(&f, &u, 4);
+  return f;
+}
+
+START_TEST(f16_known_values) {
+  ck_assert_uint_eq(rlx__f32_to_f16(1.0f), 0x3C00);
+  ck_assert_uint_eq(rlx__f32_to_f16(-2.0f), 0xC000);
+  ck_assert_uint_eq(rlx__f32_to_f16(65504.0f), 0x7BFF);
+  ck_assert_uint_eq(rlx__f32_to_f16(0.0f), 0x0000);
+  ck_assert_uint_eq(rlx__f32_to_f16(-0.0f), 0x8000);
+  ck_assert_uint_eq(rlx__f32_to_f16(INFINITY), 0x7C00);
+  ck_assert_uint_eq(rlx__f32_to_f16(-INFINITY), 0xFC00);
+  ck_assert_uint_eq(rlx__f32_to_f16(1e6f), 0x7C00); /* overflow */
+}
+END_TEST
+
+START_TEST(f16_round_to_nearest_even) {
+  /* 1 + 2^-11 is halfway between 1 and the next half: ties to even (1). */
+  ck_assert_uint_eq(rlx__f32_to_f16(1.0f + ldexpf(1, -11)), 0x3C00);
+  /* 1 + 3*2^-11 is halfway between 1+2^-10 and 1+2^-9: ties to even. */
+  ck_assert_uint_eq(rlx__f32_to_f16(1.0f + 3 * ldexpf(1, -11)), 0x3C02);
+  /* just above halfway rounds up */
+  ck_assert_uint_eq(rlx__f32_to_f16(1.0f + ldexpf(1, -11) + ldexpf(1, -20)), 0x3C01);
+  /* 65520 is halfway between 65504 and 65536: ties to even, which is Inf */
+  ck_assert_uint_eq(rlx__f32_to_f16(65520.0f), 0x7C00);
+  ck_assert_uint_eq(rlx__f32_to_f16(65519.0f), 0x7BFF);
+}
+END_TEST
+
+START_TEST(f16_subnormals) {
+  ck_assert_uint_eq(rlx__f32_to_f16(ldexpf(1, -24)), 0x0001); /* smallest */
+  ck_assert_uint_eq(rlx__f32_to_f16(ldexpf(1, -25)), 0x0000); /* tie to even: 0 */
+  ck_assert_uint_eq(rlx__f32_to_f16(3 * ldexpf(1, -25)), 0x0002); /* 1.5 ulp: to 2 */
+  ck_assert_uint_eq(rlx__f32_to_f16(ldexpf(1, -14) - ldexpf(1, -24)), 0x03FF); /* largest */
+  ck_assert_uint_eq(rlx__f32_to_f16(ldexpf(1, -14)), 0x0400); /* smallest normal */
+  ck_assert_uint_eq(rlx__f32_to_f16(ldexpf(1, -30)), 0x0000); /* underflow */
+  ck_assert(rlx__f16_to_f32(0x0001) == ldexpf(1, -24));
+  ck_assert(rlx__f16_to_f32(0x8001) == -ldexpf(1, -24));
+}
+END_TEST
+
+START_TEST(f16_nan) {
+  uint16_t h = rlx__f32_to_f16(NAN);
+  ck_assert_uint_eq(h & 0x7C00, 0x7C00);
+  ck_assert_uint_ne(h & 0x03FF, 0);
+  /* a signalling NaN with only low payload bits still comes out a NaN */
+  h = rlx__f32_to_f16(f_of(0x7F800001u));
+  ck_assert_uint_ne(h & 0x03FF, 0);
+  ck_assert(isnan(rlx__f16_to_f32(0x7E00)));
+  ck_assert(isinf(rlx__f16_to_f32(0x7C00)));
+}
+END_TEST
+
+START_TEST(f16_every_value_round_trips) {
+  for (uint32_t h = 0; h < 65536; h++) {
+    float f = rlx__f16_to_f32((uint16_t)h);
+    if (isnan(f))
+      continue;
+    ck_assert_msg(rlx__f32_to_f16(f) == h, "0x%04x", h);
+  }
+}
+END_TEST
+
+START_TEST(bf16_values) {
+  ck_assert_uint_eq(rlx__f32_to_bf16(1.0f), 0x3F80);
+  ck_assert_uint_eq(rlx__f32_to_bf16(f_of(0x3F808000u)), 0x3F80); /* tie to even */
+  ck_assert_uint_eq(rlx__f32_to_bf16(f_of(0x3F818000u)), 0x3F82); /* tie to even (up) */
+  ck_assert_uint_eq(rlx__f32_to_bf16(f_of(0x3F808001u)), 0x3F81); /* above half */
+  ck_assert_uint_eq(rlx__f32_to_bf16(INFINITY), 0x7F80);
+  ck_assert_uint_eq(rlx__f32_to_bf16(f_of(0x7F7FFFFFu)), 0x7F80); /* FLT_MAX rounds to Inf */
+  uint16_t n = rlx__f32_to_bf16(f_of(0x7F800001u));
+  ck_assert(isnan(rlx__bf16_to_f32(n)));
+  ck_assert_uint_eq(rlx__f32_to_bf16(f_of(0x00000001u)), 0x0000); /* subnormal rounds */
+  ck_assert_uint_eq(rlx__f32_to_bf16(f_of(0x00018000u)), 0x0002);
+  for (uint32_t h = 0; h < 65536; h++) {
+    float f = rlx__bf16_to_f32((uint16_t)h);
+    if (isnan(f))
+      continue;
+    ck_assert_msg(rlx__f32_to_bf16(f) == h, "0x%04x", h);
+  }
+}
+END_TEST
+
+int main(void) {
+  Suite *s = suite_create("half");
+  TCase *tc = tcase_create("convert");
+  tcase_add_test(tc, f16_known_values);
+  tcase_add_test(tc, f16_round_to_nearest_even);
+  tcase_add_test(tc, f16_subnormals);
+  tcase_add_test(tc, f16_nan);
+  tcase_add_test(tc, f16_every_value_round_trips);
+  tcase_add_test(tc, bf16_values);
+  suite_add_tcase(s, tc);
+  SRunner *sr = srunner_create(s);
+  srunner_run_all(sr, CK_NORMAL);
+  int failed = srunner_ntests_failed(sr);
+  srunner_free(sr);
+  return failed ? 1 : 0;
+}

@@ -1,0 +1,19 @@
+#!/bin/sh
+# A bad RLX_* value makes rlx_init fail with a message naming the variable.
+. "$(dirname "$0")/lib.sh"
+check() {
+  var=$1; val=$2
+  env "$var=$val" timeout 10 "$HELLO" >"$TMP/out" 2>&1 && fail "$var=$val accepted"
+  grep -q "$var" "$TMP/out" || { cat "$TMP/out"; fail "$var=$val: message does not name $var"; }
+  echo "$var=$val: $(cat "$TMP/out")"
+}
+check RLX_TIMEOUT abc
+check RLX_TRANSPORT carrier-pigeon
+check RLX_ALLREDUCE_ALGO magic
+check RLX_LOG loud
+check RLX_SPIN_US -3
+check RLX_WIRE f8
+check RLX_RANK 5
+RLX_RANK=0 RLX_SIZE=2 RLX_RENDEZVOUS=127.0.0.1:1 timeout 10 "$HELLO" >"$TMP/out" 2>&1 && fail "no job key accepted"
+grep -q RLX_JOB_KEY "$TMP/out" || fail "missing RLX_JOB_KEY not named"
+echo "bad environment: ok"

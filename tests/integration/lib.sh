@@ -1,0 +1,22 @@
+# Shared by the integration tests: where the programs are, and helpers.
+# Every job runs under `timeout`, so a hang fails the test in bounded time.
+set -u
+: "${top_builddir:=$(cd "$(dirname "$0")/../.." && pwd)}"
+RLXRUN="$top_builddir/bin/rlxrun/rlxrun"
+CHECK="$top_builddir/tests/integration/coll_check"
+HELLO="$top_builddir/examples/hello"
+STRANGER="$top_builddir/tests/integration/stranger"
+TMP=$(mktemp -d "${TMPDIR:-/tmp}/rlxtest.XXXXXX")
+trap 'rm -rf "$TMP"' EXIT
+unset RLX_RANK RLX_SIZE RLX_LOCAL_RANK RLX_LOCAL_SIZE RLX_RENDEZVOUS RLX_JOB_KEY RLX_LAUNCHER
+unset RLX_TRANSPORT RLX_LOG RLX_TIMEOUT RLX_ALLREDUCE_ALGO
+
+fail() {
+  echo "FAIL: $*" >&2
+  exit 1
+}
+
+# A free TCP port on loopback (asks the kernel, then releases it).
+free_port() {
+  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'
+}

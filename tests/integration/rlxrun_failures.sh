@@ -1,0 +1,50 @@
+#!/bin/sh
+# rlxrun names the rank that failed and how, stops the others within the
+# grace period, and exits non-zero; --timeout and SIGTERM stop a job.
+. "$(dirname "$0")/lib.sh"
+
+t0=$(date +%s)
+timeout 30 "$RLXRUN" -n 4 sh -c 'if [ "$RLX_RANK" = 1 ]; then exit 3; fi; exec sleep 60' \
+  >"$TMP/out" 2>&1
+rc=$?
+cat "$TMP/out"
+[ $rc -ne 0 ] && [ $rc -ne 124 ] || fail "exit 3 of rank 1: rlxrun returned $rc"
+grep -q "rank 1 (pid [0-9]*) exited with code 3" "$TMP/out" || fail "rank 1's exit code not reported"
+[ $(( $(date +%s) - t0 )) -lt 20 ] || fail "the other ranks were not stopped in time"
+
+timeout 30 "$RLXRUN" -n 3 sh -c 'if [ "$RLX_RANK" = 2 ]; then kill -9 $$; fi; exec sleep 60' \
+  >"$TMP/out" 2>&1
+rc=$?
+cat "$TMP/out"
+[ $rc -ne 0 ] && [ $rc -ne 124 ] || fail "SIGKILL of rank 2: rlxrun returned $rc"
+grep -q "rank 2 (pid [0-9]*) was killed by signal 9" "$TMP/out" || fail "rank 2's signal not reported"
+
+timeout 30 "$RLXRUN" -n 2 --timeout 1 sleep 60 >"$TMP/out" 2>&1
+rc=$?
+cat "$TMP/out"
+[ $rc -eq 124 ] || fail "--timeout 1: expected exit 124, got $rc"
+grep -q "timed out after 1 s" "$TMP/out" || fail "--timeout not reported"
+
+"$RLXRUN" -n 2 sleep 60 >"$TMP/out" 2>&1 &
+pid=$!
+sleep 0.5
+kill -TERM $pid
+i=0
+while kill -0 $pid 2>/dev/null; do
+  i=$((i + 1)); [ $i -lt 100 ] || { kill -9 $pid; fail "rlxrun ignored SIGTERM"; }
+  sleep 0.1
+done
+wait $pid
+rc=$?
+cat "$TMP/out"
+[ $rc -eq 143 ] || fail "SIGTERM: expected exit 143, got $rc"
+
+# Tagged, line by line output; a clean job exits 0.
+timeout 30 "$RLXRUN" -n 3 sh -c 'echo "line from $RLX_RANK"' >"$TMP/out" 2>&1 || fail "clean job failed"
+for r in 0 1 2; do grep -qx "\[$r\] line from $r" "$TMP/out" || fail "missing tagged line of rank $r"; done
+# The job key reaches the ranks' environment but never their argv.
+timeout 30 "$RLXRUN" -n 1 sh -c 'test -n "$RLX_JOB_KEY" && ! grep -q "$RLX_JOB_KEY" /proc/$$/cmdline' ||
+  fail "job key missing from the environment, or in argv"
+"$RLXRUN" -n 2 >/dev/null 2>&1 && fail "rlxrun without a program succeeded"
+"$RLXRUN" -n zero true >/dev/null 2>&1 && fail "rlxrun -n zero succeeded"
+echo "rlxrun failure reporting: ok"
