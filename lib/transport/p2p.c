@@ -168,9 +168,20 @@ static void hs_write(struct rlx__p2p_conn *c, int slot, size_t len) {
     conn_fail(c, RLX_ERR_PEER_LOST, "handshake write failed");
 }
 
+/* Large socket buffers let a whole ring segment sit in the kernel, so the
+ * sender does not wait for the receiver to drain it piece by piece. The
+ * kernel caps the request at net.core.wmem_max / rmem_max. */
+static void grow_buffers(struct rlx__p2p_conn *c) {
+  int v = 4 << 20;
+  uv_send_buffer_size(&c->h.handle, &v);
+  v = 4 << 20;
+  uv_recv_buffer_size(&c->h.handle, &v);
+}
+
 /* The connection is authenticated: it carries frames from now on. */
 static void conn_ready(struct rlx__p2p_conn *c) {
   struct rlx__p2p_peer *pe = &c->p->peers[c->peer];
+  grow_buffers(c);
   if (pe->pending == c)
     pe->pending = NULL;
   pe->conn = c;

@@ -118,13 +118,18 @@ START_TEST(crc32c_vectors) {
 END_TEST
 
 START_TEST(crc32c_paths_agree) {
-  unsigned char *b = malloc(5000);
+  /* lengths around the 3-way block sizes (3 x 256, 3 x 8192) too */
+  static const size_t big[] = {767, 768, 769, 1000, 4096, 24575, 24576, 24577, 50000, 100003};
+  unsigned char *b = malloc(100020);
   srand(7);
-  for (int i = 0; i < 5000; i++)
+  for (int i = 0; i < 100020; i++)
     b[i] = (unsigned char)rand();
-  for (size_t off = 0; off < 9; off++)
+  for (size_t off = 0; off < 9; off++) {
     for (size_t n = 0; n < 300; n += 7)
       ck_assert_uint_eq(rlx__crc32c(b + off, n), rlx__crc32c_sw(b + off, n));
+    for (size_t i = 0; i < sizeof(big) / sizeof(big[0]); i++)
+      ck_assert_uint_eq(rlx__crc32c(b + off, big[i]), rlx__crc32c_sw(b + off, big[i]));
+  }
   /* incremental == one shot */
   uint32_t c = rlx__crc32c_update(0, b, 1234);
   c = rlx__crc32c_update(c, b + 1234, 5000 - 1234);
