@@ -1,6 +1,7 @@
-/* The public collectives: validate the call, pick the algorithm, run the
- * operation on the progress engine with its deadline, and turn a failure
- * into an error that names the ranks and the call. */
+/* The public collectives, blocking and nonblocking: validate the call,
+ * pick the algorithm, start the operation on the progress engine, wait for
+ * it with its deadline, and turn a failure into an error that names the
+ * ranks and the call. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,46 +22,120 @@ static int check_type(const char *call, rlx_dtype_t dt, size_t count, size_t *es
   if ((unsigned)dt >= RLX_DTYPE_COUNT)
     return rlx__err(RLX_ERR_ARG, "%s: unknown dtype %d", call, (int)dt);
   *esize = rlx_dtype_size(dt);
-  if (count > (SIZE_MAX / 2) / *esize)
+  if (count > (SIZE_MAX / 2) / *esize / 4096)
     return rlx__err(RLX_ERR_ARG, "%s: count %zu is too large", call, count);
   return RLX_OK;
 }
 
-static int grow_scratch(rlx_comm_t *c, size_t len) {
-  if (len <= c->scratch_len)
-    return RLX_OK;
-  void *p = realloc(c->scratch, len);
-  if (p == NULL)
-    return rlx__err(RLX_ERR_NOMEM, "no memory for %zu bytes of scratch", len);
-  c->scratch = p;
-  c->scratch_len = len;
+static int check_op(const char *call, rlx_op_t op, rlx_dtype_t dt) {
+  if ((unsigned)op >= RLX_OP_COUNT)
+    return rlx__err(RLX_ERR_ARG, "%s: unknown op %d", call, (int)op);
+  if (op == RLX_AVG && !rlx__dtype_is_float(dt))
+    return rlx__err(RLX_ERR_ARG, "%s: RLX_AVG needs a floating dtype, not %s", call,
+                    rlx_dtype_name(dt));
   return RLX_OK;
 }
 
-int rlx__run_op(rlx_comm_t *c, struct rlx__op *op) {
+static int check_root(const char *call, int root, rlx_comm_t *c) {
+  if (root < 0 || root >= c->size)
+    return rlx__err(RLX_ERR_ARG, "%s: root %d is not a rank of this communicator (size %d)",
+                    call, root, c->size);
+  return RLX_OK;
+}
+
+static int grow(void **buf, size_t *cap, size_t len) {
+  if (len <= *cap)
+    return RLX_OK;
+  void *p = realloc(*buf, len);
+  if (p == NULL)
+    return rlx__err(RLX_ERR_NOMEM, "no memory for %zu bytes of scratch", len);
+  *buf = p;
+  *cap = len;
+  return RLX_OK;
+}
+
+/* Say at RLX_LOG=info which algorithm a collective uses, each time the
+ * choice changes. */
+static void note_choice(const char *call, const struct rlx__algo *a, size_t bytes, int n) {
+  static const struct rlx__algo *_Atomic last[RLX__CK_MAX + 1];
+  static const char *const calls[] = {"", "rlx_allreduce", "rlx_bcast", "", "", "rlx_reduce",
+                                      "rlx_allgather", "rlx_reduce_scatter"};
+  for (int k = 1; k <= 7; k++) {
+    if (strcmp(call, calls[k]) != 0)
+      continue;
+    if (atomic_exchange(&last[k], a) != a)
+      rlx__info("%s: %zu bytes on %d ranks: %s", call, bytes, n, a->name);
+  }
+}
+
+static int pick(struct rlx__op *op, rlx_comm_t *c, size_t bytes, const char *forced) {
+  op->algo = rlx__select(op->kind, bytes, c->size, forced);
+  if (op->algo == NULL)
+    return rlx__err(RLX_ERR_ARG, "%s: no algorithm \"%s\" (try %s)", op->call, forced,
+                    rlx__algo_names(op->kind));
+  note_choice(op->call, op->algo, bytes, c->size);
+  return RLX_OK;
+}
+
+static void widen(struct rlx_request *rq) {
+  size_t n = rq->op.count;
+  if (rq->op.dt == RLX_FLOAT16)
+    rlx__f16_to_f32_n(rq->out, rq->op.dst, n);
+  else
+    rlx__bf16_to_f32_n(rq->out, rq->op.dst, n);
+}
+
+/* Start rq->op on c. Blocking calls keep c->mtx until rlx__finish. */
+static int start(rlx_comm_t *c, struct rlx_request *rq) {
   struct rlx__runtime *rt = &rlx__rt;
+  struct rlx__op *op = &rq->op;
   int rc;
   pthread_mutex_lock(&c->mtx);
+  rq->comm = c;
   op->p2p = &rt->p2p;
   op->world = c->world;
   op->rank = c->rank;
   op->size = c->size;
   op->comm_id = c->id;
   op->seq = c->seq++;
-  if ((rc = grow_scratch(c, op->algo->setup(op))) != RLX_OK) {
+  size_t need = op->algo->setup(op);
+  if (rq->nonblocking) {
+    rq->scratch = need ? malloc(need) : NULL;
+    if (need && rq->scratch == NULL)
+      rc = rlx__err(RLX_ERR_NOMEM, "%s: no memory for %zu bytes of scratch", op->call, need);
+    else
+      rc = RLX_OK;
+    op->tmp = rq->scratch;
+    op->tmp_len = need;
+  } else {
+    rc = grow(&c->scratch, &c->scratch_len, need);
+    op->tmp = c->scratch;
+    op->tmp_len = c->scratch_len;
+  }
+  if (rc != RLX_OK) {
     pthread_mutex_unlock(&c->mtx);
     return rc;
   }
-  op->tmp = c->scratch;
-  op->tmp_len = c->scratch_len;
-  uint64_t deadline =
+  rq->deadline =
       rt->cfg.timeout_s > 0 ? rlx__now_ns() + (uint64_t)(rt->cfg.timeout_s * 1e9) : 0;
-
   rlx__engine_lock(&rt->engine);
   rlx__exec_start(op);
+  if (rq->nonblocking) /* let the loop register what the start asked for */
+    uv_run(&rt->engine.loop, UV_RUN_NOWAIT);
   rlx__engine_unlock(&rt->engine);
+  if (rq->nonblocking)
+    pthread_mutex_unlock(&c->mtx);
+  return RLX_OK;
+}
+
+/* Wait for a started operation, apply its outcome, release what it held. */
+static int finish(struct rlx_request *rq) {
+  struct rlx__runtime *rt = &rlx__rt;
+  struct rlx__op *op = &rq->op;
+  rlx_comm_t *c = rq->comm;
+  int rc;
   if (!atomic_load(&op->done) &&
-      rlx__engine_wait(&rt->engine, &op->done, &op->progress, deadline) != 0) {
+      rlx__engine_wait(&rt->engine, &op->done, &op->progress, rq->deadline) != 0) {
     rlx__engine_lock(&rt->engine);
     if (!atomic_load(&op->done)) {
       char call[160], waiting[400], msg[640];
@@ -74,86 +149,288 @@ int rlx__run_op(rlx_comm_t *c, struct rlx__op *op) {
     rlx__engine_unlock(&rt->engine);
   }
   rc = op->status;
+  if (rq->nonblocking)
+    pthread_mutex_lock(&c->mtx);
   if (rc != RLX_OK) {
     c->revoked = rc;
     snprintf(c->revoked_why, sizeof(c->revoked_why), "%s", op->msg);
     rlx__err(rc, "%s", op->msg);
+  } else if (rq->out != NULL) {
+    widen(rq);
   }
   pthread_mutex_unlock(&c->mtx);
   return rc;
 }
 
-int rlx_allreduce(const void *sendbuf, void *recvbuf, size_t count, rlx_dtype_t dt, rlx_op_t op,
-                  rlx_comm_t *c) {
-  struct rlx__op o;
+int rlx__run_op(rlx_comm_t *c, struct rlx__op *op) {
+  struct rlx_request rq;
+  memset(&rq, 0, sizeof(rq));
+  rq.op = *op;
+  int rc = start(c, &rq);
+  if (rc == RLX_OK)
+    rc = finish(&rq);
+  *op = rq.op;
+  return rc;
+}
+
+/* Run rq now (blocking) or hand it back through *req (nonblocking). */
+static int launch(rlx_comm_t *c, struct rlx_request *rq, rlx_request_t **req) {
+  int rc;
+  if (req == NULL) {
+    rc = start(c, rq);
+    return rc == RLX_OK ? finish(rq) : rc;
+  }
+  struct rlx_request *h = malloc(sizeof(*h));
+  if (h == NULL)
+    return rlx__err(RLX_ERR_NOMEM, "%s: no memory for a request", rq->op.call);
+  memcpy(h, rq, sizeof(*h));
+  h->nonblocking = 1;
+  if ((rc = start(c, h)) != RLX_OK) {
+    free(h->half);
+    free(h);
+    return rc;
+  }
+  *req = h;
+  return RLX_OK;
+}
+
+static void fill(struct rlx_request *rq, int kind, const char *call, rlx_dtype_t dt, rlx_op_t op,
+                 size_t count, size_t es, int root, const void *src, void *dst) {
+  memset(rq, 0, sizeof(*rq));
+  rq->op.kind = kind;
+  rq->op.call = call;
+  rq->op.dt = dt;
+  rq->op.rop = op;
+  rq->op.count = count;
+  rq->op.esize = es;
+  rq->op.root = root;
+  rq->op.src = src;
+  rq->op.dst = dst;
+}
+
+/* An already-finished request, for calls with nothing to communicate. */
+static int done_request(rlx_request_t **req) {
+  if (req == NULL)
+    return RLX_OK;
+  struct rlx_request *h = calloc(1, sizeof(*h));
+  if (h == NULL)
+    return rlx__err(RLX_ERR_NOMEM, "no memory for a request");
+  atomic_store(&h->op.done, 1);
+  h->nonblocking = 1;
+  *req = h;
+  return RLX_OK;
+}
+
+static int allreduce(const char *call, const void *sendbuf, void *recvbuf, size_t count,
+                     rlx_dtype_t dt, rlx_op_t op, rlx_comm_t *c, rlx_request_t **req) {
+  struct rlx_request rq;
   size_t es;
   int rc;
-  if ((rc = check_comm("rlx_allreduce", c)) != RLX_OK ||
-      (rc = check_type("rlx_allreduce", dt, count, &es)) != RLX_OK)
+  if ((rc = check_comm(call, c)) != RLX_OK || (rc = check_type(call, dt, count, &es)) != RLX_OK ||
+      (rc = check_op(call, op, dt)) != RLX_OK)
     return rc;
-  if ((unsigned)op >= RLX_OP_COUNT)
-    return rlx__err(RLX_ERR_ARG, "rlx_allreduce: unknown op %d", (int)op);
-  if (op == RLX_AVG && !rlx__dtype_is_float(dt))
-    return rlx__err(RLX_ERR_ARG, "rlx_allreduce: RLX_AVG needs a floating dtype, not %s",
-                    rlx_dtype_name(dt));
   if (count == 0)
-    return RLX_OK;
+    return done_request(req);
   if (recvbuf == NULL || sendbuf == NULL)
-    return rlx__err(RLX_ERR_ARG, "rlx_allreduce: %s is NULL with count %zu",
+    return rlx__err(RLX_ERR_ARG, "%s: %s is NULL with count %zu", call,
                     recvbuf == NULL ? "recvbuf" : "sendbuf", count);
-  memset(&o, 0, sizeof(o));
-  o.kind = RLX__CK_ALLREDUCE;
-  o.call = "rlx_allreduce";
-  o.dt = dt;
-  o.rop = op;
-  o.count = count;
-  o.esize = es;
-  o.src = sendbuf == RLX_IN_PLACE ? recvbuf : sendbuf;
-  o.dst = recvbuf;
-  o.algo = rlx__select_allreduce(count * es, c->size, rlx__rt.cfg.allreduce_algo);
-  return rlx__run_op(c, &o);
+  const void *src = sendbuf == RLX_IN_PLACE ? recvbuf : sendbuf;
+  fill(&rq, RLX__CK_ALLREDUCE, call, dt, op, count, es, 0, src, recvbuf);
+  int wire = rlx__rt.cfg.wire;
+  if (wire != RLX__WIRE_F32 && dt == RLX_FLOAT32 && c->size > 1) {
+    /* Half-width wire: run the allreduce on a half copy (each step widens
+     * to float32, reduces, and rounds back), then widen the result. */
+    void *half;
+    if (req == NULL) {
+      if ((rc = grow(&c->wire, &c->wire_len, count * 2)) != RLX_OK)
+        return rc;
+      half = c->wire;
+    } else if ((half = malloc(count * 2)) == NULL) {
+      return rlx__err(RLX_ERR_NOMEM, "%s: no memory for the half-width copy", call);
+    }
+    rq.op.dt = wire == RLX__WIRE_F16 ? RLX_FLOAT16 : RLX_BFLOAT16;
+    rq.op.esize = 2;
+    if (wire == RLX__WIRE_F16)
+      rlx__f32_to_f16_n(half, src, count);
+    else
+      rlx__f32_to_bf16_n(half, src, count);
+    rq.op.src = rq.op.dst = half;
+    rq.out = recvbuf;
+    rq.half = req != NULL ? half : NULL; /* a nonblocking request owns its copy */
+    es = 2;
+  }
+  if ((rc = pick(&rq.op, c, count * es, rlx__rt.cfg.allreduce_algo)) != RLX_OK) {
+    free(rq.half);
+    return rc;
+  }
+  return launch(c, &rq, req);
+}
+
+int rlx_allreduce(const void *sendbuf, void *recvbuf, size_t count, rlx_dtype_t dt, rlx_op_t op,
+                  rlx_comm_t *c) {
+  return allreduce("rlx_allreduce", sendbuf, recvbuf, count, dt, op, c, NULL);
+}
+
+int rlx_iallreduce(const void *sendbuf, void *recvbuf, size_t count, rlx_dtype_t dt, rlx_op_t op,
+                   rlx_comm_t *c, rlx_request_t **req) {
+  if (req == NULL)
+    return rlx__err(RLX_ERR_ARG, "rlx_iallreduce: req is NULL");
+  *req = NULL;
+  return allreduce("rlx_iallreduce", sendbuf, recvbuf, count, dt, op, c, req);
+}
+
+static int bcast(const char *call, void *buf, size_t count, rlx_dtype_t dt, int root,
+                 rlx_comm_t *c, rlx_request_t **req) {
+  struct rlx_request rq;
+  size_t es;
+  int rc;
+  if ((rc = check_comm(call, c)) != RLX_OK || (rc = check_type(call, dt, count, &es)) != RLX_OK ||
+      (rc = check_root(call, root, c)) != RLX_OK)
+    return rc;
+  if (count == 0 || c->size == 1)
+    return done_request(req);
+  if (buf == NULL)
+    return rlx__err(RLX_ERR_ARG, "%s: buf is NULL with count %zu", call, count);
+  fill(&rq, RLX__CK_BCAST, call, dt, RLX_SUM, count, es, root, buf, buf);
+  if ((rc = pick(&rq.op, c, count * es, rlx__rt.cfg.bcast_algo)) != RLX_OK)
+    return rc;
+  return launch(c, &rq, req);
 }
 
 int rlx_bcast(void *buf, size_t count, rlx_dtype_t dt, int root, rlx_comm_t *c) {
-  struct rlx__op o;
+  return bcast("rlx_bcast", buf, count, dt, root, c, NULL);
+}
+
+int rlx_ibcast(void *buf, size_t count, rlx_dtype_t dt, int root, rlx_comm_t *c,
+               rlx_request_t **req) {
+  if (req == NULL)
+    return rlx__err(RLX_ERR_ARG, "rlx_ibcast: req is NULL");
+  *req = NULL;
+  return bcast("rlx_ibcast", buf, count, dt, root, c, req);
+}
+
+int rlx_reduce(const void *sendbuf, void *recvbuf, size_t count, rlx_dtype_t dt, rlx_op_t op,
+               int root, rlx_comm_t *c) {
+  struct rlx_request rq;
   size_t es;
   int rc;
-  if ((rc = check_comm("rlx_bcast", c)) != RLX_OK ||
-      (rc = check_type("rlx_bcast", dt, count, &es)) != RLX_OK)
+  const char *call = "rlx_reduce";
+  if ((rc = check_comm(call, c)) != RLX_OK || (rc = check_type(call, dt, count, &es)) != RLX_OK ||
+      (rc = check_op(call, op, dt)) != RLX_OK || (rc = check_root(call, root, c)) != RLX_OK)
     return rc;
-  if (root < 0 || root >= c->size)
-    return rlx__err(RLX_ERR_ARG, "rlx_bcast: root %d is not a rank of this communicator (size %d)",
-                    root, c->size);
-  if (count == 0 || c->size == 1)
+  if (count == 0)
     return RLX_OK;
-  if (buf == NULL)
-    return rlx__err(RLX_ERR_ARG, "rlx_bcast: buf is NULL with count %zu", count);
-  memset(&o, 0, sizeof(o));
-  o.kind = RLX__CK_BCAST;
-  o.call = "rlx_bcast";
-  o.dt = dt;
-  o.rop = RLX_SUM;
-  o.count = count;
-  o.esize = es;
-  o.root = root;
-  o.src = buf;
-  o.dst = buf;
-  o.algo = &rlx__bcast_binomial;
-  return rlx__run_op(c, &o);
+  int is_root = c->rank == root;
+  if (sendbuf == NULL || (is_root && recvbuf == NULL) || (!is_root && sendbuf == RLX_IN_PLACE))
+    return rlx__err(RLX_ERR_ARG, "%s: %s", call,
+                    sendbuf == NULL ? "sendbuf is NULL"
+                    : is_root && recvbuf == NULL ? "recvbuf is NULL on the root"
+                                                 : "RLX_IN_PLACE is for the root only");
+  fill(&rq, RLX__CK_REDUCE, call, dt, op, count, es, root,
+       sendbuf == RLX_IN_PLACE ? recvbuf : sendbuf, is_root ? recvbuf : NULL);
+  if ((rc = pick(&rq.op, c, count * es, "")) != RLX_OK)
+    return rc;
+  return launch(c, &rq, NULL);
+}
+
+int rlx_allgather(const void *sendbuf, void *recvbuf, size_t count, rlx_dtype_t dt,
+                  rlx_comm_t *c) {
+  struct rlx_request rq;
+  size_t es;
+  int rc;
+  const char *call = "rlx_allgather";
+  if ((rc = check_comm(call, c)) != RLX_OK || (rc = check_type(call, dt, count, &es)) != RLX_OK)
+    return rc;
+  if (count == 0)
+    return RLX_OK;
+  if (sendbuf == NULL || recvbuf == NULL)
+    return rlx__err(RLX_ERR_ARG, "%s: %s is NULL", call, sendbuf == NULL ? "sendbuf" : "recvbuf");
+  const void *src = sendbuf == RLX_IN_PLACE ? (char *)recvbuf + (size_t)c->rank * count * es
+                                            : sendbuf;
+  fill(&rq, RLX__CK_ALLGATHER, call, dt, RLX_SUM, count, es, 0, src, recvbuf);
+  if ((rc = pick(&rq.op, c, count * es * (size_t)c->size, rlx__rt.cfg.allgather_algo)) != RLX_OK)
+    return rc;
+  return launch(c, &rq, NULL);
+}
+
+int rlx_reduce_scatter(const void *sendbuf, void *recvbuf, size_t recvcount, rlx_dtype_t dt,
+                       rlx_op_t op, rlx_comm_t *c) {
+  struct rlx_request rq;
+  size_t es;
+  int rc;
+  const char *call = "rlx_reduce_scatter";
+  if ((rc = check_comm(call, c)) != RLX_OK ||
+      (rc = check_type(call, dt, recvcount, &es)) != RLX_OK ||
+      (rc = check_op(call, op, dt)) != RLX_OK)
+    return rc;
+  if (recvcount == 0)
+    return RLX_OK;
+  if (sendbuf == NULL || recvbuf == NULL)
+    return rlx__err(RLX_ERR_ARG, "%s: %s is NULL", call, sendbuf == NULL ? "sendbuf" : "recvbuf");
+  /* In place: recvbuf holds all p blocks on entry and block 0.. gets the result. */
+  const void *src = sendbuf == RLX_IN_PLACE ? recvbuf : sendbuf;
+  void *in_copy = NULL;
+  if (sendbuf == RLX_IN_PLACE && c->size > 1) {
+    /* the ring reads every input block until its last step: keep a copy */
+    size_t bytes = recvcount * es * (size_t)c->size;
+    if ((in_copy = malloc(bytes)) == NULL)
+      return rlx__err(RLX_ERR_NOMEM, "%s: no memory for the in-place input", call);
+    memcpy(in_copy, recvbuf, bytes);
+    src = in_copy;
+  }
+  fill(&rq, RLX__CK_REDUCE_SCATTER, call, dt, op, recvcount, es, 0, src, recvbuf);
+  if ((rc = pick(&rq.op, c, recvcount * es * (size_t)c->size, "")) == RLX_OK)
+    rc = launch(c, &rq, NULL);
+  free(in_copy);
+  return rc;
 }
 
 int rlx_barrier(rlx_comm_t *c) {
-  struct rlx__op o;
+  struct rlx_request rq;
   int rc;
   if ((rc = check_comm("rlx_barrier", c)) != RLX_OK)
     return rc;
   if (c->size == 1)
     return RLX_OK;
-  memset(&o, 0, sizeof(o));
-  o.kind = RLX__CK_BARRIER;
-  o.call = "rlx_barrier";
-  o.dt = RLX_UINT8;
-  o.esize = 1;
-  o.algo = &rlx__barrier_dissemination;
-  return rlx__run_op(c, &o);
+  fill(&rq, RLX__CK_BARRIER, "rlx_barrier", RLX_UINT8, RLX_SUM, 0, 1, 0, NULL, NULL);
+  rq.op.algo = &rlx__barrier_dissemination;
+  return launch(c, &rq, NULL);
+}
+
+/* ---- requests --------------------------------------------------------------- */
+
+static void free_request(struct rlx_request *h) {
+  free(h->scratch);
+  free(h->half);
+  free(h);
+}
+
+int rlx_wait(rlx_request_t **req) {
+  if (req == NULL || *req == NULL)
+    return rlx__err(RLX_ERR_ARG, "rlx_wait: no request");
+  struct rlx_request *h = *req;
+  int rc = h->comm ? finish(h) : RLX_OK;
+  free_request(h);
+  *req = NULL;
+  return rc;
+}
+
+int rlx_test(rlx_request_t **req, int *done) {
+  if (req == NULL || *req == NULL || done == NULL)
+    return rlx__err(RLX_ERR_ARG, "rlx_test: %s", done == NULL ? "done is NULL" : "no request");
+  struct rlx_request *h = *req;
+  struct rlx__engine *e = &rlx__rt.engine;
+  *done = 0;
+  if (!atomic_load(&h->op.done) && h->comm != NULL) {
+    /* Lend this thread to the loop for one pass, if nobody else runs it. */
+    if (pthread_mutex_trylock(&e->loop_mtx) == 0) {
+      uv_run(&e->loop, UV_RUN_NOWAIT);
+      pthread_mutex_unlock(&e->loop_mtx);
+    }
+    uint64_t now = rlx__now_ns();
+    if (!atomic_load(&h->op.done) && !(h->deadline != 0 && now >= h->deadline))
+      return RLX_OK;
+  }
+  *done = 1;
+  return rlx_wait(req);
 }

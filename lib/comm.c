@@ -1,4 +1,10 @@
-/* Communicator queries: the world communicator, rank, size, leader. */
+/* Communicators: the world, rank/size/leader queries, and new ones made by
+ * split and dup. A new communicator's id is derived from its parent's id,
+ * the parent's count of children and the color, so every member computes
+ * the same id without a message, and frames of different communicators
+ * never match. */
+#include <stdlib.h>
+#include <string.h>
 #include "runtime.h"
 
 rlx_comm_t *rlx_comm_world(void) { return rlx__rt.initialized ? &rlx__rt.world : NULL; }
@@ -19,4 +25,168 @@ int rlx_comm_leader(const rlx_comm_t *c) {
   if (c == NULL)
     return rlx__err(RLX_ERR_ARG, "rlx_comm_leader: communicator is NULL");
   return c->leader;
+}
+
+static uint32_t mix(uint32_t h, uint32_t v) {
+  h ^= v + 0x9e3779b9u + (h << 6) + (h >> 2);
+  h ^= h >> 16;
+  h *= 0x85ebca6bu;
+  h ^= h >> 13;
+  h *= 0xc2b2ae35u;
+  h ^= h >> 16;
+  return h;
+}
+
+/* The member with the lowest election id leads (ties: lowest rank). */
+static int elect(const int *world, int n) {
+  const struct rlx__card *cards = rlx__rt.cards;
+  int best = 0;
+  for (int i = 1; i < n; i++)
+    if (cards[world[i]].election_id < cards[world[best]].election_id)
+      best = i;
+  return best;
+}
+
+static int make_comm(rlx_comm_t *parent, uint32_t id, int *world, int n, int rank,
+                     rlx_comm_t **out) {
+  rlx_comm_t *c = calloc(1, sizeof(*c));
+  if (c == NULL) {
+    free(world);
+    return rlx__err(RLX_ERR_NOMEM, "no memory for a communicator");
+  }
+  c->id = id == 0 ? 1 : id; /* 0 is the world's */
+  c->rank = rank;
+  c->size = n;
+  c->world = world;
+  c->leader = elect(world, n);
+  pthread_mutex_init(&c->mtx, NULL);
+  (void)parent;
+  *out = c;
+  return RLX_OK;
+}
+
+struct member {
+  int color, key, rank;
+};
+
+static int by_key(const void *a, const void *b) {
+  const struct member *x = a, *y = b;
+  if (x->key != y->key)
+    return x->key < y->key ? -1 : 1;
+  return x->rank < y->rank ? -1 : x->rank > y->rank;
+}
+
+int rlx_comm_split(rlx_comm_t *c, int color, int key, rlx_comm_t **out) {
+  int rc;
+  if (out == NULL)
+    return rlx__err(RLX_ERR_ARG, "rlx_comm_split: out is NULL");
+  *out = NULL;
+  if (!rlx__rt.initialized || c == NULL)
+    return rlx__err(c == NULL ? RLX_ERR_ARG : RLX_ERR_STATE, "rlx_comm_split: %s",
+                    c == NULL ? "communicator is NULL" : "rlx_init has not been called");
+  if (color < 0 && color != RLX_UNDEFINED)
+    return rlx__err(RLX_ERR_ARG, "rlx_comm_split: color %d is negative (RLX_UNDEFINED excepted)",
+                    color);
+  /* Everyone learns everyone's (color, key): an allgather on the parent. */
+  int mine[2] = {color, key};
+  int *all = malloc(sizeof(int) * 2 * (size_t)c->size);
+  if (all == NULL)
+    return rlx__err(RLX_ERR_NOMEM, "rlx_comm_split: no memory");
+  struct rlx__op op;
+  memset(&op, 0, sizeof(op));
+  op.kind = RLX__CK_COMM;
+  op.call = "rlx_comm_split";
+  op.dt = RLX_INT32;
+  op.esize = 4;
+  op.count = 2;
+  op.src = mine;
+  op.dst = all;
+  op.algo = &rlx__allgather_ring;
+  if (c->size > 1) {
+    if (c->revoked) {
+      free(all);
+      return rlx__err(RLX_ERR_REVOKED, "rlx_comm_split: the communicator was revoked: %s",
+                      c->revoked_why);
+    }
+    if ((rc = rlx__run_op(c, &op)) != RLX_OK) {
+      free(all);
+      return rc;
+    }
+  } else {
+    memcpy(all, mine, sizeof(mine));
+  }
+  pthread_mutex_lock(&c->mtx);
+  uint32_t child = ++c->children;
+  pthread_mutex_unlock(&c->mtx);
+  if (color == RLX_UNDEFINED) {
+    free(all);
+    return RLX_OK;
+  }
+  struct member *m = malloc(sizeof(*m) * (size_t)c->size);
+  int n = 0;
+  if (m == NULL) {
+    free(all);
+    return rlx__err(RLX_ERR_NOMEM, "rlx_comm_split: no memory");
+  }
+  for (int r = 0; r < c->size; r++)
+    if (all[2 * r] == color)
+      m[n++] = (struct member){all[2 * r], all[2 * r + 1], r};
+  qsort(m, (size_t)n, sizeof(*m), by_key);
+  int *world = malloc(sizeof(int) * (size_t)n), me = -1;
+  if (world == NULL) {
+    free(all);
+    free(m);
+    return rlx__err(RLX_ERR_NOMEM, "rlx_comm_split: no memory");
+  }
+  for (int i = 0; i < n; i++) {
+    world[i] = c->world[m[i].rank];
+    if (m[i].rank == c->rank)
+      me = i;
+  }
+  free(all);
+  free(m);
+  return make_comm(c, mix(mix(c->id, child), (uint32_t)color), world, n, me, out);
+}
+
+int rlx_comm_dup(rlx_comm_t *c, rlx_comm_t **out) {
+  if (out == NULL)
+    return rlx__err(RLX_ERR_ARG, "rlx_comm_dup: out is NULL");
+  *out = NULL;
+  if (!rlx__rt.initialized || c == NULL)
+    return rlx__err(c == NULL ? RLX_ERR_ARG : RLX_ERR_STATE, "rlx_comm_dup: %s",
+                    c == NULL ? "communicator is NULL" : "rlx_init has not been called");
+  if (c->revoked)
+    return rlx__err(RLX_ERR_REVOKED, "rlx_comm_dup: the communicator was revoked: %s",
+                    c->revoked_why);
+  /* Same members, same order: no exchange needed, as long as every rank
+   * dups (and splits) in the same order, which the API requires. */
+  int *world = malloc(sizeof(int) * (size_t)c->size);
+  if (world == NULL)
+    return rlx__err(RLX_ERR_NOMEM, "rlx_comm_dup: no memory");
+  memcpy(world, c->world, sizeof(int) * (size_t)c->size);
+  pthread_mutex_lock(&c->mtx);
+  uint32_t child = ++c->children;
+  pthread_mutex_unlock(&c->mtx);
+  return make_comm(c, mix(mix(c->id, child), 0xd0d0d0d0u), world, c->size, c->rank, out);
+}
+
+void rlx__comm_release(rlx_comm_t *c) {
+  free(c->world);
+  free(c->scratch);
+  free(c->wire);
+  c->world = NULL;
+  c->scratch = NULL;
+  c->wire = NULL;
+  pthread_mutex_destroy(&c->mtx);
+}
+
+int rlx_comm_free(rlx_comm_t **c) {
+  if (c == NULL || *c == NULL)
+    return rlx__err(RLX_ERR_ARG, "rlx_comm_free: no communicator");
+  if (*c == &rlx__rt.world)
+    return rlx__err(RLX_ERR_ARG, "rlx_comm_free: the world communicator cannot be freed");
+  rlx__comm_release(*c);
+  free(*c);
+  *c = NULL;
+  return RLX_OK;
 }

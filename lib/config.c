@@ -5,6 +5,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <stddef.h>
 #include <string.h>
 #include "internal.h"
 
@@ -103,7 +104,20 @@ static int load_launch(struct rlx__config *cfg) {
 
 int rlx__config_load(struct rlx__config *cfg) {
   static const char *const transports[] = {"auto", "tcp", "unix"};
-  static const char *const algos[] = {"auto", "rd", "ring"};
+  static const struct {
+    const char *var, *accepts;
+    const char *const words[4];
+    int n;
+    size_t off;
+  } algos[] = {
+      {"RLX_ALLREDUCE_ALGO", "one of auto, rd, rabenseifner, ring",
+       {"auto", "rd", "rabenseifner", "ring"}, 4, offsetof(struct rlx__config, allreduce_algo)},
+      {"RLX_BCAST_ALGO", "one of auto, binomial, scatter-allgather",
+       {"auto", "binomial", "scatter-allgather"}, 3, offsetof(struct rlx__config, bcast_algo)},
+      {"RLX_ALLGATHER_ALGO", "one of auto, rd, ring", {"auto", "rd", "ring"}, 3,
+       offsetof(struct rlx__config, allgather_algo)},
+  };
+  static const char *const wires[] = {"f32", "f16", "bf16"};
   static const char *const levels[] = {"off", "error", "warn", "info", "debug", "trace"};
   const char *s;
   int i;
@@ -125,10 +139,12 @@ int rlx__config_load(struct rlx__config *cfg) {
       return bad("RLX_TRANSPORT", s, "one of auto, tcp, unix");
     cfg->transport = i;
   }
-  if ((s = getenv("RLX_ALLREDUCE_ALGO")) != NULL) {
-    if ((i = pick(s, algos, 3)) < 0)
-      return bad("RLX_ALLREDUCE_ALGO", s, "one of auto, rd (recursive doubling), ring");
-    cfg->allreduce_algo = i;
+  for (size_t a = 0; a < sizeof(algos) / sizeof(algos[0]); a++) {
+    if ((s = getenv(algos[a].var)) == NULL)
+      continue;
+    if (pick(s, algos[a].words, algos[a].n) < 0)
+      return bad(algos[a].var, s, algos[a].accepts);
+    snprintf((char *)cfg + algos[a].off, 24, "%s", s);
   }
   if ((s = getenv("RLX_SPIN_US")) != NULL && strcmp(s, "auto") != 0) {
     long v;
@@ -136,8 +152,11 @@ int rlx__config_load(struct rlx__config *cfg) {
       return bad("RLX_SPIN_US", s, "auto, or microseconds from 0 to 60000000");
     cfg->spin_us = v;
   }
-  if ((s = getenv("RLX_WIRE")) != NULL && strcmp(s, "f32") != 0)
-    return bad("RLX_WIRE", s, "f32 (this version sends float32 data at full width)");
+  if ((s = getenv("RLX_WIRE")) != NULL) {
+    if ((i = pick(s, wires, 3)) < 0)
+      return bad("RLX_WIRE", s, "one of f32, f16, bf16");
+    cfg->wire = i;
+  }
   if ((s = getenv("RLX_IFACE")) != NULL) {
     if (*s == '\0' || strlen(s) >= sizeof(cfg->iface))
       return bad("RLX_IFACE", s, "an interface name or prefix, 1 to 63 characters");

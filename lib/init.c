@@ -160,10 +160,8 @@ static void teardown(struct rlx__runtime *rt) {
   rt->rdv = NULL;
   free(rt->cards);
   rt->cards = NULL;
-  free(rt->world.world);
-  free(rt->world.scratch);
-  rt->world.world = NULL;
-  rt->world.scratch = NULL;
+  if (rt->world.world != NULL)
+    rlx__comm_release(&rt->world);
 }
 
 static int init_locked(struct rlx__runtime *rt) {

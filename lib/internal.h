@@ -46,12 +46,15 @@ void rlx__log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 
 /* ---- configuration (config.c) -------------------------------------------- */
 
 enum rlx__transport_choice { RLX__TR_AUTO = 0, RLX__TR_TCP, RLX__TR_UNIX };
-enum rlx__ar_algo { RLX__AR_AUTO = 0, RLX__AR_RD, RLX__AR_RING };
+enum rlx__wire { RLX__WIRE_F32 = 0, RLX__WIRE_F16, RLX__WIRE_BF16 };
 
 struct rlx__config {
   double timeout_s;     /* RLX_TIMEOUT, 0 = none */
   int transport;        /* RLX_TRANSPORT */
-  int allreduce_algo;   /* RLX_ALLREDUCE_ALGO */
+  char allreduce_algo[24]; /* RLX_ALLREDUCE_ALGO, "" = auto */
+  char bcast_algo[24];     /* RLX_BCAST_ALGO */
+  char allgather_algo[24]; /* RLX_ALLGATHER_ALGO */
+  int wire;                /* RLX_WIRE */
   int log_level;        /* RLX_LOG */
   long spin_us;         /* RLX_SPIN_US, -1 = automatic */
   char iface[64];       /* RLX_IFACE, empty = automatic */

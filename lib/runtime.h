@@ -18,9 +18,26 @@ struct rlx_comm {
   uint64_t seq;
   int revoked; /* the error that revoked it, 0 while usable */
   char revoked_why[640];
-  void *scratch;
+  void *scratch; /* blocking calls' scratch, grown as needed */
   size_t scratch_len;
-  pthread_mutex_t mtx; /* one collective at a time per communicator */
+  void *wire; /* RLX_WIRE's half-width copy, for blocking calls */
+  size_t wire_len;
+  uint32_t children; /* communicators made from this one (split, dup) */
+  pthread_mutex_t mtx; /* serialises calls on this communicator */
+};
+
+/* An operation in flight: a blocking call's lives on its stack, a
+ * nonblocking one's on the heap until rlx_wait/rlx_test frees it. */
+struct rlx_request {
+  struct rlx__op op;
+  rlx_comm_t *comm;
+  int nonblocking;
+  void *scratch; /* owned (nonblocking) */
+  uint64_t deadline;
+  /* RLX_WIRE: op runs on half-width data in `half`; the float32 result is
+   * widened into `out` at the end */
+  void *half;
+  float *out;
 };
 
 struct rlx__runtime {
@@ -45,5 +62,7 @@ int rlx__iface_ip(const char *spec, char *ip, size_t len);
 
 /* collectives.c: run one operation to completion on c. */
 int rlx__run_op(rlx_comm_t *c, struct rlx__op *op);
+/* Free a communicator's storage (not the world's struct itself). */
+void rlx__comm_release(rlx_comm_t *c);
 
 #endif

@@ -31,6 +31,11 @@ RLX_API rlx_comm_t *rlx_comm_world(void);
 RLX_API int rlx_comm_rank(const rlx_comm_t *c);
 RLX_API int rlx_comm_size(const rlx_comm_t *c);
 RLX_API int rlx_comm_leader(const rlx_comm_t *c);
+/* Collective over c: ranks with the same color form a communicator, ordered
+ * by key then by rank in c; color RLX_UNDEFINED gets *out = NULL. */
+RLX_API int rlx_comm_split(rlx_comm_t *c, int color, int key, rlx_comm_t **out);
+RLX_API int rlx_comm_dup(rlx_comm_t *c, rlx_comm_t **out);
+RLX_API int rlx_comm_free(rlx_comm_t **c);
 
 /* Collectives. */
 RLX_API int rlx_allreduce(const void *sendbuf, void *recvbuf, size_t count,
@@ -38,6 +43,21 @@ RLX_API int rlx_allreduce(const void *sendbuf, void *recvbuf, size_t count,
 RLX_API int rlx_bcast(void *buf, size_t count, rlx_dtype_t dt, int root,
                       rlx_comm_t *c);
 RLX_API int rlx_barrier(rlx_comm_t *c);
+RLX_API int rlx_reduce(const void *sendbuf, void *recvbuf, size_t count, rlx_dtype_t dt,
+                       rlx_op_t op, int root, rlx_comm_t *c);
+RLX_API int rlx_allgather(const void *sendbuf, void *recvbuf, size_t count, rlx_dtype_t dt,
+                          rlx_comm_t *c);
+RLX_API int rlx_reduce_scatter(const void *sendbuf, void *recvbuf, size_t recvcount,
+                               rlx_dtype_t dt, rlx_op_t op, rlx_comm_t *c);
+
+/* Nonblocking collectives: progress happens on the progress thread while
+ * the caller works; rlx_wait or rlx_test completes and frees *req. */
+RLX_API int rlx_iallreduce(const void *sendbuf, void *recvbuf, size_t count, rlx_dtype_t dt,
+                           rlx_op_t op, rlx_comm_t *c, rlx_request_t **req);
+RLX_API int rlx_ibcast(void *buf, size_t count, rlx_dtype_t dt, int root, rlx_comm_t *c,
+                       rlx_request_t **req);
+RLX_API int rlx_wait(rlx_request_t **req);
+RLX_API int rlx_test(rlx_request_t **req, int *done);
 
 /* Errors. */
 RLX_API const char *rlx_strerror(int err);

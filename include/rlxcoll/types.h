@@ -31,5 +31,9 @@ typedef enum rlx_op {
 #define RLX_IN_PLACE ((const void *)1)
 
 typedef struct rlx_comm rlx_comm_t;
+typedef struct rlx_request rlx_request_t;
+
+/* rlx_comm_split's color for "not in any new communicator". */
+#define RLX_UNDEFINED (-32766)
 
 #endif

@@ -13,6 +13,11 @@ uint16_t rlx__f32_to_f16(float f); /* round to nearest even */
 float rlx__f16_to_f32(uint16_t h);
 uint16_t rlx__f32_to_bf16(float f); /* round to nearest even */
 float rlx__bf16_to_f32(uint16_t h);
+/* The same over n elements (F16C when the CPU has it; bit-identical). */
+void rlx__f32_to_f16_n(uint16_t *dst, const float *src, size_t n);
+void rlx__f16_to_f32_n(float *dst, const uint16_t *src, size_t n);
+void rlx__f32_to_bf16_n(uint16_t *dst, const float *src, size_t n);
+void rlx__bf16_to_f32_n(float *dst, const uint16_t *src, size_t n);
 
 /* ---- reduction kernels (reduce.c) ---------------------------------------- */
 /* out[i] = a[i] op b[i] for i < n; out may alias a or b. RLX_AVG reduces as a
@@ -111,11 +116,20 @@ void rlx__exec_waiting_on(const struct rlx__op *op, char *buf, size_t len);
 /* ---- algorithms, one file each ------------------------------------------- */
 extern const struct rlx__algo rlx__allreduce_rd;
 extern const struct rlx__algo rlx__allreduce_ring;
+extern const struct rlx__algo rlx__allreduce_rabenseifner;
 extern const struct rlx__algo rlx__bcast_binomial;
+extern const struct rlx__algo rlx__bcast_scatter_allgather;
+extern const struct rlx__algo rlx__reduce_binomial;
+extern const struct rlx__algo rlx__allgather_ring;
+extern const struct rlx__algo rlx__allgather_rd;
+extern const struct rlx__algo rlx__reduce_scatter_ring;
 extern const struct rlx__algo rlx__barrier_dissemination;
 
-/* Selection (select.c): the one table of crossovers. forced is an
- * enum rlx__ar_algo value (0 = automatic). */
-const struct rlx__algo *rlx__select_allreduce(size_t bytes, int nranks, int forced);
+/* Selection (select.c): the one table of crossovers. kind is an
+ * enum rlx__coll_kind, bytes the whole vector, forced an algorithm name
+ * ("" = automatic). Returns NULL when forced names no algorithm of kind. */
+const struct rlx__algo *rlx__select(int kind, size_t bytes, int nranks, const char *forced);
+/* The algorithm names of a collective, for messages: "rd, ring, ...". */
+const char *rlx__algo_names(int kind);
 
 #endif

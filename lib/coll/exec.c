@@ -25,6 +25,21 @@ void rlx__exec_describe_call(char *buf, size_t len, const char *call, int kind, 
   case RLX__CK_FINALIZE:
     snprintf(buf, len, "rlx_finalize()");
     break;
+  case RLX__CK_REDUCE:
+    snprintf(buf, len, "%s(count=%llu, %s, %s, root=%d)", call ? call : "rlx_reduce", count,
+             dn ? dn : "?", on ? on : "?", root);
+    break;
+  case RLX__CK_ALLGATHER:
+    snprintf(buf, len, "%s(count=%llu, %s)", call ? call : "rlx_allgather", count,
+             dn ? dn : "?");
+    break;
+  case RLX__CK_REDUCE_SCATTER:
+    snprintf(buf, len, "%s(recvcount=%llu, %s, %s)", call ? call : "rlx_reduce_scatter", count,
+             dn ? dn : "?", on ? on : "?");
+    break;
+  case RLX__CK_COMM:
+    snprintf(buf, len, "%s()", call ? call : "rlx_comm_split");
+    break;
   default:
     snprintf(buf, len, "an unknown collective (kind %d)", kind);
   }
@@ -36,6 +51,10 @@ static const char *call_name(int kind) {
   case RLX__CK_BCAST: return "rlx_bcast";
   case RLX__CK_BARRIER: return "rlx_barrier";
   case RLX__CK_FINALIZE: return "rlx_finalize";
+  case RLX__CK_REDUCE: return "rlx_reduce";
+  case RLX__CK_ALLGATHER: return "rlx_allgather";
+  case RLX__CK_REDUCE_SCATTER: return "rlx_reduce_scatter";
+  case RLX__CK_COMM: return "rlx_comm_split";
   default: return "?";
   }
 }

@@ -72,3 +72,63 @@ uint16_t rlx__f32_to_bf16(float f) {
 }
 
 float rlx__bf16_to_f32(uint16_t h) { return float_of((uint32_t)h << 16); }
+
+/* ---- bulk conversion ------------------------------------------------------ */
+#if defined(__x86_64__) && !defined(__SANITIZE_ADDRESS__)
+#include <immintrin.h>
+__attribute__((target("f16c,avx"))) static void f32_to_f16_f16c(uint16_t *d, const float *s,
+                                                                size_t n) {
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    _mm_storeu_si128((__m128i *)(d + i),
+                     _mm256_cvtps_ph(_mm256_loadu_ps(s + i), _MM_FROUND_TO_NEAREST_INT));
+  for (; i < n; i++)
+    d[i] = rlx__f32_to_f16(s[i]);
+}
+__attribute__((target("f16c,avx"))) static void f16_to_f32_f16c(float *d, const uint16_t *s,
+                                                                size_t n) {
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    _mm256_storeu_ps(d + i, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(s + i))));
+  for (; i < n; i++)
+    d[i] = rlx__f16_to_f32(s[i]);
+}
+static int have_f16c(void) {
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("f16c") && __builtin_cpu_supports("avx");
+}
+#else
+static int have_f16c(void) { return 0; }
+#endif
+
+void rlx__f32_to_f16_n(uint16_t *dst, const float *src, size_t n) {
+#if defined(__x86_64__) && !defined(__SANITIZE_ADDRESS__)
+  if (have_f16c()) {
+    f32_to_f16_f16c(dst, src, n);
+    return;
+  }
+#endif
+  for (size_t i = 0; i < n; i++)
+    dst[i] = rlx__f32_to_f16(src[i]);
+}
+
+void rlx__f16_to_f32_n(float *dst, const uint16_t *src, size_t n) {
+#if defined(__x86_64__) && !defined(__SANITIZE_ADDRESS__)
+  if (have_f16c()) {
+    f16_to_f32_f16c(dst, src, n);
+    return;
+  }
+#endif
+  for (size_t i = 0; i < n; i++)
+    dst[i] = rlx__f16_to_f32(src[i]);
+}
+
+void rlx__f32_to_bf16_n(uint16_t *dst, const float *src, size_t n) {
+  for (size_t i = 0; i < n; i++)
+    dst[i] = rlx__f32_to_bf16(src[i]);
+}
+
+void rlx__bf16_to_f32_n(float *dst, const uint16_t *src, size_t n) {
+  for (size_t i = 0; i < n; i++)
+    dst[i] = rlx__bf16_to_f32(src[i]);
+}

@@ -1,18 +1,84 @@
-/* Algorithm selection: the whole decision table in one place.
- * Crossover measured with bench/crossover.sh on the 2-core development
- * machine (Unix sockets, float32 sum): recursive doubling wins below about
- * 64 KiB, the ring above; see README's benchmark section. */
-#include "../internal.h"
+/* Algorithm selection: the whole decision table in one place. The
+ * crossovers come from bench/crossover.sh (each algorithm forced, swept
+ * over sizes, n = 2..8) on the 2-core development machine, Unix sockets,
+ * float32 sum; see README's benchmark section for the numbers. */
+#include <string.h>
+#include "../transport/frame.h"
 #include "coll.h"
 
-#define RD_MAX_BYTES (64u * 1024u)
+struct choice {
+  const char *name; /* what RLX_<COLL>_ALGO calls it */
+  const struct rlx__algo *algo;
+};
 
-const struct rlx__algo *rlx__select_allreduce(size_t bytes, int nranks, int forced) {
-  if (forced == RLX__AR_RD)
-    return &rlx__allreduce_rd;
-  if (forced == RLX__AR_RING)
-    return &rlx__allreduce_ring;
-  if (nranks == 1 || bytes > RD_MAX_BYTES)
-    return &rlx__allreduce_ring;
-  return &rlx__allreduce_rd;
+static const struct choice allreduce_algos[] = {
+    {"rd", &rlx__allreduce_rd},
+    {"rabenseifner", &rlx__allreduce_rabenseifner},
+    {"ring", &rlx__allreduce_ring},
+};
+static const struct choice bcast_algos[] = {
+    {"binomial", &rlx__bcast_binomial},
+    {"scatter-allgather", &rlx__bcast_scatter_allgather},
+};
+static const struct choice allgather_algos[] = {
+    {"rd", &rlx__allgather_rd},
+    {"ring", &rlx__allgather_ring},
+};
+
+/* Measured crossovers (bytes of the whole vector). */
+#define AR_RD_MAX (16u * 1024u)          /* recursive doubling up to here */
+#define AR_RABENSEIFNER_MAX (128u * 1024u) /* halving-doubling up to here, then ring */
+#define BCAST_BINOMIAL_MAX (512u * 1024u)
+#define AG_RD_MAX (64u * 1024u)           /* recursive doubling (power-of-two p) */
+
+static const struct choice *table(int kind, size_t *n) {
+  switch (kind) {
+  case RLX__CK_ALLREDUCE: *n = 3; return allreduce_algos;
+  case RLX__CK_BCAST: *n = 2; return bcast_algos;
+  case RLX__CK_ALLGATHER: *n = 2; return allgather_algos;
+  default: *n = 0; return NULL;
+  }
+}
+
+const char *rlx__algo_names(int kind) {
+  switch (kind) {
+  case RLX__CK_ALLREDUCE: return "auto, rd, rabenseifner, ring";
+  case RLX__CK_BCAST: return "auto, binomial, scatter-allgather";
+  case RLX__CK_ALLGATHER: return "auto, rd, ring";
+  default: return "auto";
+  }
+}
+
+static int pow2(int n) { return n > 0 && (n & (n - 1)) == 0; }
+
+const struct rlx__algo *rlx__select(int kind, size_t bytes, int nranks, const char *forced) {
+  size_t n;
+  const struct choice *t = table(kind, &n);
+  if (forced != NULL && forced[0] != '\0' && strcmp(forced, "auto") != 0) {
+    for (size_t i = 0; i < n; i++)
+      if (strcmp(forced, t[i].name) == 0) {
+        /* recursive-doubling allgather needs a power-of-two rank count */
+        if (t[i].algo == &rlx__allgather_rd && !pow2(nranks))
+          return &rlx__allgather_ring;
+        return t[i].algo;
+      }
+    return NULL;
+  }
+  switch (kind) {
+  case RLX__CK_ALLREDUCE:
+    if (nranks == 1 || bytes > AR_RABENSEIFNER_MAX)
+      return &rlx__allreduce_ring;
+    return bytes <= AR_RD_MAX ? &rlx__allreduce_rd : &rlx__allreduce_rabenseifner;
+  case RLX__CK_BCAST:
+    return bytes <= BCAST_BINOMIAL_MAX || nranks <= 2 ? &rlx__bcast_binomial
+                                                      : &rlx__bcast_scatter_allgather;
+  case RLX__CK_ALLGATHER:
+    return bytes <= AG_RD_MAX && pow2(nranks) ? &rlx__allgather_rd : &rlx__allgather_ring;
+  case RLX__CK_REDUCE:
+    return &rlx__reduce_binomial;
+  case RLX__CK_REDUCE_SCATTER:
+    return &rlx__reduce_scatter_ring;
+  default:
+    return &rlx__barrier_dissemination;
+  }
 }

@@ -25,7 +25,11 @@ enum rlx__coll_kind {
   RLX__CK_BCAST = 2,
   RLX__CK_BARRIER = 3,
   RLX__CK_FINALIZE = 4,
-  RLX__CK_MAX = 4
+  RLX__CK_REDUCE = 5,
+  RLX__CK_ALLGATHER = 6,
+  RLX__CK_REDUCE_SCATTER = 7,
+  RLX__CK_COMM = 8, /* communicator management (split's exchange) */
+  RLX__CK_MAX = 8
 };
 
 struct rlx__frame_hdr {

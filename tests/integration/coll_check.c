@@ -180,6 +180,123 @@ static void check_allreduce(rlx_dtype_t dt, rlx_op_t op, size_t count, int in_pl
   free(ref);
 }
 
+static void check_reduce(rlx_dtype_t dt, rlx_op_t op, size_t count, int root) {
+  size_t es = rlx_dtype_size(dt), bytes = count * es;
+  char *in = malloc(bytes + 1), *out = malloc(bytes + 1), *ref = malloc(bytes + 1);
+  for (size_t i = 0; i < count; i++) {
+    store(in, i, dt, value(rank, i, op));
+    reference(ref, i, dt, op);
+  }
+  memset(out, 0x5a, bytes);
+  int in_place = rank == root && count % 2;
+  if (in_place)
+    memcpy(out, in, bytes);
+  int rc = rlx_reduce(in_place ? RLX_IN_PLACE : in, out, count, dt, op, root, rlx_comm_world());
+  checks++;
+  if (rc != RLX_OK)
+    FAIL("reduce(count=%zu, %s, %s, root=%d): %s", count, rlx_dtype_name(dt), rlx_op_name(op),
+         root, rlx_errmsg());
+  else if (rank == root && memcmp(out, ref, bytes) != 0)
+    FAIL("reduce(count=%zu, %s, %s, root=%d): wrong result", count, rlx_dtype_name(dt),
+         rlx_op_name(op), root);
+  free(in);
+  free(out);
+  free(ref);
+}
+
+static void check_allgather(rlx_dtype_t dt, size_t count, int in_place) {
+  size_t es = rlx_dtype_size(dt), block = count * es;
+  char *in = malloc(block + 1), *out = malloc(block * (size_t)size + 1);
+  for (size_t i = 0; i < count; i++)
+    store(in, i, dt, value(rank, i, RLX_SUM));
+  memset(out, 0x5a, block * (size_t)size);
+  if (in_place)
+    memcpy(out + (size_t)rank * block, in, block);
+  int rc = rlx_allgather(in_place ? RLX_IN_PLACE : in, out, count, dt, rlx_comm_world());
+  checks++;
+  if (rc != RLX_OK) {
+    FAIL("allgather(count=%zu, %s): %s", count, rlx_dtype_name(dt), rlx_errmsg());
+  } else {
+    char one[8];
+    for (int r = 0; r < size; r++)
+      for (size_t i = 0; i < count; i++) {
+        store(one, 0, dt, value(r, i, RLX_SUM));
+        if (memcmp(out + (size_t)r * block + i * es, one, es) != 0) {
+          FAIL("allgather(count=%zu, %s%s): block %d element %zu wrong", count, rlx_dtype_name(dt),
+               in_place ? ", in place" : "", r, i);
+          r = size;
+          break;
+        }
+      }
+  }
+  free(in);
+  free(out);
+}
+
+static void check_reduce_scatter(rlx_dtype_t dt, rlx_op_t op, size_t count, int in_place) {
+  size_t es = rlx_dtype_size(dt), total = count * (size_t)size;
+  char *in = malloc(total * es + 1), *out = malloc(total * es + 1), *ref = malloc(total * es + 1);
+  for (size_t i = 0; i < total; i++) {
+    store(in, i, dt, value(rank, i, op));
+    reference(ref, i, dt, op);
+  }
+  memset(out, 0x5a, total * es);
+  if (in_place)
+    memcpy(out, in, total * es);
+  int rc = rlx_reduce_scatter(in_place ? RLX_IN_PLACE : in, out, count, dt, op, rlx_comm_world());
+  checks++;
+  if (rc != RLX_OK)
+    FAIL("reduce_scatter(count=%zu, %s, %s): %s", count, rlx_dtype_name(dt), rlx_op_name(op),
+         rlx_errmsg());
+  else if (memcmp(out, ref + (size_t)rank * count * es, count * es) != 0)
+    FAIL("reduce_scatter(count=%zu, %s, %s%s): wrong block", count, rlx_dtype_name(dt),
+         rlx_op_name(op), in_place ? ", in place" : "");
+  free(in);
+  free(out);
+  free(ref);
+}
+
+/* The nonblocking forms give what the blocking ones give. */
+static void check_nonblocking(rlx_dtype_t dt, rlx_op_t op, size_t count) {
+  size_t es = rlx_dtype_size(dt), bytes = count * es;
+  char *in = malloc(bytes + 1), *out = malloc(bytes + 1), *ref = malloc(bytes + 1);
+  char *b = malloc(bytes + 1);
+  rlx_request_t *r1 = NULL, *r2 = NULL;
+  for (size_t i = 0; i < count; i++) {
+    store(in, i, dt, value(rank, i, op));
+    reference(ref, i, dt, op);
+  }
+  for (size_t i = 0; i < bytes; i++)
+    b[i] = rank == size - 1 ? (char)(i * 3) : 0;
+  checks++;
+  int rc = rlx_iallreduce(in, out, count, dt, op, rlx_comm_world(), &r1);
+  if (rc == RLX_OK)
+    rc = rlx_ibcast(b, count, dt, size - 1, rlx_comm_world(), &r2);
+  int done = 0;
+  for (int spins = 0; rc == RLX_OK && !done && spins < 10; spins++)
+    rc = rlx_test(&r1, &done);
+  if (rc == RLX_OK && !done)
+    rc = rlx_wait(&r1);
+  if (rc == RLX_OK)
+    rc = rlx_wait(&r2);
+  if (rc != RLX_OK)
+    FAIL("iallreduce/ibcast(count=%zu, %s, %s): %s", count, rlx_dtype_name(dt), rlx_op_name(op),
+         rlx_errmsg());
+  else if (memcmp(out, ref, bytes) != 0)
+    FAIL("iallreduce(count=%zu, %s, %s): wrong result", count, rlx_dtype_name(dt),
+         rlx_op_name(op));
+  else
+    for (size_t i = 0; i < bytes; i++)
+      if (b[i] != (char)(i * 3)) {
+        FAIL("ibcast(count=%zu): byte %zu wrong", count, i);
+        break;
+      }
+  free(in);
+  free(out);
+  free(ref);
+  free(b);
+}
+
 static void check_random_floats(size_t count) {
   float *in = malloc(count * sizeof(float)), *out = malloc(count * sizeof(float));
   srand(1234 + rank);
@@ -277,10 +394,20 @@ int main(int argc, char **argv) {
         if (counts[c] > 100000 && !big_all && op != RLX_SUM && dt != RLX_FLOAT32)
           continue;
         check_allreduce((rlx_dtype_t)dt, (rlx_op_t)op, counts[c], (dt + op + c) % 2);
+        if (counts[c] <= 100000 || dt == RLX_FLOAT32 || op == RLX_SUM) {
+          check_reduce((rlx_dtype_t)dt, (rlx_op_t)op, counts[c], (dt + op) % size);
+          check_reduce_scatter((rlx_dtype_t)dt, (rlx_op_t)op,
+                               counts[c] > 100000 ? counts[c] / (size_t)size : counts[c],
+                               (dt + op + c + 1) % 2);
+        }
       }
+      check_allgather((rlx_dtype_t)dt, counts[c] > 100000 ? counts[c] / (size_t)size : counts[c],
+                      (dt + c) % 2);
       check_bcast((rlx_dtype_t)dt, counts[c] > 100000 ? counts[c] / 4 : counts[c], size - 1);
     }
     check_bcast(RLX_UINT8, counts[c], 0);
+    check_nonblocking(RLX_FLOAT32, RLX_SUM, counts[c]);
+    check_nonblocking(RLX_INT32, RLX_MAX, counts[c]);
     if (rlx_barrier(rlx_comm_world()) != RLX_OK)
       FAIL("barrier: %s", rlx_errmsg());
   }

@@ -6,7 +6,7 @@
 #include "internal.h"
 
 static const char *vars[] = {"RLX_TIMEOUT", "RLX_TRANSPORT", "RLX_ALLREDUCE_ALGO", "RLX_LOG",
-                             "RLX_SPIN_US", "RLX_WIRE", "RLX_IFACE", "RLX_RANK", "RLX_SIZE",
+                             "RLX_SPIN_US", "RLX_WIRE", "RLX_BCAST_ALGO", "RLX_ALLGATHER_ALGO", "RLX_IFACE", "RLX_RANK", "RLX_SIZE",
                              "RLX_LOCAL_RANK", "RLX_LOCAL_SIZE", "RLX_RENDEZVOUS", "RLX_JOB_KEY"};
 
 static void clear(void) {
@@ -34,6 +34,8 @@ START_TEST(good_values) {
   setenv("RLX_TIMEOUT", "2.5", 1);
   setenv("RLX_TRANSPORT", "tcp", 1);
   setenv("RLX_ALLREDUCE_ALGO", "ring", 1);
+  setenv("RLX_BCAST_ALGO", "scatter-allgather", 1);
+  setenv("RLX_WIRE", "bf16", 1);
   setenv("RLX_LOG", "debug", 1);
   setenv("RLX_SPIN_US", "150", 1);
   setenv("RLX_RANK", "2", 1);
@@ -43,8 +45,10 @@ START_TEST(good_values) {
   ck_assert_int_eq(rlx__config_load(&c), RLX_OK);
   ck_assert(c.timeout_s == 2.5);
   ck_assert_int_eq(c.transport, RLX__TR_TCP);
-  ck_assert_int_eq(c.allreduce_algo, RLX__AR_RING);
+  ck_assert_str_eq(c.allreduce_algo, "ring");
   ck_assert_int_eq(c.log_level, RLX__LOG_DEBUG);
+  ck_assert_str_eq(c.bcast_algo, "scatter-allgather");
+  ck_assert_int_eq(c.wire, RLX__WIRE_BF16);
   ck_assert_int_eq(c.spin_us, 150);
   ck_assert_int_eq(c.rank, 2);
   ck_assert_int_eq(c.size, 4);
@@ -85,6 +89,8 @@ START_TEST(bad_values) {
   expect_bad("RLX_SPIN_US", "-5", "RLX_SPIN_US");
   expect_bad("RLX_SPIN_US", "1e3", "RLX_SPIN_US");
   expect_bad("RLX_WIRE", "f8", "RLX_WIRE");
+  expect_bad("RLX_BCAST_ALGO", "ring", "RLX_BCAST_ALGO");
+  expect_bad("RLX_ALLGATHER_ALGO", "bruck", "RLX_ALLGATHER_ALGO");
   expect_bad("RLX_IFACE", "", "RLX_IFACE");
   expect_bad("RLX_RANK", "x", "RLX_RANK");
   expect_bad("RLX_RANK", "2", "RLX_RANK"); /* size is 2 */

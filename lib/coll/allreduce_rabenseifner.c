@@ -1,0 +1,151 @@
+/* Allreduce by halving-doubling (Rabenseifner): a reduce-scatter by
+ * recursive halving, then an allgather by recursive doubling.
+ *
+ * p ranks, p' = largest power of two <= p, r = p - p'. The first 2r ranks
+ * fold as in recursive doubling (even sends all to odd). Among the p'
+ * remaining, the vector is cut into p' blocks. Halving: in step i each rank
+ * exchanges half of its current block range with the rank p'/2^(i+1) away,
+ * keeps the half on its side and reduces it; after lg p' steps it owns one
+ * fully reduced block. Doubling runs the same exchanges backwards, sending
+ * what it owns and receiving its partner's part straight into place. The
+ * odd fold ranks then send the result to the even ones.
+ * Cost: 2 lg p'·α + 2n(p'-1)/p'·β + n(p'-1)/p'·γ (+ 2α + 2nβ for the fold):
+ * ring's bandwidth at recursive doubling's latency, for medium sizes.
+ * Each block's final value is computed on one rank, so every rank holds
+ * bitwise the same result. */
+#include "chunks.h"
+#include "coll.h"
+
+enum { A_POF2, A_REM, A_NEWRANK, A_LG };
+
+static int real_rank(const struct rlx__op *op, long newrank) {
+  return newrank < op->a[A_REM] ? (int)(newrank * 2 + 1) : (int)(newrank + op->a[A_REM]);
+}
+
+static size_t setup(struct rlx__op *op) {
+  long pof2 = 1, lg = 0;
+  while (pof2 * 2 <= op->size) {
+    pof2 *= 2;
+    lg++;
+  }
+  op->a[A_POF2] = pof2;
+  op->a[A_REM] = op->size - pof2;
+  op->a[A_LG] = lg;
+  if (op->rank < 2 * op->a[A_REM])
+    op->a[A_NEWRANK] = (op->rank % 2) ? op->rank / 2 : -1;
+  else
+    op->a[A_NEWRANK] = op->rank - op->a[A_REM];
+  return op->count * op->esize;
+}
+
+/* The block range [lo, hi) a rank holds before halving step i (i = 0..lg),
+ * which is also what it holds after doubling step lg-1-i. */
+static void range(long me, long pof2, long i, long *lo, long *hi) {
+  long width = pof2 >> i;
+  *lo = (me / width) * width;
+  *hi = *lo + width;
+}
+
+static void blocks(const struct rlx__op *op, long lo, long hi, size_t *off, size_t *n) {
+  size_t pof2 = (size_t)op->a[A_POF2];
+  *off = rlx__part_start(op->count, pof2, (size_t)lo);
+  *n = rlx__part_start(op->count, pof2, (size_t)hi) - *off;
+}
+
+static int round_fn(struct rlx__op *op, int k, struct rlx__round *r) {
+  long rem = op->a[A_REM], lg = op->a[A_LG], me = op->a[A_NEWRANK], pof2 = op->a[A_POF2];
+  size_t es = op->esize, bytes = op->count * es;
+  char *dst = op->dst;
+  int in_fold = op->rank < 2 * rem;
+
+  if (k == 0) {
+    if (in_fold && op->rank % 2 == 0) {
+      r->n = 1;
+      r->x[0].send = 1;
+      r->x[0].peer = op->rank + 1;
+      r->x[0].buf = (void *)op->src;
+      r->x[0].len = bytes;
+    } else if (in_fold) {
+      r->n = 1;
+      r->x[0].send = 0;
+      r->x[0].peer = op->rank - 1;
+      r->x[0].buf = op->tmp;
+      r->x[0].len = bytes;
+      r->red_out = dst;
+      r->red_a = op->tmp;
+      r->red_b = op->src;
+      r->red_count = op->count;
+    } else if (op->src != op->dst) {
+      r->copy_dst = dst;
+      r->copy_src = op->src;
+      r->copy_len = bytes;
+    }
+    return 1;
+  }
+  if (k > 2 * lg + 1)
+    return 0;
+  if (k == 2 * lg + 1) { /* unfold */
+    if (in_fold) {
+      r->n = 1;
+      r->x[0].send = op->rank % 2;
+      r->x[0].peer = op->rank % 2 ? op->rank - 1 : op->rank + 1;
+      r->x[0].buf = dst;
+      r->x[0].len = bytes;
+    }
+    return 1;
+  }
+  if (me < 0)
+    return 1; /* folded away until the unfold */
+  long lo, hi, mid, keep_lo, keep_hi, give_lo, give_hi;
+  size_t koff, kn, goff, gn;
+  if (k <= lg) { /* halving step i = k-1 */
+    long i = k - 1, half = pof2 >> (i + 1);
+    long partner = me ^ half;
+    range(me, pof2, i, &lo, &hi);
+    mid = lo + half;
+    if (me < partner) {
+      keep_lo = lo, keep_hi = mid, give_lo = mid, give_hi = hi;
+    } else {
+      keep_lo = mid, keep_hi = hi, give_lo = lo, give_hi = mid;
+    }
+    blocks(op, keep_lo, keep_hi, &koff, &kn);
+    blocks(op, give_lo, give_hi, &goff, &gn);
+    r->n = 2;
+    r->x[0].send = 1;
+    r->x[0].peer = real_rank(op, partner);
+    r->x[0].buf = dst + goff * es;
+    r->x[0].len = gn * es;
+    r->x[1].send = 0;
+    r->x[1].peer = real_rank(op, partner);
+    r->x[1].buf = op->tmp;
+    r->x[1].len = kn * es;
+    r->red_out = dst + koff * es;
+    r->red_a = me < partner ? dst + koff * es : op->tmp; /* lower group first */
+    r->red_b = me < partner ? op->tmp : dst + koff * es;
+    r->red_count = kn;
+    if (k == lg && op->rop == RLX_AVG) {
+      r->avg_buf = dst + koff * es;
+      r->avg_count = kn;
+    }
+    return 1;
+  }
+  /* doubling step j = k-lg-1: undo halving step i = lg-1-j */
+  long i = lg - 1 - (k - lg - 1), half = pof2 >> (i + 1);
+  long partner = me ^ half;
+  range(me, pof2, i + 1, &lo, &hi);         /* what we own now */
+  range(partner, pof2, i + 1, &give_lo, &give_hi); /* what the partner owns */
+  blocks(op, lo, hi, &koff, &kn);
+  blocks(op, give_lo, give_hi, &goff, &gn);
+  r->n = 2;
+  r->x[0].send = 1;
+  r->x[0].peer = real_rank(op, partner);
+  r->x[0].buf = dst + koff * es;
+  r->x[0].len = kn * es;
+  r->x[1].send = 0;
+  r->x[1].peer = real_rank(op, partner);
+  r->x[1].buf = dst + goff * es;
+  r->x[1].len = gn * es;
+  return 1;
+}
+
+const struct rlx__algo rlx__allreduce_rabenseifner = {"halving-doubling", setup, round_fn};

@@ -1,0 +1,72 @@
+/* Reduce-scatter by ring: rank r ends with block r (count elements) of the
+ * reduction of every rank's p blocks.
+ *
+ * In step s (0..p-2) rank r sends block (r-s-1) mod p to r+1 and receives
+ * block (r-s-2) mod p from r-1, reducing it with its own; the block it
+ * receives in the last step is block r, reduced straight into the result.
+ * Partial blocks alternate between two scratch blocks, so the input is
+ * never written. Big blocks travel as several segments.
+ * Cost: (p-1)·α·nseg + n(p-1)/p·β + n(p-1)/p·γ. */
+#include "coll.h"
+
+#define SEG_BYTES (256u * 1024u)
+
+enum { A_SEGELEMS, A_NSEG };
+
+static size_t setup(struct rlx__op *op) {
+  size_t seg = SEG_BYTES / op->esize;
+  op->a[A_SEGELEMS] = (long)seg;
+  op->a[A_NSEG] = op->count == 0 ? 1 : (long)((op->count + seg - 1) / seg);
+  /* two partial blocks, and one segment to receive into */
+  return (2 * op->count + seg) * op->esize;
+}
+
+static int round_fn(struct rlx__op *op, int k, struct rlx__round *r) {
+  int p = op->size, me = op->rank;
+  long nseg = op->a[A_NSEG];
+  size_t es = op->esize, block = op->count * es;
+  const char *src = op->src;
+  char *work[2] = {(char *)op->tmp, (char *)op->tmp + block};
+  char *rtmp = (char *)op->tmp + 2 * block;
+  if (p == 1) {
+    if (k > 0)
+      return 0;
+    if (src != op->dst) {
+      r->copy_dst = op->dst;
+      r->copy_src = src;
+      r->copy_len = block;
+    }
+    if (op->rop == RLX_AVG) {
+      r->avg_buf = op->dst;
+      r->avg_count = op->count;
+    }
+    return 1;
+  }
+  if (k >= (p - 1) * nseg)
+    return 0;
+  long s = k / nseg, j = k % nseg;
+  size_t segn = (size_t)op->a[A_SEGELEMS];
+  size_t off = (size_t)j * segn, n = op->count - off < segn ? op->count - off : segn;
+  int sb = (int)((me - s - 1 + 2 * p) % p), rb = (int)((me - s - 2 + 2 * p) % p);
+  int last = s == p - 2;
+  r->n = 2;
+  r->x[0].send = 1;
+  r->x[0].peer = (me + 1) % p;
+  r->x[0].buf = (void *)(s == 0 ? src + (size_t)sb * block + off * es : work[(s - 1) % 2] + off * es);
+  r->x[0].len = n * es;
+  r->x[1].send = 0;
+  r->x[1].peer = (me + p - 1) % p;
+  r->x[1].buf = rtmp;
+  r->x[1].len = n * es;
+  r->red_out = last ? (char *)op->dst + off * es : work[s % 2] + off * es;
+  r->red_a = rtmp;
+  r->red_b = src + (size_t)rb * block + off * es;
+  r->red_count = n;
+  if (last && op->rop == RLX_AVG) {
+    r->avg_buf = r->red_out;
+    r->avg_count = n;
+  }
+  return 1;
+}
+
+const struct rlx__algo rlx__reduce_scatter_ring = {"ring", setup, round_fn};
