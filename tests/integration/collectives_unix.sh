@@ -1,5 +1,6 @@
 #!/bin/sh
-# allreduce (every dtype x op, counts 0,1,7,1023,1M+3), bcast and barrier,
+# Every collective (allreduce, reduce, allgather, reduce_scatter, bcast,
+# iallreduce, ibcast, barrier; every dtype x op; counts 0,1,7,1023,1M+3),
 # n = 1..8, over Unix sockets: results equal the reference and are bitwise
 # equal on every rank. Also checks the library chose Unix sockets.
 . "$(dirname "$0")/lib.sh"

@@ -1,5 +1,5 @@
 #!/bin/sh
-# The same checks as allreduce_unix.sh, forced over TCP (RLX_TRANSPORT=tcp).
+# The same checks as collectives_unix.sh, forced over TCP (RLX_TRANSPORT=tcp).
 . "$(dirname "$0")/lib.sh"
 for n in 2 3 4 5 6 7 8; do
   start=$(date +%s)

@@ -1,0 +1,20 @@
+#!/bin/sh
+# Every algorithm, forced through RLX_*_ALGO, gives the reference result on
+# rank counts that are and are not powers of two.
+. "$(dirname "$0")/lib.sh"
+for n in 3 4 5 8; do
+  for v in "RLX_ALLREDUCE_ALGO=rd RLX_BCAST_ALGO=scatter-allgather RLX_ALLGATHER_ALGO=rd" \
+           "RLX_ALLREDUCE_ALGO=rabenseifner RLX_BCAST_ALGO=binomial RLX_ALLGATHER_ALGO=ring" \
+           "RLX_ALLREDUCE_ALGO=ring RLX_BCAST_ALGO=scatter-allgather"; do
+    env $v timeout 200 "$RLXRUN" -n $n --timeout 180 "$CHECK" --random --counts 0,1,7,1023,100003 \
+      >"$TMP/out" 2>&1 || { tail -20 "$TMP/out"; fail "n=$n $v"; }
+    grep -q "0 failures in all" "$TMP/out" || fail "n=$n $v: no summary"
+    echo "n=$n $v: ok"
+  done
+done
+# The chosen algorithm is visible at RLX_LOG=info.
+RLX_LOG=info timeout 60 "$RLXRUN" -n 2 "$CHECK" --counts 1,100003 >"$TMP/out" 2>&1 || fail "info run"
+grep -q "rlx_allreduce: .* bytes on 2 ranks: recursive-doubling" "$TMP/out" || fail "no algorithm report"
+grep -q "rlx_allreduce: .* bytes on 2 ranks: ring" "$TMP/out" || fail "no ring report"
+RLX_ALLREDUCE_ALGO=nonsense timeout 20 "$HELLO" >"$TMP/out" 2>&1 && fail "a bad algorithm name was accepted"
+grep -q RLX_ALLREDUCE_ALGO "$TMP/out" || fail "bad algorithm name not named"
