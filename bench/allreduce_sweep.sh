@@ -1,8 +1,11 @@
 #!/bin/bash
-# Allreduce sweep, rlxcoll against Open MPI's TCP path, side by side in one
-# run: float32 sum, 8 B to 64 MiB, n = 2 and 4 (override with NS="2 4 8"),
-# RUNS runs each (default 3); prints per size the median times and the
-# rlxcoll / Open MPI ratio (below 1 means rlxcoll is faster).
+# Allreduce sweep, side by side in one run: rlxcoll, Open MPI's TCP path
+# (mpirun --mca pml ob1 --mca btl tcp,self) and, when libgloo-dev is
+# installed, Gloo's TCP transport; float32 sum, 8 B to 64 MiB, n = 2 and 4
+# (NS="2 4 8" to change), RUNS runs each (default 3). Prints per size the
+# median times and the ratio of rlxcoll to Open MPI and to the better of
+# the two others (below 1: rlxcoll is faster). RESULTS=dir keeps the raw
+# runs there (median files feed bench/plot_busbw.py).
 #   bench/allreduce_sweep.sh [build_dir]
 set -euo pipefail
 src=$(cd "$(dirname "$0")/.." && pwd)
@@ -10,26 +13,38 @@ build=$(cd "${1:-$src}" && pwd)
 NS=${NS:-"2 4"}
 RUNS=${RUNS:-3}
 MAXB=${MAXB:-67108864}
-out=$(mktemp -d)
-trap 'rm -rf "$out"' EXIT
+out=${RESULTS:-$(mktemp -d)}
+mkdir -p "$out"
+[ -n "${RESULTS:-}" ] || trap 'rm -rf "$out"' EXIT
 
 make -C "$build" bench/osu_allreduce_rlx >/dev/null
 rlx_bin="$build/bench/osu_allreduce_rlx"
 mpi_bin="$out/osu_allreduce_mpi"
 mpicc.openmpi -O2 -DUSE_MPI -o "$mpi_bin" "$src/bench/osu_allreduce.c"
 MPIRUN="mpirun.openmpi --allow-run-as-root --oversubscribe --mca pml ob1 --mca btl tcp,self"
+gloo_bin=""
+if [ -d /usr/include/gloo ] && command -v g++ >/dev/null; then
+  gloo_bin="$out/gloo_allreduce"
+  g++ -O2 -std=c++17 -o "$gloo_bin" "$src/bench/gloo_allreduce.cc" -lgloo
+fi
+RLXRUN="$build/bin/rlxrun/rlxrun"
 
 for n in $NS; do
   for run in $(seq 1 "$RUNS"); do
-    # Alternate the order so neither library always runs on a warmer machine.
-    timeout 600 "$build/bin/rlxrun/rlxrun" -n "$n" --no-tag-output "$rlx_bin" "$MAXB" >"$out/rlx.$n.$run"
-    timeout 600 $MPIRUN -n "$n" "$mpi_bin" "$MAXB" >"$out/mpi.$n.$run"
+    timeout 900 "$RLXRUN" -n "$n" --no-tag-output "$rlx_bin" "$MAXB" >"$out/rlx.$n.$run"
+    timeout 900 $MPIRUN -n "$n" "$mpi_bin" "$MAXB" >"$out/mpi.$n.$run"
+    if [ -n "$gloo_bin" ]; then
+      store=$(mktemp -d)
+      timeout 900 "$RLXRUN" -n "$n" --no-tag-output "$gloo_bin" "$store" "$MAXB" >"$out/gloo.$n.$run"
+      rm -rf "$store"
+    fi
   done
   python3 - "$out" "$n" "$RUNS" <<'PY'
-import sys, statistics, collections
+import sys, statistics, collections, os
 out, n, runs = sys.argv[1], sys.argv[2], int(sys.argv[3])
 t = collections.defaultdict(list)
-for lib in ("rlx", "mpi"):
+libs = [l for l in ("rlx", "mpi", "gloo") if os.path.exists(f"{out}/{l}.{n}.1")]
+for lib in libs:
     for r in range(1, runs + 1):
         for line in open(f"{out}/{lib}.{n}.{r}"):
             name, size, us = line.split()
@@ -39,10 +54,20 @@ def human(b):
     for unit, k in (("MiB", 1 << 20), ("KiB", 1 << 10)):
         if b >= k: return f"{b // k} {unit}"
     return f"{b} B"
+names = {"rlx": "rlxcoll", "mpi": "Open MPI", "gloo": "Gloo"}
 print(f"\nn = {n}: median of {runs} runs, microseconds per allreduce (float32 sum)")
-print(f"{'size':>9} {'rlxcoll':>11} {'Open MPI':>11} {'ratio':>7}")
+print(f"{'size':>9} " + " ".join(f"{names[l]:>10}" for l in libs) + "  rlx/MPI  rlx/best")
+for lib in libs:
+    with open(f"{out}/median.{lib}.{n}", "w") as f:
+        for s in sizes:
+            f.write(f"{lib} {s} {statistics.median(t[(lib, s)]):.2f}\n")
+worst = 0
 for s in sizes:
-    a = statistics.median(t[("rlx", s)]); b = statistics.median(t[("mpi", s)])
-    print(f"{human(s):>9} {a:11.1f} {b:11.1f} {a / b:7.2f}")
+    m = {l: statistics.median(t[(l, s)]) for l in libs}
+    best = min(v for l, v in m.items() if l != "rlx")
+    worst = max(worst, m["rlx"] / m["mpi"])
+    print(f"{human(s):>9} " + " ".join(f"{m[l]:10.1f}" for l in libs) +
+          f"  {m['rlx'] / m['mpi']:7.2f}  {m['rlx'] / best:8.2f}")
+print(f"worst rlxcoll/Open MPI ratio at n = {n}: {worst:.2f}")
 PY
 done

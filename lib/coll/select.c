@@ -25,9 +25,13 @@ static const struct choice allgather_algos[] = {
     {"ring", &rlx__allgather_ring},
 };
 
-/* Measured crossovers (bytes of the whole vector). */
-#define AR_RD_MAX (16u * 1024u)          /* recursive doubling up to here */
-#define AR_RABENSEIFNER_MAX (128u * 1024u) /* halving-doubling up to here, then ring */
+/* Measured crossovers (bytes of the whole vector). On 2 ranks halving-
+ * doubling and the ring exchange the same halves, and the ring's segments
+ * win from 256 KiB; on more ranks halving-doubling's lg p rounds beat the
+ * ring's 2(p-1) up to a few MiB. */
+#define AR_RD_MAX (32u * 1024u) /* recursive doubling up to here */
+#define AR_RABENSEIFNER_MAX_2 (128u * 1024u)
+#define AR_RABENSEIFNER_MAX (2u * 1024u * 1024u)
 #define BCAST_BINOMIAL_MAX (512u * 1024u)
 #define AG_RD_MAX (64u * 1024u)           /* recursive doubling (power-of-two p) */
 
@@ -66,7 +70,7 @@ const struct rlx__algo *rlx__select(int kind, size_t bytes, int nranks, const ch
   }
   switch (kind) {
   case RLX__CK_ALLREDUCE:
-    if (nranks == 1 || bytes > AR_RABENSEIFNER_MAX)
+    if (nranks == 1 || bytes > (nranks == 2 ? AR_RABENSEIFNER_MAX_2 : AR_RABENSEIFNER_MAX))
       return &rlx__allreduce_ring;
     return bytes <= AR_RD_MAX ? &rlx__allreduce_rd : &rlx__allreduce_rabenseifner;
   case RLX__CK_BCAST:
