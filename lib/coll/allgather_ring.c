@@ -12,15 +12,18 @@ static size_t setup(struct rlx__op *op) {
   size_t seg = SEG_BYTES / op->esize;
   op->a[A_SEGELEMS] = (long)seg;
   op->a[A_NSEG] = op->count == 0 ? 1 : (long)((op->count + seg - 1) / seg);
+  op->nlanes = op->size > 1 && op->a[A_NSEG] >= 8 ? 2 : 1; /* as allreduce_ring.c */
   return 0;
 }
 
-static int round_fn(struct rlx__op *op, int k, struct rlx__round *r) {
+static int round_fn(struct rlx__op *op, int lane, int k, struct rlx__round *r) {
   int p = op->size, me = op->rank;
   long nseg = op->a[A_NSEG];
   size_t es = op->esize, block = op->count * es;
   char *dst = op->dst;
-  if (k == 0) { /* our own block into place */
+  if (k == 0) { /* our own block into place (lane 0 does it; others idle) */
+    if (lane > 0)
+      return 1;
     if (op->src != dst + (size_t)me * block) {
       r->copy_dst = dst + (size_t)me * block;
       r->copy_src = op->src;
@@ -29,9 +32,10 @@ static int round_fn(struct rlx__op *op, int k, struct rlx__round *r) {
     return 1;
   }
   k--;
-  if (k >= (p - 1) * nseg)
+  long j = lane + (long)op->nlanes * (k / (p - 1));
+  if (j >= nseg)
     return 0;
-  long s = k / nseg, j = k % nseg;
+  long s = k % (p - 1);
   size_t segb = (size_t)op->a[A_SEGELEMS] * es;
   size_t off = (size_t)j * segb, len = block - off < segb ? block - off : segb;
   int sb = (int)((me - s + p) % p), rb = (int)((me - s - 1 + 2 * p) % p);

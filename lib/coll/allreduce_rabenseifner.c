@@ -15,6 +15,7 @@
  * bitwise the same result. */
 #include "chunks.h"
 #include "coll.h"
+#include "fold.h"
 
 enum { A_POF2, A_REM, A_NEWRANK, A_LG };
 
@@ -52,46 +53,19 @@ static void blocks(const struct rlx__op *op, long lo, long hi, size_t *off, size
   *n = rlx__part_start(op->count, pof2, (size_t)hi) - *off;
 }
 
-static int round_fn(struct rlx__op *op, int k, struct rlx__round *r) {
+static int round_fn(struct rlx__op *op, int lane, int k, struct rlx__round *r) {
   long rem = op->a[A_REM], lg = op->a[A_LG], me = op->a[A_NEWRANK], pof2 = op->a[A_POF2];
-  size_t es = op->esize, bytes = op->count * es;
+  size_t es = op->esize;
   char *dst = op->dst;
-  int in_fold = op->rank < 2 * rem;
 
   if (k == 0) {
-    if (in_fold && op->rank % 2 == 0) {
-      r->n = 1;
-      r->x[0].send = 1;
-      r->x[0].peer = op->rank + 1;
-      r->x[0].buf = (void *)op->src;
-      r->x[0].len = bytes;
-    } else if (in_fold) {
-      r->n = 1;
-      r->x[0].send = 0;
-      r->x[0].peer = op->rank - 1;
-      r->x[0].buf = op->tmp;
-      r->x[0].len = bytes;
-      r->red_out = dst;
-      r->red_a = op->tmp;
-      r->red_b = op->src;
-      r->red_count = op->count;
-    } else if (op->src != op->dst) {
-      r->copy_dst = dst;
-      r->copy_src = op->src;
-      r->copy_len = bytes;
-    }
+    rlx__fold_round(op, rem, r);
     return 1;
   }
   if (k > 2 * lg + 1)
     return 0;
-  if (k == 2 * lg + 1) { /* unfold */
-    if (in_fold) {
-      r->n = 1;
-      r->x[0].send = op->rank % 2;
-      r->x[0].peer = op->rank % 2 ? op->rank - 1 : op->rank + 1;
-      r->x[0].buf = dst;
-      r->x[0].len = bytes;
-    }
+  if (k == 2 * lg + 1) {
+    rlx__unfold_round(op, rem, r);
     return 1;
   }
   if (me < 0)

@@ -11,6 +11,7 @@
  * Each pair reduces as (lower group) op (higher group), so both sides of a
  * pair, and so every rank, get the bitwise same result. */
 #include "coll.h"
+#include "fold.h"
 
 enum { A_POF2, A_REM, A_NEWRANK, A_LG };
 
@@ -36,33 +37,12 @@ static size_t setup(struct rlx__op *op) {
   return op->count * op->esize;
 }
 
-static int round_fn(struct rlx__op *op, int k, struct rlx__round *r) {
+static int round_fn(struct rlx__op *op, int lane, int k, struct rlx__round *r) {
   size_t bytes = op->count * op->esize;
   long rem = op->a[A_REM], lg = op->a[A_LG], me = op->a[A_NEWRANK];
-  int in_fold = op->rank < 2 * rem;
 
   if (k == 0) { /* fold, or move the input into place */
-    if (in_fold && op->rank % 2 == 0) {
-      r->n = 1;
-      r->x[0].send = 1;
-      r->x[0].peer = op->rank + 1;
-      r->x[0].buf = (void *)op->src;
-      r->x[0].len = bytes;
-    } else if (in_fold) {
-      r->n = 1;
-      r->x[0].send = 0;
-      r->x[0].peer = op->rank - 1;
-      r->x[0].buf = op->tmp;
-      r->x[0].len = bytes;
-      r->red_out = op->dst;
-      r->red_a = op->tmp; /* the lower rank's vector first */
-      r->red_b = op->src;
-      r->red_count = op->count;
-    } else if (op->src != op->dst) {
-      r->copy_dst = op->dst;
-      r->copy_src = op->src;
-      r->copy_len = bytes;
-    }
+    rlx__fold_round(op, rem, r);
     return 1;
   }
   if (k <= lg) {
@@ -86,13 +66,7 @@ static int round_fn(struct rlx__op *op, int k, struct rlx__round *r) {
     return 1;
   }
   if (k == lg + 1) { /* unfold, then average */
-    if (in_fold) {
-      r->n = 1;
-      r->x[0].send = op->rank % 2;
-      r->x[0].peer = op->rank % 2 ? op->rank - 1 : op->rank + 1;
-      r->x[0].buf = op->dst;
-      r->x[0].len = bytes;
-    }
+    rlx__unfold_round(op, rem, r);
     if (op->rop == RLX_AVG) {
       r->avg_buf = op->dst;
       r->avg_count = op->count;

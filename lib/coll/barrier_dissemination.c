@@ -12,7 +12,7 @@ static size_t setup(struct rlx__op *op) {
   return 0;
 }
 
-static int round_fn(struct rlx__op *op, int k, struct rlx__round *r) {
+static int round_fn(struct rlx__op *op, int lane, int k, struct rlx__round *r) {
   if (k >= op->a[0])
     return 0;
   int d = (int)((1L << k) % op->size);

@@ -25,7 +25,7 @@ static size_t setup(struct rlx__op *op) {
   return 0;
 }
 
-static int round_fn(struct rlx__op *op, int k, struct rlx__round *r) {
+static int round_fn(struct rlx__op *op, int lane, int k, struct rlx__round *r) {
   long nseg = op->a[A_NSEG], v = op->a[A_VRANK];
   if (k >= op->a[A_LEVELS] * nseg)
     return 0;

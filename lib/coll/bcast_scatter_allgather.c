@@ -26,7 +26,7 @@ static void parts(const struct rlx__op *op, long lo, long hi, size_t *off, size_
   *len = rlx__part_start(op->count, p, (size_t)hi) * op->esize - *off;
 }
 
-static int round_fn(struct rlx__op *op, int k, struct rlx__round *r) {
+static int round_fn(struct rlx__op *op, int lane, int k, struct rlx__round *r) {
   long v = op->a[A_V], lg = op->a[A_LG], p = op->size;
   char *buf = op->dst;
   size_t off, len;

@@ -33,6 +33,7 @@ int rlx__dtype_is_float(rlx_dtype_t dt);
 #include "../transport/p2p.h"
 
 #define RLX__ROUND_MAX 4
+#define RLX__LANES_MAX 4
 
 /* One round of an algorithm: transfers that run at once, then local work.
  * Peers are communicator ranks. */
@@ -61,10 +62,21 @@ struct rlx__op;
 
 struct rlx__algo {
   const char *name;
-  /* Precompute what the rounds need; return the scratch bytes wanted. */
+  /* Precompute what the rounds need (and op->nlanes, default 1); return
+   * the scratch bytes wanted. */
   size_t (*setup)(struct rlx__op *op);
-  /* Describe round k (0, 1, ...); return 0 when there is no round k. */
-  int (*round)(struct rlx__op *op, int k, struct rlx__round *r);
+  /* Describe round k (0, 1, ...) of a lane; return 0 when the lane has no
+   * round k. Lanes run independently of each other, so one lane's
+   * transfers proceed while another reduces (pipelining). */
+  int (*round)(struct rlx__op *op, int lane, int k, struct rlx__round *r);
+};
+
+/* One independent sequence of rounds of an operation. */
+struct rlx__lane {
+  int k, pending, finished;
+  struct rlx__round round;
+  struct rlx__xfer xf[RLX__ROUND_MAX];
+  int active[RLX__ROUND_MAX];
 };
 
 struct rlx__op {
@@ -88,10 +100,8 @@ struct rlx__op {
   void *tmp;
   size_t tmp_len;
   long a[8]; /* the algorithm's precomputed values */
-  int k, pending, finished;
-  struct rlx__round round;
-  struct rlx__xfer xf[RLX__ROUND_MAX];
-  int active[RLX__ROUND_MAX];
+  int nlanes, lanes_left, finished;
+  struct rlx__lane lane[RLX__LANES_MAX];
   /* the outcome */
   int status;
   char msg[640];

@@ -5,7 +5,6 @@
 #include <string.h>
 #include "coll.h"
 
-static void advance(struct rlx__op *op);
 
 void rlx__exec_describe_call(char *buf, size_t len, const char *call, int kind, int dt, int op,
                              int root, unsigned long long count) {
@@ -64,10 +63,13 @@ static void finish(struct rlx__op *op, int status) {
     return;
   op->finished = 1;
   op->status = status;
-  for (int i = 0; i < RLX__ROUND_MAX; i++) {
-    if (op->active[i]) {
-      rlx__p2p_cancel(op->p2p, &op->xf[i]);
-      op->active[i] = 0;
+  for (int l = 0; l < op->nlanes; l++) {
+    struct rlx__lane *ln = &op->lane[l];
+    for (int i = 0; i < RLX__ROUND_MAX; i++) {
+      if (ln->active[i]) {
+        rlx__p2p_cancel(op->p2p, &ln->xf[i]);
+        ln->active[i] = 0;
+      }
     }
   }
   atomic_fetch_add(&op->progress, 1);
@@ -107,10 +109,20 @@ static void fail_from_xfer(struct rlx__op *op, struct rlx__xfer *x) {
   finish(op, x->status);
 }
 
+static void advance(struct rlx__op *op, int l);
+
+static int lane_of(const struct rlx__op *op, const struct rlx__xfer *x) {
+  for (int l = 0; l < op->nlanes; l++)
+    if (x >= op->lane[l].xf && x < op->lane[l].xf + RLX__ROUND_MAX)
+      return l;
+  return 0;
+}
+
 static void xfer_done(struct rlx__xfer *x) {
   struct rlx__op *op = x->owner;
-  int i = (int)(x - op->xf);
-  op->active[i] = 0;
+  int l = lane_of(op, x);
+  struct rlx__lane *ln = &op->lane[l];
+  ln->active[x - ln->xf] = 0;
   if (op->finished)
     return;
   if (x->status != RLX_OK) {
@@ -118,12 +130,11 @@ static void xfer_done(struct rlx__xfer *x) {
     return;
   }
   atomic_fetch_add_explicit(&op->progress, 1, memory_order_relaxed);
-  if (--op->pending == 0)
-    advance(op);
+  if (--ln->pending == 0)
+    advance(op, l);
 }
 
-static void local_work(struct rlx__op *op) {
-  struct rlx__round *r = &op->round;
+static void local_work(struct rlx__op *op, const struct rlx__round *r) {
   if (r->copy_len)
     memmove(r->copy_dst, r->copy_src, r->copy_len);
   if (r->red_count)
@@ -132,24 +143,28 @@ static void local_work(struct rlx__op *op) {
     rlx__avg_finish(r->avg_buf, r->avg_count, op->dt, op->size);
 }
 
-static void advance(struct rlx__op *op) {
+/* Run lane l forward until it waits on a transfer or has no more rounds. */
+static void advance(struct rlx__op *op, int l) {
+  struct rlx__lane *ln = &op->lane[l];
   for (;;) {
-    if (op->finished)
+    if (op->finished || ln->finished)
       return;
-    if (op->k >= 0)
-      local_work(op);
-    op->k++;
-    memset(&op->round, 0, sizeof(op->round));
-    if (!op->algo->round(op, op->k, &op->round)) {
-      finish(op, RLX_OK);
+    if (ln->k >= 0)
+      local_work(op, &ln->round);
+    ln->k++;
+    memset(&ln->round, 0, sizeof(ln->round));
+    if (!op->algo->round(op, l, ln->k, &ln->round)) {
+      ln->finished = 1;
+      if (--op->lanes_left == 0)
+        finish(op, RLX_OK);
       return;
     }
     int pending = 0;
-    op->pending = 1 << 20; /* no callback can run while we post */
-    for (int i = 0; i < op->round.n; i++) {
-      struct rlx__xfer *x = &op->xf[i];
+    ln->pending = 1 << 20; /* no callback can run while we post */
+    for (int i = 0; i < ln->round.n; i++) {
+      struct rlx__xfer *x = &ln->xf[i];
       memset(&x->hdr, 0, sizeof(x->hdr));
-      x->peer = op->world[op->round.x[i].peer];
+      x->peer = op->world[ln->round.x[i].peer];
       x->hdr.kind = (uint8_t)op->kind;
       x->hdr.dtype = (uint8_t)op->dt;
       x->hdr.op = (uint8_t)op->rop;
@@ -157,37 +172,43 @@ static void advance(struct rlx__op *op) {
       x->hdr.count = op->count;
       x->hdr.comm_id = op->comm_id;
       x->hdr.seq = op->seq;
-      x->hdr.segment = (uint32_t)op->k;
-      x->buf = op->round.x[i].buf;
-      x->len = op->round.x[i].len;
+      /* unique within the operation: lanes interleave their rounds */
+      x->hdr.segment = (uint32_t)(ln->k * op->nlanes + l);
+      x->buf = ln->round.x[i].buf;
+      x->len = ln->round.x[i].len;
       x->cb = xfer_done;
       x->owner = op;
       x->status = RLX_OK;
-      int now = op->round.x[i].send ? rlx__p2p_send(op->p2p, x) : rlx__p2p_recv(op->p2p, x);
+      int now = ln->round.x[i].send ? rlx__p2p_send(op->p2p, x) : rlx__p2p_recv(op->p2p, x);
       if (now) {
         if (x->status != RLX_OK) {
           fail_from_xfer(op, x);
           return;
         }
       } else {
-        op->active[i] = 1;
+        ln->active[i] = 1;
         pending++;
       }
     }
-    op->pending = pending;
+    ln->pending = pending;
     if (pending > 0)
       return;
   }
 }
 
 void rlx__exec_start(struct rlx__op *op) {
-  op->k = -1;
   op->finished = 0;
   op->status = RLX_OK;
   op->msg[0] = '\0';
-  memset(op->active, 0, sizeof(op->active));
+  if (op->nlanes < 1 || op->nlanes > RLX__LANES_MAX)
+    op->nlanes = 1;
+  op->lanes_left = op->nlanes;
+  memset(op->lane, 0, sizeof(op->lane));
   atomic_store(&op->done, 0);
-  advance(op);
+  for (int l = 0; l < op->nlanes; l++)
+    op->lane[l].k = -1;
+  for (int l = 0; l < op->nlanes && !op->finished; l++)
+    advance(op, l);
 }
 
 void rlx__exec_abort(struct rlx__op *op, int err, const char *msg) {
@@ -200,14 +221,17 @@ void rlx__exec_abort(struct rlx__op *op, int err, const char *msg) {
 void rlx__exec_waiting_on(const struct rlx__op *op, char *buf, size_t len) {
   size_t used = 0;
   buf[0] = '\0';
-  for (int i = 0; i < op->round.n && i < RLX__ROUND_MAX; i++) {
-    if (!op->active[i])
-      continue;
-    int n = snprintf(buf + used, len - used, "%srank %d (%s)", used ? ", " : "",
-                     op->round.x[i].peer,
-                     op->round.x[i].send ? "not reading what we send" : "nothing received");
-    if (n < 0 || (size_t)n >= len - used)
-      break;
-    used += (size_t)n;
+  for (int l = 0; l < op->nlanes; l++) {
+    const struct rlx__lane *ln = &op->lane[l];
+    for (int i = 0; i < ln->round.n && i < RLX__ROUND_MAX; i++) {
+      if (!ln->active[i])
+        continue;
+      int n = snprintf(buf + used, len - used, "%srank %d (%s)", used ? ", " : "",
+                       ln->round.x[i].peer,
+                       ln->round.x[i].send ? "not reading what we send" : "nothing received");
+      if (n < 0 || (size_t)n >= len - used)
+        return;
+      used += (size_t)n;
+    }
   }
 }

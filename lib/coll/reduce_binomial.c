@@ -17,7 +17,7 @@ static size_t setup(struct rlx__op *op) {
   return 2 * op->count * op->esize;
 }
 
-static int round_fn(struct rlx__op *op, int k, struct rlx__round *r) {
+static int round_fn(struct rlx__op *op, int lane, int k, struct rlx__round *r) {
   long v = op->a[A_V], lg = op->a[A_LG];
   size_t bytes = op->count * op->esize;
   char *acc = op->rank == op->root ? (char *)op->dst : (char *)op->tmp + bytes;

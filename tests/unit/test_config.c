@@ -1,6 +1,7 @@
 /* RLX_* environment parsing: defaults, good values, and bad values that
  * must fail with RLX_ERR_ARG and a message naming the variable. */
 #include <check.h>
+#include "suite.h"
 #include <stdlib.h>
 #include <string.h>
 #include "internal.h"
@@ -124,9 +125,5 @@ int main(void) {
   tcase_add_test(tc, bad_values);
   tcase_add_test(tc, launch_needs_key);
   suite_add_tcase(s, tc);
-  SRunner *sr = srunner_create(s);
-  srunner_run_all(sr, CK_NORMAL);
-  int failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return failed ? 1 : 0;
+  return rlx_run_suite(s);
 }

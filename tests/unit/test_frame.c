@@ -1,6 +1,7 @@
 /* Frame codec and CRC32C: round trips, published CRC vectors, and every
  * truncated or bit-flipped header rejected without a crash. */
 #include <check.h>
+#include "suite.h"
 #include <stdlib.h>
 #include <string.h>
 #include "transport/frame.h"
@@ -164,9 +165,5 @@ int main(void) {
   tcase_add_test(tc, payload_bit_flip_changes_crc);
   tcase_set_timeout(tc, 60);
   suite_add_tcase(s, tc);
-  SRunner *sr = srunner_create(s);
-  srunner_run_all(sr, CK_NORMAL);
-  int failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return failed ? 1 : 0;
+  return rlx_run_suite(s);
 }

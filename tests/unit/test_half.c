@@ -1,6 +1,7 @@
 /* float16 / bfloat16 conversion: round to nearest even, NaN, Inf,
  * subnormals, and exact round trips over every 16-bit pattern. */
 #include <check.h>
+#include "suite.h"
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
@@ -101,9 +102,5 @@ int main(void) {
   tcase_add_test(tc, f16_every_value_round_trips);
   tcase_add_test(tc, bf16_values);
   suite_add_tcase(s, tc);
-  SRunner *sr = srunner_create(s);
-  srunner_run_all(sr, CK_NORMAL);
-  int failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return failed ? 1 : 0;
+  return rlx_run_suite(s);
 }

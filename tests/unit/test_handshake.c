@@ -1,6 +1,7 @@
 /* The authenticated handshake: the right key passes; a wrong key, a
  * tampered message, a misaddressed hello or a replayed proof fail. */
 #include <check.h>
+#include "suite.h"
 #include <string.h>
 #include "transport/handshake.h"
 
@@ -97,9 +98,5 @@ int main(void) {
   tcase_add_test(tc, misaddressed_or_garbage_hello);
   tcase_add_test(tc, replayed_proof_fails);
   suite_add_tcase(s, tc);
-  SRunner *sr = srunner_create(s);
-  srunner_run_all(sr, CK_NORMAL);
-  int failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return failed ? 1 : 0;
+  return rlx_run_suite(s);
 }

@@ -1,6 +1,7 @@
 /* Every reduction kernel against a scalar reference, over lengths that are
  * not multiples of any vector width, including out aliasing an input. */
 #include <check.h>
+#include "suite.h"
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -152,9 +153,5 @@ int main(void) {
   tcase_add_test(tc, avg_divides_by_ranks);
   tcase_set_timeout(tc, 60);
   suite_add_tcase(s, tc);
-  SRunner *sr = srunner_create(s);
-  srunner_run_all(sr, CK_NORMAL);
-  int failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return failed ? 1 : 0;
+  return rlx_run_suite(s);
 }
