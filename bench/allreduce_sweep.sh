@@ -39,35 +39,5 @@ for n in $NS; do
       rm -rf "$store"
     fi
   done
-  python3 - "$out" "$n" "$RUNS" <<'PY'
-import sys, statistics, collections, os
-out, n, runs = sys.argv[1], sys.argv[2], int(sys.argv[3])
-t = collections.defaultdict(list)
-libs = [l for l in ("rlx", "mpi", "gloo") if os.path.exists(f"{out}/{l}.{n}.1")]
-for lib in libs:
-    for r in range(1, runs + 1):
-        for line in open(f"{out}/{lib}.{n}.{r}"):
-            name, size, us = line.split()
-            t[(lib, int(size))].append(float(us))
-sizes = sorted({s for (_, s) in t})
-def human(b):
-    for unit, k in (("MiB", 1 << 20), ("KiB", 1 << 10)):
-        if b >= k: return f"{b // k} {unit}"
-    return f"{b} B"
-names = {"rlx": "rlxcoll", "mpi": "Open MPI", "gloo": "Gloo"}
-print(f"\nn = {n}: median of {runs} runs, microseconds per allreduce (float32 sum)")
-print(f"{'size':>9} " + " ".join(f"{names[l]:>10}" for l in libs) + "  rlx/MPI  rlx/best")
-for lib in libs:
-    with open(f"{out}/median.{lib}.{n}", "w") as f:
-        for s in sizes:
-            f.write(f"{lib} {s} {statistics.median(t[(lib, s)]):.2f}\n")
-worst = 0
-for s in sizes:
-    m = {l: statistics.median(t[(l, s)]) for l in libs}
-    best = min(v for l, v in m.items() if l != "rlx")
-    worst = max(worst, m["rlx"] / m["mpi"])
-    print(f"{human(s):>9} " + " ".join(f"{m[l]:10.1f}" for l in libs) +
-          f"  {m['rlx'] / m['mpi']:7.2f}  {m['rlx'] / best:8.2f}")
-print(f"worst rlxcoll/Open MPI ratio at n = {n}: {worst:.2f}")
-PY
+  python3 "$src/bench/sweep_table.py" "$out" "$n"
 done

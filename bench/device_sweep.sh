@@ -1,0 +1,28 @@
+#!/bin/bash
+# The allreduce sweep on a machine with more cores (the lent GPU machine):
+# rlxcoll, Open MPI's TCP path, and PyTorch's Gloo backend, side by side,
+# from binaries built elsewhere (BIN holds rlxrun and osu_allreduce_rlx;
+# LIB the runtime libraries they need, if the machine lacks them).
+#   BIN=... LIB=... OUT=dir NS="4 8 16" RUN=1 MAXB=67108864 bench/device_sweep.sh
+set -uo pipefail
+src=$(cd "$(dirname "$0")/.." && pwd)
+: "${BIN:?}" "${OUT:?}"
+NS=${NS:-"4 8 16"}
+RUN=${RUN:-1}
+MAXB=${MAXB:-67108864}
+export LD_LIBRARY_PATH="${LIB:-}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+mkdir -p "$OUT"
+MPICC=$(command -v mpicc || command -v mpicc.openmpi || true)
+MPIRUN=$(command -v mpirun || command -v mpirun.openmpi || true)
+[ -n "$MPICC" ] && "$MPICC" -O2 -DUSE_MPI -o "$OUT/osu_mpi" "$src/bench/osu_allreduce.c"
+for n in $NS; do
+  timeout 300 "$BIN/rlxrun" -n "$n" --no-tag-output "$BIN/osu_allreduce_rlx" "$MAXB" >"$OUT/rlx.$n.$RUN"
+  if [ -x "$OUT/osu_mpi" ]; then
+    timeout 300 "$MPIRUN" --allow-run-as-root --oversubscribe --mca pml ob1 --mca btl tcp,self \
+      -n "$n" "$OUT/osu_mpi" "$MAXB" >"$OUT/mpi.$n.$RUN"
+  fi
+  port=$((29000 + n + 100 * RUN))
+  timeout 300 "$BIN/rlxrun" -n "$n" --no-tag-output python3 "$src/bench/torch_gloo_allreduce.py" \
+    "$port" "$MAXB" 2>/dev/null | sed 's/^torch-gloo/tgloo/' >"$OUT/tgloo.$n.$RUN"
+  python3 "$src/bench/sweep_table.py" "$OUT" "$n"
+done
