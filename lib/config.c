@@ -157,6 +157,13 @@ int rlx__config_load(struct rlx__config *cfg) {
       return bad("RLX_WIRE", s, "one of f32, f16, bf16");
     cfg->wire = i;
   }
+  cfg->cma = 1;
+  if ((s = getenv("RLX_CMA")) != NULL) {
+    static const char *const onoff[] = {"off", "on"};
+    if ((i = pick(s, onoff, 2)) < 0)
+      return bad("RLX_CMA", s, "on or off");
+    cfg->cma = i;
+  }
   if ((s = getenv("RLX_IFACE")) != NULL) {
     if (*s == '\0' || strlen(s) >= sizeof(cfg->iface))
       return bad("RLX_IFACE", s, "an interface name or prefix, 1 to 63 characters");

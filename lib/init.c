@@ -121,7 +121,7 @@ static int bootstrap(struct rlx__runtime *rt) {
                                                 : RLX__P2P_AUTO;
   rt->p2p_up = 1;
   if ((rc = rlx__p2p_init(&rt->p2p, &rt->engine.loop, cfg->rank, cfg->size, cfg->job_key,
-                          choice, tcp_ip, rt->unix_path, &mine)) != RLX_OK)
+                          choice, tcp_ip, rt->unix_path, rt->cfg.cma, &mine)) != RLX_OK)
     goto fail;
 
   rlx__info("listening on tcp %s and unix %s", mine.tcp, mine.unix_path);
@@ -140,6 +140,9 @@ fail:
 }
 
 static void teardown(struct rlx__runtime *rt) {
+  if (rt->p2p_up)
+    rlx__info("payloads copied by reference: %lu, sent on the socket after a failed copy: %lu",
+              rt->p2p.cma_copies, rt->p2p.cma_fallbacks);
   if (rt->engine_up) {
     rlx__engine_stop(&rt->engine);
     rlx__engine_lock(&rt->engine);

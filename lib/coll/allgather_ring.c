@@ -32,6 +32,8 @@ static int round_fn(struct rlx__op *op, int lane, int k, struct rlx__round *r) {
     return 1;
   }
   k--;
+  if (p == 1)
+    return 0;
   long j = lane + (long)op->nlanes * (k / (p - 1));
   if (j >= nseg)
     return 0;

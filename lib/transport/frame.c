@@ -81,6 +81,10 @@ int rlx__frame_decode(const unsigned char *in, size_t n, struct rlx__frame_hdr *
   h->payload_crc = get32(in + 52);
   if (h->type < 1 || h->type > RLX__FT_MAX || h->kind < 1 || h->kind > RLX__CK_MAX ||
       h->dtype >= 10 || h->op >= 5 || get16(in + 10) != 0 || get32(in + 56) != 0 ||
+      (h->flags & ~(RLX__FF_CMA | RLX__FF_NACK)) != 0 ||
+      ((h->flags & RLX__FF_CMA) && h->type != RLX__FT_DATA) ||
+      ((h->flags & RLX__FF_NACK) && h->type != RLX__FT_ACK) ||
+      (h->type == RLX__FT_ACK && h->payload_len != 0) ||
       h->payload_len > RLX__FRAME_MAX_PAYLOAD)
     return RLX__FRAME_BAD_FIELD;
   return RLX__FRAME_OK;

@@ -16,8 +16,16 @@
 enum rlx__frame_type {
   RLX__FT_DATA = 1,  /* a piece of a collective */
   RLX__FT_ABORT = 2, /* the sender failed this operation; payload is the reason */
-  RLX__FT_MAX = 2
+  RLX__FT_ACK = 3,   /* a DATA frame sent by reference was taken (or not: NACK) */
+  RLX__FT_MAX = 3
 };
+
+/* Frame flags. */
+#define RLX__FF_CMA 0x01  /* DATA: the payload on the wire is a descriptor (address,
+                             pid) and the receiver copies payload_len bytes out of
+                             the sender's memory with process_vm_readv */
+#define RLX__FF_NACK 0x02 /* ACK: the copy failed; send the payload on the socket */
+#define RLX__CMA_DESC_SIZE 16
 
 /* Collective kinds, as carried on the wire. */
 enum rlx__coll_kind {

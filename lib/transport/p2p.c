@@ -2,17 +2,25 @@
  * authenticated connections (the higher rank connects, so two ranks never
  * race to open two), frame reading straight into posted buffers, and
  * failure propagation to every transfer that depends on a lost peer. */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
+#include <sys/uio.h>
+#include <unistd.h>
 #include <rlxcoll/errors.h>
 #include "../internal.h"
 #include "p2p.h"
 
 #define HS_DEADLINE_NS (10ull * 1000000000ull)
+/* Payloads from this size go to same-host peers by reference (one copy,
+ * made by the receiver with process_vm_readv) instead of through the socket
+ * (two copies, through the kernel's buffer). */
+#define CMA_MIN (128u * 1024u)
 
 enum conn_state { C_CONNECTING, C_HS_CLIENT, C_HS_HELLO, C_HS_PROOF, C_READY, C_CLOSING };
-enum read_state { R_HS, R_HDR, R_PAYLOAD };
+enum read_state { R_HS, R_HDR, R_PAYLOAD, R_CMA };
 
 struct umsg {
   struct rlx__list link;
@@ -35,6 +43,7 @@ struct rlx__p2p_conn {
   uint8_t hs_in[RLX__HS_CHALLENGE_SIZE];
   uint8_t hs_out[2][RLX__HS_CHALLENGE_SIZE];
   uint8_t hdr_in[RLX__FRAME_HDR_SIZE];
+  uint8_t cma_in[RLX__CMA_DESC_SIZE];
   size_t need, got;
   struct rlx__frame_hdr cur;
   unsigned char *dst; /* where the current payload goes */
@@ -49,6 +58,8 @@ struct rlx__p2p_peer {
   struct rlx__p2p_conn *conn;    /* ready connection */
   struct rlx__p2p_conn *pending; /* connecting, or authenticating */
   struct rlx__list posted, unexpected, sendq;
+  struct rlx__list cma_wait; /* sent by reference, waiting for the ACK */
+  int no_cma;                /* a copy from us failed once: use the socket */
   int lost;
   char why[160];
   const struct rlx__transport_ops *tr;
@@ -56,6 +67,7 @@ struct rlx__p2p_peer {
 
 static void conn_close(struct rlx__p2p_conn *c);
 static void start_write(struct rlx__p2p_conn *c, struct rlx__xfer *x, size_t skip);
+static void resend_on_socket(struct rlx__p2p_conn *c, struct rlx__xfer *x);
 
 /* ---- helpers -------------------------------------------------------------- */
 
@@ -90,11 +102,15 @@ static void peer_fail(struct rlx__p2p *p, int peer, int err, const char *why) {
   snprintf(pe->why, sizeof(pe->why), "%s", why);
   if (!p->closing)
     rlx__info("lost rank %d: %s", peer, why);
-  struct rlx__list *lists[2] = {&pe->posted, &pe->sendq};
-  for (int i = 0; i < 2; i++) {
+  struct rlx__list *lists[3] = {&pe->posted, &pe->sendq, &pe->cma_wait};
+  for (int i = 0; i < 3; i++) {
     while (!rlx__list_empty(lists[i])) {
       struct rlx__xfer *x = rlx__container_of(lists[i]->next, struct rlx__xfer, link);
       rlx__list_remove(&x->link);
+      if (x->writing) { /* its write's cancellation reports the error */
+        x->cma = 0;
+        continue;
+      }
       finish(x, err);
     }
   }
@@ -263,6 +279,165 @@ static void payload_done(struct rlx__p2p_conn *c) {
   c->got = 0;
 }
 
+/* ---- payloads by reference (same host) ------------------------------------- */
+
+static void put64(uint8_t *p, uint64_t v) {
+  for (int i = 0; i < 8; i++)
+    p[i] = (uint8_t)(v >> (8 * i));
+}
+static uint64_t get64(const uint8_t *p) {
+  uint64_t v = 0;
+  for (int i = 7; i >= 0; i--)
+    v = (v << 8) | p[i];
+  return v;
+}
+
+struct ack_write {
+  uv_write_t req;
+  uint8_t bytes[RLX__FRAME_HDR_SIZE];
+};
+
+static void on_ack_written(uv_write_t *req, int status) {
+  (void)status;
+  free(req->data);
+}
+
+/* Tell the sender of a by-reference frame that its buffer is free again
+ * (or, with nack, that it must send the payload on the socket). */
+static void send_ack(struct rlx__p2p_conn *c, const struct rlx__frame_hdr *h, int nack) {
+  struct rlx__frame_hdr a = *h;
+  uint8_t bytes[RLX__FRAME_HDR_SIZE];
+  a.type = RLX__FT_ACK;
+  a.flags = nack ? RLX__FF_NACK : 0;
+  a.src = (uint32_t)c->p->rank;
+  a.payload_len = 0;
+  a.payload_crc = 0;
+  rlx__frame_encode(&a, bytes);
+  uv_buf_t b = uv_buf_init((char *)bytes, sizeof(bytes));
+  int n = uv_try_write(&c->h.stream, &b, 1);
+  if (n == (int)sizeof(bytes))
+    return;
+  if (n < 0 && n != UV_EAGAIN) {
+    peer_fail(c->p, c->peer, RLX_ERR_PEER_LOST, "cannot send an acknowledgement");
+    return;
+  }
+  struct ack_write *w = malloc(sizeof(*w));
+  if (w == NULL) {
+    peer_fail(c->p, c->peer, RLX_ERR_NOMEM, "no memory for an acknowledgement");
+    return;
+  }
+  size_t done = n > 0 ? (size_t)n : 0;
+  memcpy(w->bytes, bytes, sizeof(bytes));
+  w->req.data = w;
+  b = uv_buf_init((char *)w->bytes + done, (unsigned)(sizeof(bytes) - done));
+  if (uv_write(&w->req, &c->h.stream, &b, 1, on_ack_written) != 0) {
+    free(w);
+    peer_fail(c->p, c->peer, RLX_ERR_PEER_LOST, "cannot send an acknowledgement");
+  }
+}
+
+/* Copy len bytes at the peer's address into dst; 0 or -errno. */
+static int cma_copy(pid_t pid, uint64_t addr, void *dst, size_t len) {
+  size_t done = 0;
+  while (done < len) {
+    struct iovec local = {(char *)dst + done, len - done};
+    struct iovec remote = {(void *)(uintptr_t)(addr + done), len - done};
+    ssize_t n = process_vm_readv(pid, &local, 1, &remote, 1, 0);
+    if (n < 0) {
+      if (errno == EINTR)
+        continue;
+      return -errno;
+    }
+    if (n == 0)
+      return -EFAULT;
+    done += (size_t)n;
+  }
+  return 0;
+}
+
+static void cma_desc_done(struct rlx__p2p_conn *c) {
+  struct rlx__p2p *p = c->p;
+  struct rlx__p2p_peer *pe = &p->peers[c->peer];
+  struct rlx__frame_hdr *h = &c->cur;
+  uint64_t addr = get64(c->cma_in);
+  pid_t pid = (pid_t)(uint32_t)get64(c->cma_in + 8);
+  struct rlx__xfer *x = find_posted(pe, h);
+  c->rstate = R_HDR;
+  c->need = RLX__FRAME_HDR_SIZE;
+  c->got = 0;
+  if (x && !frame_matches(x, h)) { /* the sender called something else */
+    rlx__list_remove(&x->link);
+    x->got = *h;
+    finish(x, RLX_ERR_MISMATCH);
+    send_ack(c, h, 0);
+    return;
+  }
+  struct umsg *m = NULL;
+  void *dst;
+  if (x) {
+    dst = x->buf;
+  } else {
+    m = malloc(sizeof(*m) + h->payload_len);
+    if (m == NULL) {
+      peer_fail(p, c->peer, RLX_ERR_NOMEM, "no memory for an incoming frame");
+      return;
+    }
+    m->hdr = *h;
+    m->hdr.flags = 0;
+    m->discard = 0;
+    rlx__list_init(&m->link);
+    dst = m->data;
+  }
+  int rc = cma_copy(pid, addr, dst, h->payload_len);
+  if (rc != 0) {
+    /* Not allowed here (ptrace rules, a sandbox): the sender resends the
+     * payload on the socket, and the receive stays posted for it. */
+    rlx__debug("copy by reference from rank %d failed (%s); using the socket", c->peer,
+               strerror(-rc));
+    p->cma_fallbacks++;
+    free(m);
+    send_ack(c, h, 1);
+    return;
+  }
+  p->cma_copies++;
+  int crc_ok = rlx__crc32c(dst, h->payload_len) == h->payload_crc;
+  send_ack(c, h, 0);
+  if (x) {
+    rlx__list_remove(&x->link);
+    finish(x, crc_ok ? RLX_OK : RLX_ERR_CORRUPT);
+  } else {
+    m->crc_ok = crc_ok;
+    rlx__list_push(&pe->unexpected, &m->link);
+  }
+}
+
+static void ack_done(struct rlx__p2p_conn *c, const struct rlx__frame_hdr *h) {
+  struct rlx__p2p_peer *pe = &c->p->peers[c->peer];
+  for (struct rlx__list *l = pe->cma_wait.next; l != &pe->cma_wait; l = l->next) {
+    struct rlx__xfer *x = rlx__container_of(l, struct rlx__xfer, link);
+    if (!same_key(&x->hdr, h))
+      continue;
+    rlx__list_remove(&x->link);
+    if (h->flags & RLX__FF_NACK) {
+      pe->no_cma = 1;
+      c->p->cma_fallbacks++;
+      x->cma = 3;
+    } else {
+      x->cma = 2;
+    }
+    if (x->writing)
+      return; /* on_write finishes it once libuv lets go of the request */
+    if (x->cma == 2)
+      finish(x, RLX_OK);
+    else
+      resend_on_socket(c, x);
+    return;
+  }
+  char why[120];
+  snprintf(why, sizeof(why), "rank %d acknowledged a frame never sent to it", c->peer);
+  peer_fail(c->p, c->peer, RLX_ERR_CORRUPT, why);
+}
+
 static void header_done(struct rlx__p2p_conn *c) {
   struct rlx__p2p_peer *pe = &c->p->peers[c->peer];
   struct rlx__frame_hdr *h = &c->cur;
@@ -276,6 +451,17 @@ static void header_done(struct rlx__p2p_conn *c) {
              rlx__frame_strstatus(st));
     rlx__warn("%s", why);
     peer_fail(c->p, c->peer, RLX_ERR_CORRUPT, why);
+    return;
+  }
+  if (h->type == RLX__FT_ACK) {
+    c->got = 0; /* the next header follows at once */
+    ack_done(c, h);
+    return;
+  }
+  if (h->flags & RLX__FF_CMA) {
+    c->rstate = R_CMA;
+    c->need = RLX__CMA_DESC_SIZE;
+    c->got = 0;
     return;
   }
   c->crc = 0;
@@ -365,6 +551,9 @@ static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf) {
   case R_HDR:
     *buf = uv_buf_init((char *)c->hdr_in + c->got, (unsigned)(c->need - c->got));
     break;
+  case R_CMA:
+    *buf = uv_buf_init((char *)c->cma_in + c->got, (unsigned)(c->need - c->got));
+    break;
   default: {
     size_t left = c->need - c->got;
     if (left > (1u << 30))
@@ -400,6 +589,7 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
   switch (c->rstate) {
   case R_HS: hs_done(c); break;
   case R_HDR: header_done(c); break;
+  case R_CMA: cma_desc_done(c); break;
   default: payload_done(c); break;
   }
 }
@@ -516,40 +706,91 @@ static void on_write(uv_write_t *req, int status) {
   struct rlx__xfer *x = req->data;
   x->writing = 0;
   if (status < 0) {
+    if (x->cma == 1)
+      rlx__list_remove(&x->link);
+    x->cma = 0;
     finish(x, RLX_ERR_PEER_LOST);
     return;
   }
-  finish(x, RLX_OK);
+  switch (x->cma) {
+  case 1: /* by reference: done when the receiver says it took the data */
+    return;
+  case 3: /* NACKed while libuv still held the request */
+    resend_on_socket(req->handle->data, x);
+    return;
+  default:
+    x->cma = 0;
+    finish(x, RLX_OK);
+  }
+}
+
+/* What goes on the wire after the header: the payload, or for a send by
+ * reference its descriptor. */
+static const uint8_t *wire_payload(const struct rlx__xfer *x, size_t *len) {
+  if (x->cma) {
+    *len = RLX__CMA_DESC_SIZE;
+    return x->cma_desc;
+  }
+  *len = x->len;
+  return x->buf;
+}
+
+/* A write of x starts (all of it, or what try_write left). */
+static void started(struct rlx__p2p *p, struct rlx__xfer *x) {
+  if (x->cma == 1)
+    rlx__list_push(&p->peers[x->peer].cma_wait, &x->link);
 }
 
 static void start_write(struct rlx__p2p_conn *c, struct rlx__xfer *x, size_t skip) {
   uv_buf_t bufs[2];
   int n = 0;
+  size_t plen;
+  const uint8_t *payload = wire_payload(x, &plen);
   if (skip < RLX__FRAME_HDR_SIZE) {
     bufs[n++] = uv_buf_init((char *)x->hbytes + skip, (unsigned)(RLX__FRAME_HDR_SIZE - skip));
     skip = 0;
   } else {
     skip -= RLX__FRAME_HDR_SIZE;
   }
-  if (x->len > skip)
-    bufs[n++] = uv_buf_init((char *)x->buf + skip, (unsigned)(x->len - skip));
+  if (plen > skip)
+    bufs[n++] = uv_buf_init((char *)payload + skip, (unsigned)(plen - skip));
   x->wreq.data = x;
   x->writing = 1;
+  started(c->p, x);
   int rc = uv_write(&x->wreq, &c->h.stream, bufs, (unsigned)n, on_write);
   if (rc != 0) {
     x->writing = 0;
+    if (x->cma == 1)
+      rlx__list_remove(&x->link);
+    x->cma = 0;
     finish(x, RLX_ERR_PEER_LOST);
   }
+}
+
+static void resend_on_socket(struct rlx__p2p_conn *c, struct rlx__xfer *x) {
+  x->cma = 0;
+  x->hdr.flags = 0;
+  rlx__frame_encode(&x->hdr, x->hbytes);
+  start_write(c, x, 0);
 }
 
 int rlx__p2p_send(struct rlx__p2p *p, struct rlx__xfer *x) {
   struct rlx__p2p_peer *pe = &p->peers[x->peer];
   x->is_send = 1;
   x->writing = 0;
+  x->cma = 0;
   x->hdr.type = RLX__FT_DATA;
+  x->hdr.flags = 0;
   x->hdr.src = (uint32_t)p->rank;
   x->hdr.payload_len = x->len;
   x->hdr.payload_crc = rlx__crc32c(x->buf, x->len);
+  if (p->cma && !pe->no_cma && x->len >= CMA_MIN &&
+      choose_transport(p, x->peer) == &rlx__unix_transport) {
+    x->cma = 1;
+    x->hdr.flags = RLX__FF_CMA;
+    put64(x->cma_desc, (uint64_t)(uintptr_t)x->buf);
+    put64(x->cma_desc + 8, (uint64_t)getpid());
+  }
   rlx__frame_encode(&x->hdr, x->hbytes);
   rlx__list_init(&x->link);
   if (pe->lost) {
@@ -563,11 +804,17 @@ int rlx__p2p_send(struct rlx__p2p *p, struct rlx__xfer *x) {
     ensure_conn(p, x->peer);
     return 0;
   }
+  size_t plen;
+  const uint8_t *payload = wire_payload(x, &plen);
   uv_buf_t bufs[2] = {uv_buf_init((char *)x->hbytes, RLX__FRAME_HDR_SIZE),
-                      uv_buf_init(x->buf, (unsigned)x->len)};
-  size_t total = RLX__FRAME_HDR_SIZE + x->len;
-  int rc = x->len > (1u << 30) ? UV_EAGAIN : uv_try_write(&c->h.stream, bufs, x->len ? 2 : 1);
+                      uv_buf_init((char *)payload, (unsigned)plen)};
+  size_t total = RLX__FRAME_HDR_SIZE + plen;
+  int rc = plen > (1u << 30) ? UV_EAGAIN : uv_try_write(&c->h.stream, bufs, plen ? 2 : 1);
   if (rc >= 0 && (size_t)rc == total) {
+    if (x->cma == 1) { /* complete when the ACK comes */
+      started(p, x);
+      return 0;
+    }
     x->status = RLX_OK;
     return 1;
   }
@@ -618,6 +865,8 @@ void rlx__p2p_cancel(struct rlx__p2p *p, struct rlx__xfer *x) {
   }
   if (x->writing && pe->conn) /* uv_write holds the buffer: only closing frees it */
     peer_fail(p, x->peer, RLX_ERR_PEER_LOST, "a send was abandoned mid-frame");
+  else if (x->is_send && x->cma == 1) /* the peer may still read the buffer */
+    peer_fail(p, x->peer, RLX_ERR_PEER_LOST, "a send by reference was abandoned");
 }
 
 const char *rlx__p2p_transport_of(struct rlx__p2p *p, int peer) {
@@ -633,9 +882,15 @@ const char *rlx__p2p_lost_reason(struct rlx__p2p *p, int peer) {
 /* ---- set-up and tear-down ---------------------------------------------------- */
 
 int rlx__p2p_init(struct rlx__p2p *p, uv_loop_t *loop, int rank, int size, const char *job_key,
-                  int choice, const char *tcp_ip, const char *unix_path, struct rlx__card *mine) {
+                  int choice, const char *tcp_ip, const char *unix_path, int cma,
+                  struct rlx__card *mine) {
   int rc;
   memset(p, 0, sizeof(*p));
+  p->cma = cma;
+  /* Where Yama restricts ptrace to descendants, let peers of our uid read
+   * our buffers (process_vm_readv follows ptrace's rules). */
+  if (cma)
+    prctl(PR_SET_PTRACER, PR_SET_PTRACER_ANY, 0, 0, 0);
   p->loop = loop;
   p->rank = rank;
   p->size = size;
@@ -649,6 +904,7 @@ int rlx__p2p_init(struct rlx__p2p *p, uv_loop_t *loop, int rank, int size, const
     rlx__list_init(&p->peers[i].posted);
     rlx__list_init(&p->peers[i].unexpected);
     rlx__list_init(&p->peers[i].sendq);
+    rlx__list_init(&p->peers[i].cma_wait);
   }
   p->tcp_listener.handle.data = p;
   p->unix_listener.handle.data = p;

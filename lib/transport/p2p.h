@@ -31,7 +31,9 @@ struct rlx__xfer {
   struct rlx__list link;
   uv_write_t wreq;
   uint8_t hbytes[RLX__FRAME_HDR_SIZE];
+  uint8_t cma_desc[RLX__CMA_DESC_SIZE];
   int is_send, queued, writing;
+  int cma; /* sent by reference: 1 waiting for the ACK, 2 ACKed, 3 NACKed */
 };
 
 struct rlx__p2p_peer;
@@ -49,14 +51,17 @@ struct rlx__p2p {
   struct rlx__list conns;
   char job_key[256];
   int closing;
+  int cma; /* send big payloads to same-host peers by reference (RLX_CMA) */
   unsigned long strangers; /* connections dropped for failing the handshake */
+  unsigned long cma_copies, cma_fallbacks;
 };
 
 /* Open the listeners: TCP on tcp_ip (port chosen by the kernel) and, if
  * unix_path is not NULL, a Unix socket there. Writes the addresses into
  * *mine. Returns RLX_OK or an error with rlx_errmsg set. */
 int rlx__p2p_init(struct rlx__p2p *p, uv_loop_t *loop, int rank, int size, const char *job_key,
-                  int choice, const char *tcp_ip, const char *unix_path, struct rlx__card *mine);
+                  int choice, const char *tcp_ip, const char *unix_path, int cma,
+                  struct rlx__card *mine);
 /* The cards of every rank, after the exchange (kept by reference). */
 int rlx__p2p_start(struct rlx__p2p *p, const struct rlx__card *cards);
 /* Post a send or receive. Returns 1 if it completed at once (status set,

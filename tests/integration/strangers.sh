@@ -2,12 +2,14 @@
 # Strangers on a rank's TCP port (no key, random bytes, a wrong key) are
 # dropped and logged, and the job still finishes with correct results.
 . "$(dirname "$0")/lib.sh"
+: >"$TMP/err"
+: >"$TMP/strangers"
 RLX_TRANSPORT=tcp RLX_LOG=info timeout 120 "$RLXRUN" -n 3 --timeout 100 "$CHECK" --pause 4 \
   --counts 1,1023,100000 >"$TMP/out" 2>"$TMP/err" &
 job=$!
 # Wait (bounded) for every rank to announce its listener.
 i=0
-while [ "$(grep -c 'listening on tcp' "$TMP/err" 2>/dev/null)" -lt 3 ]; do
+while [ "$(grep -c 'listening on tcp' "$TMP/err")" -lt 3 ]; do
   i=$((i + 1))
   [ $i -lt 100 ] || { kill $job; fail "ranks did not start"; }
   sleep 0.1

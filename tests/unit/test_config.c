@@ -7,7 +7,7 @@
 #include "internal.h"
 
 static const char *vars[] = {"RLX_TIMEOUT", "RLX_TRANSPORT", "RLX_ALLREDUCE_ALGO", "RLX_LOG",
-                             "RLX_SPIN_US", "RLX_WIRE", "RLX_BCAST_ALGO", "RLX_ALLGATHER_ALGO", "RLX_IFACE", "RLX_RANK", "RLX_SIZE",
+                             "RLX_SPIN_US", "RLX_WIRE", "RLX_CMA", "RLX_BCAST_ALGO", "RLX_ALLGATHER_ALGO", "RLX_IFACE", "RLX_RANK", "RLX_SIZE",
                              "RLX_LOCAL_RANK", "RLX_LOCAL_SIZE", "RLX_RENDEZVOUS", "RLX_JOB_KEY"};
 
 static void clear(void) {
@@ -90,6 +90,7 @@ START_TEST(bad_values) {
   expect_bad("RLX_SPIN_US", "-5", "RLX_SPIN_US");
   expect_bad("RLX_SPIN_US", "1e3", "RLX_SPIN_US");
   expect_bad("RLX_WIRE", "f8", "RLX_WIRE");
+  expect_bad("RLX_CMA", "maybe", "RLX_CMA");
   expect_bad("RLX_BCAST_ALGO", "ring", "RLX_BCAST_ALGO");
   expect_bad("RLX_ALLGATHER_ALGO", "bruck", "RLX_ALLGATHER_ALGO");
   expect_bad("RLX_IFACE", "", "RLX_IFACE");
