@@ -12,7 +12,7 @@ static size_t setup(struct rlx__op *op) {
   size_t seg = SEG_BYTES / op->esize;
   op->a[A_SEGELEMS] = (long)seg;
   op->a[A_NSEG] = op->count == 0 ? 1 : (long)((op->count + seg - 1) / seg);
-  op->nlanes = op->size > 1 && op->a[A_NSEG] >= 8 ? 2 : 1; /* as allreduce_ring.c */
+  op->nlanes = op->size > 1 && op->a[A_NSEG] >= 8 && !op->p2p->cma ? 2 : 1; /* see allreduce_ring.c */
   return 0;
 }
 

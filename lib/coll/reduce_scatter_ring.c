@@ -11,9 +11,11 @@
 
 #define SEG_BYTES (256u * 1024u)
 
-/* Two lanes once a chunk has 8 segments or more: measured neutral to
- * slightly better at 4-16 MiB on 2 ranks, and worse at 1-2 MiB, where the
- * lanes' frames interleave on one socket. */
+/* Two lanes once a chunk has 8 segments or more, unless same-host payloads
+ * go by reference (RLX_CMA): measured on 16 cores, by-reference copies with
+ * one lane beat the socket either way, while two lanes of by-reference
+ * copies were up to 2x slower at 16-64 MiB; on 2 cores two lanes over the
+ * socket were neutral at 4-16 MiB and worse at 1-2 MiB. */
 #define LANES 2
 #define LANES_FROM 8
 
@@ -23,7 +25,7 @@ static size_t setup(struct rlx__op *op) {
   size_t seg = SEG_BYTES / op->esize;
   op->a[A_SEGELEMS] = (long)seg;
   op->a[A_NSEG] = op->count == 0 ? 1 : (long)((op->count + seg - 1) / seg);
-  op->nlanes = op->size > 1 && op->a[A_NSEG] >= LANES_FROM ? LANES : 1;
+  op->nlanes = op->size > 1 && op->a[A_NSEG] >= LANES_FROM && !op->p2p->cma ? LANES : 1;
   /* two partial blocks, and a segment per lane to receive into */
   return (2 * op->count + (size_t)op->nlanes * seg) * op->esize;
 }
