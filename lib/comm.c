@@ -37,13 +37,16 @@ static uint32_t mix(uint32_t h, uint32_t v) {
   return h;
 }
 
-/* The member with the lowest election id leads (ties: lowest rank). */
-static int elect(const int *world, int n) {
+/* The member with the lowest election id leads (ties: the lowest world
+ * rank, which comes first in world[] as members are ordered). */
+int rlx__elect(const int *world, int n) {
   const struct rlx__card *cards = rlx__rt.cards;
   int best = 0;
-  for (int i = 1; i < n; i++)
-    if (cards[world[i]].election_id < cards[world[best]].election_id)
+  for (int i = 1; i < n; i++) {
+    uint32_t a = cards[world[i]].election_id, b = cards[world[best]].election_id;
+    if (a < b || (a == b && world[i] < world[best]))
       best = i;
+  }
   return best;
 }
 
@@ -58,7 +61,7 @@ static int make_comm(rlx_comm_t *parent, uint32_t id, int *world, int n, int ran
   c->rank = rank;
   c->size = n;
   c->world = world;
-  c->leader = elect(world, n);
+  c->leader = rlx__elect(world, n);
   pthread_mutex_init(&c->mtx, NULL);
   (void)parent;
   *out = c;

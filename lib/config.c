@@ -157,11 +157,11 @@ int rlx__config_load(struct rlx__config *cfg) {
       return bad("RLX_WIRE", s, "one of f32, f16, bf16");
     cfg->wire = i;
   }
-  cfg->cma = 1;
-  if ((s = getenv("RLX_CMA")) != NULL) {
+  cfg->cma = -1; /* auto */
+  if ((s = getenv("RLX_CMA")) != NULL && strcmp(s, "auto") != 0) {
     static const char *const onoff[] = {"off", "on"};
     if ((i = pick(s, onoff, 2)) < 0)
-      return bad("RLX_CMA", s, "on or off");
+      return bad("RLX_CMA", s, "auto, on or off");
     cfg->cma = i;
   }
   if ((s = getenv("RLX_IFACE")) != NULL) {

@@ -55,7 +55,7 @@ struct rlx__config {
   char bcast_algo[24];     /* RLX_BCAST_ALGO */
   char allgather_algo[24]; /* RLX_ALLGATHER_ALGO */
   int wire;                /* RLX_WIRE */
-  int cma;                 /* RLX_CMA: big same-host payloads by reference */
+  int cma;                 /* RLX_CMA: 1 on, 0 off, -1 auto */
   int log_level;        /* RLX_LOG */
   long spin_us;         /* RLX_SPIN_US, -1 = automatic */
   char iface[64];       /* RLX_IFACE, empty = automatic */

@@ -62,6 +62,8 @@ int rlx__iface_ip(const char *spec, char *ip, size_t len);
 
 /* collectives.c: run one operation to completion on c. */
 int rlx__run_op(rlx_comm_t *c, struct rlx__op *op);
+/* comm.c: index in world[] of the member with the lowest election id. */
+int rlx__elect(const int *world, int n);
 /* Free a communicator's storage (not the world's struct itself). */
 void rlx__comm_release(rlx_comm_t *c);
 

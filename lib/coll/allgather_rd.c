@@ -5,9 +5,7 @@
 #include "coll.h"
 
 static size_t setup(struct rlx__op *op) {
-  long lg = 0;
-  while ((1L << lg) < op->size)
-    lg++;
+  long lg = rlx__ceil_lg(op->size);
   op->a[0] = lg;
   return 0;
 }

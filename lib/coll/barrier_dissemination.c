@@ -5,9 +5,7 @@
 #include "coll.h"
 
 static size_t setup(struct rlx__op *op) {
-  long levels = 0;
-  while ((1L << levels) < op->size)
-    levels++;
+  long levels = rlx__ceil_lg(op->size);
   op->a[0] = levels;
   return 0;
 }

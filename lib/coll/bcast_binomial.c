@@ -13,10 +13,8 @@
 enum { A_VRANK, A_LEVELS, A_NSEG, A_SEGBYTES };
 
 static size_t setup(struct rlx__op *op) {
-  long levels = 0;
+  long levels = rlx__ceil_lg(op->size);
   size_t bytes = op->count * op->esize;
-  while ((1L << levels) < op->size)
-    levels++;
   op->a[A_VRANK] = (op->rank - op->root + op->size) % op->size;
   op->a[A_LEVELS] = levels;
   op->a[A_SEGBYTES] = (long)(SEG_BYTES - SEG_BYTES % op->esize);

@@ -28,6 +28,14 @@ void rlx__reduce(void *out, const void *a, const void *b, size_t n, rlx_dtype_t 
 void rlx__avg_finish(void *buf, size_t n, rlx_dtype_t dt, int nranks);
 int rlx__dtype_is_float(rlx_dtype_t dt);
 
+/* ceil(log2 n) for n >= 1: the rounds of a tree or dissemination. */
+static inline long rlx__ceil_lg(long n) {
+  long lg = 0;
+  while ((1L << lg) < n)
+    lg++;
+  return lg;
+}
+
 /* ---- operations and their rounds (exec.c) -------------------------------- */
 #include <stdatomic.h>
 #include "../transport/p2p.h"

@@ -50,8 +50,8 @@ float rlx__f16_to_f32(uint16_t h) {
   uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
   uint32_t exp = (h >> 10) & 0x1fu;
   uint32_t man = h & 0x3ffu;
-  if (exp == 0x1f)
-    return float_of(sign | 0x7f800000u | (man << 13));
+  if (exp == 0x1f) /* Inf, or NaN made quiet (as F16C's vcvtph2ps does) */
+    return float_of(sign | 0x7f800000u | (man ? 0x400000u : 0) | (man << 13));
   if (exp == 0) {
     if (man == 0)
       return float_of(sign);

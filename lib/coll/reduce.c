@@ -83,19 +83,25 @@ INT_KERNELS(red_u64, uint64_t, uint64_t)
 FLOAT_KERNELS(red_f32, float)
 FLOAT_KERNELS(red_f64, double)
 
-/* Half types: widen a block to float32, reduce, round back. */
+/* Half types: widen a block to float32 (F16C where the CPU has it),
+ * reduce, round back. */
 static void red_half(uint16_t *o, const uint16_t *a, const uint16_t *b, size_t n, rlx_op_t op,
-                     float (*widen)(uint16_t), uint16_t (*narrow)(float)) {
+                     int bf16) {
   float fa[256], fb[256];
   for (size_t base = 0; base < n; base += 256) {
     size_t m = n - base < 256 ? n - base : 256;
-    for (size_t i = 0; i < m; i++) {
-      fa[i] = widen(a[base + i]);
-      fb[i] = widen(b[base + i]);
+    if (bf16) {
+      rlx__bf16_to_f32_n(fa, a + base, m);
+      rlx__bf16_to_f32_n(fb, b + base, m);
+    } else {
+      rlx__f16_to_f32_n(fa, a + base, m);
+      rlx__f16_to_f32_n(fb, b + base, m);
     }
     red_f32(fa, fa, fb, m, op);
-    for (size_t i = 0; i < m; i++)
-      o[base + i] = narrow(fa[i]);
+    if (bf16)
+      rlx__f32_to_bf16_n(o + base, fa, m);
+    else
+      rlx__f32_to_f16_n(o + base, fa, m);
   }
 }
 
@@ -114,8 +120,8 @@ void rlx__reduce(void *out, const void *a, const void *b, size_t n, rlx_dtype_t 
   case RLX_UINT64: red_u64(out, a, b, n, op); break;
   case RLX_FLOAT32: red_f32(out, a, b, n, op); break;
   case RLX_FLOAT64: red_f64(out, a, b, n, op); break;
-  case RLX_FLOAT16: red_half(out, a, b, n, op, rlx__f16_to_f32, rlx__f32_to_f16); break;
-  case RLX_BFLOAT16: red_half(out, a, b, n, op, rlx__bf16_to_f32, rlx__f32_to_bf16); break;
+  case RLX_FLOAT16: red_half(out, a, b, n, op, 0); break;
+  case RLX_BFLOAT16: red_half(out, a, b, n, op, 1); break;
   default: break;
   }
 }

@@ -8,9 +8,7 @@
 enum { A_V, A_LG };
 
 static size_t setup(struct rlx__op *op) {
-  long lg = 0;
-  while ((1L << lg) < op->size)
-    lg++;
+  long lg = rlx__ceil_lg(op->size);
   op->a[A_V] = (op->rank - op->root + op->size) % op->size;
   op->a[A_LG] = lg;
   /* receive space, and the partial result on ranks other than the root */

@@ -15,3 +15,18 @@ for n in 1 2 3 4 5 6 7 8; do
   fi
   echo "n=$n unix: $(grep 'coll_check:' "$TMP/out" | sed 's/^\[0\] //') ($(( $(date +%s) - start )) s)"
 done
+# Payloads by reference (process_vm_readv) forced on where the default is
+# off (ranks outnumber cores here), and forced off where it is on.
+for v in "RLX_CMA=on 4" "RLX_CMA=off 2"; do
+  set -- $v
+  env "$1" RLX_LOG=info timeout 300 "$RLXRUN" -n "$2" --timeout 280 "$CHECK" --random --big-all \
+    >"$TMP/out" 2>"$TMP/err" || { tail -30 "$TMP/err"; fail "$v"; }
+  grep -q "0 failures in all" "$TMP/out" || fail "$v: no summary"
+  refs=$(sed -n 's/.*copied by reference: \([0-9]*\).*/\1/p' "$TMP/err" | sort -n | tail -1)
+  if [ "$1" = RLX_CMA=on ]; then
+    [ "${refs:-0}" -gt 0 ] || fail "RLX_CMA=on copied nothing by reference"
+  else
+    [ "${refs:-0}" -eq 0 ] || fail "RLX_CMA=off still copied by reference"
+  fi
+  echo "$v ranks: ok, $refs payloads by reference on the busiest rank"
+done
