@@ -74,7 +74,7 @@ uint16_t rlx__f32_to_bf16(float f) {
 float rlx__bf16_to_f32(uint16_t h) { return float_of((uint32_t)h << 16); }
 
 /* ---- bulk conversion ------------------------------------------------------ */
-#if defined(__x86_64__) && !defined(__SANITIZE_ADDRESS__)
+#if defined(__x86_64__)
 #include <immintrin.h>
 __attribute__((target("f16c,avx"))) static void f32_to_f16_f16c(uint16_t *d, const float *s,
                                                                 size_t n) {
@@ -97,12 +97,10 @@ static int have_f16c(void) {
   __builtin_cpu_init();
   return __builtin_cpu_supports("f16c") && __builtin_cpu_supports("avx");
 }
-#else
-static int have_f16c(void) { return 0; }
 #endif
 
 void rlx__f32_to_f16_n(uint16_t *dst, const float *src, size_t n) {
-#if defined(__x86_64__) && !defined(__SANITIZE_ADDRESS__)
+#if defined(__x86_64__)
   if (have_f16c()) {
     f32_to_f16_f16c(dst, src, n);
     return;
@@ -113,7 +111,7 @@ void rlx__f32_to_f16_n(uint16_t *dst, const float *src, size_t n) {
 }
 
 void rlx__f16_to_f32_n(float *dst, const uint16_t *src, size_t n) {
-#if defined(__x86_64__) && !defined(__SANITIZE_ADDRESS__)
+#if defined(__x86_64__)
   if (have_f16c()) {
     f16_to_f32_f16c(dst, src, n);
     return;
