@@ -18,6 +18,10 @@
  * made by the receiver with process_vm_readv) instead of through the socket
  * (two copies, through the kernel's buffer). */
 #define CMA_MIN (128u * 1024u)
+/* Small frames are read through a per-connection stage, several frames
+ * per read() if they are there; bigger remainders go straight into their
+ * destination. */
+#define STAGE_SIZE (64u * 1024u)
 
 enum conn_state { C_CONNECTING, C_HS_CLIENT, C_HS_HELLO, C_HS_PROOF, C_READY, C_CLOSING };
 enum read_state { R_HS, R_HDR, R_PAYLOAD, R_CMA };
@@ -44,6 +48,9 @@ struct rlx__p2p_conn {
   uint8_t hs_out[2][RLX__HS_CHALLENGE_SIZE];
   uint8_t hdr_in[RLX__FRAME_HDR_SIZE];
   uint8_t cma_in[RLX__CMA_DESC_SIZE];
+  unsigned char *stage; /* STAGE_SIZE bytes once the connection is ready */
+  size_t stage_len, stage_off;
+  int reading_stage;
   size_t need, got;
   struct rlx__frame_hdr cur;
   unsigned char *dst; /* where the current payload goes */
@@ -142,6 +149,7 @@ static void on_closed(uv_handle_t *h) {
   struct rlx__p2p_conn *c = h->data;
   if (c->um)
     free(c->um);
+  free(c->stage);
   free(c);
 }
 
@@ -200,6 +208,10 @@ static void conn_ready(struct rlx__p2p_conn *c) {
   grow_buffers(c);
   if (pe->pending == c)
     pe->pending = NULL;
+  if (c->stage == NULL && (c->stage = malloc(STAGE_SIZE)) == NULL) {
+    conn_fail(c, RLX_ERR_NOMEM, "no memory for a connection's read buffer");
+    return;
+  }
   pe->conn = c;
   c->state = C_READY;
   c->rstate = R_HDR;
@@ -541,20 +553,55 @@ static void hs_done(struct rlx__p2p_conn *c) {
   }
 }
 
+/* Parse everything read into the stage: whole frames, and the start of
+ * the next one (its header, descriptor or payload bytes so far). Leaves
+ * the stage empty. */
+static void drain_stage(struct rlx__p2p_conn *c) {
+  while (c->state == C_READY && c->stage_off < c->stage_len) {
+    unsigned char *p = c->stage + c->stage_off;
+    size_t avail = c->stage_len - c->stage_off, want = c->need - c->got;
+    size_t n = avail < want ? avail : want;
+    switch (c->rstate) {
+    case R_HDR: memcpy(c->hdr_in + c->got, p, n); break;
+    case R_CMA: memcpy(c->cma_in + c->got, p, n); break;
+    case R_PAYLOAD:
+      memcpy(c->dst + c->got, p, n);
+      c->crc = rlx__crc32c_update(c->crc, p, n);
+      break;
+    default: return;
+    }
+    c->stage_off += n;
+    c->got += n;
+    if (c->got < c->need)
+      break;
+    switch (c->rstate) {
+    case R_HDR: header_done(c); break;
+    case R_CMA: cma_desc_done(c); break;
+    default: payload_done(c); break;
+    }
+  }
+  c->stage_len = c->stage_off = 0;
+}
+
 static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf) {
   struct rlx__p2p_conn *c = h->data;
   (void)suggested;
+  c->reading_stage = 0;
   switch (c->rstate) {
   case R_HS:
     *buf = uv_buf_init((char *)c->hs_in + c->got, (unsigned)(c->need - c->got));
     break;
   case R_HDR:
-    *buf = uv_buf_init((char *)c->hdr_in + c->got, (unsigned)(c->need - c->got));
-    break;
   case R_CMA:
-    *buf = uv_buf_init((char *)c->cma_in + c->got, (unsigned)(c->need - c->got));
+  stage:
+    /* drain_stage always empties the stage, so all of it is free */
+    c->reading_stage = 1;
+    c->stage_len = c->stage_off = 0;
+    *buf = uv_buf_init((char *)c->stage, STAGE_SIZE);
     break;
   default: {
+    if (c->need - c->got < STAGE_SIZE)
+      goto stage;
     size_t left = c->need - c->got;
     if (left > (1u << 30))
       left = 1u << 30;
@@ -581,17 +628,21 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
     conn_fail(c, RLX_ERR_PEER_LOST, why);
     return;
   }
+  if (c->reading_stage) {
+    c->stage_len = (size_t)nread;
+    c->stage_off = 0;
+    drain_stage(c);
+    return;
+  }
   if (c->rstate == R_PAYLOAD)
     c->crc = rlx__crc32c_update(c->crc, c->dst + c->got, (size_t)nread);
   c->got += (size_t)nread;
   if (c->got < c->need)
     return;
-  switch (c->rstate) {
-  case R_HS: hs_done(c); break;
-  case R_HDR: header_done(c); break;
-  case R_CMA: cma_desc_done(c); break;
-  default: payload_done(c); break;
-  }
+  if (c->rstate == R_HS)
+    hs_done(c);
+  else
+    payload_done(c);
 }
 
 /* ---- connecting ------------------------------------------------------------ */
