@@ -5,7 +5,7 @@
 # (NS="2 4 8" to change), RUNS runs each (default 3). Prints per size the
 # median times and the ratio of rlxcoll to Open MPI and to the better of
 # the two others (below 1: rlxcoll is faster). RESULTS=dir keeps the raw
-# runs there (median files feed bench/plot_busbw.py).
+# runs there (median files feed bench/plot_busbw.py); GLOO=0 skips Gloo.
 #   bench/allreduce_sweep.sh [build_dir]
 set -euo pipefail
 src=$(cd "$(dirname "$0")/.." && pwd)
@@ -23,7 +23,7 @@ mpi_bin="$out/osu_allreduce_mpi"
 mpicc.openmpi -O2 -DUSE_MPI -o "$mpi_bin" "$src/bench/osu_allreduce.c"
 MPIRUN="mpirun.openmpi --allow-run-as-root --oversubscribe --mca pml ob1 --mca btl tcp,self"
 gloo_bin=""
-if [ -d /usr/include/gloo ] && command -v g++ >/dev/null; then
+if [ "${GLOO:-1}" != 0 ] && [ -d /usr/include/gloo ] && command -v g++ >/dev/null; then
   gloo_bin="$out/gloo_allreduce"
   g++ -O2 -std=c++17 -o "$gloo_bin" "$src/bench/gloo_allreduce.cc" -lgloo
 fi
