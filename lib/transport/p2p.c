@@ -28,6 +28,7 @@ enum read_state { R_HS, R_HDR, R_PAYLOAD, R_CMA };
 
 struct umsg {
   struct rlx__list link;
+  size_t cap; /* payload bytes it can hold */
   struct rlx__frame_hdr hdr;
   int crc_ok;
   int discard; /* payload of a frame already failed as a mismatch */
@@ -85,6 +86,38 @@ static void finish(struct rlx__xfer *x, int status) {
     x->cb(x);
 }
 
+/* Frames that arrive before their receive is posted wait in buffers from a
+ * small pool, so the steady state allocates nothing per message. */
+#define POOL_MAX 16
+#define POOL_BIG (1u << 20) /* bigger buffers are not kept */
+
+static struct umsg *umsg_get(struct rlx__p2p *p, size_t len) {
+  for (struct rlx__list *l = p->pool.next; l != &p->pool; l = l->next) {
+    struct umsg *m = rlx__container_of(l, struct umsg, link);
+    if (m->cap >= len) {
+      rlx__list_remove(&m->link);
+      p->npool--;
+      return m;
+    }
+  }
+  size_t cap = len < 4096 ? 4096 : len;
+  struct umsg *m = malloc(sizeof(*m) + cap);
+  if (m != NULL)
+    m->cap = cap;
+  return m;
+}
+
+static void umsg_put(struct rlx__p2p *p, struct umsg *m) {
+  if (m == NULL)
+    return;
+  if (p->npool < POOL_MAX && m->cap <= POOL_BIG) {
+    rlx__list_push(&p->pool, &m->link);
+    p->npool++;
+  } else {
+    free(m);
+  }
+}
+
 static const struct rlx__transport_ops *choose_transport(struct rlx__p2p *p, int peer) {
   const struct rlx__card *me = &p->cards[p->rank], *them = &p->cards[peer];
   if (p->choice == RLX__P2P_TCP)
@@ -124,7 +157,7 @@ static void peer_fail(struct rlx__p2p *p, int peer, int err, const char *why) {
   while (!rlx__list_empty(&pe->unexpected)) {
     struct umsg *m = rlx__container_of(pe->unexpected.next, struct umsg, link);
     rlx__list_remove(&m->link);
-    free(m);
+    umsg_put(p, m);
   }
   if (pe->conn)
     conn_close(pe->conn);
@@ -148,7 +181,7 @@ static void conn_fail(struct rlx__p2p_conn *c, int err, const char *why) {
 static void on_closed(uv_handle_t *h) {
   struct rlx__p2p_conn *c = h->data;
   if (c->um)
-    free(c->um);
+    umsg_put(c->p, c->um);
   free(c->stage);
   free(c);
 }
@@ -273,13 +306,13 @@ static void payload_done(struct rlx__p2p_conn *c) {
     c->um = NULL;
     m->crc_ok = crc_ok;
     if (m->discard) {
-      free(m);
+      umsg_put(c->p, m);
     } else {
       struct rlx__xfer *x = find_posted(pe, &m->hdr);
       if (x) {
         rlx__list_remove(&x->link);
         int st = deliver_umsg(m, x);
-        free(m);
+        umsg_put(c->p, m);
         finish(x, st);
       } else {
         rlx__list_push(&pe->unexpected, &m->link);
@@ -389,7 +422,7 @@ static void cma_desc_done(struct rlx__p2p_conn *c) {
   if (x) {
     dst = x->buf;
   } else {
-    m = malloc(sizeof(*m) + h->payload_len);
+    m = umsg_get(p, h->payload_len);
     if (m == NULL) {
       peer_fail(p, c->peer, RLX_ERR_NOMEM, "no memory for an incoming frame");
       return;
@@ -407,7 +440,7 @@ static void cma_desc_done(struct rlx__p2p_conn *c) {
     rlx__debug("copy by reference from rank %d failed (%s); using the socket", c->peer,
                strerror(-rc));
     p->cma_fallbacks++;
-    free(m);
+    umsg_put(p, m);
     send_ack(c, h, 1);
     return;
   }
@@ -483,7 +516,7 @@ static void header_done(struct rlx__p2p_conn *c) {
     c->target = x;
     c->dst = x->buf;
   } else {
-    struct umsg *m = malloc(sizeof(*m) + h->payload_len);
+    struct umsg *m = umsg_get(c->p, h->payload_len);
     if (m == NULL) {
       peer_fail(c->p, c->peer, RLX_ERR_NOMEM, "no memory for an incoming frame");
       return;
@@ -889,7 +922,7 @@ int rlx__p2p_recv(struct rlx__p2p *p, struct rlx__xfer *x) {
     if (same_key(&m->hdr, &x->hdr)) {
       rlx__list_remove(&m->link);
       x->status = deliver_umsg(m, x);
-      free(m);
+      umsg_put(p, m);
       return 1;
     }
   }
@@ -948,6 +981,7 @@ int rlx__p2p_init(struct rlx__p2p *p, uv_loop_t *loop, int rank, int size, const
   p->choice = choice;
   snprintf(p->job_key, sizeof(p->job_key), "%s", job_key);
   rlx__list_init(&p->conns);
+  rlx__list_init(&p->pool);
   p->peers = calloc((size_t)size, sizeof(*p->peers));
   if (p->peers == NULL)
     return rlx__err(RLX_ERR_NOMEM, "no memory for %d peers", size);
@@ -1008,6 +1042,12 @@ void rlx__p2p_close(struct rlx__p2p *p) {
 }
 
 void rlx__p2p_free(struct rlx__p2p *p) {
+  while (p->pool.next != NULL && !rlx__list_empty(&p->pool)) {
+    struct rlx__list *l = p->pool.next;
+    rlx__list_remove(l);
+    free(rlx__container_of(l, struct umsg, link));
+  }
+  p->npool = 0;
   free(p->peers);
   p->peers = NULL;
 }

@@ -49,6 +49,8 @@ struct rlx__p2p {
   int tcp_open, unix_open, sweep_open;
   uv_timer_t sweep;
   struct rlx__list conns;
+  struct rlx__list pool; /* spare buffers for early frames */
+  int npool;
   char job_key[256];
   int closing;
   int cma; /* send big payloads to same-host peers by reference (RLX_CMA) */
