@@ -1,0 +1,57 @@
+/* fault_check: a collective whose peer never comes fails with
+ * RLX_ERR_TIMEOUT naming the rank it waited on; one whose peer is killed
+ * fails with RLX_ERR_PEER_LOST naming the lost rank, quickly; later calls
+ * see RLX_ERR_REVOKED.
+ *   fault_check timeout|kill   (rank 1 is the faulty one) */
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <rlxcoll/rlxcoll.h>
+
+static double now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+int main(int argc, char **argv) {
+  int kill_mode = argc > 1 && strcmp(argv[1], "kill") == 0;
+  signal(SIGTERM, SIG_IGN); /* rlxrun stops the job when rank 1 dies: report first */
+  if (rlx_init(&argc, &argv) != RLX_OK) {
+    fprintf(stderr, "fault_check: rlx_init: %s\n", rlx_errmsg());
+    return 2;
+  }
+  rlx_comm_t *w = rlx_comm_world();
+  int rank = rlx_comm_rank(w);
+  /* Everyone connected and past a first call before the fault. */
+  if (rlx_barrier(w) != RLX_OK) {
+    fprintf(stderr, "fault_check: barrier: %s\n", rlx_errmsg());
+    return 2;
+  }
+  if (rank == 1) {
+    if (kill_mode)
+      raise(SIGKILL);
+    sleep(6); /* never calls the allreduce */
+    rlx_finalize();
+    return 0;
+  }
+  double v = 1, t0 = now();
+  int rc = rlx_allreduce(RLX_IN_PLACE, &v, 1, RLX_FLOAT64, RLX_SUM, w);
+  double took = now() - t0;
+  int want = kill_mode ? RLX_ERR_PEER_LOST : RLX_ERR_TIMEOUT;
+  /* A survivor names the peer it waited on: rank 1, or a rank that itself
+   * failed waiting for rank 1 (errors do not travel between ranks yet). */
+  int ok = rc == want && strstr(rlx_errmsg(), kill_mode ? "lost rank" : "waiting for rank") != NULL;
+  printf("fault_check: rank %d: %s after %.2f s: %s\n", rank, rlx_strerror(rc), took, rlx_errmsg());
+  int again = rlx_allreduce(RLX_IN_PLACE, &v, 1, RLX_FLOAT64, RLX_SUM, w);
+  if (again != RLX_ERR_REVOKED) {
+    printf("fault_check: rank %d: the next call gave %s, not revoked\n", rank, rlx_strerror(again));
+    ok = 0;
+  }
+  printf("fault_check: rank %d: %s\n", rank, ok ? "PASS" : "FAIL");
+  fflush(stdout);
+  rlx_finalize();
+  return ok ? 0 : 1;
+}

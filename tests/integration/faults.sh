@@ -1,0 +1,22 @@
+#!/bin/sh
+# A peer that never calls makes every other rank's call fail with
+# RLX_ERR_TIMEOUT (RLX_TIMEOUT=2), its partners naming rank 1; a peer killed
+# by SIGKILL makes the call fail with RLX_ERR_PEER_LOST within 2 s, its
+# partners naming rank 1; the communicator is revoked afterwards.
+. "$(dirname "$0")/lib.sh"
+FAULT="$top_builddir/tests/integration/fault_check"
+for n in 2 3 4; do
+  RLX_TIMEOUT=2 timeout 60 "$RLXRUN" -n $n "$FAULT" timeout >"$TMP/out" 2>&1
+  cat "$TMP/out"
+  [ "$(grep -c 'fault_check: rank [0-9]*: PASS' "$TMP/out")" -eq $((n - 1)) ] || fail "timeout n=$n"
+  grep -q "timed out after 2 s (RLX_TIMEOUT) waiting for rank 1" "$TMP/out" || fail "timeout message n=$n"
+
+  timeout 60 "$RLXRUN" -n $n --grace 10 "$FAULT" kill >"$TMP/out" 2>&1
+  cat "$TMP/out"
+  [ "$(grep -c 'fault_check: rank [0-9]*: PASS' "$TMP/out")" -eq $((n - 1)) ] || fail "kill n=$n"
+  grep -q "rank 1 (pid [0-9]*) was killed by signal 9" "$TMP/out" || fail "rlxrun did not report the kill"
+  grep -q "lost rank 1 during rlx_allreduce" "$TMP/out" || fail "no survivor named rank 1 (n=$n)"
+  # detected within 2 s on every survivor
+  awk '/peer lost after/ { split($0, a, "after "); split(a[2], b, " s"); if (b[1] + 0 > 2.0) bad = 1 }
+       END { exit bad }' "$TMP/out" || fail "a survivor took more than 2 s to see the lost peer (n=$n)"
+done
