@@ -2,6 +2,7 @@
  * and card exchange, or a singleton), open the listeners, elect the leader,
  * start the progress engine; and tear all of it down again. */
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -156,9 +157,23 @@ static void teardown(struct rlx__runtime *rt) {
     rlx__comm_release(&rt->world);
 }
 
+/* A write to a peer that has died raises SIGPIPE, whose default action
+ * kills the process: a lost peer must be an error (RLX_ERR_PEER_LOST), not
+ * the end of the survivors. libuv writes with write(2), which has no
+ * MSG_NOSIGNAL, so ignore SIGPIPE unless the program chose a handler. */
+static void ignore_sigpipe(void) {
+  struct sigaction sa;
+  if (sigaction(SIGPIPE, NULL, &sa) == 0 && sa.sa_handler == SIG_DFL) {
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = SIG_IGN;
+    sigaction(SIGPIPE, &sa, NULL);
+  }
+}
+
 static int init_locked(struct rlx__runtime *rt) {
   int rc;
   memset(rt, 0, sizeof(*rt));
+  ignore_sigpipe();
   if (sodium_init() < 0)
     return rlx__err(RLX_ERR_SYS, "libsodium failed to initialise");
   (void)rlx__crc32c(NULL, 0); /* choose the CRC implementation once */
