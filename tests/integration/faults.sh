@@ -1,6 +1,7 @@
 #!/bin/sh
-# A peer that never calls makes every other rank's call fail with
-# RLX_ERR_TIMEOUT (RLX_TIMEOUT=2), its partners naming rank 1; a peer killed
+# A peer that never calls makes its partners' calls fail with
+# RLX_ERR_TIMEOUT (RLX_TIMEOUT=2) naming rank 1 (ranks further away fail on
+# the partner that gave up, timed out or lost); a peer killed
 # by SIGKILL makes the call fail with RLX_ERR_PEER_LOST within 2 s, its
 # partners naming rank 1; the communicator is revoked afterwards.
 . "$(dirname "$0")/lib.sh"
