@@ -707,7 +707,7 @@ static void ensure_conn(struct rlx__p2p *p, int peer) {
   struct rlx__p2p_peer *pe = &p->peers[peer];
   if (pe->conn || pe->pending || pe->lost || peer >= p->rank)
     return; /* lower ranks wait for the higher one to connect */
-  const struct rlx__transport_ops *tr = choose_transport(p, peer);
+  const struct rlx__transport_ops *tr = pe->tr;
   struct rlx__p2p_conn *c = conn_new(p, tr);
   char why[200];
   if (c == NULL) {
@@ -869,7 +869,7 @@ int rlx__p2p_send(struct rlx__p2p *p, struct rlx__xfer *x) {
   x->hdr.payload_len = x->len;
   x->hdr.payload_crc = rlx__crc32c(x->buf, x->len);
   if (p->cma && !pe->no_cma && x->len >= CMA_MIN &&
-      choose_transport(p, x->peer) == &rlx__unix_transport) {
+      pe->tr == &rlx__unix_transport) {
     x->cma = 1;
     x->hdr.flags = RLX__FF_CMA;
     put64(x->cma_desc, (uint64_t)(uintptr_t)x->buf);
@@ -956,7 +956,7 @@ void rlx__p2p_cancel(struct rlx__p2p *p, struct rlx__xfer *x) {
 const char *rlx__p2p_transport_of(struct rlx__p2p *p, int peer) {
   if (peer == p->rank)
     return "self";
-  return choose_transport(p, peer)->name;
+  return p->peers[peer].tr->name;
 }
 
 const char *rlx__p2p_lost_reason(struct rlx__p2p *p, int peer) {
@@ -1018,6 +1018,9 @@ int rlx__p2p_init(struct rlx__p2p *p, uv_loop_t *loop, int rank, int size, const
 
 int rlx__p2p_start(struct rlx__p2p *p, const struct rlx__card *cards) {
   p->cards = cards;
+  /* Reach does not change: decide each peer's transport once. */
+  for (int i = 0; i < p->size; i++)
+    p->peers[i].tr = choose_transport(p, i);
   return RLX_OK;
 }
 
