@@ -71,4 +71,7 @@ RLX_API size_t rlx_dtype_size(rlx_dtype_t dt);
 #ifdef __cplusplus
 }
 #endif
+
+/* The compute layer: the model step on OpenCL or C, and datasets. */
+#include <rlxcoll/compute.h>
 #endif

@@ -1,0 +1,300 @@
+/* train: data-parallel training of an MLP classifier on Fashion-MNIST.
+ * Every rank holds a replica; the leader's initial parameters are
+ * broadcast, each step's gradients averaged with rlx_allreduce, so the
+ * replicas stay bitwise identical. The per-epoch order is a permutation
+ * every rank computes from the seed, and rank r of n takes examples
+ * r, r+n, r+2n... of it (PyTorch's DistributedSampler): n ranks at batch B
+ * see exactly what one rank at batch n*B would. */
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <rlxcoll/rlxcoll.h>
+#include "train_opts.h"
+
+static volatile sig_atomic_t stop_asked, hup_asked;
+static void on_int(int sig) { (void)sig; stop_asked = 1; }
+static void on_hup(int sig) { (void)sig; hup_asked = 1; }
+
+struct run {
+  struct train_opts o;
+  rlx_comm_t *w;
+  int rank, size, leader;
+  rlx_model_t *m;
+  rlx_dataset_t *train, *test;
+  size_t ntrain;
+  size_t np;
+  float lr;
+  int tty;
+};
+
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static void fail(struct run *r, const char *what, int rc) {
+  fprintf(stderr, "train: rank %d: %s: %s: %s\n", r->rank, what, rlx_strerror(rc), rlx_errmsg());
+  exit(1);
+}
+
+/* The dataset's files, or the announced synthetic stand-in when they are
+ * absent. A file that is there but bad is an error, never a silent swap. */
+static rlx_dataset_t *load(struct run *r, const char *split, size_t synth_count, uint64_t seed) {
+  rlx_dataset_t *d = NULL;
+  char a[1200], b[1200];
+  snprintf(a, sizeof a, "%s/%s-images-idx3-ubyte.gz", r->o.data, split);
+  snprintf(b, sizeof b, "%s/%s-images-idx3-ubyte", r->o.data, split);
+  int present = access(a, F_OK) == 0 || access(b, F_OK) == 0;
+  if (!r->o.synthetic && present) {
+    int rc = rlx_dataset_load(r->o.data, split, &d);
+    if (rc != RLX_OK)
+      fail(r, "loading the data", rc);
+    return d;
+  }
+  int rc = rlx_dataset_synthetic(synth_count, 784, 10, seed, &d);
+  if (rc != RLX_OK)
+    fail(r, "making synthetic data", rc);
+  if (r->rank == r->leader && !r->o.synthetic)
+    printf("train: no %s in %s; using a synthetic set (seed %llu) instead\n", a + strlen(r->o.data) + 1,
+           r->o.data, (unsigned long long)seed);
+  return d;
+}
+
+/* Once per step, one small allreduce carries the stop request (any rank's
+ * SIGINT) and the leader's "the learning rate changed"; every rank acts on
+ * it after the same step. */
+static int control(struct run *r, long step) {
+  int64_t ctl[2] = {stop_asked ? 1 : 0, r->rank == r->leader && hup_asked ? 1 : 0};
+  int rc = rlx_allreduce(RLX_IN_PLACE, ctl, 2, RLX_INT64, RLX_MAX, r->w);
+  if (rc != RLX_OK)
+    fail(r, "rlx_allreduce (control)", rc);
+  if (ctl[1]) {
+    double lr = r->lr;
+    if (r->rank == r->leader) {
+      hup_asked = 0;
+      FILE *f = r->o.lr_file ? fopen(r->o.lr_file, "r") : NULL;
+      double v;
+      if (f && fscanf(f, "%lf", &v) == 1 && v >= 0 && v <= 1000) {
+        printf("train: step %ld: learning rate %g -> %g (from %s); every rank switches now\n",
+               step, (double)r->lr, v, r->o.lr_file);
+        lr = v;
+      } else {
+        printf("train: step %ld: SIGHUP, but %s holds no learning rate from 0 to 1000; "
+               "keeping %g\n", step, r->o.lr_file ? r->o.lr_file : "(no --lr-file)",
+               (double)r->lr);
+      }
+      if (f)
+        fclose(f);
+      fflush(stdout);
+    }
+    if ((rc = rlx_bcast(&lr, 1, RLX_FLOAT64, r->leader, r->w)) != RLX_OK)
+      fail(r, "rlx_bcast (learning rate)", rc);
+    r->lr = (float)lr;
+  }
+  return ctl[0] != 0;
+}
+
+static void progress(struct run *r, int epoch, long s, long steps, double loss) {
+  static double last;
+  double t = now_s();
+  if (!r->tty || r->rank != r->leader || (t - last < 0.1 && s + 1 < steps))
+    return;
+  last = t;
+  int width = 30, done = (int)((s + 1) * width / steps);
+  printf("\repoch %d/%d [%.*s%*s] %3ld%% loss %.4f", epoch + 1, r->o.epochs, done,
+         "==============================", width - done, "", (s + 1) * 100 / steps, loss);
+  fflush(stdout);
+}
+
+/* Test loss and accuracy: rank r evaluates examples r, r+n, ... */
+static void evaluate(struct run *r, double *loss, double *acc, float *x, int32_t *y,
+                     uint32_t *idx, int chunk) {
+  double st[3] = {0, 0, 0};
+  long ok = 0;
+  for (size_t i = (size_t)r->rank; i < r->test->count;) {
+    int n = 0;
+    for (; n < chunk && i < r->test->count; i += (size_t)r->size)
+      idx[n++] = (uint32_t)i;
+    int rc = rlx_dataset_batch(r->test, idx, n, x, y);
+    if (rc == RLX_OK)
+      rc = rlx_model_eval(r->m, x, y, n, &st[0], &ok);
+    if (rc != RLX_OK)
+      fail(r, "evaluating", rc);
+    st[2] += n;
+  }
+  st[1] = (double)ok;
+  int rc = rlx_allreduce(RLX_IN_PLACE, st, 3, RLX_FLOAT64, RLX_SUM, r->w);
+  if (rc != RLX_OK)
+    fail(r, "rlx_allreduce (test)", rc);
+  *loss = st[0] / st[2];
+  *acc = 100.0 * st[1] / st[2];
+}
+
+static void start_identical(struct run *r) {
+  float *p = malloc(sizeof(float) * r->np);
+  if (!p)
+    fail(r, "parameters", RLX_ERR_NOMEM);
+  int rc = rlx_model_get_params(r->m, p);
+  if (rc == RLX_OK)
+    rc = rlx_bcast(p, r->np, RLX_FLOAT32, r->leader, r->w);
+  if (rc == RLX_OK)
+    rc = rlx_model_set_params(r->m, p);
+  if (rc != RLX_OK)
+    fail(r, "broadcasting the leader's parameters", rc);
+  free(p);
+}
+
+static void dump(struct run *r) {
+  float *p = malloc(sizeof(float) * r->np);
+  int rc = p ? rlx_model_get_params(r->m, p) : RLX_ERR_NOMEM;
+  if (rc != RLX_OK)
+    fail(r, "reading parameters", rc);
+  FILE *f = fopen(r->o.dump_params, "wb");
+  if (!f || fwrite(p, sizeof(float), r->np, f) != r->np || fclose(f)) {
+    fprintf(stderr, "train: cannot write %s\n", r->o.dump_params);
+    exit(1);
+  }
+  free(p);
+}
+
+static void setup(struct run *r) {
+  int sizes[TRAIN_MAX_HIDDEN + 2], ns = 0;
+  r->train = load(r, "train", 60000, r->o.seed);
+  r->test = load(r, "t10k", 10000, r->o.seed + 1);
+  if (r->train->dim != r->test->dim || r->train->classes > 256) {
+    fprintf(stderr, "train: training (%d) and test (%d) images differ in size\n", r->train->dim,
+            r->test->dim);
+    exit(1);
+  }
+  r->ntrain = r->train->count;
+  if (r->o.train_limit && (size_t)r->o.train_limit < r->ntrain)
+    r->ntrain = (size_t)r->o.train_limit;
+  sizes[ns++] = r->train->dim;
+  for (int i = 0; i < r->o.nhidden; i++)
+    sizes[ns++] = r->o.hidden[i];
+  sizes[ns++] = r->train->classes > r->test->classes ? r->train->classes : r->test->classes;
+  rlx_model_desc_t d = {.nsizes = ns, .sizes = sizes,
+                        .max_batch = r->o.batch > 256 ? r->o.batch : 256, .seed = r->o.seed,
+                        .momentum = (float)r->o.momentum, .device = r->o.backend,
+                        .local_rank = -1};
+  int rc = rlx_model_create(&d, &r->m);
+  if (rc != RLX_OK)
+    fail(r, "creating the model", rc);
+  r->np = rlx_model_nparams(r->m);
+  const char *why = rlx_model_fallback(r->m);
+  printf("train: rank %d computes on %s%s%s\n", r->rank, rlx_model_backend(r->m),
+         why ? "; fallback: " : "", why ? why : "");
+  if (r->rank == r->leader) {
+    char shape[160];
+    int k = 0;
+    for (int i = 0; i < ns; i++)
+      k += snprintf(shape + k, sizeof shape - (size_t)k, "%s%d", i ? "-" : "", sizes[i]);
+    printf("train: %d rank(s), leader rank %d (pid %d); MLP %s, %zu parameters; batch %d x %d; "
+           "lr %g, momentum %g; %s (%zu examples), test %zu\n",
+           r->size, r->leader, (int)getpid(), shape, r->np, r->o.batch, r->size, (double)r->lr,
+           r->o.momentum, r->train->origin, r->ntrain, r->test->count);
+  }
+  fflush(stdout);
+  start_identical(r);
+}
+
+int main(int argc, char **argv) {
+  struct run r = {0};
+  int prc = train_parse(argc, argv, &r.o);
+  if (prc <= 0)
+    return prc < 0 ? 2 : 0;
+  if (r.o.wire)
+    setenv("RLX_WIRE", r.o.wire, 1);
+  signal(SIGINT, on_int);
+  signal(SIGHUP, on_hup);
+  int rc = rlx_init(&argc, &argv);
+  if (rc != RLX_OK) {
+    fprintf(stderr, "train: rlx_init: %s: %s\n", rlx_strerror(rc), rlx_errmsg());
+    return 1;
+  }
+  r.w = rlx_comm_world();
+  r.rank = rlx_comm_rank(r.w);
+  r.size = rlx_comm_size(r.w);
+  r.leader = rlx_comm_leader(r.w);
+  r.lr = (float)r.o.lr;
+  r.tty = isatty(STDOUT_FILENO);
+  setup(&r);
+
+  size_t G = (size_t)r.o.batch * (size_t)r.size;
+  long steps = (long)(r.ntrain / G);
+  if (steps == 0) {
+    fprintf(stderr, "train: batch %d x %d ranks is more than the %zu training examples\n",
+            r.o.batch, r.size, r.ntrain);
+    return 2;
+  }
+  int chunk = r.o.batch > 256 ? r.o.batch : 256;
+  uint32_t *perm = malloc(sizeof(uint32_t) * r.ntrain), *idx = malloc(sizeof(uint32_t) * chunk);
+  float *x = malloc(sizeof(float) * (size_t)chunk * r.train->dim);
+  int32_t *y = malloc(sizeof(int32_t) * chunk);
+  float *grad = malloc(sizeof(float) * r.np);
+  if (!perm || !idx || !x || !y || !grad)
+    fail(&r, "buffers", RLX_ERR_NOMEM);
+
+  long step = 0;
+  int stop = 0;
+  double t_start = now_s();
+  for (int epoch = 0; epoch < r.o.epochs && !stop; epoch++) {
+    rlx_dataset_shuffle(perm, r.ntrain, r.o.seed, (uint64_t)epoch);
+    double t0 = now_s(), st[3] = {0, 0, 0};
+    long s;
+    for (s = 0; s < steps && !stop; s++) {
+      for (int j = 0; j < r.o.batch; j++)
+        idx[j] = perm[((size_t)s * r.o.batch + j) * r.size + r.rank];
+      float loss;
+      int ok;
+      if ((rc = rlx_dataset_batch(r.train, idx, r.o.batch, x, y)) != RLX_OK ||
+          (rc = rlx_model_grad(r.m, x, y, r.o.batch, grad, &loss, &ok)) != RLX_OK)
+        fail(&r, "computing gradients", rc);
+      if ((rc = rlx_allreduce(RLX_IN_PLACE, grad, r.np, RLX_FLOAT32, RLX_AVG, r.w)) != RLX_OK)
+        fail(&r, "rlx_allreduce (gradients)", rc);
+      if ((rc = rlx_model_apply(r.m, grad, r.lr)) != RLX_OK)
+        fail(&r, "applying the update", rc);
+      st[0] += (double)loss * r.o.batch;
+      st[1] += ok;
+      st[2] += r.o.batch;
+      step++;
+      stop = control(&r, step) || (r.o.steps && step >= r.o.steps);
+      progress(&r, epoch, s, steps, st[0] / st[2]);
+    }
+    double secs = now_s() - t0;
+    if ((rc = rlx_allreduce(RLX_IN_PLACE, st, 3, RLX_FLOAT64, RLX_SUM, r.w)) != RLX_OK)
+      fail(&r, "rlx_allreduce (training stats)", rc);
+    double tl, ta;
+    evaluate(&r, &tl, &ta, x, y, idx, chunk);
+    if (r.rank == r.leader) {
+      printf("%sepoch %d/%d: loss %.4f, train %.2f%%, test loss %.4f, test %.2f%%, %.0f samples/s"
+             " (%.1f s)%s\n", r.tty ? "\r" : "", epoch + 1, r.o.epochs, st[0] / st[2],
+             100.0 * st[1] / st[2], tl, ta, st[2] / secs, secs,
+             s < steps ? ", partial epoch" : "");
+      fflush(stdout);
+    }
+  }
+  if (r.rank == r.leader) {
+    if (stop_asked || stop)
+      printf("train: stopped after step %ld%s\n", step,
+             r.o.steps && step >= r.o.steps ? " (--steps)" : " (interrupted; every rank stopped after this step)");
+    printf("train: done in %.1f s\n", now_s() - t_start);
+  }
+  if (r.o.dump_params && r.rank == r.leader)
+    dump(&r);
+  rlx_model_free(&r.m);
+  rlx_dataset_free(&r.train);
+  rlx_dataset_free(&r.test);
+  free(perm);
+  free(idx);
+  free(x);
+  free(y);
+  free(grad);
+  rc = rlx_finalize();
+  return rc == RLX_OK ? 0 : 1;
+}

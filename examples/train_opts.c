@@ -1,0 +1,150 @@
+/* train's flags, checked: a bad value is a message and exit code 2. */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "train_opts.h"
+
+static const char usage[] =
+    "usage: train [--backend auto|cpu|opencl|opencl:N] [--epochs N] [--batch B]\n"
+    "             [--lr F] [--momentum F] [--hidden N[,N...]] [--seed N]\n"
+    "             [--wire f32|f16|bf16] [--data DIR] [--synthetic] [--steps N]\n"
+    "             [--train-limit N] [--lr-file F] [--dump-params F]\n"
+    "Data-parallel training of an MLP on Fashion-MNIST; see train(1).\n";
+
+static int bad(const char *flag, const char *val, const char *want) {
+  fprintf(stderr, "train: %s '%s': %s\n%s", flag, val, want, usage);
+  return -1;
+}
+
+static int num(const char *flag, const char *s, double lo, double hi, double *out) {
+  char *end;
+  errno = 0;
+  double v = strtod(s, &end);
+  if (errno || end == s || *end || !(v >= lo && v <= hi)) {
+    char want[96];
+    snprintf(want, sizeof want, "want a number from %g to %g", lo, hi);
+    return bad(flag, s, want);
+  }
+  *out = v;
+  return 0;
+}
+
+static int integer(const char *flag, const char *s, long lo, long hi, long *out) {
+  double v;
+  if (num(flag, s, (double)lo, (double)hi, &v))
+    return -1;
+  if (v != (double)(long)v)
+    return bad(flag, s, "want a whole number");
+  *out = (long)v;
+  return 0;
+}
+
+static int hidden_list(const char *s, struct train_opts *o) {
+  char buf[256];
+  snprintf(buf, sizeof buf, "%s", s);
+  o->nhidden = 0;
+  if (!strcmp(s, "none"))
+    return 0;
+  for (char *save, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+    long v;
+    if (o->nhidden == TRAIN_MAX_HIDDEN)
+      return bad("--hidden", s, "at most 8 hidden layers");
+    if (integer("--hidden", t, 1, 65536, &v))
+      return -1;
+    o->hidden[o->nhidden++] = (int)v;
+  }
+  return o->nhidden ? 0 : bad("--hidden", s, "want sizes like 256 or 1024,1024, or none");
+}
+
+int train_parse(int argc, char **argv, struct train_opts *o) {
+  static const struct option longs[] = {
+      {"backend", required_argument, 0, 'b'},  {"epochs", required_argument, 0, 'e'},
+      {"batch", required_argument, 0, 'B'},    {"lr", required_argument, 0, 'l'},
+      {"momentum", required_argument, 0, 'm'}, {"hidden", required_argument, 0, 'H'},
+      {"seed", required_argument, 0, 's'},     {"wire", required_argument, 0, 'w'},
+      {"data", required_argument, 0, 'd'},     {"synthetic", no_argument, 0, 'S'},
+      {"steps", required_argument, 0, 'n'},    {"train-limit", required_argument, 0, 't'},
+      {"lr-file", required_argument, 0, 'f'},  {"dump-params", required_argument, 0, 'p'},
+      {"help", no_argument, 0, 'h'},           {0, 0, 0, 0}};
+  *o = (struct train_opts){.backend = NULL, .epochs = 3, .batch = 64, .lr = 0.05,
+                           .momentum = 0.9, .hidden = {256}, .nhidden = 1, .seed = 42,
+                           .data = "/usr/share/datasets/fashion-mnist"};
+  long v;
+  double d;
+  int c;
+  opterr = 0;
+  while ((c = getopt_long(argc, argv, "", longs, NULL)) != -1) {
+    switch (c) {
+    case 'b':
+      o->backend = optarg;
+      break;
+    case 'e':
+      if (integer("--epochs", optarg, 1, 100000, &v))
+        return -1;
+      o->epochs = (int)v;
+      break;
+    case 'B':
+      if (integer("--batch", optarg, 1, 65536, &v))
+        return -1;
+      o->batch = (int)v;
+      break;
+    case 'l':
+      if (num("--lr", optarg, 0, 1000, &o->lr))
+        return -1;
+      break;
+    case 'm':
+      if (num("--momentum", optarg, 0, 0.999999, &o->momentum))
+        return -1;
+      break;
+    case 'H':
+      if (hidden_list(optarg, o))
+        return -1;
+      break;
+    case 's':
+      if (num("--seed", optarg, 0, 9007199254740992.0, &d))
+        return -1;
+      if (d != (double)(uint64_t)d)
+        return bad("--seed", optarg, "want a whole number");
+      o->seed = (uint64_t)d;
+      break;
+    case 'w':
+      if (strcmp(optarg, "f32") && strcmp(optarg, "f16") && strcmp(optarg, "bf16"))
+        return bad("--wire", optarg, "want f32, f16 or bf16");
+      o->wire = optarg;
+      break;
+    case 'd':
+      o->data = optarg;
+      break;
+    case 'S':
+      o->synthetic = 1;
+      break;
+    case 'n':
+      if (integer("--steps", optarg, 1, 1L << 40, &o->steps))
+        return -1;
+      break;
+    case 't':
+      if (integer("--train-limit", optarg, 1, 1L << 24, &o->train_limit))
+        return -1;
+      break;
+    case 'f':
+      o->lr_file = optarg;
+      break;
+    case 'p':
+      o->dump_params = optarg;
+      break;
+    case 'h':
+      fputs(usage, stdout);
+      return 0;
+    default:
+      fprintf(stderr, "train: unknown or incomplete option '%s'\n%s", argv[optind - 1], usage);
+      return -1;
+    }
+  }
+  if (optind < argc) {
+    fprintf(stderr, "train: unexpected argument '%s'\n%s", argv[optind], usage);
+    return -1;
+  }
+  return 1;
+}

@@ -1,0 +1,30 @@
+/* train's command line. */
+#ifndef TRAIN_OPTS_H
+#define TRAIN_OPTS_H
+
+#include <stdint.h>
+
+#define TRAIN_MAX_HIDDEN 8
+
+struct train_opts {
+  const char *backend;     /* --backend: auto, cpu, opencl, opencl:N */
+  int epochs;              /* --epochs */
+  int batch;               /* --batch, per rank */
+  double lr;               /* --lr */
+  double momentum;         /* --momentum */
+  int hidden[TRAIN_MAX_HIDDEN], nhidden; /* --hidden 256[,128...] */
+  uint64_t seed;           /* --seed */
+  const char *wire;        /* --wire f32|f16|bf16 (sets RLX_WIRE) */
+  const char *data;        /* --data DIR */
+  int synthetic;           /* --synthetic */
+  long steps;              /* --steps: stop after this many (0 = all epochs) */
+  long train_limit;        /* --train-limit: use the first N training examples */
+  const char *lr_file;     /* --lr-file F, re-read by the leader on SIGHUP */
+  const char *dump_params; /* --dump-params F: the leader writes the final parameters */
+};
+
+/* Fill o from argv; on a bad flag print why and the usage to stderr and
+ * return -1 (0 when --help printed the usage). */
+int train_parse(int argc, char **argv, struct train_opts *o);
+
+#endif

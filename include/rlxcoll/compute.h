@@ -1,0 +1,97 @@
+/* rlxcoll compute layer: a multi-layer perceptron classifier whose training
+ * step runs on an OpenCL device (any vendor, through the ICD loader) or in
+ * plain C, proven sane on a probe batch before it is trusted, and the
+ * datasets to feed it. Nothing here talks to other ranks: a data-parallel
+ * program moves the flat gradient with rlx_allreduce itself. */
+#ifndef RLXCOLL_COMPUTE_H
+#define RLXCOLL_COMPUTE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#ifndef RLX_API
+#if defined(__GNUC__)
+#define RLX_API __attribute__((visibility("default")))
+#else
+#define RLX_API
+#endif
+#endif
+
+typedef struct rlx_model rlx_model_t;
+
+/* What to build. sizes[0] is the input width, sizes[nsizes-1] the number of
+ * classes, the ones between are hidden ReLU layers. */
+typedef struct rlx_model_desc {
+  int nsizes;          /* 2 .. 16 */
+  const int *sizes;    /* each 1 .. 65536 */
+  int max_batch;       /* largest batch given to rlx_model_grad/eval */
+  uint64_t seed;       /* parameter initialisation */
+  float momentum;      /* SGD momentum, 0 for plain SGD, [0, 1) */
+  const char *device;  /* "auto", "cpu", "opencl", "opencl:N"; NULL: $RLX_DEVICE, else auto */
+  int local_rank;      /* picks among several GPUs; -1: $RLX_LOCAL_RANK, else 0 */
+} rlx_model_desc_t;
+
+RLX_API int rlx_model_create(const rlx_model_desc_t *desc, rlx_model_t **out);
+RLX_API int rlx_model_free(rlx_model_t **m);
+RLX_API size_t rlx_model_nparams(const rlx_model_t *m);
+/* "cpu" or "opencl: <device name>". */
+RLX_API const char *rlx_model_backend(const rlx_model_t *m);
+/* Why a device was not used ("opencl: NVIDIA H200: ... — using cpu"), or
+ * NULL when the backend asked for (or the first one auto tried) is in use. */
+RLX_API const char *rlx_model_fallback(const rlx_model_t *m);
+
+/* Parameters as one flat float32 buffer of rlx_model_nparams() values:
+ * for each layer its weights (out x in, row-major), then its biases. */
+RLX_API int rlx_model_get_params(rlx_model_t *m, float *params);
+RLX_API int rlx_model_set_params(rlx_model_t *m, const float *params);
+
+/* Forward and backward on one batch: x is batch x sizes[0] floats,
+ * labels are class indices. The mean-loss gradient lands in grad (flat, as
+ * the parameters); *loss gets the mean loss, *correct the number of rows
+ * predicted right (either may be NULL). */
+RLX_API int rlx_model_grad(rlx_model_t *m, const float *x, const int32_t *labels, int batch,
+                           float *grad, float *loss, int *correct);
+/* SGD step with the given (usually averaged) gradient:
+ * v = momentum * v + grad; params -= lr * v. */
+RLX_API int rlx_model_apply(rlx_model_t *m, const float *grad, float lr);
+/* Forward only: adds the summed loss of the batch to *loss_sum and the
+ * number of right predictions to *correct. */
+RLX_API int rlx_model_eval(rlx_model_t *m, const float *x, const int32_t *labels, int batch,
+                           double *loss_sum, long *correct);
+
+/* ---- datasets ----------------------------------------------------------- */
+
+/* Images as bytes (0..255, one row of dim per example) and labels. */
+typedef struct rlx_dataset {
+  size_t count;
+  int dim;
+  int classes;
+  uint8_t *pixels;   /* count x dim */
+  uint8_t *labels;   /* count */
+  int synthetic;     /* 1 when generated, not read */
+  char origin[256];  /* the file read, or "synthetic (seed N)" */
+} rlx_dataset_t;
+
+/* Read <dir>/<split>-images-idx3-ubyte[.gz] and the matching labels file
+ * (split "train" or "t10k"); gzip through zlib. */
+RLX_API int rlx_dataset_load(const char *dir, const char *split, rlx_dataset_t **out);
+/* A seeded, learnable stand-in: one noisy prototype per class. */
+RLX_API int rlx_dataset_synthetic(size_t count, int dim, int classes, uint64_t seed,
+                                  rlx_dataset_t **out);
+RLX_API int rlx_dataset_free(rlx_dataset_t **d);
+/* Gather examples idx[0..n) as normalised floats ((p/255 - 0.2860)/0.3530,
+ * the Fashion-MNIST mean and deviation) and int32 labels. */
+RLX_API int rlx_dataset_batch(const rlx_dataset_t *d, const uint32_t *idx, int n, float *x,
+                              int32_t *labels);
+/* The epoch's order: a permutation of 0..n-1 that depends only on seed and
+ * epoch, so every rank computes the same one. */
+RLX_API int rlx_dataset_shuffle(uint32_t *perm, size_t n, uint64_t seed, uint64_t epoch);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

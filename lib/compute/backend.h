@@ -1,0 +1,85 @@
+/* The compute layer's inside: the MLP's shape (layout.c), the backend
+ * interface both cpu.c and opencl.c implement, and validation. */
+#ifndef RLX_COMPUTE_BACKEND_H
+#define RLX_COMPUTE_BACKEND_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <rlxcoll/compute.h>
+
+#define RLX__MAX_LAYERS 15
+
+/* Where each layer's weights and biases sit in the flat parameter buffer. */
+struct rlx__layout {
+  int nlayers;                     /* weight layers = nsizes - 1 */
+  int sizes[RLX__MAX_LAYERS + 1];
+  size_t w_off[RLX__MAX_LAYERS];   /* weights, out x in, row-major */
+  size_t b_off[RLX__MAX_LAYERS];   /* biases, out */
+  size_t nparams;
+  int max_batch;
+  int max_width;                   /* widest layer, for scratch sizing */
+};
+
+int rlx__layout_init(struct rlx__layout *lo, const rlx_model_desc_t *d);
+/* He-uniform weights for the ReLU layers, a smaller scale for the output
+ * layer so a fresh model's loss sits near ln(classes); zero biases. */
+void rlx__layout_init_params(const struct rlx__layout *lo, uint64_t seed, float *params);
+
+/* A backend instance. Every call returns RLX_OK or an RLX_ERR_* with the
+ * detail set through rlx__err. */
+struct rlx__backend {
+  const struct rlx__backend_ops *ops;
+  const struct rlx__layout *lo;
+  float momentum;
+  char name[160];                  /* "cpu", "opencl: <device>" */
+};
+
+struct rlx__backend_ops {
+  void (*destroy)(struct rlx__backend *b);
+  int (*set_params)(struct rlx__backend *b, const float *p);
+  int (*get_params)(struct rlx__backend *b, float *p);
+  int (*grad)(struct rlx__backend *b, const float *x, const int32_t *y, int batch, float *g,
+              float *loss, int *correct);
+  int (*apply)(struct rlx__backend *b, const float *g, float lr);
+  int (*eval)(struct rlx__backend *b, const float *x, const int32_t *y, int batch,
+              double *loss_sum, long *correct);
+};
+
+int rlx__cpu_create(const struct rlx__layout *lo, float momentum, struct rlx__backend **out);
+
+/* OpenCL: which device. */
+enum rlx__device_kind { RLX__DEV_AUTO, RLX__DEV_CPU, RLX__DEV_OPENCL };
+struct rlx__device_choice {
+  int kind;
+  int index;          /* opencl:N, -1 = pick */
+};
+int rlx__device_parse(const char *s, struct rlx__device_choice *out);
+
+/* Create on the chosen OpenCL device (index -1: GPUs first, the one
+ * nearest this process among them, local_rank mod count). On failure
+ * returns an error and leaves the reason in why. */
+int rlx__opencl_create(const struct rlx__layout *lo, float momentum, int index, int local_rank,
+                       struct rlx__backend **out, char *why, size_t whylen);
+
+/* Prove b sane against the C backend on a fixed probe batch; on failure
+ * writes the reason to why and returns RLX_ERR_DEVICE. */
+int rlx__validate(struct rlx__backend *b, char *why, size_t whylen);
+
+/* Test builds only (--enable-fault-injection): RLX_FAULT_COMPUTE=zeros makes
+ * the OpenCL backend report success and return zeros. */
+int rlx__fault_compute_zeros(void);
+
+/* Deterministic generator shared by initialisation, synthetic data and
+ * the shuffle (splitmix64). */
+static inline uint64_t rlx__splitmix64(uint64_t *s) {
+  uint64_t z = (*s += 0x9e3779b97f4a7c15ULL);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return z ^ (z >> 31);
+}
+/* Uniform in [0, 1). */
+static inline double rlx__uniform(uint64_t *s) {
+  return (double)(rlx__splitmix64(s) >> 11) * (1.0 / 9007199254740992.0);
+}
+
+#endif

@@ -1,0 +1,139 @@
+/* The plain C backend: matrix products through CBLAS (OpenBLAS, one thread
+ * per rank: ranks are the parallelism), the rest in loops shared with the
+ * validation reference. Row-major; activations are batch x width. */
+#include <cblas.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include "compute/backend.h"
+#include "compute/cpu_ops.h"
+#include "internal.h"
+
+struct cpu {
+  struct rlx__backend base;
+  float *params, *velocity;
+  float *act[RLX__MAX_LAYERS + 1]; /* act[0] points at the caller's x */
+  float *dz, *dz2;                 /* gradients w.r.t. pre-activations */
+  float *ones;                     /* batch of 1s: bias gradient = dZ^T 1 */
+};
+
+static struct cpu *cpu_of(struct rlx__backend *b) { return (struct cpu *)b; }
+
+static void cpu_destroy(struct rlx__backend *b) {
+  struct cpu *c = cpu_of(b);
+  free(c->params);
+  free(c->velocity);
+  for (int l = 1; l <= RLX__MAX_LAYERS; l++)
+    free(c->act[l]);
+  free(c->dz);
+  free(c->dz2);
+  free(c->ones);
+  free(c);
+}
+
+static int cpu_set_params(struct rlx__backend *b, const float *p) {
+  memcpy(cpu_of(b)->params, p, sizeof(float) * b->lo->nparams);
+  memset(cpu_of(b)->velocity, 0, sizeof(float) * b->lo->nparams);
+  return RLX_OK;
+}
+
+static int cpu_get_params(struct rlx__backend *b, float *p) {
+  memcpy(p, cpu_of(b)->params, sizeof(float) * b->lo->nparams);
+  return RLX_OK;
+}
+
+/* Forward through every layer; returns the logits (batch x classes). */
+static float *cpu_forward(struct cpu *c, const float *x, int batch) {
+  const struct rlx__layout *lo = c->base.lo;
+  c->act[0] = (float *)x;
+  for (int l = 0; l < lo->nlayers; l++) {
+    int in = lo->sizes[l], out = lo->sizes[l + 1];
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, batch, out, in, 1.0f, c->act[l], in,
+                c->params + lo->w_off[l], in, 0.0f, c->act[l + 1], out);
+    rlx__cpu_bias_act(c->act[l + 1], c->params + lo->b_off[l], batch, out,
+                      l + 1 < lo->nlayers);
+  }
+  return c->act[lo->nlayers];
+}
+
+static int cpu_grad(struct rlx__backend *b, const float *x, const int32_t *y, int batch, float *g,
+                    float *loss, int *correct) {
+  struct cpu *c = cpu_of(b);
+  const struct rlx__layout *lo = b->lo;
+  int classes = lo->sizes[lo->nlayers];
+  float *logits = cpu_forward(c, x, batch);
+  double lsum = 0;
+  long ok = 0;
+  rlx__cpu_softmax_xent(logits, y, batch, classes, c->dz, &lsum, &ok);
+  float *dz = c->dz, *dprev = c->dz2;
+  for (int l = lo->nlayers - 1; l >= 0; l--) {
+    int in = lo->sizes[l], out = lo->sizes[l + 1];
+    /* dW = dZ^T A, db = dZ^T 1 */
+    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, out, in, batch, 1.0f, dz, out, c->act[l],
+                in, 0.0f, g + lo->w_off[l], in);
+    cblas_sgemv(CblasRowMajor, CblasTrans, batch, out, 1.0f, dz, out, c->ones, 1, 0.0f,
+                g + lo->b_off[l], 1);
+    if (l == 0)
+      break;
+    /* dA = dZ W, then through the ReLU of layer l */
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, batch, in, out, 1.0f, dz, out,
+                c->params + lo->w_off[l], in, 0.0f, dprev, in);
+    rlx__cpu_relu_back(dprev, c->act[l], (size_t)batch * in);
+    float *t = dz;
+    dz = dprev;
+    dprev = t;
+  }
+  if (loss)
+    *loss = (float)(lsum / batch);
+  if (correct)
+    *correct = (int)ok;
+  return RLX_OK;
+}
+
+static int cpu_apply(struct rlx__backend *b, const float *g, float lr) {
+  struct cpu *c = cpu_of(b);
+  rlx__cpu_sgd(c->params, c->velocity, g, b->lo->nparams, lr, b->momentum);
+  return RLX_OK;
+}
+
+static int cpu_eval(struct rlx__backend *b, const float *x, const int32_t *y, int batch,
+                    double *loss_sum, long *correct) {
+  struct cpu *c = cpu_of(b);
+  const struct rlx__layout *lo = b->lo;
+  float *logits = cpu_forward(c, x, batch);
+  rlx__cpu_softmax_xent(logits, y, batch, lo->sizes[lo->nlayers], NULL, loss_sum, correct);
+  return RLX_OK;
+}
+
+static const struct rlx__backend_ops cpu_ops = {
+    cpu_destroy, cpu_set_params, cpu_get_params, cpu_grad, cpu_apply, cpu_eval,
+};
+
+int rlx__cpu_create(const struct rlx__layout *lo, float momentum, struct rlx__backend **out) {
+  struct cpu *c = calloc(1, sizeof *c);
+  if (!c)
+    return rlx__err(RLX_ERR_NOMEM, "out of memory for the cpu backend");
+  c->base.ops = &cpu_ops;
+  c->base.lo = lo;
+  c->base.momentum = momentum;
+  snprintf(c->base.name, sizeof c->base.name, "cpu");
+  size_t B = (size_t)lo->max_batch;
+  int fail = !(c->params = calloc(lo->nparams, sizeof(float))) ||
+             !(c->velocity = calloc(lo->nparams, sizeof(float))) ||
+             !(c->dz = malloc(sizeof(float) * B * lo->max_width)) ||
+             !(c->dz2 = malloc(sizeof(float) * B * lo->max_width)) ||
+             !(c->ones = malloc(sizeof(float) * B));
+  for (int l = 1; !fail && l <= lo->nlayers; l++)
+    fail = !(c->act[l] = malloc(sizeof(float) * B * lo->sizes[l]));
+  if (fail) {
+    cpu_destroy(&c->base);
+    return rlx__err(RLX_ERR_NOMEM, "out of memory for the cpu backend (%zu parameters, batch %zu)",
+                    lo->nparams, B);
+  }
+  for (size_t i = 0; i < B; i++)
+    c->ones[i] = 1.0f;
+  /* Ranks are the parallelism; OpenBLAS threads would fight them for cores. */
+  openblas_set_num_threads(1);
+  *out = &c->base;
+  return RLX_OK;
+}

@@ -1,0 +1,214 @@
+/* Datasets: Fashion-MNIST's IDX files (gzip through zlib, or plain), a
+ * seeded synthetic stand-in, the per-epoch shuffle and batch gathering. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zlib.h>
+#include "compute/backend.h"
+#include "internal.h"
+
+#define IDX_IMAGES 0x00000803u
+#define IDX_LABELS 0x00000801u
+#define MAX_EXAMPLES (1u << 24)
+
+static uint32_t be32(const unsigned char *b) {
+  return (uint32_t)b[0] << 24 | (uint32_t)b[1] << 16 | (uint32_t)b[2] << 8 | b[3];
+}
+
+/* Open <dir>/<name>.gz, else <dir>/<name>; path gets the one opened. */
+static gzFile open_idx(const char *dir, const char *name, char *path, size_t len) {
+  snprintf(path, len, "%s/%s.gz", dir, name);
+  gzFile f = gzopen(path, "rb");
+  if (!f) {
+    snprintf(path, len, "%s/%s", dir, name);
+    f = gzopen(path, "rb"); /* zlib reads uncompressed files as they are */
+  }
+  return f;
+}
+
+/* Read exactly n bytes or say what went wrong. */
+static int read_all(gzFile f, const char *path, void *buf, size_t n, const char *what) {
+  size_t got = 0;
+  while (got < n) {
+    unsigned chunk = n - got > (1u << 30) ? (1u << 30) : (unsigned)(n - got);
+    int r = gzread(f, (char *)buf + got, chunk);
+    if (r < 0) {
+      int zerr;
+      const char *msg = gzerror(f, &zerr);
+      return rlx__err(RLX_ERR_SYS, "%s: cannot read %s: %s", path, what, msg);
+    }
+    if (r == 0)
+      return rlx__err(RLX_ERR_SYS, "%s is truncated: %s needs %zu bytes, the file has %zu",
+                      path, what, n, got);
+    got += (size_t)r;
+  }
+  return RLX_OK;
+}
+
+static int load_images(const char *dir, const char *split, rlx_dataset_t *d) {
+  char name[64], path[sizeof d->origin];
+  unsigned char h[16];
+  snprintf(name, sizeof name, "%s-images-idx3-ubyte", split);
+  gzFile f = open_idx(dir, name, path, sizeof path);
+  if (!f)
+    return rlx__err(RLX_ERR_SYS, "cannot open %s/%s.gz (or without .gz): %s", dir, name,
+                    strerror(errno ? errno : ENOENT));
+  int rc = read_all(f, path, h, sizeof h, "the IDX header");
+  if (rc == RLX_OK && be32(h) != IDX_IMAGES)
+    rc = rlx__err(RLX_ERR_ARG, "%s is not an IDX image file (magic 0x%08x, want 0x%08x)", path,
+                  be32(h), IDX_IMAGES);
+  uint32_t n = be32(h + 4), rows = be32(h + 8), cols = be32(h + 12);
+  if (rc == RLX_OK && (n == 0 || n > MAX_EXAMPLES || rows == 0 || cols == 0 ||
+                       rows > 4096 || cols > 4096 || (uint64_t)rows * cols > 65536))
+    rc = rlx__err(RLX_ERR_ARG, "%s: implausible shape %u x %u x %u", path, n, rows, cols);
+  if (rc == RLX_OK) {
+    d->count = n;
+    d->dim = (int)(rows * cols);
+    if (!(d->pixels = malloc((size_t)n * d->dim)))
+      rc = rlx__err(RLX_ERR_NOMEM, "out of memory for %u images", n);
+    else
+      rc = read_all(f, path, d->pixels, (size_t)n * d->dim, "the pixels");
+  }
+  gzclose(f);
+  if (rc == RLX_OK)
+    snprintf(d->origin, sizeof d->origin, "%s", path);
+  return rc;
+}
+
+static int load_labels(const char *dir, const char *split, rlx_dataset_t *d) {
+  char name[64], path[sizeof d->origin];
+  unsigned char h[8];
+  snprintf(name, sizeof name, "%s-labels-idx1-ubyte", split);
+  gzFile f = open_idx(dir, name, path, sizeof path);
+  if (!f)
+    return rlx__err(RLX_ERR_SYS, "cannot open %s/%s.gz (or without .gz): %s", dir, name,
+                    strerror(errno ? errno : ENOENT));
+  int rc = read_all(f, path, h, sizeof h, "the IDX header");
+  if (rc == RLX_OK && be32(h) != IDX_LABELS)
+    rc = rlx__err(RLX_ERR_ARG, "%s is not an IDX label file (magic 0x%08x, want 0x%08x)", path,
+                  be32(h), IDX_LABELS);
+  if (rc == RLX_OK && be32(h + 4) != d->count)
+    rc = rlx__err(RLX_ERR_ARG, "%s has %u labels for %zu images", path, be32(h + 4), d->count);
+  if (rc == RLX_OK && !(d->labels = malloc(d->count)))
+    rc = rlx__err(RLX_ERR_NOMEM, "out of memory for %zu labels", d->count);
+  if (rc == RLX_OK)
+    rc = read_all(f, path, d->labels, d->count, "the labels");
+  gzclose(f);
+  int maxl = -1;
+  for (size_t i = 0; rc == RLX_OK && i < d->count; i++)
+    if (d->labels[i] > maxl)
+      maxl = d->labels[i];
+  d->classes = maxl + 1;
+  if (rc == RLX_OK && d->classes < 2)
+    rc = rlx__err(RLX_ERR_ARG, "%s: every label is %d; a classifier needs two classes", path, maxl);
+  return rc;
+}
+
+int rlx_dataset_load(const char *dir, const char *split, rlx_dataset_t **out) {
+  if (!dir || !split || !out)
+    return rlx__err(RLX_ERR_ARG, "rlx_dataset_load: NULL argument");
+  if (strcmp(split, "train") && strcmp(split, "t10k"))
+    return rlx__err(RLX_ERR_ARG, "split '%s' is neither train nor t10k", split);
+  *out = NULL;
+  rlx_dataset_t *d = calloc(1, sizeof *d);
+  if (!d)
+    return rlx__err(RLX_ERR_NOMEM, "out of memory");
+  errno = 0;
+  int rc = load_images(dir, split, d);
+  if (rc == RLX_OK)
+    rc = load_labels(dir, split, d);
+  if (rc != RLX_OK) {
+    rlx_dataset_free(&d);
+    return rc;
+  }
+  *out = d;
+  return RLX_OK;
+}
+
+int rlx_dataset_synthetic(size_t count, int dim, int classes, uint64_t seed,
+                          rlx_dataset_t **out) {
+  if (!out)
+    return rlx__err(RLX_ERR_ARG, "rlx_dataset_synthetic: out is NULL");
+  *out = NULL;
+  if (count < 1 || count > MAX_EXAMPLES || dim < 1 || dim > 65536 || classes < 2 ||
+      classes > 256)
+    return rlx__err(RLX_ERR_ARG,
+                    "synthetic set of %zu x %d with %d classes: want 1..%u examples, dim "
+                    "1..65536, 2..256 classes", count, dim, classes, MAX_EXAMPLES);
+  rlx_dataset_t *d = calloc(1, sizeof *d);
+  uint8_t *proto = malloc((size_t)classes * dim);
+  if (!d || !proto || !(d->pixels = malloc(count * dim)) || !(d->labels = malloc(count))) {
+    free(proto);
+    rlx_dataset_free(&d);
+    return rlx__err(RLX_ERR_NOMEM, "out of memory for a synthetic set of %zu x %d", count, dim);
+  }
+  d->count = count;
+  d->dim = dim;
+  d->classes = classes;
+  d->synthetic = 1;
+  snprintf(d->origin, sizeof d->origin, "synthetic (seed %llu)", (unsigned long long)seed);
+  uint64_t s = seed ^ 0x73796e7468ULL; /* "synth" */
+  /* Each class a random pattern; each example its class's pattern with
+   * noise, so the set is learnable but not trivially. */
+  for (size_t i = 0; i < (size_t)classes * dim; i++)
+    proto[i] = rlx__uniform(&s) < 0.3 ? (uint8_t)(128 + rlx__uniform(&s) * 127) : 0;
+  for (size_t e = 0; e < count; e++) {
+    int c = (int)(rlx__uniform(&s) * classes);
+    d->labels[e] = (uint8_t)c;
+    for (int j = 0; j < dim; j++) {
+      double v = proto[(size_t)c * dim + j] + (rlx__uniform(&s) - 0.5) * 200.0;
+      d->pixels[e * dim + j] = (uint8_t)(v < 0 ? 0 : v > 255 ? 255 : v);
+    }
+  }
+  free(proto);
+  *out = d;
+  return RLX_OK;
+}
+
+int rlx_dataset_free(rlx_dataset_t **dp) {
+  if (!dp)
+    return rlx__err(RLX_ERR_ARG, "rlx_dataset_free: NULL");
+  if (*dp) {
+    free((*dp)->pixels);
+    free((*dp)->labels);
+    free(*dp);
+    *dp = NULL;
+  }
+  return RLX_OK;
+}
+
+int rlx_dataset_batch(const rlx_dataset_t *d, const uint32_t *idx, int n, float *x,
+                      int32_t *labels) {
+  if (!d || !idx || !x || !labels || n < 0)
+    return rlx__err(RLX_ERR_ARG, "rlx_dataset_batch: NULL argument or negative count");
+  const float scale = 1.0f / (255.0f * 0.3530f), shift = 0.2860f / 0.3530f;
+  for (int r = 0; r < n; r++) {
+    if (idx[r] >= d->count)
+      return rlx__err(RLX_ERR_ARG, "rlx_dataset_batch: index %u past the %zu examples", idx[r],
+                      d->count);
+    const uint8_t *p = d->pixels + (size_t)idx[r] * d->dim;
+    float *xr = x + (size_t)r * d->dim;
+    for (int j = 0; j < d->dim; j++)
+      xr[j] = (float)p[j] * scale - shift;
+    labels[r] = d->labels[idx[r]];
+  }
+  return RLX_OK;
+}
+
+int rlx_dataset_shuffle(uint32_t *perm, size_t n, uint64_t seed, uint64_t epoch) {
+  if (!perm && n)
+    return rlx__err(RLX_ERR_ARG, "rlx_dataset_shuffle: perm is NULL");
+  if (n > UINT32_MAX)
+    return rlx__err(RLX_ERR_ARG, "rlx_dataset_shuffle: %zu elements is too many", n);
+  uint64_t s = seed * 0x9e3779b97f4a7c15ULL ^ (epoch + 1) * 0xd1b54a32d192ed03ULL;
+  for (size_t i = 0; i < n; i++)
+    perm[i] = (uint32_t)i;
+  for (size_t i = n; i > 1; i--) { /* Fisher-Yates */
+    size_t j = (size_t)(rlx__uniform(&s) * (double)i);
+    uint32_t t = perm[i - 1];
+    perm[i - 1] = perm[j];
+    perm[j] = t;
+  }
+  return RLX_OK;
+}

@@ -1,0 +1,86 @@
+/* The model's own OpenCL kernels: only what CLBlast lacks. Every kernel
+ * takes its element count and ignores work-items past it, so the global
+ * size can be rounded up to the work-group size. */
+
+/* z[r][j] += bias[j], then ReLU when relu != 0 (in place): the GEMM's
+ * output is the layer's activation, one pass instead of two. */
+__kernel void bias_act(__global float *z, __global const float *p, uint bias_off, uint cols,
+                       int relu, uint n) {
+  uint i = get_global_id(0);
+  if (i >= n)
+    return;
+  float v = z[i] + p[bias_off + i % cols];
+  z[i] = relu ? fmax(v, 0.0f) : v;
+}
+
+/* One row per work-item: softmax, cross-entropy, the right/wrong verdict
+ * and, when dz is wanted, the mean loss's gradient (softmax - onehot)/rows,
+ * all from one read of the logits. */
+__kernel void softmax_xent(__global const float *z, __global const int *y, uint rows,
+                           uint classes, __global float *dz, int want_dz,
+                           __global float *row_loss, __global float *row_ok) {
+  uint r = get_global_id(0);
+  if (r >= rows)
+    return;
+  __global const float *zr = z + (size_t)r * classes;
+  uint best = 0;
+  for (uint j = 1; j < classes; j++)
+    if (zr[j] > zr[best])
+      best = j;
+  float m = zr[best], s = 0.0f;
+  for (uint j = 0; j < classes; j++)
+    s += exp(zr[j] - m);
+  int t = y[r];
+  row_loss[r] = log(s) + m - zr[t];
+  row_ok[r] = best == (uint)t ? 1.0f : 0.0f;
+  if (want_dz) {
+    __global float *d = dz + (size_t)r * classes;
+    float inv = 1.0f / (s * (float)rows);
+    for (uint j = 0; j < classes; j++)
+      d[j] = exp(zr[j] - m) * inv - (j == (uint)t ? 1.0f / (float)rows : 0.0f);
+  }
+}
+
+/* Sum the per-row losses and verdicts: one work-group, a strided pass
+ * then a tree in local memory. stats[0] = loss sum, stats[1] = right. */
+__kernel void sum_rows(__global const float *row_loss, __global const float *row_ok, uint rows,
+                       __global float *stats, __local float *l1, __local float *l2) {
+  uint lid = get_local_id(0), n = get_local_size(0);
+  float a = 0.0f, b = 0.0f;
+  for (uint i = lid; i < rows; i += n) {
+    a += row_loss[i];
+    b += row_ok[i];
+  }
+  l1[lid] = a;
+  l2[lid] = b;
+  barrier(CLK_LOCAL_MEM_FENCE);
+  for (uint s = n / 2; s > 0; s >>= 1) {
+    if (lid < s) {
+      l1[lid] += l1[lid + s];
+      l2[lid] += l2[lid + s];
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+  }
+  if (lid == 0) {
+    stats[0] = l1[0];
+    stats[1] = l2[0];
+  }
+}
+
+/* Back through a ReLU: zero the gradient where the output was clipped. */
+__kernel void relu_back(__global float *d, __global const float *a, uint n) {
+  uint i = get_global_id(0);
+  if (i < n && !(a[i] > 0.0f))
+    d[i] = 0.0f;
+}
+
+/* SGD with momentum, one pass: v = mu v + g; p -= lr v. */
+__kernel void sgd(__global float *p, __global float *v, __global const float *g, float lr,
+                  float mu, uint n) {
+  uint i = get_global_id(0);
+  if (i >= n)
+    return;
+  float u = mu * v[i] + g[i];
+  v[i] = u;
+  p[i] -= lr * u;
+}

@@ -1,0 +1,189 @@
+/* The public model API: choose a backend (RLX_DEVICE), prove it, fall back
+ * to C with the reason kept, and pass calls through after checking them. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "compute/backend.h"
+#include "internal.h"
+
+struct rlx_model {
+  struct rlx__layout lo;
+  struct rlx__backend *be;
+  char fallback[640];
+};
+
+int rlx__device_parse(const char *s, struct rlx__device_choice *out) {
+  out->index = -1;
+  if (!s || !*s || !strcmp(s, "auto")) {
+    out->kind = RLX__DEV_AUTO;
+    return RLX_OK;
+  }
+  if (!strcmp(s, "cpu")) {
+    out->kind = RLX__DEV_CPU;
+    return RLX_OK;
+  }
+  if (!strcmp(s, "opencl")) {
+    out->kind = RLX__DEV_OPENCL;
+    return RLX_OK;
+  }
+  long idx;
+  if (!strncmp(s, "opencl:", 7) && rlx__parse_long(s + 7, 0, 255, &idx) == RLX_OK) {
+    out->kind = RLX__DEV_OPENCL;
+    out->index = (int)idx;
+    return RLX_OK;
+  }
+  return rlx__err(RLX_ERR_ARG,
+                  "device '%s' is not one of auto, cpu, opencl, opencl:N (N = 0..255, the "
+                  "OpenCL device's position, GPUs listed first)", s);
+}
+
+int rlx__fault_compute_zeros(void) {
+#ifdef RLX_FAULT_INJECTION
+  const char *f = getenv("RLX_FAULT_COMPUTE");
+  return f && !strcmp(f, "zeros");
+#else
+  return 0;
+#endif
+}
+
+static int local_rank_of(const rlx_model_desc_t *d) {
+  if (d->local_rank >= 0)
+    return d->local_rank;
+  long v;
+  const char *e = getenv("RLX_LOCAL_RANK");
+  return e && rlx__parse_long(e, 0, 1 << 20, &v) == RLX_OK ? (int)v : 0;
+}
+
+/* Try OpenCL; on any failure leave b NULL and say why in m->fallback. */
+static void try_opencl(rlx_model_t *m, const rlx_model_desc_t *d, int index) {
+  char why[400];
+  struct rlx__backend *b = NULL;
+  if (rlx__opencl_create(&m->lo, d->momentum, index, local_rank_of(d), &b, why, sizeof why) !=
+      RLX_OK) {
+    snprintf(m->fallback, sizeof m->fallback, "opencl: %s — using cpu", why);
+    return;
+  }
+  if (rlx__validate(b, why, sizeof why) != RLX_OK) {
+    snprintf(m->fallback, sizeof m->fallback, "%s: validation failed: %s — using cpu", b->name,
+             why);
+    b->ops->destroy(b);
+    return;
+  }
+  m->be = b;
+}
+
+int rlx_model_create(const rlx_model_desc_t *d, rlx_model_t **out) {
+  if (!out)
+    return rlx__err(RLX_ERR_ARG, "rlx_model_create: out is NULL");
+  *out = NULL;
+  struct rlx__device_choice dc;
+  const char *dev = d && d->device ? d->device : getenv("RLX_DEVICE");
+  rlx_model_t *m = calloc(1, sizeof *m);
+  if (!m)
+    return rlx__err(RLX_ERR_NOMEM, "out of memory for the model");
+  int rc = rlx__layout_init(&m->lo, d);
+  if (rc == RLX_OK)
+    rc = rlx__device_parse(dev, &dc);
+  if (rc != RLX_OK) {
+    free(m);
+    return rc;
+  }
+  if (dc.kind != RLX__DEV_CPU)
+    try_opencl(m, d, dc.index);
+  if (!m->be && (rc = rlx__cpu_create(&m->lo, d->momentum, &m->be)) != RLX_OK) {
+    free(m);
+    return rc;
+  }
+  if (m->fallback[0])
+    rlx__info("compute: %s", m->fallback);
+  float *p = malloc(sizeof(float) * m->lo.nparams);
+  if (!p) {
+    rlx_model_free(&m);
+    return rlx__err(RLX_ERR_NOMEM, "out of memory for %zu parameters", m->lo.nparams);
+  }
+  rlx__layout_init_params(&m->lo, d->seed, p);
+  rc = m->be->ops->set_params(m->be, p);
+  free(p);
+  if (rc != RLX_OK) {
+    rlx_model_free(&m);
+    return rc;
+  }
+  rlx__info("compute: model of %zu parameters on %s", m->lo.nparams, m->be->name);
+  *out = m;
+  return RLX_OK;
+}
+
+int rlx_model_free(rlx_model_t **mp) {
+  if (!mp)
+    return rlx__err(RLX_ERR_ARG, "rlx_model_free: NULL");
+  if (*mp) {
+    if ((*mp)->be)
+      (*mp)->be->ops->destroy((*mp)->be);
+    free(*mp);
+    *mp = NULL;
+  }
+  return RLX_OK;
+}
+
+size_t rlx_model_nparams(const rlx_model_t *m) { return m ? m->lo.nparams : 0; }
+const char *rlx_model_backend(const rlx_model_t *m) { return m ? m->be->name : NULL; }
+const char *rlx_model_fallback(const rlx_model_t *m) {
+  return m && m->fallback[0] ? m->fallback : NULL;
+}
+
+int rlx_model_get_params(rlx_model_t *m, float *p) {
+  if (!m || !p)
+    return rlx__err(RLX_ERR_ARG, "rlx_model_get_params: NULL argument");
+  return m->be->ops->get_params(m->be, p);
+}
+
+int rlx_model_set_params(rlx_model_t *m, const float *p) {
+  if (!m || !p)
+    return rlx__err(RLX_ERR_ARG, "rlx_model_set_params: NULL argument");
+  return m->be->ops->set_params(m->be, p);
+}
+
+/* Every label is checked before a kernel indexes with it. */
+static int check_batch(const rlx_model_t *m, const char *fn, const float *x, const int32_t *y,
+                       int batch) {
+  if (!m || !x || !y)
+    return rlx__err(RLX_ERR_ARG, "%s: NULL argument", fn);
+  if (batch < 1 || batch > m->lo.max_batch)
+    return rlx__err(RLX_ERR_ARG, "%s: batch %d out of range 1..%d (max_batch)", fn, batch,
+                    m->lo.max_batch);
+  int classes = m->lo.sizes[m->lo.nlayers];
+  for (int r = 0; r < batch; r++)
+    if (y[r] < 0 || y[r] >= classes)
+      return rlx__err(RLX_ERR_ARG, "%s: label %d of row %d is not a class 0..%d", fn, (int)y[r],
+                      r, classes - 1);
+  return RLX_OK;
+}
+
+int rlx_model_grad(rlx_model_t *m, const float *x, const int32_t *y, int batch, float *g,
+                   float *loss, int *correct) {
+  int rc = check_batch(m, "rlx_model_grad", x, y, batch);
+  if (rc != RLX_OK)
+    return rc;
+  if (!g)
+    return rlx__err(RLX_ERR_ARG, "rlx_model_grad: grad is NULL");
+  return m->be->ops->grad(m->be, x, y, batch, g, loss, correct);
+}
+
+int rlx_model_apply(rlx_model_t *m, const float *g, float lr) {
+  if (!m || !g)
+    return rlx__err(RLX_ERR_ARG, "rlx_model_apply: NULL argument");
+  if (!(lr >= 0.0f && lr < 1e6f))
+    return rlx__err(RLX_ERR_ARG, "rlx_model_apply: learning rate %g out of range [0, 1e6)",
+                    (double)lr);
+  return m->be->ops->apply(m->be, g, lr);
+}
+
+int rlx_model_eval(rlx_model_t *m, const float *x, const int32_t *y, int batch,
+                   double *loss_sum, long *correct) {
+  int rc = check_batch(m, "rlx_model_eval", x, y, batch);
+  if (rc != RLX_OK)
+    return rc;
+  if (!loss_sum || !correct)
+    return rlx__err(RLX_ERR_ARG, "rlx_model_eval: loss_sum or correct is NULL");
+  return m->be->ops->eval(m->be, x, y, batch, loss_sum, correct);
+}

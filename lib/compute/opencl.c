@@ -1,0 +1,402 @@
+/* The OpenCL backend. Parameters, momentum, activations and gradients live
+ * on the device between steps; a step moves the batch in and the flat
+ * gradient out, and an update moves the averaged gradient in. Matrix
+ * products are CLBlast's; kernels.cl has the rest. One in-order queue, so
+ * the only waits are the reads the caller needs. */
+#include <clblast_c.h>
+#include <hwloc/opencl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "compute/backend.h"
+#include "compute/cl_devices.h"
+#include "compute/kernels_cl.h"
+#include "internal.h"
+
+enum { K_BIAS_ACT, K_SOFTMAX_XENT, K_SUM_ROWS, K_RELU_BACK, K_SGD, K_COUNT };
+static const char *const kernel_names[K_COUNT] = {"bias_act", "softmax_xent", "sum_rows",
+                                                  "relu_back", "sgd"};
+
+struct ocl {
+  struct rlx__backend base;
+  cl_context ctx;
+  cl_command_queue q;
+  cl_program prog;
+  cl_kernel k[K_COUNT];
+  size_t wg;                          /* work-group size for 1-D launches */
+  cl_mem params, velocity, grad, x, y, dz, dz2, ones, row_loss, row_ok, stats;
+  cl_mem act[RLX__MAX_LAYERS + 1];    /* act[0] aliases x */
+};
+
+static struct ocl *ocl_of(struct rlx__backend *b) { return (struct ocl *)b; }
+
+/* Name the call, the error and the device. */
+static int cl_fail(struct ocl *o, const char *what, cl_int e) {
+  return rlx__err(RLX_ERR_DEVICE, "%s: %s: %d (%s)", o->base.name, what, (int)e,
+                  rlx__cl_errname(e));
+}
+#define CL_TRY(o, what, call)                                                  \
+  do {                                                                         \
+    cl_int e_ = (call);                                                        \
+    if (e_ != CL_SUCCESS)                                                      \
+      return cl_fail((o), (what), e_);                                         \
+  } while (0)
+#define BLAS_TRY(o, what, call)                                                \
+  do {                                                                         \
+    CLBlastStatusCode s_ = (call);                                             \
+    if (s_ != CLBlastSuccess)                                                  \
+      return rlx__err(RLX_ERR_DEVICE, "%s: CLBlast %s: status %d", (o)->base.name, (what), \
+                      (int)s_);                                                \
+  } while (0)
+
+static void ocl_destroy(struct rlx__backend *b) {
+  struct ocl *o = ocl_of(b);
+  if (o->q)
+    clFinish(o->q);
+  cl_mem *mems[] = {&o->params, &o->velocity, &o->grad, &o->x, &o->y, &o->dz,
+                    &o->dz2, &o->ones, &o->row_loss, &o->row_ok, &o->stats};
+  for (size_t i = 0; i < RLX__ARRAY_SIZE(mems); i++)
+    if (*mems[i])
+      clReleaseMemObject(*mems[i]);
+  for (int l = 1; l <= RLX__MAX_LAYERS; l++)
+    if (o->act[l])
+      clReleaseMemObject(o->act[l]);
+  for (int i = 0; i < K_COUNT; i++)
+    if (o->k[i])
+      clReleaseKernel(o->k[i]);
+  if (o->prog)
+    clReleaseProgram(o->prog);
+  if (o->q)
+    clReleaseCommandQueue(o->q);
+  if (o->ctx)
+    clReleaseContext(o->ctx);
+  free(o);
+}
+
+static size_t round_up(size_t n, size_t m) { return (n + m - 1) / m * m; }
+
+static int launch(struct ocl *o, int k, size_t n) {
+  size_t global = round_up(n ? n : 1, o->wg);
+  CL_TRY(o, kernel_names[k],
+         clEnqueueNDRangeKernel(o->q, o->k[k], 1, NULL, &global, &o->wg, 0, NULL, NULL));
+  return RLX_OK;
+}
+
+#define ARG(o, kn, i, v) CL_TRY(o, "clSetKernelArg", clSetKernelArg((o)->k[kn], (i), sizeof(v), &(v)))
+
+static int ocl_set_params(struct rlx__backend *b, const float *p) {
+  struct ocl *o = ocl_of(b);
+  size_t bytes = sizeof(float) * b->lo->nparams;
+  float zero = 0.0f;
+  CL_TRY(o, "write parameters", clEnqueueWriteBuffer(o->q, o->params, CL_TRUE, 0, bytes, p, 0,
+                                                     NULL, NULL));
+  CL_TRY(o, "clear momentum", clEnqueueFillBuffer(o->q, o->velocity, &zero, sizeof zero, 0, bytes,
+                                                  0, NULL, NULL));
+  CL_TRY(o, "clFinish", clFinish(o->q));
+  return RLX_OK;
+}
+
+static int ocl_get_params(struct rlx__backend *b, float *p) {
+  struct ocl *o = ocl_of(b);
+  CL_TRY(o, "read parameters", clEnqueueReadBuffer(o->q, o->params, CL_TRUE, 0,
+                                                   sizeof(float) * b->lo->nparams, p, 0, NULL,
+                                                   NULL));
+  return RLX_OK;
+}
+
+/* Batch in, forward through every layer, then softmax cross-entropy and
+ * the per-batch sums; the logits' gradient lands in dz when want_dz. */
+static int forward(struct ocl *o, const float *x, const int32_t *y, int batch, int want_dz) {
+  const struct rlx__layout *lo = o->base.lo;
+  int rc;
+  CL_TRY(o, "write batch", clEnqueueWriteBuffer(o->q, o->x, CL_FALSE, 0,
+                                                sizeof(float) * (size_t)batch * lo->sizes[0], x,
+                                                0, NULL, NULL));
+  CL_TRY(o, "write labels", clEnqueueWriteBuffer(o->q, o->y, CL_FALSE, 0,
+                                                 sizeof(int32_t) * (size_t)batch, y, 0, NULL,
+                                                 NULL));
+  for (int l = 0; l < lo->nlayers; l++) {
+    cl_uint in = (cl_uint)lo->sizes[l], out = (cl_uint)lo->sizes[l + 1];
+    BLAS_TRY(o, "Sgemm (forward)",
+             CLBlastSgemm(CLBlastLayoutRowMajor, CLBlastTransposeNo, CLBlastTransposeYes,
+                          (size_t)batch, out, in, 1.0f, o->act[l], 0, in, o->params,
+                          lo->w_off[l], in, 0.0f, o->act[l + 1], 0, out, &o->q, NULL));
+    cl_uint boff = (cl_uint)lo->b_off[l], n = (cl_uint)batch * out;
+    cl_int relu = l + 1 < lo->nlayers;
+    ARG(o, K_BIAS_ACT, 0, o->act[l + 1]);
+    ARG(o, K_BIAS_ACT, 1, o->params);
+    ARG(o, K_BIAS_ACT, 2, boff);
+    ARG(o, K_BIAS_ACT, 3, out);
+    ARG(o, K_BIAS_ACT, 4, relu);
+    ARG(o, K_BIAS_ACT, 5, n);
+    if ((rc = launch(o, K_BIAS_ACT, n)) != RLX_OK)
+      return rc;
+  }
+  cl_uint rows = (cl_uint)batch, classes = (cl_uint)lo->sizes[lo->nlayers];
+  cl_int wd = want_dz;
+  ARG(o, K_SOFTMAX_XENT, 0, o->act[lo->nlayers]);
+  ARG(o, K_SOFTMAX_XENT, 1, o->y);
+  ARG(o, K_SOFTMAX_XENT, 2, rows);
+  ARG(o, K_SOFTMAX_XENT, 3, classes);
+  ARG(o, K_SOFTMAX_XENT, 4, o->dz);
+  ARG(o, K_SOFTMAX_XENT, 5, wd);
+  ARG(o, K_SOFTMAX_XENT, 6, o->row_loss);
+  ARG(o, K_SOFTMAX_XENT, 7, o->row_ok);
+  if ((rc = launch(o, K_SOFTMAX_XENT, rows)) != RLX_OK)
+    return rc;
+  ARG(o, K_SUM_ROWS, 0, o->row_loss);
+  ARG(o, K_SUM_ROWS, 1, o->row_ok);
+  ARG(o, K_SUM_ROWS, 2, rows);
+  ARG(o, K_SUM_ROWS, 3, o->stats);
+  CL_TRY(o, "clSetKernelArg", clSetKernelArg(o->k[K_SUM_ROWS], 4, sizeof(float) * o->wg, NULL));
+  CL_TRY(o, "clSetKernelArg", clSetKernelArg(o->k[K_SUM_ROWS], 5, sizeof(float) * o->wg, NULL));
+  CL_TRY(o, "sum_rows", clEnqueueNDRangeKernel(o->q, o->k[K_SUM_ROWS], 1, NULL, &o->wg, &o->wg,
+                                               0, NULL, NULL));
+  return RLX_OK;
+}
+
+static int read_stats(struct ocl *o, float stats[2]) {
+  CL_TRY(o, "read loss", clEnqueueReadBuffer(o->q, o->stats, CL_TRUE, 0, 2 * sizeof(float), stats,
+                                             0, NULL, NULL));
+  return RLX_OK;
+}
+
+static int ocl_grad(struct rlx__backend *b, const float *x, const int32_t *y, int batch, float *g,
+                    float *loss, int *correct) {
+  struct ocl *o = ocl_of(b);
+  const struct rlx__layout *lo = b->lo;
+  int rc = forward(o, x, y, batch, 1);
+  if (rc != RLX_OK)
+    return rc;
+  cl_mem dz = o->dz, dprev = o->dz2;
+  for (int l = lo->nlayers - 1; l >= 0; l--) {
+    size_t in = (size_t)lo->sizes[l], out = (size_t)lo->sizes[l + 1];
+    BLAS_TRY(o, "Sgemm (weight gradient)",
+             CLBlastSgemm(CLBlastLayoutRowMajor, CLBlastTransposeYes, CLBlastTransposeNo, out, in,
+                          (size_t)batch, 1.0f, dz, 0, out, o->act[l], 0, in, 0.0f, o->grad,
+                          lo->w_off[l], in, &o->q, NULL));
+    BLAS_TRY(o, "Sgemv (bias gradient)",
+             CLBlastSgemv(CLBlastLayoutRowMajor, CLBlastTransposeYes, (size_t)batch, out, 1.0f, dz,
+                          0, out, o->ones, 0, 1, 0.0f, o->grad, lo->b_off[l], 1, &o->q, NULL));
+    if (l == 0)
+      break;
+    BLAS_TRY(o, "Sgemm (backward)",
+             CLBlastSgemm(CLBlastLayoutRowMajor, CLBlastTransposeNo, CLBlastTransposeNo,
+                          (size_t)batch, in, out, 1.0f, dz, 0, out, o->params, lo->w_off[l], in,
+                          0.0f, dprev, 0, in, &o->q, NULL));
+    cl_uint n = (cl_uint)((size_t)batch * in);
+    ARG(o, K_RELU_BACK, 0, dprev);
+    ARG(o, K_RELU_BACK, 1, o->act[l]);
+    ARG(o, K_RELU_BACK, 2, n);
+    if ((rc = launch(o, K_RELU_BACK, n)) != RLX_OK)
+      return rc;
+    cl_mem t = dz;
+    dz = dprev;
+    dprev = t;
+  }
+  float stats[2];
+  CL_TRY(o, "read gradient", clEnqueueReadBuffer(o->q, o->grad, CL_FALSE, 0,
+                                                 sizeof(float) * lo->nparams, g, 0, NULL, NULL));
+  if ((rc = read_stats(o, stats)) != RLX_OK)
+    return rc;
+  if (rlx__fault_compute_zeros()) {
+    /* Injected fault (test builds): a driver that says yes and computes nothing. */
+    memset(g, 0, sizeof(float) * lo->nparams);
+    stats[0] = stats[1] = 0.0f;
+  }
+  if (loss)
+    *loss = stats[0] / (float)batch;
+  if (correct)
+    *correct = (int)stats[1];
+  return RLX_OK;
+}
+
+static int ocl_apply(struct rlx__backend *b, const float *g, float lr) {
+  struct ocl *o = ocl_of(b);
+  cl_uint n = (cl_uint)b->lo->nparams;
+  float mu = b->momentum;
+  CL_TRY(o, "write gradient", clEnqueueWriteBuffer(o->q, o->grad, CL_FALSE, 0,
+                                                   sizeof(float) * n, g, 0, NULL, NULL));
+  ARG(o, K_SGD, 0, o->params);
+  ARG(o, K_SGD, 1, o->velocity);
+  ARG(o, K_SGD, 2, o->grad);
+  ARG(o, K_SGD, 3, lr);
+  ARG(o, K_SGD, 4, mu);
+  ARG(o, K_SGD, 5, n);
+  int rc = launch(o, K_SGD, n);
+  if (rc != RLX_OK)
+    return rc;
+  /* The caller may reuse g as soon as we return. */
+  CL_TRY(o, "clFinish", clFinish(o->q));
+  return RLX_OK;
+}
+
+static int ocl_eval(struct rlx__backend *b, const float *x, const int32_t *y, int batch,
+                    double *loss_sum, long *correct) {
+  struct ocl *o = ocl_of(b);
+  float stats[2];
+  int rc = forward(o, x, y, batch, 0);
+  if (rc == RLX_OK)
+    rc = read_stats(o, stats);
+  if (rc != RLX_OK)
+    return rc;
+  *loss_sum += stats[0];
+  *correct += (long)stats[1];
+  return RLX_OK;
+}
+
+static const struct rlx__backend_ops ocl_ops = {
+    ocl_destroy, ocl_set_params, ocl_get_params, ocl_grad, ocl_apply, ocl_eval,
+};
+
+/* Choose the device: index given, or GPUs (nearest this process's cores
+ * first), or the first other device. */
+static int choose(const struct rlx__cl_device *devs, int n, int index, int local_rank, char *why,
+                  size_t whylen) {
+  if (index >= 0) {
+    if (index >= n) {
+      snprintf(why, whylen, "device opencl:%d asked for, but only %d OpenCL device(s)", index, n);
+      return -1;
+    }
+    return index;
+  }
+  int ngpu = 0;
+  while (ngpu < n && devs[ngpu].is_gpu)
+    ngpu++;
+  if (ngpu == 0)
+    return 0;
+  hwloc_topology_t topo;
+  hwloc_bitmap_t sets[RLX__CL_MAX_DEVICES] = {0}, mine = hwloc_bitmap_alloc();
+  int pick = local_rank % ngpu;
+  if (hwloc_topology_init(&topo) == 0) {
+    if (hwloc_topology_load(topo) == 0 && mine &&
+        hwloc_get_cpubind(topo, mine, HWLOC_CPUBIND_PROCESS) == 0) {
+      for (int i = 0; i < ngpu; i++)
+        if ((sets[i] = hwloc_bitmap_alloc()) &&
+            hwloc_opencl_get_device_cpuset(topo, devs[i].id, sets[i]) != 0) {
+          hwloc_bitmap_free(sets[i]);
+          sets[i] = NULL;
+        }
+      pick = rlx__cl_pick_near((hwloc_const_bitmap_t const *)sets, ngpu, mine, local_rank);
+      for (int i = 0; i < ngpu; i++)
+        hwloc_bitmap_free(sets[i]);
+    }
+    hwloc_topology_destroy(topo);
+  }
+  hwloc_bitmap_free(mine);
+  return pick;
+}
+
+static int build(struct ocl *o, cl_device_id dev, char *why, size_t whylen) {
+  cl_int e;
+  const char *src = rlx__kernels_cl;
+  o->prog = clCreateProgramWithSource(o->ctx, 1, &src, NULL, &e);
+  if (e != CL_SUCCESS) {
+    snprintf(why, whylen, "%s: clCreateProgramWithSource: %s", o->base.name, rlx__cl_errname(e));
+    return -1;
+  }
+  e = clBuildProgram(o->prog, 1, &dev, "-cl-std=CL1.2", NULL, NULL);
+  if (e != CL_SUCCESS) {
+    char log[256] = "";
+    clGetProgramBuildInfo(o->prog, dev, CL_PROGRAM_BUILD_LOG, sizeof log - 1, log, NULL);
+    log[sizeof log - 1] = '\0';
+    for (char *c = log; *c; c++)
+      if (*c == '\n')
+        *c = ' ';
+    snprintf(why, whylen, "%s: kernel build failed: %s: %s", o->base.name, rlx__cl_errname(e), log);
+    return -1;
+  }
+  for (int i = 0; i < K_COUNT; i++) {
+    o->k[i] = clCreateKernel(o->prog, kernel_names[i], &e);
+    if (e != CL_SUCCESS) {
+      snprintf(why, whylen, "%s: clCreateKernel(%s): %s", o->base.name, kernel_names[i],
+               rlx__cl_errname(e));
+      return -1;
+    }
+  }
+  return 0;
+}
+
+static cl_mem alloc(struct ocl *o, size_t bytes, int *fail) {
+  cl_int e;
+  cl_mem m = clCreateBuffer(o->ctx, CL_MEM_READ_WRITE, bytes ? bytes : 4, NULL, &e);
+  if (e != CL_SUCCESS)
+    *fail = 1;
+  return e == CL_SUCCESS ? m : NULL;
+}
+
+int rlx__opencl_create(const struct rlx__layout *lo, float momentum, int index, int local_rank,
+                       struct rlx__backend **out, char *why, size_t whylen) {
+  struct rlx__cl_device devs[RLX__CL_MAX_DEVICES];
+  int n = rlx__cl_list(devs, RLX__CL_MAX_DEVICES, why, whylen);
+  if (n < 0)
+    return RLX_ERR_DEVICE;
+  int d = choose(devs, n, index, local_rank, why, whylen);
+  if (d < 0)
+    return RLX_ERR_DEVICE;
+  struct ocl *o = calloc(1, sizeof *o);
+  if (!o) {
+    snprintf(why, whylen, "out of memory");
+    return RLX_ERR_NOMEM;
+  }
+  o->base.ops = &ocl_ops;
+  o->base.lo = lo;
+  o->base.momentum = momentum;
+  snprintf(o->base.name, sizeof o->base.name, "opencl: %s", devs[d].name);
+  cl_int e;
+  cl_context_properties props[] = {CL_CONTEXT_PLATFORM, (cl_context_properties)devs[d].platform,
+                                   0};
+  o->ctx = clCreateContext(props, 1, &devs[d].id, NULL, NULL, &e);
+  if (e == CL_SUCCESS)
+    o->q = clCreateCommandQueue(o->ctx, devs[d].id, 0, &e);
+  if (e != CL_SUCCESS) {
+    snprintf(why, whylen, "%s: no context or queue: %s", o->base.name, rlx__cl_errname(e));
+    goto fail;
+  }
+  if (build(o, devs[d].id, why, whylen))
+    goto fail;
+  /* The largest power of two the device and our kernels allow, up to 256. */
+  size_t maxwg = 1, kwg = 1;
+  clGetDeviceInfo(devs[d].id, CL_DEVICE_MAX_WORK_GROUP_SIZE, sizeof maxwg, &maxwg, NULL);
+  for (int i = 0; i < K_COUNT; i++)
+    if (clGetKernelWorkGroupInfo(o->k[i], devs[d].id, CL_KERNEL_WORK_GROUP_SIZE, sizeof kwg, &kwg,
+                                 NULL) == CL_SUCCESS && kwg < maxwg)
+      maxwg = kwg;
+  for (o->wg = 1; o->wg * 2 <= maxwg && o->wg < 256; o->wg *= 2)
+    ;
+  size_t B = (size_t)lo->max_batch, P = sizeof(float) * lo->nparams;
+  int bad = 0;
+  o->params = alloc(o, P, &bad);
+  o->velocity = alloc(o, P, &bad);
+  o->grad = alloc(o, P, &bad);
+  o->x = alloc(o, sizeof(float) * B * lo->sizes[0], &bad);
+  o->y = alloc(o, sizeof(int32_t) * B, &bad);
+  o->dz = alloc(o, sizeof(float) * B * lo->max_width, &bad);
+  o->dz2 = alloc(o, sizeof(float) * B * lo->max_width, &bad);
+  o->ones = alloc(o, sizeof(float) * B, &bad);
+  o->row_loss = alloc(o, sizeof(float) * B, &bad);
+  o->row_ok = alloc(o, sizeof(float) * B, &bad);
+  o->stats = alloc(o, 2 * sizeof(float), &bad);
+  for (int l = 1; l <= lo->nlayers; l++)
+    o->act[l] = alloc(o, sizeof(float) * B * lo->sizes[l], &bad);
+  o->act[0] = o->x;
+  if (bad) {
+    snprintf(why, whylen, "%s: cannot allocate device memory for %zu parameters and batch %zu",
+             o->base.name, lo->nparams, B);
+    goto fail;
+  }
+  float one = 1.0f;
+  e = clEnqueueFillBuffer(o->q, o->ones, &one, sizeof one, 0, sizeof(float) * B, 0, NULL, NULL);
+  if (e == CL_SUCCESS)
+    e = clFinish(o->q);
+  if (e != CL_SUCCESS) {
+    snprintf(why, whylen, "%s: cannot initialise buffers: %s", o->base.name, rlx__cl_errname(e));
+    goto fail;
+  }
+  *out = &o->base;
+  return RLX_OK;
+fail:
+  o->act[0] = NULL;
+  ocl_destroy(&o->base);
+  return RLX_ERR_DEVICE;
+}
