@@ -385,8 +385,21 @@ int rlx__opencl_create(const struct rlx__layout *lo, float momentum, int index, 
              o->base.name, lo->nparams, B);
     goto fail;
   }
-  float one = 1.0f;
-  e = clEnqueueFillBuffer(o->q, o->ones, &one, sizeof one, 0, sizeof(float) * B, 0, NULL, NULL);
+  /* Zero every buffer. CLBlast computes beta * C even when beta is 0, so a
+   * NaN in fresh device memory would survive into C (seen on PoCL in a
+   * forked process: validation caught it as an infinite bias gradient). */
+  float one = 1.0f, zero = 0.0f;
+  cl_mem all[] = {o->params, o->velocity, o->grad, o->x, o->dz, o->dz2, o->row_loss, o->row_ok};
+  size_t sizes[] = {P, P, P, sizeof(float) * B * lo->sizes[0], sizeof(float) * B * lo->max_width,
+                    sizeof(float) * B * lo->max_width, sizeof(float) * B, sizeof(float) * B};
+  e = CL_SUCCESS;
+  for (size_t i = 0; e == CL_SUCCESS && i < RLX__ARRAY_SIZE(all); i++)
+    e = clEnqueueFillBuffer(o->q, all[i], &zero, sizeof zero, 0, sizes[i], 0, NULL, NULL);
+  for (int l = 1; e == CL_SUCCESS && l <= lo->nlayers; l++)
+    e = clEnqueueFillBuffer(o->q, o->act[l], &zero, sizeof zero, 0,
+                            sizeof(float) * B * lo->sizes[l], 0, NULL, NULL);
+  if (e == CL_SUCCESS)
+    e = clEnqueueFillBuffer(o->q, o->ones, &one, sizeof one, 0, sizeof(float) * B, 0, NULL, NULL);
   if (e == CL_SUCCESS)
     e = clFinish(o->q);
   if (e != CL_SUCCESS) {

@@ -1,0 +1,277 @@
+/* The compute layer: C gradients against finite differences, OpenCL (PoCL
+ * in CI) against C on awkward shapes, the validation's verdicts, device
+ * strings, and GPU placement. */
+#include <check.h>
+#include "suite.h"
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "compute/backend.h"
+#include "compute/cl_devices.h"
+#include "internal.h"
+
+static void fill(float *v, size_t n, uint64_t seed, double scale) {
+  uint64_t s = seed;
+  for (size_t i = 0; i < n; i++)
+    v[i] = (float)((2 * rlx__uniform(&s) - 1) * scale);
+}
+
+static double rel(const float *a, const float *b, size_t n) {
+  double d = 0, s = 0;
+  for (size_t i = 0; i < n; i++) {
+    d += ((double)a[i] - b[i]) * ((double)a[i] - b[i]);
+    s += (double)b[i] * b[i];
+  }
+  return s > 0 ? sqrt(d / s) : sqrt(d);
+}
+
+static rlx_model_t *make(const int *sizes, int ns, int max_batch, const char *dev, float mom) {
+  rlx_model_desc_t d = {.nsizes = ns, .sizes = sizes, .max_batch = max_batch, .seed = 7,
+                        .momentum = mom, .device = dev, .local_rank = 0};
+  rlx_model_t *m = NULL;
+  int rc = rlx_model_create(&d, &m);
+  ck_assert_msg(rc == RLX_OK, "rlx_model_create(%s): %s", dev, rlx_errmsg());
+  return m;
+}
+
+static double mean_loss(rlx_model_t *m, const float *x, const int32_t *y, int b) {
+  double s = 0;
+  long ok = 0;
+  ck_assert_int_eq(rlx_model_eval(m, x, y, b, &s, &ok), RLX_OK);
+  return s / b;
+}
+
+/* Central differences on every parameter of a small net. */
+START_TEST(cpu_gradient_matches_finite_differences) {
+  const int sizes[] = {6, 5, 4, 3};
+  const int B = 5;
+  rlx_model_t *m = make(sizes, 4, B, "cpu", 0);
+  size_t n = rlx_model_nparams(m);
+  ck_assert_uint_eq(n, 6 * 5 + 5 + 5 * 4 + 4 + 4 * 3 + 3);
+  float *p = malloc(n * sizeof *p), *g = malloc(n * sizeof *g), *fd = malloc(n * sizeof *fd);
+  float x[5 * 6];
+  int32_t y[5] = {0, 1, 2, 1, 0};
+  fill(x, sizeof x / sizeof *x, 1, 1.0);
+  fill(p, n, 2, 0.8);
+  ck_assert_int_eq(rlx_model_set_params(m, p), RLX_OK);
+  float loss;
+  ck_assert_int_eq(rlx_model_grad(m, x, y, B, g, &loss, NULL), RLX_OK);
+  ck_assert(fabs(loss - mean_loss(m, x, y, B)) < 1e-6);
+  const float eps = 1e-2f;
+  for (size_t i = 0; i < n; i++) {
+    float keep = p[i];
+    p[i] = keep + eps;
+    rlx_model_set_params(m, p);
+    double up = mean_loss(m, x, y, B);
+    p[i] = keep - eps;
+    rlx_model_set_params(m, p);
+    double down = mean_loss(m, x, y, B);
+    p[i] = keep;
+    fd[i] = (float)((up - down) / (2 * eps));
+  }
+  double r = rel(g, fd, n);
+  ck_assert_msg(r < 1e-3, "gradient differs from finite differences by %g (relative)", r);
+  free(p);
+  free(g);
+  free(fd);
+  rlx_model_free(&m);
+}
+END_TEST
+
+/* OpenCL against C: shapes and batches that are no multiple of any tile. */
+START_TEST(opencl_matches_cpu_on_awkward_shapes) {
+  static const int shapes[][5] = {{3, 13, 37, 5, 0}, {4, 100, 65, 33, 7}, {3, 784, 129, 10, 0},
+                                  {2, 3, 2, 0, 0}};
+  static const int batches[] = {1, 7, 33, 100};
+  for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++) {
+    int ns = shapes[s][0];
+    const int *sizes = shapes[s] + 1;
+    rlx_model_t *c = make(sizes, ns, 100, "cpu", 0.9f), *o = make(sizes, ns, 100, "opencl", 0.9f);
+    ck_assert_msg(!strncmp(rlx_model_backend(o), "opencl", 6) && !rlx_model_fallback(o),
+                  "OpenCL not in use: %s", rlx_model_fallback(o) ? rlx_model_fallback(o) : "?");
+    size_t n = rlx_model_nparams(c);
+    float *p = malloc(n * 4), *gc = malloc(n * 4), *go = malloc(n * 4), *pc = malloc(n * 4),
+          *po = malloc(n * 4);
+    float *x = malloc(sizeof(float) * 100 * sizes[0]);
+    int32_t y[100];
+    fill(p, n, 10 + s, 0.3);
+    ck_assert_int_eq(rlx_model_set_params(c, p), RLX_OK);
+    ck_assert_int_eq(rlx_model_set_params(o, p), RLX_OK);
+    for (size_t b = 0; b < sizeof batches / sizeof *batches; b++) {
+      int B = batches[b];
+      fill(x, (size_t)B * sizes[0], 100 + b, 1.5);
+      for (int r = 0; r < B; r++)
+        y[r] = (r * 7 + (int)b) % sizes[ns - 1];
+      float lc, lo;
+      int kc, ko;
+      ck_assert_int_eq(rlx_model_grad(c, x, y, B, gc, &lc, &kc), RLX_OK);
+      ck_assert_int_eq(rlx_model_grad(o, x, y, B, go, &lo, &ko), RLX_OK);
+      double r = rel(go, gc, n);
+      ck_assert_msg(r < 1e-4, "shape %zu batch %d: gradients differ by %g", s, B, r);
+      ck_assert_msg(fabs(lc - lo) < 1e-4 * fabs(lc), "loss %g vs %g", lc, lo);
+      ck_assert_int_eq(kc, ko);
+      ck_assert_int_eq(rlx_model_apply(c, gc, 0.1f), RLX_OK);
+      ck_assert_int_eq(rlx_model_apply(o, gc, 0.1f), RLX_OK);
+      rlx_model_get_params(c, pc);
+      rlx_model_get_params(o, po);
+      ck_assert_msg(rel(po, pc, n) < 1e-5, "parameters drift after an update");
+      double ec = 0, eo = 0;
+      long oc = 0, oo = 0;
+      ck_assert_int_eq(rlx_model_eval(c, x, y, B, &ec, &oc), RLX_OK);
+      ck_assert_int_eq(rlx_model_eval(o, x, y, B, &eo, &oo), RLX_OK);
+      ck_assert(fabs(ec - eo) < 1e-4 * fabs(ec) + 1e-6);
+      ck_assert_int_eq(oc, oo);
+    }
+    free(p);
+    free(gc);
+    free(go);
+    free(pc);
+    free(po);
+    free(x);
+    rlx_model_free(&c);
+    rlx_model_free(&o);
+  }
+}
+END_TEST
+
+/* Validation on its own: a backend whose answers are wrong is refused. */
+struct liar {
+  struct rlx__backend base;
+  struct rlx__backend *real;
+  int mode; /* 0 honest, 1 zeros, 2 scaled gradient, 3 NaN loss */
+};
+static int liar_set(struct rlx__backend *b, const float *p) {
+  struct liar *l = (struct liar *)b;
+  return l->real->ops->set_params(l->real, p);
+}
+static int liar_get(struct rlx__backend *b, float *p) {
+  struct liar *l = (struct liar *)b;
+  return l->real->ops->get_params(l->real, p);
+}
+static int liar_grad(struct rlx__backend *b, const float *x, const int32_t *y, int n, float *g,
+                     float *loss, int *ok) {
+  struct liar *l = (struct liar *)b;
+  int rc = l->real->ops->grad(l->real, x, y, n, g, loss, ok);
+  for (size_t i = 0; i < b->lo->nparams; i++)
+    g[i] = l->mode == 1 ? 0.0f : l->mode == 2 ? g[i] * 1.01f : g[i];
+  if (l->mode == 1)
+    *loss = 0;
+  if (l->mode == 3)
+    *loss = NAN;
+  return rc;
+}
+static int liar_apply(struct rlx__backend *b, const float *g, float lr) {
+  struct liar *l = (struct liar *)b;
+  return l->real->ops->apply(l->real, g, lr);
+}
+static int liar_eval(struct rlx__backend *b, const float *x, const int32_t *y, int n, double *s,
+                     long *ok) {
+  struct liar *l = (struct liar *)b;
+  return l->real->ops->eval(l->real, x, y, n, s, ok);
+}
+static const struct rlx__backend_ops liar_ops = {NULL, liar_set, liar_get, liar_grad, liar_apply,
+                                                 liar_eval};
+
+START_TEST(validation_catches_wrong_answers) {
+  const int sizes[] = {20, 16, 10};
+  rlx_model_desc_t d = {.nsizes = 3, .sizes = sizes, .max_batch = 64};
+  struct rlx__layout lo;
+  ck_assert_int_eq(rlx__layout_init(&lo, &d), RLX_OK);
+  const char *want[] = {NULL, "probe loss 0 ", "gradient of layer", "probe loss nan"};
+  for (int mode = 0; mode < 4; mode++) {
+    struct liar l = {.base = {.ops = &liar_ops, .lo = &lo, .momentum = 0}, .mode = mode};
+    ck_assert_int_eq(rlx__cpu_create(&lo, 0, &l.real), RLX_OK);
+    char why[400];
+    int rc = rlx__validate(&l.base, why, sizeof why);
+    if (!want[mode])
+      ck_assert_msg(rc == RLX_OK, "honest backend refused: %s", why);
+    else
+      ck_assert_msg(rc == RLX_ERR_DEVICE && strstr(why, want[mode]),
+                    "mode %d: rc %d, why '%s'", mode, rc, why);
+    l.real->ops->destroy(l.real);
+  }
+}
+END_TEST
+
+START_TEST(device_strings) {
+  struct rlx__device_choice c;
+  ck_assert_int_eq(rlx__device_parse("auto", &c), RLX_OK);
+  ck_assert_int_eq(c.kind, RLX__DEV_AUTO);
+  ck_assert_int_eq(rlx__device_parse("opencl:3", &c), RLX_OK);
+  ck_assert_int_eq(c.kind, RLX__DEV_OPENCL);
+  ck_assert_int_eq(c.index, 3);
+  ck_assert_int_eq(rlx__device_parse("cpu", &c), RLX_OK);
+  const char *bad[] = {"gpu", "opencl:", "opencl:-1", "opencl:x", "CPU", "opencl:999"};
+  for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+    ck_assert_int_eq(rlx__device_parse(bad[i], &c), RLX_ERR_ARG);
+    ck_assert_ptr_nonnull(strstr(rlx_errmsg(), bad[i]));
+  }
+  /* Through the public call and the environment. */
+  const int sizes[] = {4, 2};
+  rlx_model_desc_t d = {.nsizes = 2, .sizes = sizes, .max_batch = 4, .local_rank = -1};
+  rlx_model_t *m = NULL;
+  setenv("RLX_DEVICE", "tpu", 1);
+  ck_assert_int_eq(rlx_model_create(&d, &m), RLX_ERR_ARG);
+  ck_assert_ptr_null(m);
+  ck_assert_ptr_nonnull(strstr(rlx_errmsg(), "tpu"));
+  setenv("RLX_DEVICE", "cpu", 1);
+  ck_assert_int_eq(rlx_model_create(&d, &m), RLX_OK);
+  ck_assert_str_eq(rlx_model_backend(m), "cpu");
+  ck_assert_ptr_null(rlx_model_fallback(m));
+  /* Labels outside the classes are refused before any kernel sees them. */
+  float x[4] = {0};
+  int32_t y[1] = {2};
+  float g[10];
+  ck_assert_int_eq(rlx_model_grad(m, x, y, 1, g, NULL, NULL), RLX_ERR_ARG);
+  y[0] = 1;
+  ck_assert_int_eq(rlx_model_grad(m, x, y, 5, g, NULL, NULL), RLX_ERR_ARG); /* > max_batch */
+  ck_assert_int_eq(rlx_model_grad(m, x, y, 1, g, NULL, NULL), RLX_OK);
+  rlx_model_free(&m);
+  unsetenv("RLX_DEVICE");
+}
+END_TEST
+
+/* Placement: GPUs near the rank's cores first, local rank i takes the
+ * i-th mod their count; no near GPU (or no binding known) means all. */
+START_TEST(gpu_placement) {
+  hwloc_topology_t t;
+  ck_assert_int_eq(hwloc_topology_init(&t), 0);
+  ck_assert_int_eq(hwloc_topology_set_synthetic(t, "pack:2 core:4 pu:1"), 0);
+  ck_assert_int_eq(hwloc_topology_load(t), 0);
+  hwloc_obj_t p0 = hwloc_get_obj_by_type(t, HWLOC_OBJ_PACKAGE, 0);
+  hwloc_obj_t p1 = hwloc_get_obj_by_type(t, HWLOC_OBJ_PACKAGE, 1);
+  hwloc_const_bitmap_t gpus[4] = {p0->cpuset, p0->cpuset, p1->cpuset, p1->cpuset};
+  hwloc_obj_t core5 = hwloc_get_obj_by_type(t, HWLOC_OBJ_CORE, 5);
+  /* A rank bound to a core of package 1 takes GPU 2 or 3. */
+  ck_assert_int_eq(rlx__cl_pick_near(gpus, 4, core5->cpuset, 0), 2);
+  ck_assert_int_eq(rlx__cl_pick_near(gpus, 4, core5->cpuset, 1), 3);
+  ck_assert_int_eq(rlx__cl_pick_near(gpus, 4, core5->cpuset, 2), 2);
+  /* Unbound (the whole machine): every GPU is near; i mod 4. */
+  hwloc_const_bitmap_t all = hwloc_topology_get_topology_cpuset(t);
+  for (int r = 0; r < 8; r++)
+    ck_assert_int_eq(rlx__cl_pick_near(gpus, 4, all, r), r % 4);
+  /* Binding unknown, or nothing near: all of them. */
+  ck_assert_int_eq(rlx__cl_pick_near(gpus, 4, NULL, 5), 1);
+  hwloc_bitmap_t none = hwloc_bitmap_alloc();
+  ck_assert_int_eq(rlx__cl_pick_near(gpus, 4, none, 6), 2);
+  hwloc_bitmap_free(none);
+  ck_assert_int_eq(rlx__cl_pick_near(gpus, 0, all, 0), -1);
+  hwloc_topology_destroy(t);
+}
+END_TEST
+
+Suite *compute_suite(void) {
+  Suite *s = suite_create("compute");
+  TCase *t = tcase_create("model");
+  tcase_set_timeout(t, 120);
+  tcase_add_test(t, cpu_gradient_matches_finite_differences);
+  tcase_add_test(t, validation_catches_wrong_answers);
+  tcase_add_test(t, device_strings);
+  tcase_add_test(t, gpu_placement);
+  tcase_add_test(t, opencl_matches_cpu_on_awkward_shapes);
+  suite_add_tcase(s, t);
+  return s;
+}
+
+int main(void) { return rlx_run_suite(compute_suite()); }
