@@ -94,6 +94,10 @@ static int control(struct run *r, long step) {
     }
     if ((rc = rlx_bcast(&lr, 1, RLX_FLOAT64, r->leader, r->w)) != RLX_OK)
       fail(r, "rlx_bcast (learning rate)", rc);
+    if ((float)lr != r->lr) {
+      printf("train: rank %d uses learning rate %g from step %ld on\n", r->rank, lr, step + 1);
+      fflush(stdout);
+    }
     r->lr = (float)lr;
   }
   return ctl[0] != 0;
@@ -279,6 +283,8 @@ int main(int argc, char **argv) {
       fflush(stdout);
     }
   }
+  if (stop_asked) /* every rank says where it stopped: the same step */
+    printf("train: rank %d stopped after step %ld\n", r.rank, step);
   if (r.rank == r.leader) {
     if (stop_asked || stop)
       printf("train: stopped after step %ld%s\n", step,

@@ -20,6 +20,7 @@ static struct rlxrun_opts opts;
 static uv_timer_t grace_timer, timeout_timer, drain_timer;
 static uv_signal_t sig_int, sig_term;
 static int interrupted;
+static int any_rank_failed; /* a rank exited non-zero or by a signal */
 
 static void rdv_log(const char *msg) { fprintf(stderr, "rlxrun: %s\n", msg); }
 
@@ -76,6 +77,7 @@ static void finish_if_done(void) {
 
 static void on_rank_exit(struct job *j, struct rank_proc *rp) {
   int bad = rp->exit_status != 0 || rp->term_signal != 0;
+  any_rank_failed |= bad;
   if (bad && j->failed_rank < 0 && !interrupted && !(j->stopping && j->failed_rank >= 0)) {
     j->failed_rank = rp->rank;
     if (rp->term_signal)
@@ -225,7 +227,11 @@ int main(int argc, char **argv) {
   uv_run(job.loop, UV_RUN_DEFAULT);
   job_flush(&job);
   rlx__rdv_server_stop(server);
-  if (interrupted)
+  /* Interrupted: 128 + the signal, unless every rank handled it and
+   * exited 0 (a program that stops cleanly on SIGINT, like train). */
+  if (interrupted && any_rank_failed)
     return 128 + interrupted;
+  if (interrupted)
+    return 0;
   return job.failed_rank >= 0 ? job.exit_code : 0;
 }

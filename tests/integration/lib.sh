@@ -6,6 +6,7 @@ RLXRUN="$top_builddir/bin/rlxrun/rlxrun"
 CHECK="$top_builddir/tests/integration/coll_check"
 HELLO="$top_builddir/examples/hello"
 STRANGER="$top_builddir/tests/integration/stranger"
+TRAIN="$top_builddir/examples/train"
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/rlxtest.XXXXXX")
 trap 'rm -rf "$TMP"' EXIT
 unset RLX_RANK RLX_SIZE RLX_LOCAL_RANK RLX_LOCAL_SIZE RLX_RENDEZVOUS RLX_JOB_KEY RLX_LAUNCHER
