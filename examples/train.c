@@ -238,9 +238,10 @@ int main(int argc, char **argv) {
   }
   int chunk = r.o.batch > 256 ? r.o.batch : 256;
   uint32_t *perm = malloc(sizeof(uint32_t) * r.ntrain), *idx = malloc(sizeof(uint32_t) * chunk);
-  float *x = malloc(sizeof(float) * (size_t)chunk * r.train->dim);
+  /* The model's own buffers: pinned on a GPU, so batches and gradients
+   * move by DMA. */
+  float *x = rlx_model_input_buffer(r.m), *grad = rlx_model_grad_buffer(r.m);
   int32_t *y = malloc(sizeof(int32_t) * chunk);
-  float *grad = malloc(sizeof(float) * r.np);
   if (!perm || !idx || !x || !y || !grad)
     fail(&r, "buffers", RLX_ERR_NOMEM);
 
@@ -298,9 +299,7 @@ int main(int argc, char **argv) {
   rlx_dataset_free(&r.test);
   free(perm);
   free(idx);
-  free(x);
   free(y);
-  free(grad);
   rc = rlx_finalize();
   return rc == RLX_OK ? 0 : 1;
 }

@@ -49,6 +49,14 @@ RLX_API const char *rlx_model_fallback(const rlx_model_t *m);
 RLX_API int rlx_model_get_params(rlx_model_t *m, float *params);
 RLX_API int rlx_model_set_params(rlx_model_t *m, const float *params);
 
+/* Host buffers owned by the model, freed with it: room for max_batch
+ * input rows, and for one flat gradient. Pinned (page-locked) on devices
+ * that offer it, so a batch or gradient passed from them moves by DMA with
+ * no staging copy; any other buffer works too, only slower. NULL when out
+ * of memory. */
+RLX_API float *rlx_model_input_buffer(rlx_model_t *m);
+RLX_API float *rlx_model_grad_buffer(rlx_model_t *m);
+
 /* Forward and backward on one batch: x is batch x sizes[0] floats,
  * labels are class indices. The mean-loss gradient lands in grad (flat, as
  * the parameters); *loss gets the mean loss, *correct the number of rows

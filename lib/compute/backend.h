@@ -43,6 +43,10 @@ struct rlx__backend_ops {
   int (*apply)(struct rlx__backend *b, const float *g, float lr);
   int (*eval)(struct rlx__backend *b, const float *x, const int32_t *y, int batch,
               double *loss_sum, long *correct);
+  /* Pinned host memory, or NULL (the caller then uses malloc); host_free
+   * returns 0 for a pointer host_alloc did not give. */
+  float *(*host_alloc)(struct rlx__backend *b, size_t nfloats);
+  int (*host_free)(struct rlx__backend *b, float *p);
 };
 
 int rlx__cpu_create(const struct rlx__layout *lo, float momentum, struct rlx__backend **out);

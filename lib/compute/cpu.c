@@ -106,7 +106,7 @@ static int cpu_eval(struct rlx__backend *b, const float *x, const int32_t *y, in
 }
 
 static const struct rlx__backend_ops cpu_ops = {
-    cpu_destroy, cpu_set_params, cpu_get_params, cpu_grad, cpu_apply, cpu_eval,
+    cpu_destroy, cpu_set_params, cpu_get_params, cpu_grad, cpu_apply, cpu_eval, NULL, NULL,
 };
 
 int rlx__cpu_create(const struct rlx__layout *lo, float momentum, struct rlx__backend **out) {

@@ -39,7 +39,7 @@ static int read_all(gzFile f, const char *path, void *buf, size_t n, const char 
       return rlx__err(RLX_ERR_SYS, "%s: cannot read %s: %s", path, what, msg);
     }
     if (r == 0)
-      return rlx__err(RLX_ERR_SYS, "%s is truncated: %s needs %zu bytes, the file has %zu",
+      return rlx__err(RLX_ERR_SYS, "%s is truncated: %s take %zu bytes, it ends after %zu",
                       path, what, n, got);
     got += (size_t)r;
   }

@@ -9,6 +9,7 @@
 struct rlx_model {
   struct rlx__layout lo;
   struct rlx__backend *be;
+  float *in_buf, *grad_buf;   /* rlx_model_input_buffer / _grad_buffer */
   char fallback[640];
 };
 
@@ -113,10 +114,36 @@ int rlx_model_create(const rlx_model_desc_t *d, rlx_model_t **out) {
   return RLX_OK;
 }
 
+static float *host_alloc(rlx_model_t *m, size_t n) {
+  float *p = m->be->ops->host_alloc ? m->be->ops->host_alloc(m->be, n) : NULL;
+  if (!p && posix_memalign((void **)&p, 64, n * sizeof(float)) != 0)
+    p = NULL;
+  return p;
+}
+
+static void host_free(rlx_model_t *m, float *p) {
+  if (!(p && m->be->ops->host_free && m->be->ops->host_free(m->be, p)))
+    free(p);
+}
+
+float *rlx_model_input_buffer(rlx_model_t *m) {
+  if (m && !m->in_buf)
+    m->in_buf = host_alloc(m, (size_t)m->lo.max_batch * m->lo.sizes[0]);
+  return m ? m->in_buf : NULL;
+}
+
+float *rlx_model_grad_buffer(rlx_model_t *m) {
+  if (m && !m->grad_buf)
+    m->grad_buf = host_alloc(m, m->lo.nparams);
+  return m ? m->grad_buf : NULL;
+}
+
 int rlx_model_free(rlx_model_t **mp) {
   if (!mp)
     return rlx__err(RLX_ERR_ARG, "rlx_model_free: NULL");
   if (*mp) {
+    host_free(*mp, (*mp)->in_buf);
+    host_free(*mp, (*mp)->grad_buf);
     if ((*mp)->be)
       (*mp)->be->ops->destroy((*mp)->be);
     free(*mp);

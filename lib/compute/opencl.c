@@ -26,6 +26,7 @@ struct ocl {
   size_t wg;                          /* work-group size for 1-D launches */
   cl_mem params, velocity, grad, x, y, dz, dz2, ones, row_loss, row_ok, stats;
   cl_mem act[RLX__MAX_LAYERS + 1];    /* act[0] aliases x */
+  struct { cl_mem mem; float *ptr; } pinned[4]; /* mapped for their lifetime */
 };
 
 static struct ocl *ocl_of(struct rlx__backend *b) { return (struct ocl *)b; }
@@ -49,8 +50,51 @@ static int cl_fail(struct ocl *o, const char *what, cl_int e) {
                       (int)s_);                                                \
   } while (0)
 
+static int ocl_host_free(struct rlx__backend *b, float *p) {
+  struct ocl *o = ocl_of(b);
+  for (size_t i = 0; i < RLX__ARRAY_SIZE(o->pinned); i++)
+    if (o->pinned[i].ptr == p && p) {
+      clEnqueueUnmapMemObject(o->q, o->pinned[i].mem, p, 0, NULL, NULL);
+      clFinish(o->q);
+      clReleaseMemObject(o->pinned[i].mem);
+      o->pinned[i].mem = NULL;
+      o->pinned[i].ptr = NULL;
+      return 1;
+    }
+  return 0;
+}
+
+/* Page-locked host memory the usual way (a host-allocated buffer, mapped
+ * once and kept mapped): NVIDIA's and AMD's drivers DMA straight from it
+ * where an ordinary pointer is first copied into a staging area. */
+static float *ocl_host_alloc(struct rlx__backend *b, size_t n) {
+  struct ocl *o = ocl_of(b);
+  for (size_t i = 0; i < RLX__ARRAY_SIZE(o->pinned); i++) {
+    if (o->pinned[i].ptr)
+      continue;
+    cl_int e;
+    size_t bytes = n ? n * sizeof(float) : 4;
+    cl_mem m = clCreateBuffer(o->ctx, CL_MEM_READ_WRITE | CL_MEM_ALLOC_HOST_PTR, bytes, NULL, &e);
+    if (e != CL_SUCCESS)
+      return NULL;
+    void *p = clEnqueueMapBuffer(o->q, m, CL_TRUE, CL_MAP_READ | CL_MAP_WRITE, 0, bytes, 0, NULL,
+                                 NULL, &e);
+    if (e != CL_SUCCESS) {
+      clReleaseMemObject(m);
+      return NULL;
+    }
+    o->pinned[i].mem = m;
+    o->pinned[i].ptr = p;
+    return p;
+  }
+  return NULL;
+}
+
 static void ocl_destroy(struct rlx__backend *b) {
   struct ocl *o = ocl_of(b);
+  for (size_t i = 0; i < RLX__ARRAY_SIZE(o->pinned); i++)
+    if (o->pinned[i].ptr)
+      ocl_host_free(b, o->pinned[i].ptr);
   if (o->q)
     clFinish(o->q);
   cl_mem *mems[] = {&o->params, &o->velocity, &o->grad, &o->x, &o->y, &o->dz,
@@ -246,7 +290,8 @@ static int ocl_eval(struct rlx__backend *b, const float *x, const int32_t *y, in
 }
 
 static const struct rlx__backend_ops ocl_ops = {
-    ocl_destroy, ocl_set_params, ocl_get_params, ocl_grad, ocl_apply, ocl_eval,
+    ocl_destroy, ocl_set_params, ocl_get_params, ocl_grad, ocl_apply, ocl_eval, ocl_host_alloc,
+    ocl_host_free,
 };
 
 /* Choose the device: index given, or GPUs (nearest this process's cores

@@ -170,8 +170,8 @@ static int liar_eval(struct rlx__backend *b, const float *x, const int32_t *y, i
   struct liar *l = (struct liar *)b;
   return l->real->ops->eval(l->real, x, y, n, s, ok);
 }
-static const struct rlx__backend_ops liar_ops = {NULL, liar_set, liar_get, liar_grad, liar_apply,
-                                                 liar_eval};
+static const struct rlx__backend_ops liar_ops = {NULL,       liar_set,  liar_get, liar_grad,
+                                                 liar_apply, liar_eval, NULL,     NULL};
 
 START_TEST(validation_catches_wrong_answers) {
   const int sizes[] = {20, 16, 10};

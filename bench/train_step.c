@@ -1,0 +1,82 @@
+/* train_step: time the compute layer's training step (gradient + update,
+ * no communication) for one MLP, batch and backend, the way PyTorch's
+ * loop is timed in bench/torch_mlp_step.py: warm-up, then the median of
+ * many steps. Prints one line:
+ *   backend=... model=784-256-10 batch=1024 step_us=... samples_per_s=...
+ * usage: train_step [--backend B] [--hidden 256[,..]] [--batch N]
+ *                   [--steps N] [--warmup N] */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <rlxcoll/rlxcoll.h>
+
+static double now_us(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return t.tv_sec * 1e6 + t.tv_nsec / 1e3;
+}
+
+static int cmp(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y;
+}
+
+int main(int argc, char **argv) {
+  const char *backend = "auto", *hidden = "256";
+  int batch = 256, steps = 50, warmup = 5;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    if (!strcmp(argv[i], "--backend")) backend = argv[i + 1];
+    else if (!strcmp(argv[i], "--hidden")) hidden = argv[i + 1];
+    else if (!strcmp(argv[i], "--batch")) batch = atoi(argv[i + 1]);
+    else if (!strcmp(argv[i], "--steps")) steps = atoi(argv[i + 1]);
+    else if (!strcmp(argv[i], "--warmup")) warmup = atoi(argv[i + 1]);
+    else { fprintf(stderr, "train_step: unknown flag %s\n", argv[i]); return 2; }
+  }
+  if (batch < 1 || steps < 1 || warmup < 0) { fprintf(stderr, "train_step: bad numbers\n"); return 2; }
+  int sizes[18] = {784}, ns = 1;
+  char buf[256];
+  snprintf(buf, sizeof buf, "%s", hidden);
+  for (char *s, *t = strtok_r(buf, ",", &s); t && ns < 16; t = strtok_r(NULL, ",", &s))
+    sizes[ns++] = atoi(t);
+  sizes[ns++] = 10;
+  rlx_model_desc_t d = {.nsizes = ns, .sizes = sizes, .max_batch = batch, .seed = 1,
+                        .momentum = 0.9f, .device = backend, .local_rank = -1};
+  rlx_model_t *m;
+  int rc = rlx_model_create(&d, &m);
+  if (rc != RLX_OK) { fprintf(stderr, "train_step: %s\n", rlx_errmsg()); return 1; }
+  if (rlx_model_fallback(m))
+    fprintf(stderr, "train_step: %s\n", rlx_model_fallback(m));
+  rlx_dataset_t *ds;
+  if (rlx_dataset_synthetic((size_t)batch * 4, 784, 10, 3, &ds) != RLX_OK) return 1;
+  size_t np = rlx_model_nparams(m);
+  float *x = rlx_model_input_buffer(m), *g = rlx_model_grad_buffer(m);
+  int32_t *y = malloc(sizeof(int32_t) * batch);
+  uint32_t *idx = malloc(sizeof(uint32_t) * batch);
+  double *t = malloc(sizeof(double) * steps);
+  if (!x || !g || !y || !idx || !t) return 1;
+  for (int s = 0; s < warmup + steps; s++) {
+    for (int j = 0; j < batch; j++)
+      idx[j] = (uint32_t)((s * batch + j) % ds->count);
+    rlx_dataset_batch(ds, idx, batch, x, y);
+    double t0 = now_us();
+    float loss;
+    if ((rc = rlx_model_grad(m, x, y, batch, g, &loss, NULL)) != RLX_OK ||
+        (rc = rlx_model_apply(m, g, 0.01f)) != RLX_OK) {
+      fprintf(stderr, "train_step: %s\n", rlx_errmsg());
+      return 1;
+    }
+    if (s >= warmup)
+      t[s - warmup] = now_us() - t0;
+  }
+  qsort(t, steps, sizeof *t, cmp);
+  char model[128];
+  int k = 0;
+  for (int i = 0; i < ns; i++)
+    k += snprintf(model + k, sizeof model - k, "%s%d", i ? "-" : "", sizes[i]);
+  printf("backend=\"%s\" model=%s params=%zu batch=%d step_us=%.1f samples_per_s=%.0f\n",
+         rlx_model_backend(m), model, np, batch, t[steps / 2], batch / (t[steps / 2] * 1e-6));
+  rlx_model_free(&m);
+  rlx_dataset_free(&ds);
+  return 0;
+}
