@@ -48,7 +48,7 @@ int main(int argc, char **argv) {
   if (rlx_model_fallback(m))
     fprintf(stderr, "train_step: %s\n", rlx_model_fallback(m));
   rlx_dataset_t *ds;
-  if (rlx_dataset_synthetic((size_t)batch * 4, 784, 10, 3, &ds) != RLX_OK) return 1;
+  if (rlx_dataset_synthetic((size_t)batch * 4, 784, 10, 3, "train", &ds) != RLX_OK) return 1;
   size_t np = rlx_model_nparams(m);
   float *x = rlx_model_input_buffer(m), *g = rlx_model_grad_buffer(m);
   int32_t *y = malloc(sizeof(int32_t) * batch);

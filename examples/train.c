@@ -44,7 +44,7 @@ static void fail(struct run *r, const char *what, int rc) {
 
 /* The dataset's files, or the announced synthetic stand-in when they are
  * absent. A file that is there but bad is an error, never a silent swap. */
-static rlx_dataset_t *load(struct run *r, const char *split, size_t synth_count, uint64_t seed) {
+static rlx_dataset_t *load(struct run *r, const char *split, size_t synth_count) {
   rlx_dataset_t *d = NULL;
   char a[1200], b[1200];
   snprintf(a, sizeof a, "%s/%s-images-idx3-ubyte.gz", r->o.data, split);
@@ -56,12 +56,12 @@ static rlx_dataset_t *load(struct run *r, const char *split, size_t synth_count,
       fail(r, "loading the data", rc);
     return d;
   }
-  int rc = rlx_dataset_synthetic(synth_count, 784, 10, seed, &d);
+  int rc = rlx_dataset_synthetic(synth_count, 784, 10, r->o.seed, split, &d);
   if (rc != RLX_OK)
     fail(r, "making synthetic data", rc);
   if (r->rank == r->leader && !r->o.synthetic)
-    printf("train: no %s in %s; using a synthetic set (seed %llu) instead\n", a + strlen(r->o.data) + 1,
-           r->o.data, (unsigned long long)seed);
+    printf("train: no %s in %s; using a synthetic set (seed %llu) instead\n",
+           a + strlen(r->o.data) + 1, r->o.data, (unsigned long long)r->o.seed);
   return d;
 }
 
@@ -168,8 +168,8 @@ static void dump(struct run *r) {
 
 static void setup(struct run *r) {
   int sizes[TRAIN_MAX_HIDDEN + 2], ns = 0;
-  r->train = load(r, "train", 60000, r->o.seed);
-  r->test = load(r, "t10k", 10000, r->o.seed + 1);
+  r->train = load(r, "train", 60000);
+  r->test = load(r, "t10k", 10000);
   if (r->train->dim != r->test->dim || r->train->classes > 256) {
     fprintf(stderr, "train: training (%d) and test (%d) images differ in size\n", r->train->dim,
             r->test->dim);

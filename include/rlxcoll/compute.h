@@ -87,9 +87,11 @@ typedef struct rlx_dataset {
 /* Read <dir>/<split>-images-idx3-ubyte[.gz] and the matching labels file
  * (split "train" or "t10k"); gzip through zlib. */
 RLX_API int rlx_dataset_load(const char *dir, const char *split, rlx_dataset_t **out);
-/* A seeded, learnable stand-in: one noisy prototype per class. */
+/* A seeded, learnable stand-in: one noisy prototype per class. The
+ * prototypes depend on seed alone; split ("train" or "t10k") picks the
+ * stream of examples, so a test split is drawn from the same classes. */
 RLX_API int rlx_dataset_synthetic(size_t count, int dim, int classes, uint64_t seed,
-                                  rlx_dataset_t **out);
+                                  const char *split, rlx_dataset_t **out);
 RLX_API int rlx_dataset_free(rlx_dataset_t **d);
 /* Gather examples idx[0..n) as normalised floats ((p/255 - 0.2860)/0.3530,
  * the Fashion-MNIST mean and deviation) and int32 labels. */

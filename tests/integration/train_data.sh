@@ -11,7 +11,10 @@ timeout 60 "$RLXRUN" -n 2 "$TRAIN" $small --data "$TMP/nowhere" >"$TMP/out" 2>&1
   { cat "$TMP/out"; fail "missing data did not fall back"; }
 grep -q "no train-images-idx3-ubyte.gz in $TMP/nowhere; using a synthetic set (seed 42)" "$TMP/out" ||
   { cat "$TMP/out"; fail "fallback not announced"; }
-grep -q "synthetic (seed 42)" "$TMP/out" || fail "synthetic set not named"
+grep -q "synthetic train set (seed 42)" "$TMP/out" || fail "synthetic set not named"
+# The synthetic test split shares the training split's classes: it is learnable.
+acc=$(sed -n 's/.*epoch 1\/3: .* test \([0-9.]*\)%.*/\1/p' "$TMP/out")
+python3 -c "import sys; sys.exit(0 if float('$acc') > 50 else 1)" || fail "synthetic test accuracy $acc%"
 
 # Asked for: no complaint, same set.
 timeout 60 "$TRAIN" $small --synthetic >"$TMP/out" 2>&1 || { cat "$TMP/out"; fail "--synthetic"; }
