@@ -53,29 +53,33 @@ int main(int argc, char **argv) {
   float *x = rlx_model_input_buffer(m), *g = rlx_model_grad_buffer(m);
   int32_t *y = malloc(sizeof(int32_t) * batch);
   uint32_t *idx = malloc(sizeof(uint32_t) * batch);
-  double *t = malloc(sizeof(double) * steps);
-  if (!x || !g || !y || !idx || !t) return 1;
+  double *t = malloc(sizeof(double) * steps), *ta = malloc(sizeof(double) * steps);
+  if (!x || !g || !y || !idx || !t || !ta) return 1;
   for (int s = 0; s < warmup + steps; s++) {
     for (int j = 0; j < batch; j++)
       idx[j] = (uint32_t)((s * batch + j) % ds->count);
     rlx_dataset_batch(ds, idx, batch, x, y);
-    double t0 = now_us();
+    double t0 = now_us(), t1;
     float loss;
     if ((rc = rlx_model_grad(m, x, y, batch, g, &loss, NULL)) != RLX_OK ||
-        (rc = rlx_model_apply(m, g, 0.01f)) != RLX_OK) {
+        (t1 = now_us(), rc = rlx_model_apply(m, g, 0.01f)) != RLX_OK) {
       fprintf(stderr, "train_step: %s\n", rlx_errmsg());
       return 1;
     }
-    if (s >= warmup)
+    if (s >= warmup) {
       t[s - warmup] = now_us() - t0;
+      ta[s - warmup] = now_us() - t1;
+    }
   }
   qsort(t, steps, sizeof *t, cmp);
+  qsort(ta, steps, sizeof *ta, cmp);
   char model[128];
   int k = 0;
   for (int i = 0; i < ns; i++)
     k += snprintf(model + k, sizeof model - k, "%s%d", i ? "-" : "", sizes[i]);
-  printf("backend=\"%s\" model=%s params=%zu batch=%d step_us=%.1f samples_per_s=%.0f\n",
-         rlx_model_backend(m), model, np, batch, t[steps / 2], batch / (t[steps / 2] * 1e-6));
+  printf("backend=\"%s\" model=%s params=%zu batch=%d step_us=%.1f apply_us=%.1f "
+         "samples_per_s=%.0f\n", rlx_model_backend(m), model, np, batch, t[steps / 2],
+         ta[steps / 2], batch / (t[steps / 2] * 1e-6));
   rlx_model_free(&m);
   rlx_dataset_free(&ds);
   return 0;

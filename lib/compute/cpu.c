@@ -1,16 +1,17 @@
 /* The plain C backend: matrix products through CBLAS (OpenBLAS, one thread
  * per rank: ranks are the parallelism), the rest in loops shared with the
  * validation reference. Row-major; activations are batch x width. */
-#include <cblas.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include "compute/backend.h"
+#include "compute/blas.h"
 #include "compute/cpu_ops.h"
 #include "internal.h"
 
 struct cpu {
   struct rlx__backend base;
+  const struct rlx__blas *blas;
   float *params, *velocity;
   float *act[RLX__MAX_LAYERS + 1]; /* act[0] points at the caller's x */
   float *dz, *dz2;                 /* gradients w.r.t. pre-activations */
@@ -45,10 +46,11 @@ static int cpu_get_params(struct rlx__backend *b, float *p) {
 /* Forward through every layer; returns the logits (batch x classes). */
 static float *cpu_forward(struct cpu *c, const float *x, int batch) {
   const struct rlx__layout *lo = c->base.lo;
+  const struct rlx__blas *b = c->blas;
   c->act[0] = (float *)x;
   for (int l = 0; l < lo->nlayers; l++) {
     int in = lo->sizes[l], out = lo->sizes[l + 1];
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, batch, out, in, 1.0f, c->act[l], in,
+    b->sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, batch, out, in, 1.0f, c->act[l], in,
                 c->params + lo->w_off[l], in, 0.0f, c->act[l + 1], out);
     rlx__cpu_bias_act(c->act[l + 1], c->params + lo->b_off[l], batch, out,
                       l + 1 < lo->nlayers);
@@ -60,6 +62,7 @@ static int cpu_grad(struct rlx__backend *b, const float *x, const int32_t *y, in
                     float *loss, int *correct) {
   struct cpu *c = cpu_of(b);
   const struct rlx__layout *lo = b->lo;
+  const struct rlx__blas *B = c->blas;
   int classes = lo->sizes[lo->nlayers];
   float *logits = cpu_forward(c, x, batch);
   double lsum = 0;
@@ -69,14 +72,14 @@ static int cpu_grad(struct rlx__backend *b, const float *x, const int32_t *y, in
   for (int l = lo->nlayers - 1; l >= 0; l--) {
     int in = lo->sizes[l], out = lo->sizes[l + 1];
     /* dW = dZ^T A, db = dZ^T 1 */
-    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, out, in, batch, 1.0f, dz, out, c->act[l],
+    B->sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, out, in, batch, 1.0f, dz, out, c->act[l],
                 in, 0.0f, g + lo->w_off[l], in);
-    cblas_sgemv(CblasRowMajor, CblasTrans, batch, out, 1.0f, dz, out, c->ones, 1, 0.0f,
+    B->sgemv(CblasRowMajor, CblasTrans, batch, out, 1.0f, dz, out, c->ones, 1, 0.0f,
                 g + lo->b_off[l], 1);
     if (l == 0)
       break;
     /* dA = dZ W, then through the ReLU of layer l */
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, batch, in, out, 1.0f, dz, out,
+    B->sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, batch, in, out, 1.0f, dz, out,
                 c->params + lo->w_off[l], in, 0.0f, dprev, in);
     rlx__cpu_relu_back(dprev, c->act[l], (size_t)batch * in);
     float *t = dz;
@@ -110,10 +113,14 @@ static const struct rlx__backend_ops cpu_ops = {
 };
 
 int rlx__cpu_create(const struct rlx__layout *lo, float momentum, struct rlx__backend **out) {
+  const struct rlx__blas *blas = rlx__blas_get();
+  if (!blas)
+    return RLX_ERR_DEVICE;
   struct cpu *c = calloc(1, sizeof *c);
   if (!c)
     return rlx__err(RLX_ERR_NOMEM, "out of memory for the cpu backend");
   c->base.ops = &cpu_ops;
+  c->blas = blas;
   c->base.lo = lo;
   c->base.momentum = momentum;
   snprintf(c->base.name, sizeof c->base.name, "cpu");
@@ -132,8 +139,6 @@ int rlx__cpu_create(const struct rlx__layout *lo, float momentum, struct rlx__ba
   }
   for (size_t i = 0; i < B; i++)
     c->ones[i] = 1.0f;
-  /* Ranks are the parallelism; OpenBLAS threads would fight them for cores. */
-  openblas_set_num_threads(1);
   *out = &c->base;
   return RLX_OK;
 }
