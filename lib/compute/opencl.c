@@ -21,6 +21,7 @@ struct ocl {
   struct rlx__backend base;
   cl_context ctx;
   cl_command_queue q;
+  cl_command_queue tq;                /* gradient downloads, overlapping the backward pass */
   cl_program prog;
   cl_kernel k[K_COUNT];
   size_t wg;                          /* work-group size for 1-D launches */
@@ -95,6 +96,8 @@ static void ocl_destroy(struct rlx__backend *b) {
   for (size_t i = 0; i < RLX__ARRAY_SIZE(o->pinned); i++)
     if (o->pinned[i].ptr)
       ocl_host_free(b, o->pinned[i].ptr);
+  if (o->tq)
+    clFinish(o->tq);
   if (o->q)
     clFinish(o->q);
   cl_mem *mems[] = {&o->params, &o->velocity, &o->grad, &o->x, &o->y, &o->dz,
@@ -112,6 +115,8 @@ static void ocl_destroy(struct rlx__backend *b) {
     clReleaseProgram(o->prog);
   if (o->q)
     clReleaseCommandQueue(o->q);
+  if (o->tq)
+    clReleaseCommandQueue(o->tq);
   if (o->ctx)
     clReleaseContext(o->ctx);
   free(o);
@@ -215,13 +220,24 @@ static int ocl_grad(struct rlx__backend *b, const float *x, const int32_t *y, in
   cl_mem dz = o->dz, dprev = o->dz2;
   for (int l = lo->nlayers - 1; l >= 0; l--) {
     size_t in = (size_t)lo->sizes[l], out = (size_t)lo->sizes[l + 1];
+    cl_event done;
     BLAS_TRY(o, "Sgemm (weight gradient)",
              CLBlastSgemm(CLBlastLayoutRowMajor, CLBlastTransposeYes, CLBlastTransposeNo, out, in,
                           (size_t)batch, 1.0f, dz, 0, out, o->act[l], 0, in, 0.0f, o->grad,
                           lo->w_off[l], in, &o->q, NULL));
     BLAS_TRY(o, "Sgemv (bias gradient)",
              CLBlastSgemv(CLBlastLayoutRowMajor, CLBlastTransposeYes, (size_t)batch, out, 1.0f, dz,
-                          0, out, o->ones, 0, 1, 0.0f, o->grad, lo->b_off[l], 1, &o->q, NULL));
+                          0, out, o->ones, 0, 1, 0.0f, o->grad, lo->b_off[l], 1, &o->q, &done));
+    /* This layer's gradient is final: download it on the second queue
+     * while the compute queue goes on to the layers below. */
+    cl_int e = clEnqueueReadBuffer(o->tq, o->grad, CL_FALSE, sizeof(float) * lo->w_off[l],
+                                   sizeof(float) * (lo->b_off[l] + out - lo->w_off[l]),
+                                   g + lo->w_off[l], 1, &done, NULL);
+    clReleaseEvent(done);
+    if (e != CL_SUCCESS) {
+      clFinish(o->tq);
+      return cl_fail(o, "read gradient", e);
+    }
     if (l == 0)
       break;
     BLAS_TRY(o, "Sgemm (backward)",
@@ -239,10 +255,12 @@ static int ocl_grad(struct rlx__backend *b, const float *x, const int32_t *y, in
     dprev = t;
   }
   float stats[2];
-  CL_TRY(o, "read gradient", clEnqueueReadBuffer(o->q, o->grad, CL_FALSE, 0,
-                                                 sizeof(float) * lo->nparams, g, 0, NULL, NULL));
-  if ((rc = read_stats(o, stats)) != RLX_OK)
+  rc = read_stats(o, stats);
+  cl_int e = clFinish(o->tq);
+  if (rc != RLX_OK)
     return rc;
+  if (e != CL_SUCCESS)
+    return cl_fail(o, "read gradient", e);
   if (rlx__fault_compute_zeros()) {
     /* Injected fault (test builds): a driver that says yes and computes nothing. */
     memset(g, 0, sizeof(float) * lo->nparams);
@@ -394,6 +412,8 @@ int rlx__opencl_create(const struct rlx__layout *lo, float momentum, int index, 
   o->ctx = clCreateContext(props, 1, &devs[d].id, NULL, NULL, &e);
   if (e == CL_SUCCESS)
     o->q = clCreateCommandQueue(o->ctx, devs[d].id, 0, &e);
+  if (e == CL_SUCCESS)
+    o->tq = clCreateCommandQueue(o->ctx, devs[d].id, 0, &e);
   if (e != CL_SUCCESS) {
     snprintf(why, whylen, "%s: no context or queue: %s", o->base.name, rlx__cl_errname(e));
     goto fail;
