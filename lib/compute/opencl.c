@@ -10,6 +10,7 @@
 #include <string.h>
 #include "compute/backend.h"
 #include "compute/cl_devices.h"
+#include "compute/clblast_tuning.h"
 #include "compute/kernels_cl.h"
 #include "internal.h"
 
@@ -418,7 +419,8 @@ int rlx__opencl_create(const struct rlx__layout *lo, float momentum, int index, 
     snprintf(why, whylen, "%s: no context or queue: %s", o->base.name, rlx__cl_errname(e));
     goto fail;
   }
-  if (build(o, devs[d].id, why, whylen))
+  if (build(o, devs[d].id, why, whylen) ||
+      rlx__clblast_tune(devs[d].id, getenv("RLX_CLBLAST_TUNING"), why, whylen))
     goto fail;
   /* The largest power of two the device and our kernels allow, up to 256. */
   size_t maxwg = 1, kwg = 1;
