@@ -419,8 +419,11 @@ int rlx__opencl_create(const struct rlx__layout *lo, float momentum, int index, 
     snprintf(why, whylen, "%s: no context or queue: %s", o->base.name, rlx__cl_errname(e));
     goto fail;
   }
-  if (build(o, devs[d].id, why, whylen) ||
-      rlx__clblast_tune(devs[d].id, getenv("RLX_CLBLAST_TUNING"), why, whylen))
+  /* RLX_CLBLAST_TUNING wins (empty: CLBlast's own defaults); else ours. */
+  const char *tuning = getenv("RLX_CLBLAST_TUNING");
+  if (!tuning && (tuning = rlx__clblast_known(devs[d].name)))
+    rlx__info("compute: %s: using rlxcoll's CLBlast tuning for it", o->base.name);
+  if (build(o, devs[d].id, why, whylen) || rlx__clblast_tune(devs[d].id, tuning, why, whylen))
     goto fail;
   /* The largest power of two the device and our kernels allow, up to 256. */
   size_t maxwg = 1, kwg = 1;
