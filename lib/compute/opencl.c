@@ -27,6 +27,8 @@ struct ocl {
   cl_kernel k[K_COUNT];
   size_t wg;                          /* work-group size for 1-D launches */
   cl_mem params, velocity, grad, x, y, dz, dz2, ones, row_loss, row_ok, stats;
+  cl_mem gemm_tmp;                    /* CLBlast's scratch, allocated once, not per call */
+  size_t gemm_tmp_bytes;
   cl_mem act[RLX__MAX_LAYERS + 1];    /* act[0] aliases x */
   struct { cl_mem mem; float *ptr; } pinned[4]; /* mapped for their lifetime */
 };
@@ -101,8 +103,8 @@ static void ocl_destroy(struct rlx__backend *b) {
     clFinish(o->tq);
   if (o->q)
     clFinish(o->q);
-  cl_mem *mems[] = {&o->params, &o->velocity, &o->grad, &o->x, &o->y, &o->dz,
-                    &o->dz2, &o->ones, &o->row_loss, &o->row_ok, &o->stats};
+  cl_mem *mems[] = {&o->params, &o->velocity, &o->grad, &o->x,        &o->y,     &o->dz,
+                    &o->dz2,    &o->ones,     &o->row_loss, &o->row_ok, &o->stats, &o->gemm_tmp};
   for (size_t i = 0; i < RLX__ARRAY_SIZE(mems); i++)
     if (*mems[i])
       clReleaseMemObject(*mems[i]);
@@ -124,6 +126,48 @@ static void ocl_destroy(struct rlx__backend *b) {
 }
 
 static size_t round_up(size_t n, size_t m) { return (n + m - 1) / m * m; }
+
+/* Row-major C = A op B through CLBlast, on our scratch buffer when it is
+ * big enough (CLBlast otherwise creates and frees one on every call). */
+static int gemm(struct ocl *o, const char *what, CLBlastTranspose ta, CLBlastTranspose tb, size_t m,
+                size_t n, size_t k, cl_mem a, size_t aoff, size_t lda, cl_mem b, size_t boff,
+                size_t ldb, cl_mem c, size_t coff, size_t ldc) {
+  size_t need = 0;
+  CLBlastStatusCode st;
+  if (o->gemm_tmp &&
+      CLBlastSGemmTempBufferSize(CLBlastLayoutRowMajor, ta, tb, m, n, k, aoff, lda, boff, ldb,
+                                 coff, ldc, &o->q, &need) == CLBlastSuccess &&
+      need <= o->gemm_tmp_bytes)
+    st = CLBlastSgemmWithTempBuffer(CLBlastLayoutRowMajor, ta, tb, m, n, k, 1.0f, a, aoff, lda, b,
+                                    boff, ldb, 0.0f, c, coff, ldc, &o->q, NULL, o->gemm_tmp);
+  else
+    st = CLBlastSgemm(CLBlastLayoutRowMajor, ta, tb, m, n, k, 1.0f, a, aoff, lda, b, boff, ldb,
+                      0.0f, c, coff, ldc, &o->q, NULL);
+  if (st != CLBlastSuccess)
+    return rlx__err(RLX_ERR_DEVICE, "%s: CLBlast Sgemm (%s): status %d", o->base.name, what,
+                    (int)st);
+  return RLX_OK;
+}
+
+/* The scratch the largest of the step's GEMMs needs. */
+static size_t gemm_scratch(struct ocl *o) {
+  const struct rlx__layout *lo = o->base.lo;
+  size_t B = (size_t)lo->max_batch, most = 0, need;
+  const CLBlastTranspose N = CLBlastTransposeNo, T = CLBlastTransposeYes;
+  for (int l = 0; l < lo->nlayers; l++) {
+    size_t in = (size_t)lo->sizes[l], out = (size_t)lo->sizes[l + 1];
+    if (CLBlastSGemmTempBufferSize(CLBlastLayoutRowMajor, N, T, B, out, in, 0, in, lo->w_off[l],
+                                   in, 0, out, &o->q, &need) == CLBlastSuccess && need > most)
+      most = need;
+    if (CLBlastSGemmTempBufferSize(CLBlastLayoutRowMajor, T, N, out, in, B, 0, out, 0, in,
+                                   lo->w_off[l], in, &o->q, &need) == CLBlastSuccess && need > most)
+      most = need;
+    if (CLBlastSGemmTempBufferSize(CLBlastLayoutRowMajor, N, N, B, in, out, 0, out, lo->w_off[l],
+                                   in, 0, in, &o->q, &need) == CLBlastSuccess && need > most)
+      most = need;
+  }
+  return most;
+}
 
 static int launch(struct ocl *o, int k, size_t n) {
   size_t global = round_up(n ? n : 1, o->wg);
@@ -167,10 +211,9 @@ static int forward(struct ocl *o, const float *x, const int32_t *y, int batch, i
                                                  NULL));
   for (int l = 0; l < lo->nlayers; l++) {
     cl_uint in = (cl_uint)lo->sizes[l], out = (cl_uint)lo->sizes[l + 1];
-    BLAS_TRY(o, "Sgemm (forward)",
-             CLBlastSgemm(CLBlastLayoutRowMajor, CLBlastTransposeNo, CLBlastTransposeYes,
-                          (size_t)batch, out, in, 1.0f, o->act[l], 0, in, o->params,
-                          lo->w_off[l], in, 0.0f, o->act[l + 1], 0, out, &o->q, NULL));
+    if ((rc = gemm(o, "forward", CLBlastTransposeNo, CLBlastTransposeYes, (size_t)batch, out, in,
+                   o->act[l], 0, in, o->params, lo->w_off[l], in, o->act[l + 1], 0, out)) != RLX_OK)
+      return rc;
     cl_uint boff = (cl_uint)lo->b_off[l], n = (cl_uint)batch * out;
     cl_int relu = l + 1 < lo->nlayers;
     ARG(o, K_BIAS_ACT, 0, o->act[l + 1]);
@@ -222,10 +265,9 @@ static int ocl_grad(struct rlx__backend *b, const float *x, const int32_t *y, in
   for (int l = lo->nlayers - 1; l >= 0; l--) {
     size_t in = (size_t)lo->sizes[l], out = (size_t)lo->sizes[l + 1];
     cl_event done;
-    BLAS_TRY(o, "Sgemm (weight gradient)",
-             CLBlastSgemm(CLBlastLayoutRowMajor, CLBlastTransposeYes, CLBlastTransposeNo, out, in,
-                          (size_t)batch, 1.0f, dz, 0, out, o->act[l], 0, in, 0.0f, o->grad,
-                          lo->w_off[l], in, &o->q, NULL));
+    if ((rc = gemm(o, "weight gradient", CLBlastTransposeYes, CLBlastTransposeNo, out, in,
+                   (size_t)batch, dz, 0, out, o->act[l], 0, in, o->grad, lo->w_off[l], in)) != RLX_OK)
+      return rc;
     BLAS_TRY(o, "Sgemv (bias gradient)",
              CLBlastSgemv(CLBlastLayoutRowMajor, CLBlastTransposeYes, (size_t)batch, out, 1.0f, dz,
                           0, out, o->ones, 0, 1, 0.0f, o->grad, lo->b_off[l], 1, &o->q, &done));
@@ -241,10 +283,9 @@ static int ocl_grad(struct rlx__backend *b, const float *x, const int32_t *y, in
     }
     if (l == 0)
       break;
-    BLAS_TRY(o, "Sgemm (backward)",
-             CLBlastSgemm(CLBlastLayoutRowMajor, CLBlastTransposeNo, CLBlastTransposeNo,
-                          (size_t)batch, in, out, 1.0f, dz, 0, out, o->params, lo->w_off[l], in,
-                          0.0f, dprev, 0, in, &o->q, NULL));
+    if ((rc = gemm(o, "backward", CLBlastTransposeNo, CLBlastTransposeNo, (size_t)batch, in, out,
+                   dz, 0, out, o->params, lo->w_off[l], in, dprev, 0, in)) != RLX_OK)
+      return rc;
     cl_uint n = (cl_uint)((size_t)batch * in);
     ARG(o, K_RELU_BACK, 0, dprev);
     ARG(o, K_RELU_BACK, 1, o->act[l]);
@@ -450,6 +491,8 @@ int rlx__opencl_create(const struct rlx__layout *lo, float momentum, int index, 
   for (int l = 1; l <= lo->nlayers; l++)
     o->act[l] = alloc(o, sizeof(float) * B * lo->sizes[l], &bad);
   o->act[0] = o->x;
+  if (!bad && (o->gemm_tmp_bytes = gemm_scratch(o)) > 0)
+    o->gemm_tmp = alloc(o, o->gemm_tmp_bytes, &bad);
   if (bad) {
     snprintf(why, whylen, "%s: cannot allocate device memory for %zu parameters and batch %zu",
              o->base.name, lo->nparams, B);
