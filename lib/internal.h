@@ -33,6 +33,9 @@ enum rlx__log_level {
 extern int rlx__log_level;
 extern int rlx__log_rank;
 void rlx__log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* RLX_LOG for parts usable before rlx_init (the compute layer); a bad
+ * value is left for rlx_init to refuse. */
+void rlx__log_level_from_env(void);
 #define RLX_LOG_AT(lvl, ...)                                                   \
   do {                                                                         \
     if (rlx__log_level >= (lvl))                                               \

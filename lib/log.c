@@ -1,6 +1,8 @@
 /* Logging to stderr, only at the level RLX_LOG asks for (off by default):
  * the library prints nothing unless asked. */
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include <time.h>
 #include "internal.h"
 
@@ -24,6 +26,13 @@ void rlx__log(int level, const char *fmt, ...) {
   va_end(ap);
   /* One fprintf per line, so lines from threads do not interleave. */
   fprintf(stderr, "%s\n", line);
+}
+
+void rlx__log_level_from_env(void) {
+  const char *s = getenv("RLX_LOG");
+  for (int i = 0; s && i <= RLX__LOG_TRACE; i++)
+    if (!strcmp(s, level_names[i]))
+      rlx__log_level = i;
 }
 
 uint64_t rlx__now_ns(void) {

@@ -77,6 +77,8 @@ int rlx_model_create(const rlx_model_desc_t *d, rlx_model_t **out) {
   if (!out)
     return rlx__err(RLX_ERR_ARG, "rlx_model_create: out is NULL");
   *out = NULL;
+  if (rlx__log_level == RLX__LOG_OFF) /* usable without rlx_init */
+    rlx__log_level_from_env();
   struct rlx__device_choice dc;
   const char *dev = d && d->device ? d->device : getenv("RLX_DEVICE");
   rlx_model_t *m = calloc(1, sizeof *m);
