@@ -79,10 +79,19 @@ START_TEST(cpu_gradient_matches_finite_differences) {
 }
 END_TEST
 
-/* OpenCL against C: shapes and batches that are no multiple of any tile. */
+/* OpenCL against C: shapes and batches that are no multiple of any tile,
+ * then seeded random ones. */
 START_TEST(opencl_matches_cpu_on_awkward_shapes) {
-  static const int shapes[][5] = {{3, 13, 37, 5, 0}, {4, 100, 65, 33, 7}, {3, 784, 129, 10, 0},
-                                  {2, 3, 2, 0, 0}};
+  int shapes[8][5] = {{3, 13, 37, 5, 0}, {4, 100, 65, 33, 7}, {3, 784, 129, 10, 0},
+                      {2, 3, 2, 0, 0}};
+  uint64_t rng = 2026;
+  for (int s = 4; s < 8; s++) {
+    shapes[s][0] = 2 + (int)(rlx__uniform(&rng) * 3);
+    for (int i = 1; i <= shapes[s][0]; i++)
+      shapes[s][i] = 1 + (int)(rlx__uniform(&rng) * 300);
+    if (shapes[s][shapes[s][0]] < 2)
+      shapes[s][shapes[s][0]] = 2;
+  }
   static const int batches[] = {1, 7, 33, 100};
   for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++) {
     int ns = shapes[s][0];
