@@ -78,6 +78,16 @@ static void finish_if_done(void) {
 static void on_rank_exit(struct job *j, struct rank_proc *rp) {
   int bad = rp->exit_status != 0 || rp->term_signal != 0;
   any_rank_failed |= bad;
+  /* After an interrupt a rank that did not exit 0 is still worth a line:
+   * it tells a clean stop from a killed one. */
+  if (bad && interrupted) {
+    if (rp->term_signal)
+      fprintf(stderr, "rlxrun: rank %d (pid %d) was killed by signal %d (%s)\n", rp->rank,
+              rp->proc.pid, rp->term_signal, strsignal(rp->term_signal));
+    else
+      fprintf(stderr, "rlxrun: rank %d (pid %d) exited with code %d\n", rp->rank, rp->proc.pid,
+              (int)rp->exit_status);
+  }
   if (bad && j->failed_rank < 0 && !interrupted && !(j->stopping && j->failed_rank >= 0)) {
     j->failed_rank = rp->rank;
     if (rp->term_signal)
@@ -98,11 +108,18 @@ static void on_rank_exit(struct job *j, struct rank_proc *rp) {
 }
 
 static void on_signal(uv_signal_t *s, int sig) {
-  (void)s;
-  if (interrupted) { /* a second Ctrl-C: no more patience */
-    job_signal(&job, SIGKILL);
+  static uint64_t first_ms;
+  uint64_t now = uv_now(s->loop);
+  if (interrupted) {
+    /* One Ctrl-C often arrives twice: the terminal signals the whole
+     * process group and a wrapper (timeout, srun) forwards it too. Only a
+     * second one a second later means "no more patience". */
+    if (now - first_ms >= 1000)
+      job_signal(&job, SIGKILL);
     return;
   }
+  uv_update_time(s->loop);
+  first_ms = uv_now(s->loop);
   interrupted = sig;
   fprintf(stderr, "rlxrun: got %s, forwarding to %d rank(s)\n", strsignal(sig), job.alive);
   job_signal(&job, sig);
