@@ -35,13 +35,24 @@ int rlx__host_identity(char *buf, size_t len) {
   return 0;
 }
 
-int rlx__host_cores(void) {
+int rlx__host_cores(char *binding, size_t len) {
   hwloc_topology_t topo;
   int n = 0;
+  if (binding && len)
+    snprintf(binding, len, "binding unknown");
   if (hwloc_topology_init(&topo) != 0)
     return (int)sysconf(_SC_NPROCESSORS_ONLN);
-  if (hwloc_topology_load(topo) == 0)
+  if (hwloc_topology_load(topo) == 0) {
     n = hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_CORE);
+    hwloc_bitmap_t set = hwloc_bitmap_alloc();
+    if (binding && set && hwloc_get_cpubind(topo, set, HWLOC_CPUBIND_PROCESS) == 0) {
+      char list[96];
+      hwloc_bitmap_list_snprintf(list, sizeof list, set);
+      int all = hwloc_bitmap_isincluded(hwloc_topology_get_allowed_cpuset(topo), set);
+      snprintf(binding, len, "%s cpus %s", all ? "not bound:" : "bound to", list);
+    }
+    hwloc_bitmap_free(set);
+  }
   hwloc_topology_destroy(topo);
   if (n <= 0)
     n = (int)sysconf(_SC_NPROCESSORS_ONLN);

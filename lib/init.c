@@ -59,8 +59,16 @@ static int pick_tcp_ip(struct rlx__runtime *rt, const char *rdv_ip, char *ip, si
     return RLX_OK;
   }
   /* The address this host used to reach the rendezvous is one the others
-   * can reach too. */
-  snprintf(ip, len, "%s", rdv_ip[0] ? rdv_ip : "127.0.0.1");
+   * can reach too. Without a rendezvous (PMIx), loopback while the job is
+   * on one host, else the first interface that is not lo, docker* or
+   * virbr*. */
+  if (rdv_ip[0] || rt->cfg.local_size <= 0 || rt->cfg.local_size >= rt->cfg.size) {
+    snprintf(ip, len, "%s", rdv_ip[0] ? rdv_ip : "127.0.0.1");
+    return RLX_OK;
+  }
+  if (rlx__iface_ip("^lo,docker,virbr", ip, len) != 0)
+    return rlx__err(RLX_ERR_BOOTSTRAP, "the job spans hosts but this one has no IPv4 interface "
+                    "besides lo, docker* and virbr*; set RLX_IFACE");
   return RLX_OK;
 }
 
@@ -73,6 +81,8 @@ static int bootstrap(struct rlx__runtime *rt) {
 
   /* Started by hand (no launcher): rank 0 hosts the rendezvous. */
   const char *launcher = getenv("RLX_LAUNCHER");
+  if (rt->pmix)
+    goto rendezvous_done;
   if (cfg->rank == 0 && (launcher == NULL || *launcher == '\0')) {
     rc = rlx__rdv_server_start(cfg->rendezvous, cfg->job_key, cfg->size, rdv_log, &rt->rdv,
                                bound, sizeof(bound));
@@ -85,6 +95,7 @@ static int bootstrap(struct rlx__runtime *rt) {
   if (rc != 0)
     return rlx__err(rc == -EACCES ? RLX_ERR_AUTH : RLX_ERR_BOOTSTRAP, "rank %d: %s", cfg->rank,
                     why);
+rendezvous_done:
   if ((rc = pick_tcp_ip(rt, rdv_ip, tcp_ip, sizeof(tcp_ip))) != RLX_OK)
     goto fail;
 
@@ -115,11 +126,16 @@ static int bootstrap(struct rlx__runtime *rt) {
     goto fail;
 
   rlx__info("listening on tcp %s and unix %s", mine.tcp, mine.unix_path);
-  rc = rlx__rdv_exchange(fd, &mine, rt->cards, cfg->size, deadline, why, sizeof(why));
-  fd = -1;
-  if (rc != 0) {
-    rc = rlx__err(RLX_ERR_BOOTSTRAP, "rank %d: %s", cfg->rank, why);
-    goto fail;
+  if (rt->pmix) {
+    if ((rc = rlx__pmix_exchange(&mine, rt->cards, cfg->size, cfg->timeout_s)) != RLX_OK)
+      goto fail;
+  } else {
+    rc = rlx__rdv_exchange(fd, &mine, rt->cards, cfg->size, deadline, why, sizeof(why));
+    fd = -1;
+    if (rc != 0) {
+      rc = rlx__err(RLX_ERR_BOOTSTRAP, "rank %d: %s", cfg->rank, why);
+      goto fail;
+    }
   }
   rlx__p2p_start(&rt->p2p, rt->cards);
   return RLX_OK;
@@ -151,6 +167,9 @@ static void teardown(struct rlx__runtime *rt) {
   rt->unix_path[0] = rt->rundir[0] = '\0';
   rlx__rdv_server_stop(rt->rdv);
   rt->rdv = NULL;
+  if (rt->pmix)
+    rlx__pmix_finalize();
+  rt->pmix = 0;
   free(rt->cards);
   rt->cards = NULL;
   if (rt->world.world != NULL)
@@ -180,8 +199,19 @@ static int init_locked(struct rlx__runtime *rt) {
   if ((rc = rlx__config_load(&rt->cfg)) != RLX_OK)
     return rc;
   rlx__log_level = rt->cfg.log_level;
+  /* RLX_RANK (rlxrun, or by hand) wins; else a PMIx server may have
+   * started us (srun --mpi=pmix, mpirun). */
+  if (!rt->cfg.has_launch && rlx__pmix_present()) {
+    rt->pmix = 1;
+    if ((rc = rlx__pmix_init(&rt->cfg)) != RLX_OK) {
+      rlx__pmix_finalize();
+      rt->pmix = 0;
+      return rc;
+    }
+  }
   rlx__log_rank = rt->cfg.rank;
-  rt->ncores = rlx__host_cores();
+  char binding[128];
+  rt->ncores = rlx__host_cores(binding, sizeof binding);
   rt->cards = calloc((size_t)rt->cfg.size, sizeof(*rt->cards));
   if (rt->cards == NULL)
     return rlx__err(RLX_ERR_NOMEM, "no memory for %d cards", rt->cfg.size);
@@ -211,9 +241,10 @@ static int init_locked(struct rlx__runtime *rt) {
     goto fail;
   if ((rc = rlx__engine_start(&rt->engine)) != RLX_OK)
     goto fail;
-  rlx__info("rank %d of %d, local %d of %d on %d cores (%s), leader %d, spin %ld us, "
+  rlx__info("rank %d of %d, local %d of %d on %d cores (%s; %s), leader %d, spin %ld us, "
             "payloads by reference %s", rt->cfg.rank, rt->cfg.size, rt->local_rank,
-            rt->local_size, rt->ncores, oversubscribed ? "oversubscribed: yielding" : "spinning",
+            rt->local_size, rt->ncores, binding,
+            oversubscribed ? "oversubscribed: yielding" : "spinning",
             rt->world.leader, spin_us, rt->p2p_up && rt->p2p.cma ? "on" : "off");
   return RLX_OK;
 fail:

@@ -51,14 +51,26 @@ struct rlx__runtime {
   int local_rank, local_size, ncores;
   char rundir[128], unix_path[160];
   struct rlx__rdv_server *rdv;
+  int pmix;                 /* launched by a PMIx server */
 };
 
 extern struct rlx__runtime rlx__rt;
 
 /* host.c */
 int rlx__host_identity(char *buf, size_t len);
-int rlx__host_cores(void);
+/* Cores on this host (hwloc); binding gets "bound to cpus 3" or
+ * "not bound: cpus 0-1". */
+int rlx__host_cores(char *binding, size_t len);
 int rlx__iface_ip(const char *spec, char *ip, size_t len);
+
+/* pmix.c: launch by a PMIx server. */
+int rlx__pmix_present(void);
+/* Rank, size, local placement and the job key from PMIx into cfg. */
+int rlx__pmix_init(struct rlx__config *cfg);
+/* Publish our card, fence, read everyone's. */
+int rlx__pmix_exchange(const struct rlx__card *mine, struct rlx__card *cards, int size,
+                       double timeout_s);
+void rlx__pmix_finalize(void);
 
 /* collectives.c: run one operation to completion on c. */
 int rlx__run_op(rlx_comm_t *c, struct rlx__op *op);

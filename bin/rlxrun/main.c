@@ -10,6 +10,7 @@
 #include <sodium.h>
 #include <uv.h>
 #include "bootstrap/bootstrap.h"
+#include "bind.h"
 #include "options.h"
 #include "spawn.h"
 
@@ -20,6 +21,7 @@ static struct rlxrun_opts opts;
 static uv_timer_t grace_timer, timeout_timer, drain_timer;
 static uv_signal_t sig_int, sig_term;
 static int interrupted;
+static int via_srun; /* inside a Slurm allocation: one child, srun, starts the ranks */
 static int any_rank_failed; /* a rank exited non-zero or by a signal */
 
 static void rdv_log(const char *msg) { fprintf(stderr, "rlxrun: %s\n", msg); }
@@ -80,6 +82,12 @@ static void on_rank_exit(struct job *j, struct rank_proc *rp) {
   any_rank_failed |= bad;
   /* After an interrupt a rank that did not exit 0 is still worth a line:
    * it tells a clean stop from a killed one. */
+  if (bad && via_srun && !interrupted && j->failed_rank < 0) {
+    j->failed_rank = 0;
+    j->exit_code = rp->term_signal ? 128 + rp->term_signal : (int)rp->exit_status;
+    fprintf(stderr, "rlxrun: srun exited with %s %d\n", rp->term_signal ? "signal" : "code",
+            rp->term_signal ? rp->term_signal : (int)rp->exit_status);
+  }
   if (bad && interrupted) {
     if (rp->term_signal)
       fprintf(stderr, "rlxrun: rank %d (pid %d) was killed by signal %d (%s)\n", rp->rank,
@@ -141,7 +149,8 @@ static void on_timeout(uv_timer_t *t) {
 }
 
 /* The rank's environment: ours, less any RLX_ launch variables we set, plus
- * the launch variables and -x exports. */
+ * the launch variables (r >= 0; none for srun, whose ranks ask PMIx) and
+ * -x exports. */
 static char **rank_env(int r, const char *rdv, const char *key, size_t *owned_from) {
   static const char *const ours[] = {"RLX_RANK=",      "RLX_SIZE=",    "RLX_LOCAL_RANK=",
                                      "RLX_LOCAL_SIZE=", "RLX_RENDEZVOUS=", "RLX_JOB_KEY=",
@@ -168,13 +177,15 @@ static char **rank_env(int r, const char *rdv, const char *key, size_t *owned_fr
     snprintf(tmp, sizeof(tmp), __VA_ARGS__);                                                       \
     env[k++] = strdup(tmp);                                                                        \
   } while (0)
-  SETV("RLX_RANK=%d", r);
-  SETV("RLX_SIZE=%d", opts.nranks);
-  SETV("RLX_LOCAL_RANK=%d", r);
-  SETV("RLX_LOCAL_SIZE=%d", opts.nranks);
-  SETV("RLX_RENDEZVOUS=%s", rdv);
-  SETV("RLX_JOB_KEY=%s", key);
-  SETV("RLX_LAUNCHER=rlxrun");
+  if (r >= 0) {
+    SETV("RLX_RANK=%d", r);
+    SETV("RLX_SIZE=%d", opts.nranks);
+    SETV("RLX_LOCAL_RANK=%d", r);
+    SETV("RLX_LOCAL_SIZE=%d", opts.nranks);
+    SETV("RLX_RENDEZVOUS=%s", rdv);
+    SETV("RLX_JOB_KEY=%s", key);
+    SETV("RLX_LAUNCHER=rlxrun");
+  }
   for (int i = 0; i < opts.nexports; i++) {
     const char *x = opts.exports[i];
     if (strchr(x, '=') != NULL) {
@@ -186,6 +197,30 @@ static char **rank_env(int r, const char *rdv, const char *key, size_t *owned_fr
 #undef SETV
   env[k] = NULL;
   return env;
+}
+
+/* srun --mpi=pmix -n N [--label] --kill-on-bad-exit=1 program args... */
+static char **srun_command(void) {
+  static char n[16];
+  int nargs = 0;
+  while (opts.argv[nargs])
+    nargs++;
+  char **a = calloc((size_t)nargs + 8, sizeof(char *));
+  int k = 0;
+  if (!a)
+    return NULL;
+  snprintf(n, sizeof n, "%d", opts.nranks);
+  a[k++] = "srun";
+  a[k++] = "--mpi=pmix";
+  a[k++] = "-n";
+  a[k++] = n;
+  a[k++] = "--kill-on-bad-exit=1";
+  if (opts.tag_output == 1 || (opts.tag_output < 0 && opts.nranks > 1))
+    a[k++] = "--label";
+  for (int i = 0; i < nargs; i++)
+    a[k++] = opts.argv[i];
+  a[k] = NULL;
+  return a;
 }
 
 int main(int argc, char **argv) {
@@ -202,19 +237,34 @@ int main(int argc, char **argv) {
   randombytes_buf(raw, sizeof(raw));
   sodium_bin2hex(key, sizeof(key), raw, sizeof(raw));
 
-  rc = rlx__rdv_server_start("127.0.0.1:0", key, opts.nranks, rdv_log, &server, rdv, sizeof(rdv));
-  if (rc != 0) {
+  /* Inside a Slurm allocation the ranks belong on its nodes: srun starts
+   * them (and serves them PMIx), rlxrun keeps its timeout and signals. */
+  const char *slurm_job = getenv("SLURM_JOB_ID");
+  via_srun = slurm_job != NULL && *slurm_job && !opts.local;
+  char **srun_argv = via_srun ? srun_command() : NULL;
+  if (via_srun && srun_argv == NULL) {
+    fprintf(stderr, "rlxrun: out of memory\n");
+    return 1;
+  }
+  if (via_srun) {
+    fprintf(stderr, "rlxrun: inside Slurm job %s: starting %d rank(s) with srun\n", slurm_job,
+            opts.nranks);
+    rdv[0] = '\0';
+  } else
+    rc = rlx__rdv_server_start("127.0.0.1:0", key, opts.nranks, rdv_log, &server, rdv,
+                               sizeof(rdv));
+  if (!via_srun && rc != 0) {
     fprintf(stderr, "rlxrun: cannot open the rendezvous on 127.0.0.1: %s\n", strerror(-rc));
     return 1;
   }
 
   memset(&job, 0, sizeof(job));
   job.loop = uv_default_loop();
-  job.n = opts.nranks;
-  job.tag = opts.tag_output;
+  job.n = via_srun ? 1 : opts.nranks;
+  job.tag = via_srun ? 0 : opts.tag_output;
   job.failed_rank = -1;
   job.on_rank_exit = on_rank_exit;
-  job.ranks = calloc((size_t)opts.nranks, sizeof(*job.ranks));
+  job.ranks = calloc((size_t)job.n, sizeof(*job.ranks));
   uv_timer_init(job.loop, &grace_timer);
   uv_timer_init(job.loop, &timeout_timer);
   uv_timer_init(job.loop, &drain_timer);
@@ -223,12 +273,24 @@ int main(int argc, char **argv) {
   uv_signal_start(&sig_int, on_signal, SIGINT);
   uv_signal_start(&sig_term, on_signal, SIGTERM);
 
-  for (int r = 0; r < opts.nranks; r++) {
+  struct binder *binder = via_srun ? NULL : binder_open(opts.bind_to, opts.nranks);
+  if (!via_srun && !binder) {
+    job.failed_rank = 0;
+    job.exit_code = 1;
+  }
+  for (int r = 0; r < job.n && (via_srun || binder); r++) {
     size_t owned = 0;
-    char **env = rank_env(r, rdv, key, &owned);
-    if (env == NULL || (rc = job_spawn(&job, r, opts.argv, env)) != 0) {
-      fprintf(stderr, "rlxrun: cannot start rank %d (%s): %s\n", r, opts.argv[0],
-              env ? uv_strerror(rc) : "out of memory");
+    if (binder && binder_apply(binder, r, opts.report_bindings) != 0) {
+      job.failed_rank = r;
+      job.exit_code = 1;
+      stop_job(SIGTERM);
+      break;
+    }
+    char **env = rank_env(via_srun ? -1 : r, rdv, key, &owned);
+    char **argv_r = via_srun ? srun_argv : opts.argv;
+    if (env == NULL || (rc = job_spawn(&job, r, argv_r, env)) != 0) {
+      fprintf(stderr, "rlxrun: cannot start %s %d (%s): %s\n", via_srun ? "srun for rank" : "rank",
+              r, argv_r[0], env ? uv_strerror(rc) : "out of memory");
       job.failed_rank = r;
       job.exit_code = 127;
       stop_job(SIGTERM);
@@ -238,12 +300,15 @@ int main(int argc, char **argv) {
       free(env[i]);
     free(env);
   }
+  binder_restore(binder);
+  binder_close(binder);
   if (opts.timeout_s > 0)
     uv_timer_start(&timeout_timer, on_timeout, (uint64_t)(opts.timeout_s * 1000), 0);
   finish_if_done();
   uv_run(job.loop, UV_RUN_DEFAULT);
   job_flush(&job);
   rlx__rdv_server_stop(server);
+  free(srun_argv);
   /* Interrupted: 128 + the signal, unless every rank handled it and
    * exited 0 (a program that stops cleanly on SIGINT, like train). */
   if (interrupted && any_rank_failed)

@@ -5,10 +5,12 @@
 #include <string.h>
 #include "internal.h"
 #include "options.h"
+#include "bind.h"
 
 static void usage(FILE *f) {
   fprintf(f,
           "usage: rlxrun -n N [--tag-output | --no-tag-output] [--timeout S] [--grace S]\n"
+          "              [--bind-to core|numa|none] [--report-bindings] [--local]\n"
           "              [-x VAR[=VALUE]]... program [args...]\n"
           "Start N ranks of program, wired together for rlxcoll. See rlxrun(1).\n");
 }
@@ -26,6 +28,7 @@ int rlxrun_parse(int argc, char **argv, struct rlxrun_opts *o) {
   memset(o, 0, sizeof(*o));
   o->tag_output = -1;
   o->grace_s = 3.0;
+  o->bind_to = BIND_DEFAULT;
   o->exports = calloc((size_t)argc + 1, sizeof(char *));
   if (o->exports == NULL)
     return -1;
@@ -55,6 +58,24 @@ int rlxrun_parse(int argc, char **argv, struct rlxrun_opts *o) {
         return -1;
       }
       o->nranks = (int)v;
+    } else if (strcmp(a, "--bind-to") == 0) {
+      if (need_value(i, argc, argv) != 0)
+        return -1;
+      const char *v = argv[++i];
+      if (strcmp(v, "core") == 0)
+        o->bind_to = BIND_CORE;
+      else if (strcmp(v, "numa") == 0)
+        o->bind_to = BIND_NUMA;
+      else if (strcmp(v, "none") == 0)
+        o->bind_to = BIND_NONE;
+      else {
+        fprintf(stderr, "rlxrun: --bind-to \"%s\": expected core, numa or none\n", v);
+        return -1;
+      }
+    } else if (strcmp(a, "--report-bindings") == 0) {
+      o->report_bindings = 1;
+    } else if (strcmp(a, "--local") == 0) {
+      o->local = 1;
     } else if (strcmp(a, "--tag-output") == 0) {
       o->tag_output = 1;
     } else if (strcmp(a, "--no-tag-output") == 0) {

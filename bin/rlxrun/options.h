@@ -10,6 +10,9 @@ struct rlxrun_opts {
   char **exports;   /* -x VAR[=VALUE], NULL-terminated */
   int nexports;
   char **argv;      /* the program and its arguments */
+  int local;        /* --local: spawn here even inside a Slurm allocation */
+  int bind_to;      /* --bind-to: enum bind_to (bind.h) */
+  int report_bindings;
 };
 
 /* Parse argv; on error prints a message naming the option and returns -1;
