@@ -61,7 +61,6 @@ int rlx__host_identity(char *buf, size_t len);
 /* Cores on this host (hwloc); binding gets "bound to cpus 3" or
  * "not bound: cpus 0-1". */
 int rlx__host_cores(char *binding, size_t len);
-int rlx__iface_ip(const char *spec, char *ip, size_t len);
 
 /* pmix.c: launch by a PMIx server. */
 int rlx__pmix_present(void);

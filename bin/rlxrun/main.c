@@ -12,6 +12,7 @@
 #include "bootstrap/bootstrap.h"
 #include "bind.h"
 #include "options.h"
+#include "remote.h"
 #include "spawn.h"
 
 extern char **environ;
@@ -180,8 +181,13 @@ static char **rank_env(int r, const char *rdv, const char *key, size_t *owned_fr
   if (r >= 0) {
     SETV("RLX_RANK=%d", r);
     SETV("RLX_SIZE=%d", opts.nranks);
-    SETV("RLX_LOCAL_RANK=%d", r);
-    SETV("RLX_LOCAL_SIZE=%d", opts.nranks);
+    int lr = r, ls = opts.nranks;
+    if (opts.hosts.n > 0) {
+      int h = hosts_of_rank(&opts.hosts, r, &lr);
+      ls = hosts_count_on(&opts.hosts, h, opts.nranks);
+    }
+    SETV("RLX_LOCAL_RANK=%d", lr);
+    SETV("RLX_LOCAL_SIZE=%d", ls);
     SETV("RLX_RENDEZVOUS=%s", rdv);
     SETV("RLX_JOB_KEY=%s", key);
     SETV("RLX_LAUNCHER=rlxrun");
@@ -197,6 +203,47 @@ static char **rank_env(int r, const char *rdv, const char *key, size_t *owned_fr
 #undef SETV
   env[k] = NULL;
   return env;
+}
+
+/* Rank r on another host: RLX_RSH host 'cd ...; read key; exec env ... prog'.
+ * The ssh process itself gets our environment without any launch variable,
+ * the launch variables travel on the remote command line, the key on stdin. */
+static int spawn_remote(int r, const char *host, const char *rdv, const char *key) {
+  size_t owned = 0, okv = 0;
+  char **env = rank_env(-1, rdv, key, &owned);
+  char **kv = rank_env(r, rdv, key, &okv); /* ours + launch vars; keep only RLX_* and -x */
+  char cwd[4096], keyline[80];
+  int rc = UV_ENOMEM;
+  if (env && kv) {
+    /* Keep the launch variables and the -x exports, drop the job key. */
+    size_t k = 0;
+    for (size_t i = okv; kv[i]; i++) {
+      if (strncmp(kv[i], "RLX_JOB_KEY=", 12) == 0) {
+        sodium_memzero(kv[i], strlen(kv[i]));
+        free(kv[i]);
+      } else
+        kv[k++] = kv[i];
+    }
+    kv[k] = NULL;
+    snprintf(keyline, sizeof keyline, "%s\n", key);
+    char **argv = remote_argv(getenv("RLX_RSH"), host, getcwd(cwd, sizeof cwd), kv, opts.argv);
+    rc = argv ? job_spawn(&job, r, argv, env, keyline) : UV_ENOMEM;
+    if (rc != 0)
+      fprintf(stderr, "rlxrun: cannot start rank %d on %s through %s: %s\n", r, host,
+              getenv("RLX_RSH") ? getenv("RLX_RSH") : "ssh", uv_strerror(rc));
+    remote_argv_free(argv);
+    sodium_memzero(keyline, sizeof keyline);
+    for (size_t i = 0; kv[i]; i++)
+      free(kv[i]);
+  } else {
+    for (size_t i = okv; kv && kv[i]; i++)
+      free(kv[i]);
+  }
+  for (size_t i = owned; env && env[i]; i++)
+    free(env[i]);
+  free(env);
+  free(kv);
+  return rc;
 }
 
 /* srun --mpi=pmix -n N [--label] --kill-on-bad-exit=1 program args... */
@@ -240,7 +287,24 @@ int main(int argc, char **argv) {
   /* Inside a Slurm allocation the ranks belong on its nodes: srun starts
    * them (and serves them PMIx), rlxrun keeps its timeout and signals. */
   const char *slurm_job = getenv("SLURM_JOB_ID");
-  via_srun = slurm_job != NULL && *slurm_job && !opts.local;
+  via_srun = slurm_job != NULL && *slurm_job && !opts.local && opts.hosts.n == 0;
+  /* With other hosts, the rendezvous listens where they can reach it. */
+  char listen_on[96] = "127.0.0.1:0";
+  int remote = 0;
+  for (int r = 0; r < opts.nranks && opts.hosts.n > 0; r++) {
+    int lr, h = hosts_of_rank(&opts.hosts, r, &lr);
+    remote |= !hosts_is_local(opts.hosts.h[h].name);
+  }
+  if (remote) {
+    const char *spec = getenv("RLX_IFACE") ? getenv("RLX_IFACE") : "^lo,docker,virbr";
+    char ip[64];
+    if (rlx__iface_ip(spec, ip, sizeof ip) != 0) {
+      fprintf(stderr, "rlxrun: no interface matching \"%s\" to host the rendezvous for the "
+              "other hosts; set RLX_IFACE\n", spec);
+      return 1;
+    }
+    snprintf(listen_on, sizeof listen_on, "%s:0", ip);
+  }
   char **srun_argv = via_srun ? srun_command() : NULL;
   if (via_srun && srun_argv == NULL) {
     fprintf(stderr, "rlxrun: out of memory\n");
@@ -251,10 +315,9 @@ int main(int argc, char **argv) {
             opts.nranks);
     rdv[0] = '\0';
   } else
-    rc = rlx__rdv_server_start("127.0.0.1:0", key, opts.nranks, rdv_log, &server, rdv,
-                               sizeof(rdv));
+    rc = rlx__rdv_server_start(listen_on, key, opts.nranks, rdv_log, &server, rdv, sizeof(rdv));
   if (!via_srun && rc != 0) {
-    fprintf(stderr, "rlxrun: cannot open the rendezvous on 127.0.0.1: %s\n", strerror(-rc));
+    fprintf(stderr, "rlxrun: cannot open the rendezvous on %s: %s\n", listen_on, strerror(-rc));
     return 1;
   }
 
@@ -280,7 +343,19 @@ int main(int argc, char **argv) {
   }
   for (int r = 0; r < job.n && (via_srun || binder); r++) {
     size_t owned = 0;
-    if (binder && binder_apply(binder, r, opts.report_bindings) != 0) {
+    int local_rank = r, h = -1;
+    if (opts.hosts.n > 0)
+      h = hosts_of_rank(&opts.hosts, r, &local_rank);
+    if (h >= 0 && !hosts_is_local(opts.hosts.h[h].name)) {
+      if ((rc = spawn_remote(r, opts.hosts.h[h].name, rdv, key)) != 0) {
+        job.failed_rank = r;
+        job.exit_code = 127;
+        stop_job(SIGTERM);
+        break;
+      }
+      continue;
+    }
+    if (binder && binder_apply(binder, local_rank, opts.report_bindings) != 0) {
       job.failed_rank = r;
       job.exit_code = 1;
       stop_job(SIGTERM);
@@ -288,7 +363,7 @@ int main(int argc, char **argv) {
     }
     char **env = rank_env(via_srun ? -1 : r, rdv, key, &owned);
     char **argv_r = via_srun ? srun_argv : opts.argv;
-    if (env == NULL || (rc = job_spawn(&job, r, argv_r, env)) != 0) {
+    if (env == NULL || (rc = job_spawn(&job, r, argv_r, env, NULL)) != 0) {
       fprintf(stderr, "rlxrun: cannot start %s %d (%s): %s\n", via_srun ? "srun for rank" : "rank",
               r, argv_r[0], env ? uv_strerror(rc) : "out of memory");
       job.failed_rank = r;

@@ -10,7 +10,8 @@
 static void usage(FILE *f) {
   fprintf(f,
           "usage: rlxrun -n N [--tag-output | --no-tag-output] [--timeout S] [--grace S]\n"
-          "              [--bind-to core|numa|none] [--report-bindings] [--local]\n"
+          "              [--host H1:N,H2:N | --hostfile F] [--bind-to core|numa|none]\n"
+          "              [--report-bindings] [--local]\n"
           "              [-x VAR[=VALUE]]... program [args...]\n"
           "Start N ranks of program, wired together for rlxcoll. See rlxrun(1).\n");
 }
@@ -72,6 +73,12 @@ int rlxrun_parse(int argc, char **argv, struct rlxrun_opts *o) {
         fprintf(stderr, "rlxrun: --bind-to \"%s\": expected core, numa or none\n", v);
         return -1;
       }
+    } else if (strcmp(a, "--host") == 0 || strcmp(a, "-H") == 0) {
+      if (need_value(i, argc, argv) != 0 || hosts_parse_list(&o->hosts, argv[++i]) != 0)
+        return -1;
+    } else if (strcmp(a, "--hostfile") == 0) {
+      if (need_value(i, argc, argv) != 0 || hosts_parse_file(&o->hosts, argv[++i]) != 0)
+        return -1;
     } else if (strcmp(a, "--report-bindings") == 0) {
       o->report_bindings = 1;
     } else if (strcmp(a, "--local") == 0) {
@@ -113,6 +120,11 @@ int rlxrun_parse(int argc, char **argv, struct rlxrun_opts *o) {
   }
   if (o->nranks == 0) {
     fprintf(stderr, "rlxrun: -n N is required\n");
+    return -1;
+  }
+  if (o->hosts.n > 0 && hosts_total_slots(&o->hosts) < o->nranks) {
+    fprintf(stderr, "rlxrun: -n %d but the hosts have %d slot(s)\n", o->nranks,
+            hosts_total_slots(&o->hosts));
     return -1;
   }
   o->argv = argv + i;

@@ -2,6 +2,8 @@
 #ifndef RLXRUN_OPTIONS_H
 #define RLXRUN_OPTIONS_H
 
+#include "hosts.h"
+
 struct rlxrun_opts {
   int nranks;
   int tag_output; /* -1 = default (on when nranks > 1) */
@@ -12,6 +14,7 @@ struct rlxrun_opts {
   char **argv;      /* the program and its arguments */
   int local;        /* --local: spawn here even inside a Slurm allocation */
   int bind_to;      /* --bind-to: enum bind_to (bind.h) */
+  struct hostlist hosts; /* --host, --hostfile; empty: all here */
   int report_bindings;
 };
 

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sodium.h>
 #include "spawn.h"
 
 static void emit(struct rank_out *o, const char *line, size_t len) {
@@ -84,7 +85,21 @@ static void on_exit_cb(uv_process_t *p, int64_t status, int sig) {
   uv_close((uv_handle_t *)p, NULL);
 }
 
-int job_spawn(struct job *j, int r, char **argv, char **env) {
+static void in_closed(uv_handle_t *h) {
+  struct rank_proc *rp = h->data;
+  if (rp->in_data) {
+    sodium_memzero(rp->in_data, strlen(rp->in_data));
+    free(rp->in_data);
+    rp->in_data = NULL;
+  }
+}
+
+static void in_written(uv_write_t *w, int status) {
+  (void)status; /* a rank that cannot read its key fails to join, and says so */
+  uv_close((uv_handle_t *)w->handle, in_closed);
+}
+
+int job_spawn(struct job *j, int r, char **argv, char **env, const char *stdin_data) {
   struct rank_proc *rp = &j->ranks[r];
   uv_process_options_t opt;
   uv_stdio_container_t stdio[3];
@@ -101,6 +116,12 @@ int job_spawn(struct job *j, int r, char **argv, char **env) {
   }
   memset(&opt, 0, sizeof(opt));
   stdio[0].flags = UV_IGNORE;
+  if (stdin_data) {
+    uv_pipe_init(j->loop, &rp->in, 0);
+    rp->in.data = rp;
+    stdio[0].flags = UV_CREATE_PIPE | UV_READABLE_PIPE;
+    stdio[0].data.stream = (uv_stream_t *)&rp->in;
+  }
   stdio[1].flags = UV_CREATE_PIPE | UV_WRITABLE_PIPE;
   stdio[1].data.stream = (uv_stream_t *)&rp->out.pipe;
   stdio[2].flags = UV_CREATE_PIPE | UV_WRITABLE_PIPE;
@@ -117,7 +138,15 @@ int job_spawn(struct job *j, int r, char **argv, char **env) {
     uv_close((uv_handle_t *)&rp->proc, NULL);
     uv_close((uv_handle_t *)&rp->out.pipe, NULL);
     uv_close((uv_handle_t *)&rp->err.pipe, NULL);
+    if (stdin_data)
+      uv_close((uv_handle_t *)&rp->in, NULL);
     return rc;
+  }
+  if (stdin_data) {
+    rp->in_data = strdup(stdin_data);
+    uv_buf_t b = uv_buf_init(rp->in_data, rp->in_data ? (unsigned)strlen(rp->in_data) : 0);
+    if (!rp->in_data || uv_write(&rp->in_req, (uv_stream_t *)&rp->in, &b, 1, in_written) != 0)
+      uv_close((uv_handle_t *)&rp->in, in_closed);
   }
   rp->running = 1;
   j->alive++;

@@ -21,6 +21,9 @@ struct rank_proc {
   int64_t exit_status;
   int term_signal;
   struct rank_out out, err;
+  uv_pipe_t in;       /* stdin, only to hand a remote rank its job key */
+  uv_write_t in_req;
+  char *in_data;
   struct job *job;
 };
 
@@ -37,8 +40,10 @@ struct job {
   void (*on_rank_exit)(struct job *j, struct rank_proc *rp);
 };
 
-/* Spawn rank r with the given environment. Returns 0 or a libuv error. */
-int job_spawn(struct job *j, int r, char **argv, char **env);
+/* Spawn rank r with the given environment. stdin_data, when not NULL, is
+ * written to its standard input, which is then closed (a remote rank reads
+ * its job key there: never on a command line). Returns 0 or a libuv error. */
+int job_spawn(struct job *j, int r, char **argv, char **env, const char *stdin_data);
 /* Send sig to every rank still running (to its whole process group). */
 void job_signal(struct job *j, int sig);
 /* Flush what is left of partial lines. */

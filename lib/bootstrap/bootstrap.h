@@ -31,6 +31,11 @@ int rlx__sock_write_full(int fd, const void *buf, size_t n, uint64_t deadline);
 int rlx__sock_local_ip(int fd, char *ip, size_t len);
 uint64_t rlx__bs_now_ns(void);
 
+/* ---- interfaces (iface.c): the first IPv4 address of an up interface
+ * that spec (NCCL's grammar: "eth,ib", "^lo,docker", "=eth0") admits.
+ * 0, or -1 when none does. */
+int rlx__iface_ip(const char *spec, char *ip, size_t len);
+
 /* ---- the rendezvous server (rendezvous.c) */
 struct rlx__rdv_server;
 typedef void (*rlx__rdv_log_fn)(const char *msg);

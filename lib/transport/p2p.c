@@ -1021,6 +1021,26 @@ int rlx__p2p_start(struct rlx__p2p *p, const struct rlx__card *cards) {
   /* Reach does not change: decide each peer's transport once. */
   for (int i = 0; i < p->size; i++)
     p->peers[i].tr = choose_transport(p, i);
+  /* Say which peers go over which transport: "unix 1,2; tcp 3". */
+  if (rlx__log_level >= RLX__LOG_INFO) {
+    char line[512] = "";
+    size_t k = 0;
+    const struct rlx__transport_ops *trs[2] = {&rlx__unix_transport, &rlx__tcp_transport};
+    for (int t = 0; t < 2; t++) {
+      int first = 1;
+      for (int i = 0; i < p->size && k + 24 < sizeof line; i++) {
+        if (i == p->rank || p->peers[i].tr != trs[t])
+          continue;
+        if (first)
+          k += (size_t)snprintf(line + k, sizeof line - k, "%s%s %d", k ? "; " : "",
+                                trs[t]->name, i);
+        else
+          k += (size_t)snprintf(line + k, sizeof line - k, ",%d", i);
+        first = 0;
+      }
+    }
+    rlx__info("transports: %s (host %s)", k ? line : "no peers", cards[p->rank].host);
+  }
   return RLX_OK;
 }
 
