@@ -1,0 +1,130 @@
+#!/bin/sh
+# Hosts as network namespaces: three namespaces on a bridge (10.99.0.0/24,
+# their own hostnames and /etc/hosts), sshd in two of them on keys made
+# here, rlxrun started in the third with --host nsa:2,nsb:2. Ranks on one
+# host must talk over Unix sockets and across hosts over TCP (the library's
+# own report), results must be right, also with 2% packet loss (nftables)
+# and a rate limit (tc tbf). Follows TESTBED.md's SAFETY: a blackhole route
+# for the subnet in the root namespace first, clients only inside
+# namespaces, everything removed in the trap.
+. "$(dirname "$0")/lib.sh"
+for c in ip nft tc nsenter unshare ssh ssh-keygen; do
+  command -v $c >/dev/null || fail "$c missing: apt-get install iproute2 nftables openssh-server"
+done
+[ -x /usr/sbin/sshd ] || fail "sshd missing: apt-get install openssh-server"
+[ "$(id -u)" = 0 ] || { echo "skipped: needs root for network namespaces"; exit 77; }
+NET=10.99.0
+P=rlx$$
+pids=""
+cleanup() {
+  for p in $pids; do kill "$p" 2>/dev/null; done
+  sleep 0.2
+  for p in $pids; do kill -9 "$p" 2>/dev/null; done
+  for n in a b c br; do ip netns del $P$n 2>/dev/null; done
+  ip route del blackhole $NET.0/24 2>/dev/null
+  rm -rf "$TMP"
+}
+trap cleanup EXIT
+trap 'exit 1' INT TERM
+# SAFETY 2: nothing for the test subnet leaves this machine from the root namespace.
+ip route add blackhole $NET.0/24 || fail "cannot add the blackhole route for $NET.0/24"
+
+ip netns add ${P}br
+ip -n ${P}br link add br0 type bridge
+ip -n ${P}br link set br0 up
+i=1
+for h in a b c; do
+  ip netns add $P$h
+  ip link add $P$h-p type veth peer name eth0 netns $P$h
+  ip link set $P$h-p netns ${P}br
+  ip -n ${P}br link set $P$h-p master br0 up
+  ip -n $P$h addr add $NET.$i/24 dev eth0
+  ip -n $P$h link set eth0 up
+  ip -n $P$h link set lo up
+  i=$((i + 1))
+done
+printf '127.0.0.1 localhost\n%s.1 nsa\n%s.2 nsb\n%s.3 nsc\n' $NET $NET $NET >"$TMP/hosts"
+
+# Keys made here; sshd per host on port 2222.
+ssh-keygen -q -t ed25519 -N '' -f "$TMP/hostkey" || fail "ssh-keygen"
+ssh-keygen -q -t ed25519 -N '' -f "$TMP/userkey" || fail "ssh-keygen"
+cp "$TMP/userkey.pub" "$TMP/authorized_keys"
+mkdir -p /run/sshd
+i=1
+for h in a b; do
+  cat >"$TMP/sshd_$h" <<CONF
+Port 2222
+ListenAddress $NET.$i
+HostKey $TMP/hostkey
+AuthorizedKeysFile $TMP/authorized_keys
+PermitRootLogin prohibit-password
+PasswordAuthentication no
+KbdInteractiveAuthentication no
+UsePAM no
+StrictModes no
+PidFile none
+CONF
+  nsenter --net=/run/netns/$P$h unshare --uts --mount --propagation private \
+    sh -c "hostname ns$h && mount --bind $TMP/hosts /etc/hosts && exec /usr/sbin/sshd -D -e -f $TMP/sshd_$h" \
+    2>"$TMP/sshd_$h.log" &
+  pids="$pids $!"
+  i=$((i + 1))
+done
+cat >"$TMP/ssh_config" <<CONF
+Host *
+  Port 2222
+  User root
+  IdentityFile $TMP/userkey
+  IdentitiesOnly yes
+  StrictHostKeyChecking no
+  UserKnownHostsFile /dev/null
+  LogLevel ERROR
+  BatchMode yes
+  ConnectTimeout 5
+CONF
+# in_c CMD: run a shell command as host nsc (its own hostname and hosts file).
+in_c() {
+  timeout 180 nsenter --net=/run/netns/${P}c unshare --uts --mount --propagation private \
+    sh -c "hostname nsc && mount --bind $TMP/hosts /etc/hosts && $1"
+}
+i=0
+until in_c "ssh -F $TMP/ssh_config nsa true && ssh -F $TMP/ssh_config nsb true" 2>/dev/null; do
+  i=$((i + 1))
+  [ $i -lt 50 ] || { cat "$TMP"/sshd_*.log; fail "sshd in the namespaces never answered"; }
+  sleep 0.2
+done
+
+start=$(date +%s)
+export RLX_RSH="ssh -F $TMP/ssh_config"
+run_hello() { # $1: label
+  in_c "cd $top_builddir && $RLXRUN --host nsa:2,nsb:2 -n 4 --timeout 150 -x RLX_LOG=info $HELLO" \
+    >"$TMP/out" 2>&1 || { cat "$TMP/out"; fail "$1: rlxrun --host nsa:2,nsb:2 hello"; }
+  for r in 0 1 2 3; do
+    grep -q "hello from rank $r of 4 .*sum of ranks = 6$" "$TMP/out" || { cat "$TMP/out"; fail "$1: rank $r"; }
+  done
+  # Ranks 0,1 on nsa and 2,3 on nsb: Unix within a host, TCP across.
+  grep -q "^\[0\] .*transports: unix 1; tcp 2,3 (host nsa/" "$TMP/out" || { cat "$TMP/out"; fail "$1: rank 0's transports"; }
+  grep -q "^\[3\] .*transports: unix 2; tcp 0,1 (host nsb/" "$TMP/out" || { cat "$TMP/out"; fail "$1: rank 3's transports"; }
+  grep -q "^\[2\] .*listening on tcp $NET.2:" "$TMP/out" || { cat "$TMP/out"; fail "$1: rank 2 not on nsb's address"; }
+}
+run_train() { # $1: label, $2: parameters file
+  in_c "cd $top_builddir && $RLXRUN --host nsa:2,nsb:2 -n 4 --timeout 150 $TRAIN --backend cpu --steps 30 --train-limit 8192 --hidden 64 --dump-params $2" \
+    >"$TMP/out" 2>&1 || { cat "$TMP/out"; fail "$1: train across hosts"; }
+  grep -q "stopped after step 30 (--steps)" "$TMP/out" || { cat "$TMP/out"; fail "$1: train steps"; }
+}
+run_hello clean
+run_train clean "$TMP/p.clean"
+echo "clean: hello and train across 2 hosts in $(( $(date +%s) - start )) s"
+
+# 2% loss on every packet into nsa and nsb, and 100 Mbit/s out of them.
+for h in a b; do
+  printf 'table inet rlxloss {\n chain input {\n  type filter hook input priority 0;\n  numgen random mod 100 < 2 drop\n }\n}\n' |
+    ip netns exec $P$h nft -f - || fail "nft in ns$h"
+  tc -n $P$h qdisc add dev eth0 root tbf rate 100mbit burst 64kb latency 100ms || fail "tc in ns$h"
+done
+start=$(date +%s)
+run_hello impaired
+run_train impaired "$TMP/p.lossy"
+cmp "$TMP/p.clean" "$TMP/p.lossy" || fail "training across lossy links reached different parameters"
+echo "2% loss + 100 Mbit/s: same results, bitwise, in $(( $(date +%s) - start )) s"
+echo "ssh across network namespaces: ok"
