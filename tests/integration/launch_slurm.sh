@@ -86,6 +86,11 @@ for r in 0 1 2 3; do
   grep -q "hello from rank $r of 4 .*sum of ranks = 6$" "$TMP/out" || fail "srun: rank $r"
 done
 
+timeout 120 srun --mpi=pmix -n 4 --overcommit "$TRAIN" --backend cpu --steps 10 --train-limit 4096 \
+  --hidden 32 >"$TMP/out" 2>&1 || { cat "$TMP/out"; fail "srun --mpi=pmix -n 4 train"; }
+grep -q "train: 4 rank(s), leader rank" "$TMP/out" || { cat "$TMP/out"; fail "train under srun"; }
+grep -q "stopped after step 10 (--steps)" "$TMP/out" || { cat "$TMP/out"; fail "train steps under srun"; }
+
 timeout 120 salloc -n 4 --overcommit "$RLXRUN" -n 4 "$HELLO" >"$TMP/out" 2>&1 ||
   { cat "$TMP/out"; fail "salloc ... rlxrun -n 4 hello"; }
 cat "$TMP/out"

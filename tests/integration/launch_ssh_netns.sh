@@ -96,8 +96,10 @@ done
 
 start=$(date +%s)
 export RLX_RSH="ssh -F $TMP/ssh_config"
+printf 'nsa slots=2\nnsb slots=2\n' >"$TMP/hostfile"
+HOSTS="--host nsa:2,nsb:2"
 run_hello() { # $1: label
-  in_c "cd $top_builddir && $RLXRUN --host nsa:2,nsb:2 -n 4 --timeout 150 -x RLX_LOG=info $HELLO" \
+  in_c "cd $top_builddir && $RLXRUN $HOSTS -n 4 --timeout 150 -x RLX_LOG=info $HELLO" \
     >"$TMP/out" 2>&1 || { cat "$TMP/out"; fail "$1: rlxrun --host nsa:2,nsb:2 hello"; }
   for r in 0 1 2 3; do
     grep -q "hello from rank $r of 4 .*sum of ranks = 6$" "$TMP/out" || { cat "$TMP/out"; fail "$1: rank $r"; }
@@ -108,7 +110,7 @@ run_hello() { # $1: label
   grep -q "^\[2\] .*listening on tcp $NET.2:" "$TMP/out" || { cat "$TMP/out"; fail "$1: rank 2 not on nsb's address"; }
 }
 run_train() { # $1: label, $2: parameters file
-  in_c "cd $top_builddir && $RLXRUN --host nsa:2,nsb:2 -n 4 --timeout 150 $TRAIN --backend cpu --steps 30 --train-limit 8192 --hidden 64 --dump-params $2" \
+  in_c "cd $top_builddir && $RLXRUN $HOSTS -n 4 --timeout 150 $TRAIN --backend cpu --steps 30 --train-limit 8192 --hidden 64 --dump-params $2" \
     >"$TMP/out" 2>&1 || { cat "$TMP/out"; fail "$1: train across hosts"; }
   grep -q "stopped after step 30 (--steps)" "$TMP/out" || { cat "$TMP/out"; fail "$1: train steps"; }
 }
@@ -123,6 +125,7 @@ for h in a b; do
   tc -n $P$h qdisc add dev eth0 root tbf rate 100mbit burst 64kb latency 100ms || fail "tc in ns$h"
 done
 start=$(date +%s)
+HOSTS="--hostfile $TMP/hostfile"
 run_hello impaired
 run_train impaired "$TMP/p.lossy"
 cmp "$TMP/p.clean" "$TMP/p.lossy" || fail "training across lossy links reached different parameters"
