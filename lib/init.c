@@ -125,6 +125,8 @@ rendezvous_done:
                           choice, tcp_ip, rt->unix_path, rt->cfg.cma != 0, &mine)) != RLX_OK)
     goto fail;
 
+  rt->p2p.on_abort = rlx__exec_on_abort;
+  rt->p2p.abort_ctx = rt;
   rlx__info("listening on tcp %s and unix %s", mine.tcp, mine.unix_path);
   if (rt->pmix) {
     if ((rc = rlx__pmix_exchange(&mine, rt->cards, cfg->size, cfg->timeout_s)) != RLX_OK)

@@ -117,14 +117,21 @@ struct rlx__op {
   atomic_uint progress;
   void (*on_done)(struct rlx__op *op);
   void *ctx;
+  struct rlx__list active; /* in exec.c's list of operations in flight */
 };
 
 /* Start an operation whose fields above are filled (tmp sized by the
  * caller from algo->setup). Runs under the engine's loop lock; on_done is
  * called once, from there too. */
 void rlx__exec_start(struct rlx__op *op);
-/* Fail an unfinished operation (deadline passed): withdraws its transfers. */
+/* Fail an unfinished operation (deadline passed): withdraws its transfers.
+ * (Failures seen in a transfer are sent to the other members as ABORT
+ * frames; a deadline is not.) */
 void rlx__exec_abort(struct rlx__op *op, int err, const char *msg);
+/* p2p's on_abort: a member failed (comm_id, seq); fail ours with its error
+ * and reason, or remember it for when we start that operation. */
+void rlx__exec_on_abort(void *ctx, int from, const struct rlx__frame_hdr *h, int err,
+                        const char *reason);
 /* Describe the call: "rlx_allreduce(count=8, float32, sum)". */
 void rlx__exec_describe_call(char *buf, size_t len, const char *call, int kind, int dt, int op,
                              int root, unsigned long long count);

@@ -58,11 +58,39 @@ static const char *call_name(int kind) {
   }
 }
 
+/* Operations in flight, and ABORTs that came before their operation
+ * started here (bounded: an ABORT for an operation already over is never
+ * claimed). Both under the engine's loop lock. */
+static struct rlx__list active_ops = {&active_ops, &active_ops};
+struct early_abort {
+  uint32_t comm_id;
+  uint64_t seq;
+  int err;
+  char reason[600];
+};
+#define EARLY_MAX 16
+static struct early_abort early[EARLY_MAX];
+static int nearly;
+
+/* Tell every other member that this operation failed, and why. A member
+ * that gets it fails its part at once instead of waiting for a deadline,
+ * and tells the others in turn (ranks the first one cannot reach). */
+static void tell_members(struct rlx__op *op, int skip_world_rank) {
+  for (int r = 0; r < op->size; r++)
+    if (r != op->rank && op->world[r] != skip_world_rank)
+      rlx__p2p_abort(op->p2p, op->world[r], op->comm_id, op->seq, (uint8_t)op->kind, op->status,
+                     op->msg);
+}
+
 static void finish(struct rlx__op *op, int status) {
   if (op->finished)
     return;
   op->finished = 1;
   op->status = status;
+  if (op->active.next != NULL) {
+    rlx__list_remove(&op->active);
+    op->active.next = op->active.prev = NULL;
+  }
   for (int l = 0; l < op->nlanes; l++) {
     struct rlx__lane *ln = &op->lane[l];
     for (int i = 0; i < RLX__ROUND_MAX; i++) {
@@ -107,6 +135,7 @@ static void fail_from_xfer(struct rlx__op *op, struct rlx__xfer *x) {
   }
   }
   finish(op, x->status);
+  tell_members(op, -1);
 }
 
 static void advance(struct rlx__op *op, int l);
@@ -200,6 +229,21 @@ void rlx__exec_start(struct rlx__op *op) {
   op->finished = 0;
   op->status = RLX_OK;
   op->msg[0] = '\0';
+  op->active.next = op->active.prev = NULL;
+  for (int i = 0; i < nearly; i++) {
+    if (early[i].comm_id == op->comm_id && early[i].seq == op->seq) {
+      /* A member failed this operation before we entered it. */
+      snprintf(op->msg, sizeof(op->msg), "%s", early[i].reason);
+      op->nlanes = 1;
+      memset(op->lane, 0, sizeof(op->lane));
+      atomic_store(&op->done, 0);
+      int err = early[i].err;
+      early[i] = early[--nearly];
+      finish(op, err);
+      return;
+    }
+  }
+  rlx__list_push(&active_ops, &op->active);
   if (op->nlanes < 1 || op->nlanes > RLX__LANES_MAX)
     op->nlanes = 1;
   op->lanes_left = op->nlanes;
@@ -216,6 +260,34 @@ void rlx__exec_abort(struct rlx__op *op, int err, const char *msg) {
     return;
   snprintf(op->msg, sizeof(op->msg), "%s", msg);
   finish(op, err);
+  /* A deadline is not news to the others: each has its own, and its own
+   * view of whom it waits for, which names the culprit better. */
+}
+
+void rlx__exec_on_abort(void *ctx, int from, const struct rlx__frame_hdr *h, int err,
+                        const char *reason) {
+  (void)ctx;
+  if (err >= 0 || err < RLX_ERR_SYS)
+    err = RLX_ERR_PEER_LOST; /* not an error code we know: still a failure */
+  for (struct rlx__list *l = active_ops.next; l != &active_ops; l = l->next) {
+    struct rlx__op *op = rlx__container_of(l, struct rlx__op, active);
+    if (op->comm_id != h->comm_id || op->seq != h->seq)
+      continue;
+    snprintf(op->msg, sizeof(op->msg), "%s", reason);
+    finish(op, err);
+    tell_members(op, from);
+    return;
+  }
+  for (int i = 0; i < nearly; i++)
+    if (early[i].comm_id == h->comm_id && early[i].seq == h->seq)
+      return;
+  if (nearly == EARLY_MAX) /* forget the oldest */
+    memmove(early, early + 1, sizeof(early[0]) * (EARLY_MAX - 1)), nearly--;
+  early[nearly].comm_id = h->comm_id;
+  early[nearly].seq = h->seq;
+  early[nearly].err = err;
+  snprintf(early[nearly].reason, sizeof(early[nearly].reason), "%s", reason);
+  nearly++;
 }
 
 void rlx__exec_waiting_on(const struct rlx__op *op, char *buf, size_t len) {

@@ -13,6 +13,8 @@
 #include "../internal.h"
 #include "p2p.h"
 
+#define ABORT_REASON_MAX 600 /* bytes of reason an ABORT frame carries */
+
 #define HS_DEADLINE_NS (10ull * 1000000000ull)
 /* Payloads from this size go to same-host peers by reference (one copy,
  * made by the receiver with process_vm_readv) instead of through the socket
@@ -305,7 +307,20 @@ static void payload_done(struct rlx__p2p_conn *c) {
     struct umsg *m = c->um;
     c->um = NULL;
     m->crc_ok = crc_ok;
-    if (m->discard) {
+    if (m->hdr.type == RLX__FT_ABORT) {
+      /* payload: the error (4 bytes, little-endian) and the reason */
+      if (crc_ok && m->hdr.payload_len >= 4 && c->p->on_abort) {
+        char reason[ABORT_REASON_MAX + 1];
+        size_t n = m->hdr.payload_len - 4 > ABORT_REASON_MAX ? ABORT_REASON_MAX
+                                                             : m->hdr.payload_len - 4;
+        int32_t err = (int32_t)((uint32_t)m->data[0] | (uint32_t)m->data[1] << 8 |
+                                (uint32_t)m->data[2] << 16 | (uint32_t)m->data[3] << 24);
+        memcpy(reason, m->data + 4, n);
+        reason[n] = '\0';
+        c->p->on_abort(c->p->abort_ctx, c->peer, &m->hdr, err, reason);
+      }
+      umsg_put(c->p, m);
+    } else if (m->discard) {
       umsg_put(c->p, m);
     } else {
       struct rlx__xfer *x = find_posted(pe, &m->hdr);
@@ -501,6 +516,34 @@ static void header_done(struct rlx__p2p_conn *c) {
   if (h->type == RLX__FT_ACK) {
     c->got = 0; /* the next header follows at once */
     ack_done(c, h);
+    return;
+  }
+  if (h->type == RLX__FT_ABORT) {
+    if (h->payload_len > ABORT_REASON_MAX + 4) {
+      snprintf(why, sizeof(why), "rank %d sent an ABORT frame of %llu bytes", c->peer,
+               (unsigned long long)h->payload_len);
+      peer_fail(c->p, c->peer, RLX_ERR_CORRUPT, why);
+      return;
+    }
+    struct umsg *m = umsg_get(c->p, h->payload_len);
+    if (m == NULL) {
+      peer_fail(c->p, c->peer, RLX_ERR_NOMEM, "no memory for an incoming frame");
+      return;
+    }
+    m->hdr = *h;
+    m->crc_ok = 0;
+    m->discard = 0;
+    rlx__list_init(&m->link);
+    c->crc = 0;
+    c->um = m;
+    c->dst = m->data;
+    if (h->payload_len == 0) {
+      payload_done(c);
+      return;
+    }
+    c->rstate = R_PAYLOAD;
+    c->need = h->payload_len;
+    c->got = 0;
     return;
   }
   if (h->flags & RLX__FF_CMA) {
@@ -858,17 +901,58 @@ static void resend_on_socket(struct rlx__p2p_conn *c, struct rlx__xfer *x) {
   start_write(c, x, 0);
 }
 
+static int send_frame(struct rlx__p2p *p, struct rlx__xfer *x, int type);
+
 int rlx__p2p_send(struct rlx__p2p *p, struct rlx__xfer *x) {
+  return send_frame(p, x, RLX__FT_DATA);
+}
+
+/* An ABORT frame on storage of its own, freed when it is written (or
+ * dropped with its connection). */
+struct abort_msg {
+  struct rlx__xfer x;
+  uint8_t payload[4 + ABORT_REASON_MAX];
+};
+
+static void abort_sent(struct rlx__xfer *x) { free(x->owner); }
+
+void rlx__p2p_abort(struct rlx__p2p *p, int peer, uint32_t comm_id, uint64_t seq, uint8_t kind,
+                    int err, const char *reason) {
+  if (peer == p->rank || peer < 0 || peer >= p->size || p->peers[peer].lost || p->closing)
+    return;
+  struct abort_msg *a = calloc(1, sizeof *a);
+  if (a == NULL)
+    return;
+  size_t n = strlen(reason);
+  if (n > ABORT_REASON_MAX)
+    n = ABORT_REASON_MAX;
+  uint32_t e = (uint32_t)err;
+  for (int i = 0; i < 4; i++)
+    a->payload[i] = (uint8_t)(e >> (8 * i));
+  memcpy(a->payload + 4, reason, n);
+  a->x.peer = peer;
+  a->x.hdr.comm_id = comm_id;
+  a->x.hdr.seq = seq;
+  a->x.hdr.kind = kind;
+  a->x.buf = a->payload;
+  a->x.len = 4 + n;
+  a->x.cb = abort_sent;
+  a->x.owner = a;
+  if (send_frame(p, &a->x, RLX__FT_ABORT))
+    free(a);
+}
+
+static int send_frame(struct rlx__p2p *p, struct rlx__xfer *x, int type) {
   struct rlx__p2p_peer *pe = &p->peers[x->peer];
   x->is_send = 1;
   x->writing = 0;
   x->cma = 0;
-  x->hdr.type = RLX__FT_DATA;
+  x->hdr.type = (uint8_t)type;
   x->hdr.flags = 0;
   x->hdr.src = (uint32_t)p->rank;
   x->hdr.payload_len = x->len;
   x->hdr.payload_crc = rlx__crc32c(x->buf, x->len);
-  if (p->cma && !pe->no_cma && x->len >= CMA_MIN &&
+  if (type == RLX__FT_DATA && p->cma && !pe->no_cma && x->len >= CMA_MIN &&
       pe->tr == &rlx__unix_transport) {
     x->cma = 1;
     x->hdr.flags = RLX__FF_CMA;

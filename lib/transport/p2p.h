@@ -55,6 +55,10 @@ struct rlx__p2p {
   int closing;
   int cma; /* send big payloads to same-host peers by reference (RLX_CMA) */
   unsigned long strangers; /* connections dropped for failing the handshake */
+  /* An ABORT frame arrived: the sender failed operation (comm_id, seq). */
+  void (*on_abort)(void *ctx, int from, const struct rlx__frame_hdr *h, int err,
+                   const char *reason);
+  void *abort_ctx;
   unsigned long cma_copies, cma_fallbacks;
 };
 
@@ -70,6 +74,11 @@ int rlx__p2p_start(struct rlx__p2p *p, const struct rlx__card *cards);
  * cb not called), 0 if cb will be called later from the loop. */
 int rlx__p2p_send(struct rlx__p2p *p, struct rlx__xfer *x);
 int rlx__p2p_recv(struct rlx__p2p *p, struct rlx__xfer *x);
+/* Tell peer that we failed operation (comm_id, seq) with err and why:
+ * an ABORT frame, sent (or queued until the peer connects) on its own
+ * storage. Best effort: a lost peer is skipped. */
+void rlx__p2p_abort(struct rlx__p2p *p, int peer, uint32_t comm_id, uint64_t seq, uint8_t kind,
+                    int err, const char *reason);
 /* Withdraw a pending transfer (on timeout or failure); cb is not called.
  * A send already being written closes its connection. */
 void rlx__p2p_cancel(struct rlx__p2p *p, struct rlx__xfer *x);

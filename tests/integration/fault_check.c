@@ -1,8 +1,9 @@
 /* fault_check: a collective whose peer never comes fails with
  * RLX_ERR_TIMEOUT naming the rank it waited on; one whose peer is killed
- * fails with RLX_ERR_PEER_LOST naming the lost rank, quickly; later calls
- * see RLX_ERR_REVOKED.
- *   fault_check timeout|kill   (rank 1 is the faulty one) */
+ * fails with RLX_ERR_PEER_LOST naming the lost rank, quickly; one where a
+ * rank passes another count fails on every rank with RLX_ERR_MISMATCH
+ * naming both calls; later calls see RLX_ERR_REVOKED.
+ *   fault_check timeout|kill|mismatch   (rank 1 is the faulty one) */
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -18,6 +19,7 @@ static double now(void) {
 
 int main(int argc, char **argv) {
   int kill_mode = argc > 1 && strcmp(argv[1], "kill") == 0;
+  int mismatch_mode = argc > 1 && strcmp(argv[1], "mismatch") == 0;
   signal(SIGTERM, SIG_IGN); /* rlxrun stops the job when rank 1 dies: report first */
   if (rlx_init(&argc, &argv) != RLX_OK) {
     fprintf(stderr, "fault_check: rlx_init: %s\n", rlx_errmsg());
@@ -30,6 +32,22 @@ int main(int argc, char **argv) {
     fprintf(stderr, "fault_check: barrier: %s\n", rlx_errmsg());
     return 2;
   }
+  if (mismatch_mode) {
+    double v[2] = {1, 1}, t0 = now();
+    int rc = rlx_allreduce(RLX_IN_PLACE, v, rank == 1 ? 2 : 1, RLX_FLOAT64, RLX_SUM, w);
+    double took = now() - t0;
+    const char *m = rlx_errmsg();
+    int ok = rc == RLX_ERR_MISMATCH && took < 2.0 &&
+             strstr(m, "rank 1 called rlx_allreduce(count=2, float64, sum)") != NULL &&
+             strstr(m, "called rlx_allreduce(count=1, float64, sum)") != NULL;
+    printf("fault_check: rank %d: %s after %.2f s: %s\n", rank, rlx_strerror(rc), took, m);
+    if (rlx_barrier(w) != RLX_ERR_REVOKED)
+      ok = 0;
+    printf("fault_check: rank %d: %s\n", rank, ok ? "PASS" : "FAIL");
+    fflush(stdout);
+    rlx_finalize();
+    return ok ? 0 : 1;
+  }
   if (rank == 1) {
     if (kill_mode)
       raise(SIGKILL);
@@ -41,9 +59,9 @@ int main(int argc, char **argv) {
   int rc = rlx_allreduce(RLX_IN_PLACE, &v, 1, RLX_FLOAT64, RLX_SUM, w);
   double took = now() - t0;
   int want = kill_mode ? RLX_ERR_PEER_LOST : RLX_ERR_TIMEOUT;
-  /* A survivor names the peer it waited on: rank 1, or a rank that itself
-   * failed waiting for rank 1 (errors do not travel between ranks yet), and
-   * may see that rank leave before its own deadline: lost, not timed out. */
+  /* A survivor names the peer it waited on: rank 1 itself, or, through the
+   * ABORT another member sent, that member's report about rank 1; it may
+   * see that member leave before its own deadline: lost, not timed out. */
   int ok = (rc == want || rc == RLX_ERR_PEER_LOST) &&
            strstr(rlx_errmsg(), rc == RLX_ERR_PEER_LOST ? "lost rank" : "waiting for rank") != NULL;
   printf("fault_check: rank %d: %s after %.2f s: %s\n", rank, rlx_strerror(rc), took, rlx_errmsg());

@@ -1,4 +1,7 @@
 #!/bin/sh
+# Ranks that pass different counts all fail with RLX_ERR_MISMATCH within
+# 2 s, the message naming both calls (the ABORT frame carries it to ranks
+# that did not see the bad frame themselves).
 # A peer that never calls makes its partners' calls fail with
 # RLX_ERR_TIMEOUT (RLX_TIMEOUT=2) naming rank 1 (ranks further away fail on
 # the partner that gave up, timed out or lost); a peer killed
@@ -6,6 +9,12 @@
 # partners naming rank 1; the communicator is revoked afterwards.
 . "$(dirname "$0")/lib.sh"
 FAULT="$top_builddir/tests/integration/fault_check"
+for n in 2 3 4 5; do
+  # Mismatched counts: every rank fails at once, naming both calls.
+  timeout 60 "$RLXRUN" -n $n "$FAULT" mismatch >"$TMP/out" 2>&1
+  cat "$TMP/out"
+  [ "$(grep -c 'fault_check: rank [0-9]*: PASS' "$TMP/out")" -eq $n ] || fail "mismatch n=$n"
+done
 for n in 2 3 4; do
   RLX_TIMEOUT=2 timeout 60 "$RLXRUN" -n $n "$FAULT" timeout >"$TMP/out" 2>&1
   cat "$TMP/out"
