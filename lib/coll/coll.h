@@ -118,6 +118,8 @@ struct rlx__op {
   void (*on_done)(struct rlx__op *op);
   void *ctx;
   struct rlx__list active; /* in exec.c's list of operations in flight */
+  uv_timer_t *settle;      /* a lost connection, waiting briefly for an ABORT that explains it */
+  int settle_err;
 };
 
 /* Start an operation whose fields above are filled (tmp sized by the

@@ -2,6 +2,7 @@
  * concurrent transfers followed by local work (reduce, average, copy), and
  * turns transfer failures into errors that name the call and the ranks. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include "coll.h"
 
@@ -82,11 +83,18 @@ static void tell_members(struct rlx__op *op, int skip_world_rank) {
                      op->msg);
 }
 
+static void settle_closed(uv_handle_t *h) { free(h); }
+
 static void finish(struct rlx__op *op, int status) {
   if (op->finished)
     return;
   op->finished = 1;
   op->status = status;
+  if (op->settle) {
+    uv_timer_stop(op->settle);
+    uv_close((uv_handle_t *)op->settle, settle_closed);
+    op->settle = NULL;
+  }
   if (op->active.next != NULL) {
     rlx__list_remove(&op->active);
     op->active.next = op->active.prev = NULL;
@@ -104,6 +112,13 @@ static void finish(struct rlx__op *op, int status) {
   if (op->on_done)
     op->on_done(op);
   atomic_store_explicit(&op->done, 1, memory_order_release);
+}
+
+/* The settle time ran out and no ABORT came: the peer is simply lost. */
+static void settle_expired(uv_timer_t *t) {
+  struct rlx__op *op = t->data;
+  finish(op, op->settle_err);
+  tell_members(op, -1);
 }
 
 static void fail_from_xfer(struct rlx__op *op, struct rlx__xfer *x) {
@@ -128,9 +143,22 @@ static void fail_from_xfer(struct rlx__op *op, struct rlx__xfer *x) {
     break;
   case RLX_ERR_PEER_LOST:
   default: {
+    if (op->settle)
+      return; /* the first loss is the one we report */
     const char *why = rlx__p2p_lost_reason(op->p2p, x->peer);
     snprintf(op->msg, sizeof(op->msg), "rank %d lost rank %d during %s: %s", op->rank, peer,
              mine, why ? why : rlx_strerror(x->status));
+    /* A peer that fails a call on purpose (a corrupt frame, a mismatch)
+     * may have had to close our connection mid-frame; its ABORT, passed on
+     * by the others, names the real cause. Give it 200 ms to arrive. */
+    if (x->status == RLX_ERR_PEER_LOST && op->size > 2 &&
+        (op->settle = malloc(sizeof(*op->settle))) != NULL) {
+      uv_timer_init(op->p2p->loop, op->settle);
+      op->settle->data = op;
+      op->settle_err = x->status;
+      uv_timer_start(op->settle, settle_expired, 200, 0);
+      return;
+    }
     break;
   }
   }
@@ -230,6 +258,7 @@ void rlx__exec_start(struct rlx__op *op) {
   op->status = RLX_OK;
   op->msg[0] = '\0';
   op->active.next = op->active.prev = NULL;
+  op->settle = NULL;
   for (int i = 0; i < nearly; i++) {
     if (early[i].comm_id == op->comm_id && early[i].seq == op->seq) {
       /* A member failed this operation before we entered it. */

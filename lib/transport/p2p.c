@@ -942,6 +942,57 @@ void rlx__p2p_abort(struct rlx__p2p *p, int peer, uint32_t comm_id, uint64_t seq
     free(a);
 }
 
+#ifdef RLX_FAULT_INJECTION
+/* Test builds: RLX_FAULT_FRAME=flip|truncate|drop:N[:RANK] spoils the N-th
+ * DATA frame world rank RANK (default 0) sends: one payload bit flipped
+ * after its CRC was taken, the connection closed half-way through the
+ * payload, or closed before the frame. */
+enum { FAULT_NONE, FAULT_FLIP, FAULT_TRUNCATE, FAULT_DROP };
+static int fault_action(struct rlx__p2p *p) {
+  static int parsed, action, rank;
+  static long n, seen;
+  if (!parsed) {
+    parsed = 1;
+    const char *f = getenv("RLX_FAULT_FRAME");
+    char what[16] = "";
+    if (f && sscanf(f, "%15[a-z]:%ld:%d", what, &n, &rank) >= 2 && n > 0)
+      action = !strcmp(what, "flip") ? FAULT_FLIP
+               : !strcmp(what, "truncate") ? FAULT_TRUNCATE
+               : !strcmp(what, "drop") ? FAULT_DROP : FAULT_NONE;
+  }
+  if (action == FAULT_NONE || p->rank != rank || ++seen != n)
+    return FAULT_NONE;
+  rlx__warn("fault injection: %s on DATA frame %ld", action == FAULT_FLIP ? "flip"
+            : action == FAULT_TRUNCATE ? "truncate" : "drop", n);
+  return action;
+}
+
+static uint8_t *fault_copy; /* the flipped payload (one frame per process) */
+
+/* Returns 1 when the frame was consumed by the fault (x finished). */
+static int inject(struct rlx__p2p *p, struct rlx__xfer *x, int action) {
+  struct rlx__p2p_conn *c = p->peers[x->peer].conn;
+  if (action == FAULT_FLIP && x->len > 0 && (fault_copy = malloc(x->len)) != NULL) {
+    memcpy(fault_copy, x->buf, x->len);
+    fault_copy[x->len / 2] ^= 0x10;
+    x->buf = fault_copy; /* the header keeps the CRC of the true payload */
+    return 0;
+  }
+  if (c == NULL || c->state != C_READY)
+    return 0;
+  if (action == FAULT_TRUNCATE) {
+    uv_buf_t b[2] = {uv_buf_init((char *)x->hbytes, RLX__FRAME_HDR_SIZE),
+                     uv_buf_init((char *)x->buf, (unsigned)(x->len / 2))};
+    uv_try_write(&c->h.stream, b, x->len / 2 ? 2 : 1);
+  }
+  peer_fail(p, x->peer, RLX_ERR_PEER_LOST, action == FAULT_DROP
+            ? "connection dropped by fault injection"
+            : "connection closed half-way through a frame by fault injection");
+  x->status = RLX_ERR_PEER_LOST;
+  return 1;
+}
+#endif
+
 static int send_frame(struct rlx__p2p *p, struct rlx__xfer *x, int type) {
   struct rlx__p2p_peer *pe = &p->peers[x->peer];
   x->is_send = 1;
@@ -961,6 +1012,16 @@ static int send_frame(struct rlx__p2p *p, struct rlx__xfer *x, int type) {
   }
   rlx__frame_encode(&x->hdr, x->hbytes);
   rlx__list_init(&x->link);
+#ifdef RLX_FAULT_INJECTION
+  int fault = type == RLX__FT_DATA ? fault_action(p) : FAULT_NONE;
+  if (fault != FAULT_NONE) {
+    x->cma = 0; /* spoil what goes on the socket */
+    x->hdr.flags = 0;
+    rlx__frame_encode(&x->hdr, x->hbytes);
+    if (inject(p, x, fault))
+      return 1;
+  }
+#endif
   if (pe->lost) {
     x->status = pe->lost;
     return 1;
@@ -1149,6 +1210,10 @@ void rlx__p2p_close(struct rlx__p2p *p) {
 }
 
 void rlx__p2p_free(struct rlx__p2p *p) {
+#ifdef RLX_FAULT_INJECTION
+  free(fault_copy); /* written by then: the connections are closed */
+  fault_copy = NULL;
+#endif
   while (p->pool.next != NULL && !rlx__list_empty(&p->pool)) {
     struct rlx__list *l = p->pool.next;
     rlx__list_remove(l);

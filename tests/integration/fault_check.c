@@ -3,9 +3,12 @@
  * fails with RLX_ERR_PEER_LOST naming the lost rank, quickly; one where a
  * rank passes another count fails on every rank with RLX_ERR_MISMATCH
  * naming both calls; later calls see RLX_ERR_REVOKED.
- *   fault_check timeout|kill|mismatch   (rank 1 is the faulty one) */
+ *   fault_check timeout|kill|mismatch   (rank 1 is the faulty one)
+ *   fault_check frame corrupt|lost   (RLX_FAULT_FRAME spoils a frame: every
+ *   rank must fail with that error, and none may return wrong data) */
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -31,6 +34,31 @@ int main(int argc, char **argv) {
   if (rlx_barrier(w) != RLX_OK) {
     fprintf(stderr, "fault_check: barrier: %s\n", rlx_errmsg());
     return 2;
+  }
+  if (argc > 2 && strcmp(argv[1], "frame") == 0) {
+    int want = strcmp(argv[2], "corrupt") == 0 ? RLX_ERR_CORRUPT : RLX_ERR_PEER_LOST;
+    size_t n = 1 << 20;
+    double *v = malloc(sizeof(double) * n), t0 = now();
+    int size = rlx_comm_size(w);
+    for (size_t i = 0; i < n; i++)
+      v[i] = (double)(i % 1000) + rank;
+    int rc = rlx_allreduce(RLX_IN_PLACE, v, n, RLX_FLOAT64, RLX_SUM, w);
+    double took = now() - t0;
+    int ok = rc == want && took < 5.0;
+    if (rc == RLX_OK) { /* then it must at least be right */
+      for (size_t i = 0; i < n; i++)
+        if (v[i] != (double)(i % 1000) * size + (double)size * (size - 1) / 2) {
+          printf("fault_check: rank %d: WRONG DATA at %zu\n", rank, i);
+          break;
+        }
+    }
+    printf("fault_check: rank %d: %s after %.2f s: %s\n", rank, rlx_strerror(rc), took,
+           rc == RLX_OK ? "" : rlx_errmsg());
+    printf("fault_check: rank %d: %s\n", rank, ok ? "PASS" : "FAIL");
+    fflush(stdout);
+    free(v);
+    rlx_finalize();
+    return ok ? 0 : 1;
   }
   if (mismatch_mode) {
     double v[2] = {1, 1}, t0 = now();

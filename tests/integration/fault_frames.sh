@@ -1,0 +1,25 @@
+#!/bin/sh
+# Injected frame faults (test builds: --enable-fault-injection): a flipped
+# payload bit, a connection closed half-way through a frame, a connection
+# dropped. Every rank of a 1 Mi-double allreduce must fail with the right
+# error (RLX_ERR_CORRUPT, RLX_ERR_PEER_LOST) within 5 s, and no rank may
+# return wrong data; on both transports, early and late in the call.
+. "$(dirname "$0")/lib.sh"
+grep -q "define RLX_FAULT_INJECTION 1" "$top_builddir/config.h" ||
+  { echo "skipped: build without --enable-fault-injection"; exit 77; }
+FAULT="$top_builddir/tests/integration/fault_check"
+for tr in unix tcp; do
+  for frame in 3 40; do
+    for action in flip truncate drop; do
+      want=lost
+      [ $action = flip ] && want=corrupt
+      RLX_TRANSPORT=$tr RLX_FAULT_FRAME=$action:$frame:1 timeout 60 "$RLXRUN" -n 4 --grace 10 \
+        "$FAULT" frame $want >"$TMP/out" 2>&1
+      grep -q "WRONG DATA" "$TMP/out" && { cat "$TMP/out"; fail "$tr $action:$frame: wrong data delivered"; }
+      [ "$(grep -c 'fault_check: rank [0-9]*: PASS' "$TMP/out")" = 4 ] ||
+        { cat "$TMP/out"; fail "$tr $action:$frame: not every rank failed with '$want'"; }
+      echo "$tr $action at frame $frame: $(grep -m1 'after' "$TMP/out" | sed 's/.*: \([a-z ]*\) after \([0-9.]*\) s.*/\1 after \2 s/')"
+    done
+  done
+done
+echo "frame faults: ok"
