@@ -11,6 +11,7 @@
 #include <unistd.h>
 #include <rlxcoll/errors.h>
 #include "../internal.h"
+#include <sys/socket.h>
 #include "p2p.h"
 
 #define ABORT_REASON_MAX 600 /* bytes of reason an ABORT frame carries */
@@ -803,7 +804,24 @@ static void on_connection(uv_stream_t *server, int status) {
         uv_ip6_name((struct sockaddr_in6 *)&ss, c->addr, sizeof(c->addr));
     }
   } else {
+    /* Our own user only: another user's process has no business here,
+     * key or not (the run directory is 0700 as well). */
+    struct ucred cred;
+    socklen_t clen = sizeof(cred);
+    uv_os_fd_t fd;
     snprintf(c->addr, sizeof(c->addr), "unix socket");
+    if (uv_fileno(&c->h.handle, &fd) == 0 &&
+        getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &clen) == 0) {
+      snprintf(c->addr, sizeof(c->addr), "unix socket, pid %d uid %u", (int)cred.pid,
+               (unsigned)cred.uid);
+      if (cred.uid != getuid()) {
+        p->strangers++;
+        rlx__warn("dropped a connection on our Unix socket from pid %d of uid %u (not ours)",
+                  (int)cred.pid, (unsigned)cred.uid);
+        conn_close(c);
+        return;
+      }
+    }
   }
   rlx__hs_init(&c->hs, p->job_key, (uint32_t)p->rank, RLX__HS_DATA);
   c->state = C_HS_HELLO;
