@@ -24,6 +24,7 @@ static uv_signal_t sig_int, sig_term;
 static int interrupted;
 static int via_srun; /* inside a Slurm allocation: one child, srun, starts the ranks */
 static int any_rank_failed; /* a rank exited non-zero or by a signal */
+static int lost_ranks;      /* killed, but --enable-recovery kept the job going */
 
 static void rdv_log(const char *msg) { fprintf(stderr, "rlxrun: %s\n", msg); }
 
@@ -88,6 +89,17 @@ static void on_rank_exit(struct job *j, struct rank_proc *rp) {
     j->exit_code = rp->term_signal ? 128 + rp->term_signal : (int)rp->exit_status;
     fprintf(stderr, "rlxrun: srun exited with %s %d\n", rp->term_signal ? "signal" : "code",
             rp->term_signal ? rp->term_signal : (int)rp->exit_status);
+  }
+  /* --enable-recovery: a rank killed by a signal is lost, not the end of
+   * the job; the survivors may shrink and go on. A rank that exits with an
+   * error still fails the job. */
+  if (bad && opts.recovery && !interrupted && rp->term_signal && !j->stopping) {
+    fprintf(stderr, "rlxrun: rank %d (pid %d) was killed by signal %d (%s); %d rank(s) go on "
+            "(--enable-recovery)\n", rp->rank, rp->proc.pid, rp->term_signal,
+            strsignal(rp->term_signal), j->alive);
+    lost_ranks++;
+    finish_if_done();
+    return;
   }
   if (bad && interrupted) {
     if (rp->term_signal)
@@ -386,6 +398,9 @@ int main(int argc, char **argv) {
   free(srun_argv);
   /* Interrupted: 128 + the signal, unless every rank handled it and
    * exited 0 (a program that stops cleanly on SIGINT, like train). */
+  if (lost_ranks > 0 && job.failed_rank < 0 && !interrupted)
+    fprintf(stderr, "rlxrun: %d rank(s) lost; the other %d finished\n", lost_ranks,
+            opts.nranks - lost_ranks);
   if (interrupted && any_rank_failed)
     return 128 + interrupted;
   if (interrupted)

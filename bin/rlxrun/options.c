@@ -11,7 +11,7 @@ static void usage(FILE *f) {
   fprintf(f,
           "usage: rlxrun -n N [--tag-output | --no-tag-output] [--timeout S] [--grace S]\n"
           "              [--host H1:N,H2:N | --hostfile F] [--bind-to core|numa|none]\n"
-          "              [--report-bindings] [--local]\n"
+          "              [--report-bindings] [--local] [--enable-recovery]\n"
           "              [-x VAR[=VALUE]]... program [args...]\n"
           "Start N ranks of program, wired together for rlxcoll. See rlxrun(1).\n");
 }
@@ -81,6 +81,8 @@ int rlxrun_parse(int argc, char **argv, struct rlxrun_opts *o) {
         return -1;
     } else if (strcmp(a, "--report-bindings") == 0) {
       o->report_bindings = 1;
+    } else if (strcmp(a, "--enable-recovery") == 0) {
+      o->recovery = 1;
     } else if (strcmp(a, "--local") == 0) {
       o->local = 1;
     } else if (strcmp(a, "--tag-output") == 0) {

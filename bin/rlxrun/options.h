@@ -16,6 +16,7 @@ struct rlxrun_opts {
   int bind_to;      /* --bind-to: enum bind_to (bind.h) */
   struct hostlist hosts; /* --host, --hostfile; empty: all here */
   int report_bindings;
+  int recovery;     /* --enable-recovery: a lost rank does not stop the job */
 };
 
 /* Parse argv; on error prints a message naming the option and returns -1;

@@ -36,6 +36,9 @@ RLX_API int rlx_comm_leader(const rlx_comm_t *c);
 RLX_API int rlx_comm_split(rlx_comm_t *c, int color, int key, rlx_comm_t **out);
 RLX_API int rlx_comm_dup(rlx_comm_t *c, rlx_comm_t **out);
 RLX_API int rlx_comm_free(rlx_comm_t **c);
+/* After a member is lost: the survivors (all of them call it) agree on who
+ * is gone and get a communicator of their own, leader re-elected. */
+RLX_API int rlx_comm_shrink(rlx_comm_t *c, rlx_comm_t **out);
 
 /* Collectives. */
 RLX_API int rlx_allreduce(const void *sendbuf, void *recvbuf, size_t count,

@@ -1116,6 +1116,14 @@ void rlx__p2p_cancel(struct rlx__p2p *p, struct rlx__xfer *x) {
     peer_fail(p, x->peer, RLX_ERR_PEER_LOST, "a send by reference was abandoned");
 }
 
+int rlx__p2p_connected(struct rlx__p2p *p, int peer) {
+  return peer == p->rank || (p->peers[peer].conn && p->peers[peer].conn->state == C_READY);
+}
+
+void rlx__p2p_mark_lost(struct rlx__p2p *p, int peer, const char *why) {
+  peer_fail(p, peer, RLX_ERR_PEER_LOST, why);
+}
+
 const char *rlx__p2p_transport_of(struct rlx__p2p *p, int peer) {
   if (peer == p->rank)
     return "self";

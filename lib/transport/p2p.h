@@ -79,6 +79,10 @@ int rlx__p2p_recv(struct rlx__p2p *p, struct rlx__xfer *x);
  * storage. Best effort: a lost peer is skipped. */
 void rlx__p2p_abort(struct rlx__p2p *p, int peer, uint32_t comm_id, uint64_t seq, uint8_t kind,
                     int err, const char *reason);
+/* Has peer a ready connection? Mark a peer lost (shrink's probe found it
+ * dead). Both under the loop lock. */
+int rlx__p2p_connected(struct rlx__p2p *p, int peer);
+void rlx__p2p_mark_lost(struct rlx__p2p *p, int peer, const char *why);
 /* Withdraw a pending transfer (on timeout or failure); cb is not called.
  * A send already being written closes its connection. */
 void rlx__p2p_cancel(struct rlx__p2p *p, struct rlx__xfer *x);

@@ -1,0 +1,166 @@
+/* rlx_comm_shrink: after a member is lost, the survivors agree on who is
+ * gone and form a communicator of their own.
+ *
+ * Each survivor starts from the members its transport has seen fail, and
+ * probes the ones it has no connection with (a dead process refuses the
+ * connection at once). Then, in rounds, the survivors it believes in
+ * allgather their views (bitmaps of the lost); the round's result is the
+ * same on every member, so all of them either see identical views and
+ * stop, or take the union and go again. A round that fails (a member died
+ * meanwhile, or members disagreed on who takes part and their frames did
+ * not match) is simply followed by another on what the transport now
+ * knows. Rounds stop at RLX_TIMEOUT. The new communicator keeps the old
+ * order; its leader is re-elected: the survivor with the lowest election
+ * id. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "runtime.h"
+
+#define SHRINK_ROUNDS_MAX 64
+
+static int is_lost(int world_rank) {
+  return world_rank != rlx__rt.cfg.rank && rlx__p2p_lost_reason(&rlx__rt.p2p, world_rank) != NULL;
+}
+
+/* Members with no connection: a refused connection means a dead process. */
+static void probe(const rlx_comm_t *c) {
+  struct rlx__runtime *rt = &rlx__rt;
+  for (int r = 0; r < c->size; r++) {
+    int w = c->world[r], connected;
+    rlx__engine_lock(&rt->engine);
+    connected = is_lost(w) || rlx__p2p_connected(&rt->p2p, w);
+    rlx__engine_unlock(&rt->engine);
+    if (connected)
+      continue;
+    int fd = -1, rc = rlx__sock_connect(rt->cards[w].tcp, rlx__now_ns(), &fd);
+    if (fd >= 0)
+      close(fd);
+    if (rc != 0) {
+      char why[200];
+      snprintf(why, sizeof why, "rank %d refused a connection at %s during rlx_comm_shrink",
+               r, rt->cards[w].tcp);
+      rlx__engine_lock(&rt->engine);
+      rlx__p2p_mark_lost(&rt->p2p, w, why);
+      rlx__engine_unlock(&rt->engine);
+    }
+  }
+}
+
+/* One round: allgather this rank's view among those it believes alive.
+ * views[r] (words per member) receives every member's view. */
+static int round_exchange(const rlx_comm_t *c, uint32_t id, uint64_t round, const uint32_t *mine,
+                          int words, int *alive, int nalive, int me, uint32_t *views) {
+  rlx_comm_t *t = calloc(1, sizeof(*t));
+  if (t == NULL)
+    return rlx__err(RLX_ERR_NOMEM, "rlx_comm_shrink: no memory");
+  t->id = id;
+  t->seq = round;
+  t->rank = me;
+  t->size = nalive;
+  t->world = alive;
+  pthread_mutex_init(&t->mtx, NULL);
+  struct rlx__op op;
+  memset(&op, 0, sizeof(op));
+  op.kind = RLX__CK_COMM;
+  op.call = "rlx_comm_shrink";
+  op.dt = RLX_INT32;
+  op.esize = 4;
+  op.count = (size_t)words;
+  op.src = mine;
+  op.dst = views;
+  op.algo = &rlx__allgather_ring;
+  int rc = rlx__run_op(t, &op);
+  t->world = NULL; /* alive[] is the caller's */
+  rlx__comm_release(t);
+  free(t);
+  (void)c;
+  return rc;
+}
+
+int rlx_comm_shrink(rlx_comm_t *c, rlx_comm_t **out) {
+  struct rlx__runtime *rt = &rlx__rt;
+  if (out == NULL)
+    return rlx__err(RLX_ERR_ARG, "rlx_comm_shrink: out is NULL");
+  *out = NULL;
+  if (!rt->initialized || c == NULL)
+    return rlx__err(c == NULL ? RLX_ERR_ARG : RLX_ERR_STATE, "rlx_comm_shrink: %s",
+                    c == NULL ? "communicator is NULL" : "rlx_init has not been called");
+  int words = (c->size + 31) / 32, rc = RLX_OK;
+  uint32_t *lost = calloc((size_t)words, 4), *views = calloc((size_t)words * c->size, 4);
+  int *alive = malloc(sizeof(int) * (size_t)c->size);
+  if (!lost || !views || !alive) {
+    free(lost), free(views), free(alive);
+    return rlx__err(RLX_ERR_NOMEM, "rlx_comm_shrink: no memory");
+  }
+  pthread_mutex_lock(&c->mtx);
+  uint32_t base = c->id * 2654435761u ^ 0x5348524bu ^ ++c->children; /* "SHRK" */
+  pthread_mutex_unlock(&c->mtx);
+  uint64_t deadline =
+      rt->cfg.timeout_s > 0 ? rlx__now_ns() + (uint64_t)(rt->cfg.timeout_s * 1e9) : 0;
+  int nalive = 0, me = -1, agreed = 0;
+  for (uint64_t round = 0; !agreed && round < SHRINK_ROUNDS_MAX; round++) {
+    if (deadline && rlx__now_ns() > deadline) {
+      rc = rlx__err(RLX_ERR_TIMEOUT, "rlx_comm_shrink: the survivors did not agree within "
+                    "RLX_TIMEOUT (%g s)", rt->cfg.timeout_s);
+      break;
+    }
+    probe(c);
+    rlx__engine_lock(&rt->engine);
+    for (int r = 0; r < c->size; r++)
+      if (is_lost(c->world[r]))
+        lost[r / 32] |= 1u << (r % 32);
+    rlx__engine_unlock(&rt->engine);
+    nalive = 0;
+    for (int r = 0; r < c->size; r++)
+      if (!(lost[r / 32] >> (r % 32) & 1)) {
+        if (r == c->rank)
+          me = nalive;
+        alive[nalive++] = c->world[r];
+      }
+    if (nalive == 1) { /* alone: nothing to agree on */
+      agreed = 1;
+      break;
+    }
+    rc = round_exchange(c, base, round, lost, words, alive, nalive, me, views);
+    if (rc != RLX_OK) {
+      rlx__info("rlx_comm_shrink: round %llu failed (%s); again", (unsigned long long)round,
+                rlx_errmsg());
+      continue;
+    }
+    agreed = 1;
+    for (int i = 0; i < nalive; i++)
+      for (int w = 0; w < words; w++) {
+        if (views[(size_t)i * words + w] != lost[w])
+          agreed = 0;
+        lost[w] |= views[(size_t)i * words + w];
+      }
+  }
+  if (rc == RLX_OK && !agreed)
+    rc = rlx__err(RLX_ERR_TIMEOUT, "rlx_comm_shrink: no agreement after %d rounds",
+                  SHRINK_ROUNDS_MAX);
+  if (rc == RLX_OK) {
+    int *world = malloc(sizeof(int) * (size_t)nalive);
+    rlx_comm_t *n = calloc(1, sizeof(*n));
+    if (!world || !n) {
+      free(world), free(n);
+      rc = rlx__err(RLX_ERR_NOMEM, "rlx_comm_shrink: no memory");
+    } else {
+      memcpy(world, alive, sizeof(int) * (size_t)nalive);
+      n->id = base * 2654435761u + 1;
+      n->rank = me;
+      n->size = nalive;
+      n->world = world;
+      n->leader = rlx__elect(world, nalive);
+      pthread_mutex_init(&n->mtx, NULL);
+      *out = n;
+      rlx__info("rlx_comm_shrink: %d of %d members remain; leader is rank %d (was rank %d)",
+                nalive, c->size, n->leader, c->leader);
+    }
+  }
+  free(lost);
+  free(views);
+  free(alive);
+  return rc;
+}

@@ -1,0 +1,21 @@
+#!/bin/sh
+# A rank killed mid-job (the elected leader, or another): with
+# rlxrun --enable-recovery the survivors see RLX_ERR_PEER_LOST, shrink to a
+# communicator of n-1 with one re-elected leader, and compute right on it;
+# without the flag rlxrun stops the job, as mpirun does.
+. "$(dirname "$0")/lib.sh"
+SHRINK="$top_builddir/tests/integration/shrink_check"
+for n in 2 3 4 5; do
+  for victim in leader 1 $((n - 1)); do
+    timeout 60 "$RLXRUN" -n $n --enable-recovery "$SHRINK" $victim >"$TMP/out" 2>&1 ||
+      { cat "$TMP/out"; fail "n=$n victim=$victim: rlxrun --enable-recovery did not exit 0"; }
+    [ "$(grep -c 'shrink_check: rank [0-9]*: PASS' "$TMP/out")" = $((n - 1)) ] ||
+      { cat "$TMP/out"; fail "n=$n victim=$victim: not every survivor passed"; }
+    grep -q "go on (--enable-recovery)" "$TMP/out" || fail "n=$n: rlxrun did not say it goes on"
+    grep -q "rlxrun: 1 rank(s) lost; the other $((n - 1)) finished" "$TMP/out" || fail "n=$n: no summary"
+  done
+  echo "n=$n: $(grep -m1 'shrink in' "$TMP/out" | sed 's/.*shrink_check: //')"
+done
+timeout 60 "$RLXRUN" -n 3 "$SHRINK" 1 >"$TMP/out" 2>&1 && fail "without --enable-recovery the job went on"
+grep -q "rank 1 (pid [0-9]*) was killed by signal 9" "$TMP/out" || fail "no report of the kill"
+echo "shrink: ok"

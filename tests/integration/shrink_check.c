@@ -1,0 +1,69 @@
+/* shrink_check: rank VICTIM (or the elected leader, with "leader") dies by
+ * SIGKILL after a first allreduce; the survivors' next allreduce fails
+ * with RLX_ERR_PEER_LOST, rlx_comm_shrink gives them a communicator of
+ * size n-1 with one leader they all agree on, and collectives on it are
+ * right.
+ *   shrink_check leader|VICTIM */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <rlxcoll/rlxcoll.h>
+
+static double now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+int main(int argc, char **argv) {
+  if (rlx_init(&argc, &argv) != RLX_OK) {
+    fprintf(stderr, "shrink_check: rlx_init: %s\n", rlx_errmsg());
+    return 2;
+  }
+  rlx_comm_t *w = rlx_comm_world();
+  int rank = rlx_comm_rank(w), size = rlx_comm_size(w), old_leader = rlx_comm_leader(w);
+  int victim = argc > 1 && strcmp(argv[1], "leader") ? atoi(argv[1]) : old_leader;
+  double v = 1;
+  if (rlx_allreduce(RLX_IN_PLACE, &v, 1, RLX_FLOAT64, RLX_SUM, w) != RLX_OK || v != size) {
+    fprintf(stderr, "shrink_check: first allreduce: %s\n", rlx_errmsg());
+    return 2;
+  }
+  if (rank == victim)
+    raise(SIGKILL);
+  double t0 = now();
+  v = rank;
+  int rc = rlx_allreduce(RLX_IN_PLACE, &v, 1, RLX_FLOAT64, RLX_SUM, w);
+  int ok = rc == RLX_ERR_PEER_LOST;
+  printf("shrink_check: rank %d: allreduce %s after %.2f s: %s\n", rank, rlx_strerror(rc),
+         now() - t0, rc ? rlx_errmsg() : "");
+  rlx_comm_t *s = NULL;
+  t0 = now();
+  rc = rlx_comm_shrink(w, &s);
+  if (rc != RLX_OK) {
+    printf("shrink_check: rank %d: shrink: %s: %s\nshrink_check: rank %d: FAIL\n", rank,
+           rlx_strerror(rc), rlx_errmsg(), rank);
+    return 1;
+  }
+  int srank = rlx_comm_rank(s), ssize = rlx_comm_size(s), leader = rlx_comm_leader(s);
+  ok = ok && ssize == size - 1 && srank == (rank < victim ? rank : rank - 1);
+  /* Everyone names the same leader, and sums the old ranks right. */
+  int leaders[64] = {0};
+  double sum = rank, want = (double)size * (size - 1) / 2 - victim;
+  int rc2 = rlx_allgather(&leader, leaders, 1, RLX_INT32, s);
+  int rc3 = rlx_allreduce(RLX_IN_PLACE, &sum, 1, RLX_FLOAT64, RLX_SUM, s);
+  int from_leader = srank == leader ? 4242 : 0;
+  int rc4 = rlx_bcast(&from_leader, 1, RLX_INT32, leader, s);
+  ok = ok && rc2 == RLX_OK && rc3 == RLX_OK && rc4 == RLX_OK && sum == want && from_leader == 4242;
+  for (int i = 0; i < ssize && i < 64; i++)
+    ok = ok && leaders[i] == leader;
+  printf("shrink_check: rank %d: shrink in %.2f s: rank %d of %d, leader %d (old leader %d%s), "
+         "sum %g (want %g)\n", rank, now() - t0, srank, ssize, leader, old_leader,
+         victim == old_leader ? ", killed" : "", sum, want);
+  printf("shrink_check: rank %d: %s\n", rank, ok ? "PASS" : "FAIL");
+  fflush(stdout);
+  rlx_comm_free(&s);
+  rlx_finalize();
+  return ok ? 0 : 1;
+}
