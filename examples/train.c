@@ -31,6 +31,40 @@ struct run {
   int tty;
 };
 
+static void start_identical(struct run *r);
+
+/* --elastic: after a lost rank (RLX_ERR_PEER_LOST, or a communicator
+ * revoked by it) shrink to the survivors, take the new leader's
+ * parameters (the failed step may have been applied by some ranks only),
+ * and go on with the data sharded over fewer ranks. 1 when recovered. */
+static int recover(struct run *r, int rc, long step) {
+  if (!r->o.elastic || (rc != RLX_ERR_PEER_LOST && rc != RLX_ERR_REVOKED))
+    return 0;
+  char why[640];
+  snprintf(why, sizeof why, "%s", rlx_errmsg());
+  rlx_comm_t *s = NULL;
+  int src = rlx_comm_shrink(r->w, &s);
+  if (src != RLX_OK) {
+    fprintf(stderr, "train: rank %d: rlx_comm_shrink: %s: %s\n", r->rank, rlx_strerror(src),
+            rlx_errmsg());
+    exit(1);
+  }
+  if (r->w != rlx_comm_world())
+    rlx_comm_free(&r->w);
+  int old = r->size;
+  r->w = s;
+  r->rank = rlx_comm_rank(s);
+  r->size = rlx_comm_size(s);
+  r->leader = rlx_comm_leader(s);
+  if (r->rank == r->leader) {
+    printf("train: step %ld: %d rank(s) lost (%s); going on with %d, leader: rank %d of the survivors (pid %d), "
+           "data re-sharded\n", step, old - r->size, why, r->size, r->leader, (int)getpid());
+    fflush(stdout);
+  }
+  start_identical(r);
+  return 1;
+}
+
 static double now_s(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -71,6 +105,8 @@ static rlx_dataset_t *load(struct run *r, const char *split, size_t synth_count)
 static int control(struct run *r, long step) {
   int64_t ctl[2] = {stop_asked ? 1 : 0, r->rank == r->leader && hup_asked ? 1 : 0};
   int rc = rlx_allreduce(RLX_IN_PLACE, ctl, 2, RLX_INT64, RLX_MAX, r->w);
+  if (rc != RLX_OK && recover(r, rc, step))
+    return 0;
   if (rc != RLX_OK)
     fail(r, "rlx_allreduce (control)", rc);
   if (ctl[1]) {
@@ -133,6 +169,10 @@ static void evaluate(struct run *r, double *loss, double *acc, float *x, int32_t
   }
   st[1] = (double)ok;
   int rc = rlx_allreduce(RLX_IN_PLACE, st, 3, RLX_FLOAT64, RLX_SUM, r->w);
+  if (rc != RLX_OK && recover(r, rc, -1)) {
+    evaluate(r, loss, acc, x, y, idx, chunk); /* again, on the survivors */
+    return;
+  }
   if (rc != RLX_OK)
     fail(r, "rlx_allreduce (test)", rc);
   *loss = st[0] / st[2];
@@ -191,7 +231,8 @@ static void setup(struct run *r) {
     fail(r, "creating the model", rc);
   r->np = rlx_model_nparams(r->m);
   const char *why = rlx_model_fallback(r->m);
-  printf("train: rank %d computes on %s%s%s\n", r->rank, rlx_model_backend(r->m),
+  printf("train: rank %d (pid %d) computes on %s%s%s\n", r->rank, (int)getpid(),
+         rlx_model_backend(r->m),
          why ? "; fallback: " : "", why ? why : "");
   if (r->rank == r->leader) {
     char shape[160];
@@ -252,7 +293,8 @@ int main(int argc, char **argv) {
     rlx_dataset_shuffle(perm, r.ntrain, r.o.seed, (uint64_t)epoch);
     double t0 = now_s(), st[3] = {0, 0, 0};
     long s;
-    for (s = 0; s < steps && !stop; s++) {
+    /* steps per epoch: recomputed, since --elastic may shrink the ranks */
+    for (s = 0; s < (steps = (long)(r.ntrain / ((size_t)r.o.batch * r.size))) && !stop; s++) {
       for (int j = 0; j < r.o.batch; j++)
         idx[j] = perm[((size_t)s * r.o.batch + j) * r.size + r.rank];
       float loss;
@@ -260,8 +302,11 @@ int main(int argc, char **argv) {
       if ((rc = rlx_dataset_batch(r.train, idx, r.o.batch, x, y)) != RLX_OK ||
           (rc = rlx_model_grad(r.m, x, y, r.o.batch, grad, &loss, &ok)) != RLX_OK)
         fail(&r, "computing gradients", rc);
-      if ((rc = rlx_allreduce(RLX_IN_PLACE, grad, r.np, RLX_FLOAT32, RLX_AVG, r.w)) != RLX_OK)
+      if ((rc = rlx_allreduce(RLX_IN_PLACE, grad, r.np, RLX_FLOAT32, RLX_AVG, r.w)) != RLX_OK) {
+        if (recover(&r, rc, step))
+          continue; /* this step is lost; the next one runs on the survivors */
         fail(&r, "rlx_allreduce (gradients)", rc);
+      }
       if ((rc = rlx_model_apply(r.m, grad, r.lr)) != RLX_OK)
         fail(&r, "applying the update", rc);
       st[0] += (double)loss * r.o.batch;
@@ -272,7 +317,8 @@ int main(int argc, char **argv) {
       progress(&r, epoch, s, steps, st[0] / st[2]);
     }
     double secs = now_s() - t0;
-    if ((rc = rlx_allreduce(RLX_IN_PLACE, st, 3, RLX_FLOAT64, RLX_SUM, r.w)) != RLX_OK)
+    if ((rc = rlx_allreduce(RLX_IN_PLACE, st, 3, RLX_FLOAT64, RLX_SUM, r.w)) != RLX_OK &&
+        !recover(&r, rc, step))
       fail(&r, "rlx_allreduce (training stats)", rc);
     double tl, ta;
     evaluate(&r, &tl, &ta, x, y, idx, chunk);

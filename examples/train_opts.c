@@ -10,7 +10,7 @@ static const char usage[] =
     "usage: train [--backend auto|cpu|opencl|opencl:N] [--epochs N] [--batch B]\n"
     "             [--lr F] [--momentum F] [--hidden N[,N...]] [--seed N]\n"
     "             [--wire f32|f16|bf16] [--data DIR] [--synthetic] [--steps N]\n"
-    "             [--train-limit N] [--lr-file F] [--dump-params F]\n"
+    "             [--train-limit N] [--lr-file F] [--dump-params F] [--elastic]\n"
     "Data-parallel training of an MLP on Fashion-MNIST; see train(1).\n";
 
 static int bad(const char *flag, const char *val, const char *want) {
@@ -67,7 +67,8 @@ int train_parse(int argc, char **argv, struct train_opts *o) {
       {"data", required_argument, 0, 'd'},     {"synthetic", no_argument, 0, 'S'},
       {"steps", required_argument, 0, 'n'},    {"train-limit", required_argument, 0, 't'},
       {"lr-file", required_argument, 0, 'f'},  {"dump-params", required_argument, 0, 'p'},
-      {"help", no_argument, 0, 'h'},           {0, 0, 0, 0}};
+      {"elastic", no_argument, 0, 'E'},        {"help", no_argument, 0, 'h'},
+      {0, 0, 0, 0}};
   *o = (struct train_opts){.backend = NULL, .epochs = 3, .batch = 64, .lr = 0.05,
                            .momentum = 0.9, .hidden = {256}, .nhidden = 1, .seed = 42,
                            .data = "/usr/share/datasets/fashion-mnist"};
@@ -133,6 +134,9 @@ int train_parse(int argc, char **argv, struct train_opts *o) {
       break;
     case 'p':
       o->dump_params = optarg;
+      break;
+    case 'E':
+      o->elastic = 1;
       break;
     case 'h':
       fputs(usage, stdout);

@@ -21,6 +21,7 @@ struct train_opts {
   long train_limit;        /* --train-limit: use the first N training examples */
   const char *lr_file;     /* --lr-file F, re-read by the leader on SIGHUP */
   const char *dump_params; /* --dump-params F: the leader writes the final parameters */
+  int elastic;             /* --elastic: survive a lost rank (rlxrun --enable-recovery) */
 };
 
 /* Fill o from argv; on a bad flag print why and the usage to stderr and
