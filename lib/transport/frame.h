@@ -17,7 +17,8 @@ enum rlx__frame_type {
   RLX__FT_DATA = 1,  /* a piece of a collective */
   RLX__FT_ABORT = 2, /* the sender failed this operation; payload is the reason */
   RLX__FT_ACK = 3,   /* a DATA frame sent by reference was taken (or not: NACK) */
-  RLX__FT_MAX = 3
+  RLX__FT_PING = 4,  /* heartbeat on an idle connection; no payload */
+  RLX__FT_MAX = 4
 };
 
 /* Frame flags. */

@@ -15,6 +15,11 @@
 #include "p2p.h"
 
 #define ABORT_REASON_MAX 600 /* bytes of reason an ABORT frame carries */
+/* Heartbeats: a connection that sent nothing for HB_EVERY_NS gets a PING;
+ * one that brought nothing (no frame, no PING) for HB_SILENCE_NS is dead:
+ * a peer whose host or link vanished, or a stopped process. */
+#define HB_EVERY_NS 1000000000ull
+#define HB_SILENCE_NS 5000000000ull
 
 #define HS_DEADLINE_NS (10ull * 1000000000ull)
 /* Payloads from this size go to same-host peers by reference (one copy,
@@ -62,6 +67,7 @@ struct rlx__p2p_conn {
   struct umsg *um;
   uint32_t crc;
   uint64_t hs_deadline;
+  uint64_t last_rx, last_tx; /* rlx__now_ns() of the last bytes in and out */
   char addr[64];
 };
 
@@ -249,6 +255,7 @@ static void conn_ready(struct rlx__p2p_conn *c) {
     return;
   }
   pe->conn = c;
+  c->last_rx = c->last_tx = rlx__now_ns();
   c->state = C_READY;
   c->rstate = R_HDR;
   c->need = RLX__FRAME_HDR_SIZE;
@@ -519,6 +526,10 @@ static void header_done(struct rlx__p2p_conn *c) {
     ack_done(c, h);
     return;
   }
+  if (h->type == RLX__FT_PING) { /* its arrival was the point */
+    c->got = 0;
+    return;
+  }
   if (h->type == RLX__FT_ABORT) {
     if (h->payload_len > ABORT_REASON_MAX + 4) {
       snprintf(why, sizeof(why), "rank %d sent an ABORT frame of %llu bytes", c->peer,
@@ -693,6 +704,7 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
   (void)buf;
   if (nread == 0 || c->state == C_CLOSING)
     return;
+  c->last_rx = rlx__now_ns();
   if (nread < 0) {
     char why[160];
     if (c->peer >= 0 && (c->state == C_READY))
@@ -833,6 +845,23 @@ static void on_connection(uv_stream_t *server, int status) {
 }
 
 /* Drop connections that do not finish the handshake in time (slow-loris). */
+static void send_ping(struct rlx__p2p_conn *c) {
+  struct rlx__frame_hdr h;
+  memset(&h, 0, sizeof(h));
+  h.type = RLX__FT_PING;
+  h.kind = 1;
+  h.src = (uint32_t)c->p->rank;
+  struct ack_write *w = malloc(sizeof(*w));
+  if (w == NULL)
+    return;
+  rlx__frame_encode(&h, w->bytes);
+  w->req.data = w;
+  uv_buf_t b = uv_buf_init((char *)w->bytes, sizeof(w->bytes));
+  if (uv_write(&w->req, &c->h.stream, &b, 1, on_ack_written) != 0)
+    free(w);
+  c->last_tx = rlx__now_ns();
+}
+
 static void on_sweep(uv_timer_t *t) {
   struct rlx__p2p *p = t->data;
   uint64_t now = rlx__now_ns();
@@ -842,6 +871,18 @@ static void on_sweep(uv_timer_t *t) {
     l = l->next;
     if ((c->state == C_HS_HELLO || c->state == C_HS_PROOF) && now > c->hs_deadline)
       conn_fail(c, RLX_ERR_AUTH, "no complete handshake within 10 s");
+    if (c->state != C_READY || c->peer < 0)
+      continue;
+    if (c->last_rx && now - c->last_rx > HB_SILENCE_NS) {
+      char why[160];
+      snprintf(why, sizeof(why), "nothing from rank %d for %.0f s, not even a heartbeat "
+               "(its host or link gone, or the process stopped?)", c->peer,
+               (double)(now - c->last_rx) / 1e9);
+      conn_fail(c, RLX_ERR_PEER_LOST, why);
+      continue;
+    }
+    if (now - c->last_tx > HB_EVERY_NS)
+      send_ping(c);
   }
 }
 
@@ -891,6 +932,7 @@ static void start_write(struct rlx__p2p_conn *c, struct rlx__xfer *x, size_t ski
   int n = 0;
   size_t plen;
   const uint8_t *payload = wire_payload(x, &plen);
+  c->last_tx = rlx__now_ns();
   if (skip < RLX__FRAME_HDR_SIZE) {
     bufs[n++] = uv_buf_init((char *)x->hbytes + skip, (unsigned)(RLX__FRAME_HDR_SIZE - skip));
     skip = 0;
@@ -1053,6 +1095,7 @@ static int send_frame(struct rlx__p2p *p, struct rlx__xfer *x, int type) {
   }
   size_t plen;
   const uint8_t *payload = wire_payload(x, &plen);
+  c->last_tx = rlx__now_ns();
   uv_buf_t bufs[2] = {uv_buf_init((char *)x->hbytes, RLX__FRAME_HDR_SIZE),
                       uv_buf_init((char *)payload, (unsigned)plen)};
   size_t total = RLX__FRAME_HDR_SIZE + plen;

@@ -3,7 +3,8 @@
  * fails with RLX_ERR_PEER_LOST naming the lost rank, quickly; one where a
  * rank passes another count fails on every rank with RLX_ERR_MISMATCH
  * naming both calls; later calls see RLX_ERR_REVOKED.
- *   fault_check timeout|kill|mismatch   (rank 1 is the faulty one)
+ *   fault_check timeout|kill|mismatch|stop   (rank 1 is the faulty one; stop:
+ *   it stops itself, sockets open, and must be found by missing heartbeats)
  *   fault_check frame corrupt|lost   (RLX_FAULT_FRAME spoils a frame: every
  *   rank must fail with that error, and none may return wrong data) */
 #include <signal.h>
@@ -23,6 +24,7 @@ static double now(void) {
 int main(int argc, char **argv) {
   int kill_mode = argc > 1 && strcmp(argv[1], "kill") == 0;
   int mismatch_mode = argc > 1 && strcmp(argv[1], "mismatch") == 0;
+  int stop_mode = argc > 1 && strcmp(argv[1], "stop") == 0;
   signal(SIGTERM, SIG_IGN); /* rlxrun stops the job when rank 1 dies: report first */
   if (rlx_init(&argc, &argv) != RLX_OK) {
     fprintf(stderr, "fault_check: rlx_init: %s\n", rlx_errmsg());
@@ -79,6 +81,10 @@ int main(int argc, char **argv) {
   if (rank == 1) {
     if (kill_mode)
       raise(SIGKILL);
+    if (stop_mode) {
+      raise(SIGSTOP); /* vanished: no exit, no closed socket */
+      return 0;
+    }
     sleep(6); /* never calls the allreduce */
     rlx_finalize();
     return 0;
@@ -86,7 +92,7 @@ int main(int argc, char **argv) {
   double v = 1, t0 = now();
   int rc = rlx_allreduce(RLX_IN_PLACE, &v, 1, RLX_FLOAT64, RLX_SUM, w);
   double took = now() - t0;
-  int want = kill_mode ? RLX_ERR_PEER_LOST : RLX_ERR_TIMEOUT;
+  int want = kill_mode || stop_mode ? RLX_ERR_PEER_LOST : RLX_ERR_TIMEOUT;
   /* A survivor names the peer it waited on: rank 1 itself, or, through the
    * ABORT another member sent, that member's report about rank 1; it may
    * see that member leave before its own deadline: lost, not timed out. */

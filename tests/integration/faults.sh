@@ -2,7 +2,8 @@
 # Ranks that pass different counts all fail with RLX_ERR_MISMATCH within
 # 2 s, the message naming both calls (the ABORT frame carries it to ranks
 # that did not see the bad frame themselves).
-# A peer that never calls makes its partners' calls fail with
+# A peer that never calls (but is alive: heartbeats flow) makes its
+# partners' calls fail with
 # RLX_ERR_TIMEOUT (RLX_TIMEOUT=2) naming rank 1 (ranks further away fail on
 # the partner that gave up, timed out or lost); a peer killed
 # by SIGKILL makes the call fail with RLX_ERR_PEER_LOST within 2 s, its
@@ -14,6 +15,17 @@ for n in 2 3 4 5; do
   timeout 60 "$RLXRUN" -n $n "$FAULT" mismatch >"$TMP/out" 2>&1
   cat "$TMP/out"
   [ "$(grep -c 'fault_check: rank [0-9]*: PASS' "$TMP/out")" -eq $n ] || fail "mismatch n=$n"
+done
+# A rank that vanishes with its sockets open (stopped: as if its host or
+# link were gone) is found by missing heartbeats: PING every 1 s, lost after
+# 5 s of silence; every survivor fails within 7 s.
+for n in 2 3; do
+  timeout 60 "$RLXRUN" -n $n --timeout 12 --grace 1 "$FAULT" stop >"$TMP/out" 2>&1
+  cat "$TMP/out"
+  [ "$(grep -c 'fault_check: rank [0-9]*: PASS' "$TMP/out")" -eq $((n - 1)) ] || fail "stop n=$n"
+  grep -q "nothing from rank 1 for [0-9]* s, not even a heartbeat" "$TMP/out" || fail "stop n=$n: no heartbeat message"
+  awk '/peer lost after/ { split($0, a, "after "); split(a[2], b, " s"); if (b[1] + 0 > 7.0) bad = 1 }
+       END { exit bad }' "$TMP/out" || fail "a survivor took more than 7 s to miss the heartbeats (n=$n)"
 done
 for n in 2 3 4; do
   RLX_TIMEOUT=2 timeout 60 "$RLXRUN" -n $n "$FAULT" timeout >"$TMP/out" 2>&1
