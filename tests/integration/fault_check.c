@@ -5,6 +5,9 @@
  * naming both calls; later calls see RLX_ERR_REVOKED.
  *   fault_check timeout|kill|mismatch|stop   (rank 1 is the faulty one; stop:
  *   it stops itself, sockets open, and must be found by missing heartbeats)
+ *   fault_check cut   (the upper half of the ranks waits 10 s before the
+ *   call, while the test cuts their host's link; the lower half must find
+ *   them gone by missing heartbeats)
  *   fault_check frame corrupt|lost   (RLX_FAULT_FRAME spoils a frame: every
  *   rank must fail with that error, and none may return wrong data) */
 #include <signal.h>
@@ -25,6 +28,7 @@ int main(int argc, char **argv) {
   int kill_mode = argc > 1 && strcmp(argv[1], "kill") == 0;
   int mismatch_mode = argc > 1 && strcmp(argv[1], "mismatch") == 0;
   int stop_mode = argc > 1 && strcmp(argv[1], "stop") == 0;
+  int cut_mode = argc > 1 && strcmp(argv[1], "cut") == 0;
   signal(SIGTERM, SIG_IGN); /* rlxrun stops the job when rank 1 dies: report first */
   if (rlx_init(&argc, &argv) != RLX_OK) {
     fprintf(stderr, "fault_check: rlx_init: %s\n", rlx_errmsg());
@@ -61,6 +65,24 @@ int main(int argc, char **argv) {
     free(v);
     rlx_finalize();
     return ok ? 0 : 1;
+  }
+  if (cut_mode) {
+    int size = rlx_comm_size(w);
+    printf("fault_check: rank %d: ready\n", rank);
+    fflush(stdout);
+    if (rank >= size / 2) {
+      sleep(10);
+      return 0; /* cut off: nothing more to say */
+    }
+    double v = 1, t0 = now();
+    int rc = rlx_allreduce(RLX_IN_PLACE, &v, 1, RLX_FLOAT64, RLX_SUM, w);
+    double took = now() - t0;
+    int ok = rc == RLX_ERR_PEER_LOST && strstr(rlx_errmsg(), "not even a heartbeat") != NULL;
+    printf("fault_check: rank %d: %s after %.2f s: %s\n", rank, rlx_strerror(rc), took,
+           rlx_errmsg());
+    printf("fault_check: rank %d: %s\n", rank, ok ? "PASS" : "FAIL");
+    fflush(stdout);
+    return ok ? 0 : 1; /* no rlx_finalize: its barrier would wait for the lost */
   }
   if (mismatch_mode) {
     double v[2] = {1, 1}, t0 = now();

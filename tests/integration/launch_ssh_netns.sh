@@ -130,4 +130,24 @@ run_hello impaired
 run_train impaired "$TMP/p.lossy"
 cmp "$TMP/p.clean" "$TMP/p.lossy" || fail "training across lossy links reached different parameters"
 echo "2% loss + 100 Mbit/s: same results, bitwise, in $(( $(date +%s) - start )) s"
+
+# nsb vanishes: its link is cut while its ranks are alive, sockets open.
+# The ranks on nsa must find them gone by missing heartbeats (5 s).
+FAULT="$top_builddir/tests/integration/fault_check"
+in_c "cd $top_builddir && $RLXRUN --host nsa:2,nsb:2 -n 4 --timeout 14 --grace 1 $FAULT cut" \
+  >"$TMP/out" 2>&1 &
+job=$!
+i=0
+until [ "$(grep -c 'fault_check: rank [0-9]: ready' "$TMP/out")" = 4 ]; do
+  i=$((i + 1))
+  [ $i -lt 200 ] || { cat "$TMP/out"; fail "cut: ranks never got ready"; }
+  sleep 0.1
+done
+ip -n ${P}b link set eth0 down
+wait $job
+cat "$TMP/out"
+[ "$(grep -c 'fault_check: rank [01]: PASS' "$TMP/out")" = 2 ] || fail "cut: ranks on nsa did not find nsb gone"
+awk '/rank [01]: peer lost after/ { split($0, a, "after "); split(a[2], b, " s"); if (b[1] + 0 > 8.0) bad = 1 }
+     END { exit bad }' "$TMP/out" || fail "cut: took more than 8 s"
+echo "link cut: found by heartbeats in $(sed -n 's/.*rank 0: peer lost after \([0-9.]*\) s.*/\1/p' "$TMP/out") s"
 echo "ssh across network namespaces: ok"
