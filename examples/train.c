@@ -346,6 +346,8 @@ int main(int argc, char **argv) {
   free(perm);
   free(idx);
   free(y);
+  if (r.w != rlx_comm_world()) /* shrunk by --elastic */
+    rlx_comm_free(&r.w);
   rc = rlx_finalize();
   return rc == RLX_OK ? 0 : 1;
 }
