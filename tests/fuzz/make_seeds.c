@@ -1,0 +1,59 @@
+/* Writes the seed corpora (valid frames and handshake messages) that
+ * tests/fuzz/corpus_* hold: make_seeds DIR. */
+#include <stdio.h>
+#include <string.h>
+#include "transport/frame.h"
+#include "transport/handshake.h"
+
+static void put(const char *dir, const char *name, const void *a, size_t n, const void *b,
+                size_t m) {
+  char path[512];
+  snprintf(path, sizeof path, "%s/%s", dir, name);
+  FILE *f = fopen(path, "wb");
+  if (!f)
+    return;
+  fwrite(a, 1, n, f);
+  if (b)
+    fwrite(b, 1, m, f);
+  fclose(f);
+}
+
+int main(int argc, char **argv) {
+  if (argc < 3)
+    return 2;
+  const char *fd = argv[1], *hd = argv[2];
+  struct rlx__frame_hdr h;
+  unsigned char bytes[RLX__FRAME_HDR_SIZE];
+  const char payload[] = "0123456789abcdef";
+  for (int type = RLX__FT_DATA; type <= RLX__FT_MAX; type++) {
+    memset(&h, 0, sizeof h);
+    h.type = (uint8_t)type;
+    h.kind = 1;
+    h.comm_id = 7;
+    h.seq = 3;
+    h.count = 4;
+    h.src = 1;
+    h.payload_len = type == RLX__FT_DATA ? sizeof payload - 1 : 0;
+    h.payload_crc = type == RLX__FT_DATA ? rlx__crc32c(payload, sizeof payload - 1) : 0;
+    rlx__frame_encode(&h, bytes);
+    char name[32];
+    snprintf(name, sizeof name, "type%d", type);
+    put(fd, name, bytes, sizeof bytes, type == RLX__FT_DATA ? payload : NULL, sizeof payload - 1);
+  }
+  struct rlx__hs cli, srv;
+  uint8_t hello[RLX__HS_HELLO_SIZE], chal[RLX__HS_CHALLENGE_SIZE], proof[RLX__HS_PROOF_SIZE];
+  rlx__hs_init(&cli, "the job key", 2, RLX__HS_DATA);
+  rlx__hs_init(&srv, "the job key", 1, RLX__HS_DATA);
+  rlx__hs_client_hello(&cli, 1, hello);
+  rlx__hs_server_hello(&srv, hello, chal);
+  rlx__hs_client_challenge(&cli, chal, proof);
+  put(hd, "hello_proof_challenge", hello, sizeof hello, proof, sizeof proof);
+  FILE *f;
+  char path[512];
+  snprintf(path, sizeof path, "%s/hello_proof_challenge", hd);
+  if ((f = fopen(path, "ab")) != NULL) {
+    fwrite(chal, 1, sizeof chal, f);
+    fclose(f);
+  }
+  return 0;
+}
