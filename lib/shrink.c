@@ -24,9 +24,16 @@ static int is_lost(int world_rank) {
   return world_rank != rlx__rt.cfg.rank && rlx__p2p_lost_reason(&rlx__rt.p2p, world_rank) != NULL;
 }
 
-/* Members with no connection: a refused connection means a dead process. */
+/* First let the loop read what is pending (a dead peer's closed socket is
+ * an EOF waiting there), then probe the members with no connection: a
+ * refused connection means a dead process. Survivors then start from the
+ * same view in the common case, and agree in one round. */
 static void probe(const rlx_comm_t *c) {
   struct rlx__runtime *rt = &rlx__rt;
+  rlx__engine_lock(&rt->engine);
+  for (int i = 0; i < 8; i++)
+    uv_run(&rt->engine.loop, UV_RUN_NOWAIT);
+  rlx__engine_unlock(&rt->engine);
   for (int r = 0; r < c->size; r++) {
     int w = c->world[r], connected;
     rlx__engine_lock(&rt->engine);

@@ -3,6 +3,7 @@
  * server is one thread polling non-blocking sockets, so a stranger or a
  * slow client cannot stall the others; each client has 10 s to
  * authenticate. */
+#include <stdatomic.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -37,7 +38,7 @@ struct rlx__rdv_server {
   char job_key[256];
   rlx__rdv_log_fn log_fn;
   pthread_t thread;
-  volatile int stop;
+  atomic_int stop; /* set by rlx__rdv_server_stop, read by the server thread */
   struct client *clients;
   int nclients, cap;
   uint8_t *cards; /* nranks * RLX__CARD_SIZE */

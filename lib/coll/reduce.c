@@ -7,7 +7,9 @@
 #include <string.h>
 #include "coll.h"
 
-#if defined(__x86_64__) && !defined(__SANITIZE_ADDRESS__)
+/* Not under the sanitizers: target_clones' ifunc resolvers run during
+ * relocation, before the sanitizer runtime is up (TSan crashes there). */
+#if defined(__x86_64__) && !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
 #define RLX_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
 #else
 #define RLX_CLONES

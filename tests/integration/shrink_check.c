@@ -59,8 +59,10 @@ int main(int argc, char **argv) {
   for (int i = 0; i < ssize && i < 64; i++)
     ok = ok && leaders[i] == leader;
   printf("shrink_check: rank %d: shrink in %.2f s: rank %d of %d, leader %d (old leader %d%s), "
-         "sum %g (want %g)\n", rank, now() - t0, srank, ssize, leader, old_leader,
-         victim == old_leader ? ", killed" : "", sum, want);
+         "sum %g (want %g)%s%s\n", rank, now() - t0, srank, ssize, leader, old_leader,
+         victim == old_leader ? ", killed" : "", sum, want,
+         rc2 || rc3 || rc4 ? "; a collective on it failed: " : "",
+         rc2 || rc3 || rc4 ? rlx_errmsg() : "");
   printf("shrink_check: rank %d: %s\n", rank, ok ? "PASS" : "FAIL");
   fflush(stdout);
   rlx_comm_free(&s);
