@@ -79,6 +79,16 @@ static void finish_if_done(void) {
   }
 }
 
+/* "rlxrun: rank 2 (pid 4711) was killed by signal 9 (Killed)", or the exit code. */
+static void report_exit(const struct rank_proc *rp) {
+  if (rp->term_signal)
+    fprintf(stderr, "rlxrun: rank %d (pid %d) was killed by signal %d (%s)\n", rp->rank,
+            rp->proc.pid, rp->term_signal, strsignal(rp->term_signal));
+  else
+    fprintf(stderr, "rlxrun: rank %d (pid %d) exited with code %d\n", rp->rank, rp->proc.pid,
+            (int)rp->exit_status);
+}
+
 static void on_rank_exit(struct job *j, struct rank_proc *rp) {
   int bad = rp->exit_status != 0 || rp->term_signal != 0;
   any_rank_failed |= bad;
@@ -101,22 +111,11 @@ static void on_rank_exit(struct job *j, struct rank_proc *rp) {
     finish_if_done();
     return;
   }
-  if (bad && interrupted) {
-    if (rp->term_signal)
-      fprintf(stderr, "rlxrun: rank %d (pid %d) was killed by signal %d (%s)\n", rp->rank,
-              rp->proc.pid, rp->term_signal, strsignal(rp->term_signal));
-    else
-      fprintf(stderr, "rlxrun: rank %d (pid %d) exited with code %d\n", rp->rank, rp->proc.pid,
-              (int)rp->exit_status);
-  }
+  if (bad && interrupted)
+    report_exit(rp);
   if (bad && j->failed_rank < 0 && !interrupted && !(j->stopping && j->failed_rank >= 0)) {
     j->failed_rank = rp->rank;
-    if (rp->term_signal)
-      fprintf(stderr, "rlxrun: rank %d (pid %d) was killed by signal %d (%s)\n", rp->rank,
-              rp->proc.pid, rp->term_signal, strsignal(rp->term_signal));
-    else
-      fprintf(stderr, "rlxrun: rank %d (pid %d) exited with code %d\n", rp->rank, rp->proc.pid,
-              (int)rp->exit_status);
+    report_exit(rp);
     j->exit_code = rp->term_signal ? 128 + rp->term_signal : (int)rp->exit_status;
     if (j->exit_code == 0)
       j->exit_code = 1;

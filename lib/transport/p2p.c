@@ -506,6 +506,21 @@ static void ack_done(struct rlx__p2p_conn *c, const struct rlx__frame_hdr *h) {
   peer_fail(c->p, c->peer, RLX_ERR_CORRUPT, why);
 }
 
+/* A pooled buffer for a frame nobody posted for yet (or an ABORT); on no
+ * memory the peer is failed and NULL returned. */
+static struct umsg *new_umsg(struct rlx__p2p_conn *c, const struct rlx__frame_hdr *h) {
+  struct umsg *m = umsg_get(c->p, h->payload_len);
+  if (m == NULL) {
+    peer_fail(c->p, c->peer, RLX_ERR_NOMEM, "no memory for an incoming frame");
+    return NULL;
+  }
+  m->hdr = *h;
+  m->crc_ok = 0;
+  m->discard = 0;
+  rlx__list_init(&m->link);
+  return m;
+}
+
 static void header_done(struct rlx__p2p_conn *c) {
   struct rlx__p2p_peer *pe = &c->p->peers[c->peer];
   struct rlx__frame_hdr *h = &c->cur;
@@ -537,15 +552,9 @@ static void header_done(struct rlx__p2p_conn *c) {
       peer_fail(c->p, c->peer, RLX_ERR_CORRUPT, why);
       return;
     }
-    struct umsg *m = umsg_get(c->p, h->payload_len);
-    if (m == NULL) {
-      peer_fail(c->p, c->peer, RLX_ERR_NOMEM, "no memory for an incoming frame");
+    struct umsg *m = new_umsg(c, h);
+    if (m == NULL)
       return;
-    }
-    m->hdr = *h;
-    m->crc_ok = 0;
-    m->discard = 0;
-    rlx__list_init(&m->link);
     c->crc = 0;
     c->um = m;
     c->dst = m->data;
@@ -571,15 +580,9 @@ static void header_done(struct rlx__p2p_conn *c) {
     c->target = x;
     c->dst = x->buf;
   } else {
-    struct umsg *m = umsg_get(c->p, h->payload_len);
-    if (m == NULL) {
-      peer_fail(c->p, c->peer, RLX_ERR_NOMEM, "no memory for an incoming frame");
+    struct umsg *m = new_umsg(c, h);
+    if (m == NULL)
       return;
-    }
-    m->hdr = *h;
-    m->crc_ok = 0;
-    m->discard = 0;
-    rlx__list_init(&m->link);
     if (x) { /* posted, but the sender called something else */
       rlx__list_remove(&x->link);
       x->got = *h;
