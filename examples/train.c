@@ -29,15 +29,20 @@ struct run {
   size_t np;
   float lr;
   int tty;
+  /* where the run is: epoch, step within it, steps in all; after a lost
+   * rank every survivor takes the leader's (some may have finished a call
+   * the others did not) */
+  long epoch, s, step;
 };
 
 static void start_identical(struct run *r);
+static void fail(struct run *r, const char *what, int rc);
 
 /* --elastic: after a lost rank (RLX_ERR_PEER_LOST, or a communicator
  * revoked by it) shrink to the survivors, take the new leader's
  * parameters (the failed step may have been applied by some ranks only),
  * and go on with the data sharded over fewer ranks. 1 when recovered. */
-static int recover(struct run *r, int rc, long step) {
+static int recover(struct run *r, int rc) {
   if (!r->o.elastic || (rc != RLX_ERR_PEER_LOST && rc != RLX_ERR_REVOKED))
     return 0;
   char why[640];
@@ -58,10 +63,16 @@ static int recover(struct run *r, int rc, long step) {
   r->leader = rlx_comm_leader(s);
   if (r->rank == r->leader) {
     printf("train: step %ld: %d rank(s) lost (%s); going on with %d, leader: rank %d of the survivors (pid %d), "
-           "data re-sharded\n", step, old - r->size, why, r->size, r->leader, (int)getpid());
+           "data re-sharded\n", r->step, old - r->size, why, r->size, r->leader, (int)getpid());
     fflush(stdout);
   }
   start_identical(r);
+  int64_t pos[3] = {r->epoch, r->s, r->step};
+  if ((src = rlx_bcast(pos, 3, RLX_INT64, r->leader, r->w)) != RLX_OK)
+    fail(r, "rlx_bcast (position after a loss)", src);
+  r->epoch = pos[0];
+  r->s = pos[1];
+  r->step = pos[2];
   return 1;
 }
 
@@ -102,11 +113,12 @@ static rlx_dataset_t *load(struct run *r, const char *split, size_t synth_count)
 /* Once per step, one small allreduce carries the stop request (any rank's
  * SIGINT) and the leader's "the learning rate changed"; every rank acts on
  * it after the same step. */
+/* 0: go on, 1: stop, -1: a rank was lost and the run resynchronised. */
 static int control(struct run *r, long step) {
   int64_t ctl[2] = {stop_asked ? 1 : 0, r->rank == r->leader && hup_asked ? 1 : 0};
   int rc = rlx_allreduce(RLX_IN_PLACE, ctl, 2, RLX_INT64, RLX_MAX, r->w);
-  if (rc != RLX_OK && recover(r, rc, step))
-    return 0;
+  if (rc != RLX_OK && recover(r, rc))
+    return -1;
   if (rc != RLX_OK)
     fail(r, "rlx_allreduce (control)", rc);
   if (ctl[1]) {
@@ -152,8 +164,8 @@ static void progress(struct run *r, int epoch, long s, long steps, double loss) 
 }
 
 /* Test loss and accuracy: rank r evaluates examples r, r+n, ... */
-static void evaluate(struct run *r, double *loss, double *acc, float *x, int32_t *y,
-                     uint32_t *idx, int chunk) {
+static int evaluate(struct run *r, double *loss, double *acc, float *x, int32_t *y,
+                    uint32_t *idx, int chunk) {
   double st[3] = {0, 0, 0};
   long ok = 0;
   for (size_t i = (size_t)r->rank; i < r->test->count;) {
@@ -169,14 +181,11 @@ static void evaluate(struct run *r, double *loss, double *acc, float *x, int32_t
   }
   st[1] = (double)ok;
   int rc = rlx_allreduce(RLX_IN_PLACE, st, 3, RLX_FLOAT64, RLX_SUM, r->w);
-  if (rc != RLX_OK && recover(r, rc, -1)) {
-    evaluate(r, loss, acc, x, y, idx, chunk); /* again, on the survivors */
-    return;
-  }
   if (rc != RLX_OK)
-    fail(r, "rlx_allreduce (test)", rc);
+    return rc;
   *loss = st[0] / st[2];
   *acc = 100.0 * st[1] / st[2];
+  return RLX_OK;
 }
 
 static void start_identical(struct run *r) {
@@ -286,50 +295,73 @@ int main(int argc, char **argv) {
   if (!perm || !idx || !x || !y || !grad)
     fail(&r, "buffers", RLX_ERR_NOMEM);
 
-  long step = 0;
   int stop = 0;
-  double t_start = now_s();
-  for (int epoch = 0; epoch < r.o.epochs && !stop; epoch++) {
-    rlx_dataset_shuffle(perm, r.ntrain, r.o.seed, (uint64_t)epoch);
-    double t0 = now_s(), st[3] = {0, 0, 0};
-    long s;
+  long shuffled = -1;
+  double t_start = now_s(), t0 = t_start, st[3] = {0, 0, 0};
+  r.epoch = r.s = r.step = 0;
+  /* One step at a time, as a small state machine, so that after a lost
+   * rank (--elastic) every survivor can resume at the leader's position. */
+  while (r.epoch < r.o.epochs) {
     /* steps per epoch: recomputed, since --elastic may shrink the ranks */
-    for (s = 0; s < (steps = (long)(r.ntrain / ((size_t)r.o.batch * r.size))) && !stop; s++) {
-      for (int j = 0; j < r.o.batch; j++)
-        idx[j] = perm[((size_t)s * r.o.batch + j) * r.size + r.rank];
-      float loss;
-      int ok;
-      if ((rc = rlx_dataset_batch(r.train, idx, r.o.batch, x, y)) != RLX_OK ||
-          (rc = rlx_model_grad(r.m, x, y, r.o.batch, grad, &loss, &ok)) != RLX_OK)
-        fail(&r, "computing gradients", rc);
-      if ((rc = rlx_allreduce(RLX_IN_PLACE, grad, r.np, RLX_FLOAT32, RLX_AVG, r.w)) != RLX_OK) {
-        if (recover(&r, rc, step))
-          continue; /* this step is lost; the next one runs on the survivors */
-        fail(&r, "rlx_allreduce (gradients)", rc);
+    steps = (long)(r.ntrain / ((size_t)r.o.batch * r.size));
+    if (shuffled != r.epoch) {
+      rlx_dataset_shuffle(perm, r.ntrain, r.o.seed, (uint64_t)r.epoch);
+      shuffled = r.epoch;
+    }
+    if (r.s >= steps || stop) { /* the epoch's end */
+      double secs = now_s() - t0, tl, ta;
+      if ((rc = rlx_allreduce(RLX_IN_PLACE, st, 3, RLX_FLOAT64, RLX_SUM, r.w)) == RLX_OK)
+        rc = evaluate(&r, &tl, &ta, x, y, idx, chunk);
+      if (rc != RLX_OK) {
+        if (!recover(&r, rc))
+          fail(&r, "rlx_allreduce (epoch statistics)", rc);
+        memset(st, 0, sizeof st); /* the survivors' numbers from here on */
+        continue;
       }
-      if ((rc = rlx_model_apply(r.m, grad, r.lr)) != RLX_OK)
-        fail(&r, "applying the update", rc);
-      st[0] += (double)loss * r.o.batch;
-      st[1] += ok;
-      st[2] += r.o.batch;
-      step++;
-      stop = control(&r, step) || (r.o.steps && step >= r.o.steps);
-      progress(&r, epoch, s, steps, st[0] / st[2]);
+      if (r.rank == r.leader) {
+        printf("%sepoch %ld/%d: loss %.4f, train %.2f%%, test loss %.4f, test %.2f%%, %.0f samples/s"
+               " (%.1f s)%s\n", r.tty ? "\r" : "", r.epoch + 1, r.o.epochs, st[0] / st[2],
+               100.0 * st[1] / st[2], tl, ta, st[2] / secs, secs,
+               r.s < steps ? ", partial epoch" : "");
+        fflush(stdout);
+      }
+      if (stop)
+        break;
+      r.epoch++;
+      r.s = 0;
+      memset(st, 0, sizeof st);
+      t0 = now_s();
+      continue;
     }
-    double secs = now_s() - t0;
-    if ((rc = rlx_allreduce(RLX_IN_PLACE, st, 3, RLX_FLOAT64, RLX_SUM, r.w)) != RLX_OK &&
-        !recover(&r, rc, step))
-      fail(&r, "rlx_allreduce (training stats)", rc);
-    double tl, ta;
-    evaluate(&r, &tl, &ta, x, y, idx, chunk);
-    if (r.rank == r.leader) {
-      printf("%sepoch %d/%d: loss %.4f, train %.2f%%, test loss %.4f, test %.2f%%, %.0f samples/s"
-             " (%.1f s)%s\n", r.tty ? "\r" : "", epoch + 1, r.o.epochs, st[0] / st[2],
-             100.0 * st[1] / st[2], tl, ta, st[2] / secs, secs,
-             s < steps ? ", partial epoch" : "");
-      fflush(stdout);
+    for (int j = 0; j < r.o.batch; j++)
+      idx[j] = perm[((size_t)r.s * r.o.batch + j) * r.size + r.rank];
+    float loss;
+    int ok;
+    if ((rc = rlx_dataset_batch(r.train, idx, r.o.batch, x, y)) != RLX_OK ||
+        (rc = rlx_model_grad(r.m, x, y, r.o.batch, grad, &loss, &ok)) != RLX_OK)
+      fail(&r, "computing gradients", rc);
+    if ((rc = rlx_allreduce(RLX_IN_PLACE, grad, r.np, RLX_FLOAT32, RLX_AVG, r.w)) != RLX_OK) {
+      if (!recover(&r, rc))
+        fail(&r, "rlx_allreduce (gradients)", rc);
+      memset(st, 0, sizeof st);
+      continue; /* at the leader's position, on the survivors */
     }
+    if ((rc = rlx_model_apply(r.m, grad, r.lr)) != RLX_OK)
+      fail(&r, "applying the update", rc);
+    st[0] += (double)loss * r.o.batch;
+    st[1] += ok;
+    st[2] += r.o.batch;
+    r.step++;
+    r.s++;
+    int c = control(&r, r.step);
+    if (c < 0) {
+      memset(st, 0, sizeof st);
+      continue;
+    }
+    stop = c || (r.o.steps && r.step >= r.o.steps);
+    progress(&r, (int)r.epoch, r.s - 1, steps, st[2] > 0 ? st[0] / st[2] : 0);
   }
+  long step = r.step;
   if (stop_asked) /* every rank says where it stopped: the same step */
     printf("train: rank %d stopped after step %ld\n", r.rank, step);
   if (r.rank == r.leader) {
