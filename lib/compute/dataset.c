@@ -46,18 +46,32 @@ static int read_all(gzFile f, const char *path, void *buf, size_t n, const char 
   return RLX_OK;
 }
 
-static int load_images(const char *dir, const char *split, rlx_dataset_t *d) {
-  char name[64], path[sizeof d->origin];
-  unsigned char h[16];
-  snprintf(name, sizeof name, "%s-images-idx3-ubyte", split);
-  gzFile f = open_idx(dir, name, path, sizeof path);
-  if (!f)
+/* Open <dir>/<split>-<what>-ubyte[.gz] and read its header (hlen bytes,
+ * magic first). *f is NULL when it could not be opened; otherwise the
+ * caller closes it, whatever the returned status. */
+static int open_with_header(const char *dir, const char *split, const char *what, uint32_t magic,
+                            const char *kind, unsigned char *h, size_t hlen, gzFile *f,
+                            char *path, size_t plen) {
+  char name[64];
+  snprintf(name, sizeof name, "%s-%s-ubyte", split, what);
+  if ((*f = open_idx(dir, name, path, plen)) == NULL)
     return rlx__err(RLX_ERR_SYS, "cannot open %s/%s.gz (or without .gz): %s", dir, name,
                     strerror(errno ? errno : ENOENT));
-  int rc = read_all(f, path, h, sizeof h, "the IDX header");
-  if (rc == RLX_OK && be32(h) != IDX_IMAGES)
-    rc = rlx__err(RLX_ERR_ARG, "%s is not an IDX image file (magic 0x%08x, want 0x%08x)", path,
-                  be32(h), IDX_IMAGES);
+  int rc = read_all(*f, path, h, hlen, "the IDX header");
+  if (rc == RLX_OK && be32(h) != magic)
+    rc = rlx__err(RLX_ERR_ARG, "%s is not an IDX %s file (magic 0x%08x, want 0x%08x)", path, kind,
+                  be32(h), magic);
+  return rc;
+}
+
+static int load_images(const char *dir, const char *split, rlx_dataset_t *d) {
+  char path[sizeof d->origin];
+  unsigned char h[16];
+  gzFile f;
+  int rc = open_with_header(dir, split, "images-idx3", IDX_IMAGES, "image", h, sizeof h, &f, path,
+                            sizeof path);
+  if (f == NULL)
+    return rc;
   uint32_t n = be32(h + 4), rows = be32(h + 8), cols = be32(h + 12);
   if (rc == RLX_OK && (n == 0 || n > MAX_EXAMPLES || rows == 0 || cols == 0 ||
                        rows > 4096 || cols > 4096 || (uint64_t)rows * cols > 65536))
@@ -77,17 +91,13 @@ static int load_images(const char *dir, const char *split, rlx_dataset_t *d) {
 }
 
 static int load_labels(const char *dir, const char *split, rlx_dataset_t *d) {
-  char name[64], path[sizeof d->origin];
+  char path[sizeof d->origin];
   unsigned char h[8];
-  snprintf(name, sizeof name, "%s-labels-idx1-ubyte", split);
-  gzFile f = open_idx(dir, name, path, sizeof path);
-  if (!f)
-    return rlx__err(RLX_ERR_SYS, "cannot open %s/%s.gz (or without .gz): %s", dir, name,
-                    strerror(errno ? errno : ENOENT));
-  int rc = read_all(f, path, h, sizeof h, "the IDX header");
-  if (rc == RLX_OK && be32(h) != IDX_LABELS)
-    rc = rlx__err(RLX_ERR_ARG, "%s is not an IDX label file (magic 0x%08x, want 0x%08x)", path,
-                  be32(h), IDX_LABELS);
+  gzFile f;
+  int rc = open_with_header(dir, split, "labels-idx1", IDX_LABELS, "label", h, sizeof h, &f, path,
+                            sizeof path);
+  if (f == NULL)
+    return rc;
   if (rc == RLX_OK && be32(h + 4) != d->count)
     rc = rlx__err(RLX_ERR_ARG, "%s has %u labels for %zu images", path, be32(h + 4), d->count);
   if (rc == RLX_OK && !(d->labels = malloc(d->count)))

@@ -521,6 +521,17 @@ static struct umsg *new_umsg(struct rlx__p2p_conn *c, const struct rlx__frame_hd
   return m;
 }
 
+/* The header is in and c->dst set: read the payload, or finish at once. */
+static void expect_payload(struct rlx__p2p_conn *c, const struct rlx__frame_hdr *h) {
+  if (h->payload_len == 0) {
+    payload_done(c);
+    return;
+  }
+  c->rstate = R_PAYLOAD;
+  c->need = h->payload_len;
+  c->got = 0;
+}
+
 static void header_done(struct rlx__p2p_conn *c) {
   struct rlx__p2p_peer *pe = &c->p->peers[c->peer];
   struct rlx__frame_hdr *h = &c->cur;
@@ -558,13 +569,7 @@ static void header_done(struct rlx__p2p_conn *c) {
     c->crc = 0;
     c->um = m;
     c->dst = m->data;
-    if (h->payload_len == 0) {
-      payload_done(c);
-      return;
-    }
-    c->rstate = R_PAYLOAD;
-    c->need = h->payload_len;
-    c->got = 0;
+    expect_payload(c, h);
     return;
   }
   if (h->flags & RLX__FF_CMA) {
@@ -592,13 +597,7 @@ static void header_done(struct rlx__p2p_conn *c) {
     c->um = m;
     c->dst = m->data;
   }
-  if (h->payload_len == 0) {
-    payload_done(c);
-    return;
-  }
-  c->rstate = R_PAYLOAD;
-  c->need = h->payload_len;
-  c->got = 0;
+  expect_payload(c, h);
 }
 
 static void hs_done(struct rlx__p2p_conn *c) {
