@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "observe.h"
 #include "runtime.h"
 
 static int check_comm(const char *call, rlx_comm_t *c) {
@@ -98,6 +99,9 @@ static int start(rlx_comm_t *c, struct rlx_request *rq) {
   op->size = c->size;
   op->comm_id = c->id;
   op->seq = c->seq++;
+  op->t_start = rlx__now_ns();
+  op->ticket = rlx__flight_enter(op->comm_id, op->seq, op->kind, op->call, op->dt, op->rop,
+                                 op->root, op->count, op->algo->name, op->t_start);
   size_t need = op->algo->setup(op);
   if (rq->nonblocking) {
     rq->scratch = need ? malloc(need) : NULL;
@@ -113,11 +117,11 @@ static int start(rlx_comm_t *c, struct rlx_request *rq) {
     op->tmp_len = c->scratch_len;
   }
   if (rc != RLX_OK) {
+    rlx__flight_leave(op->ticket, rc, rlx__now_ns());
     pthread_mutex_unlock(&c->mtx);
     return rc;
   }
-  rq->deadline =
-      rt->cfg.timeout_s > 0 ? rlx__now_ns() + (uint64_t)(rt->cfg.timeout_s * 1e9) : 0;
+  rq->deadline = rt->cfg.timeout_s > 0 ? op->t_start + (uint64_t)(rt->cfg.timeout_s * 1e9) : 0;
   rlx__engine_lock(&rt->engine);
   rlx__exec_start(op);
   if (rq->nonblocking) /* let the loop register what the start asked for */
@@ -126,6 +130,30 @@ static int start(rlx_comm_t *c, struct rlx_request *rq) {
   if (rq->nonblocking)
     pthread_mutex_unlock(&c->mtx);
   return RLX_OK;
+}
+
+/* The call is over: the flight recorder, RLX_TRACE and RLX_STATS hear of it;
+ * a failure writes the flight recorder when RLX_FLIGHT_DUMP=error. */
+static void record(const struct rlx__op *op, int rc) {
+  uint64_t end = op->t_done ? op->t_done : rlx__now_ns();
+  size_t bytes = op->count * op->esize;
+  rlx__flight_leave(op->ticket, rc, end);
+  if (RLX__TRACING()) {
+    char args[256];
+    snprintf(args, sizeof(args),
+             "\"comm\":%u,\"seq\":%llu,\"count\":%zu,\"dtype\":\"%s\",\"bytes\":%zu,"
+             "\"algorithm\":\"%s\",\"status\":\"%s\"",
+             op->comm_id, (unsigned long long)op->seq, op->count, rlx_dtype_name(op->dt), bytes,
+             op->algo->name, rc == RLX_OK ? "ok" : rlx__err_name(rc));
+    rlx__trace_span(RLX__TRACK_CALLS, "collective", op->call, op->t_start, end, args);
+  }
+  if (RLX__STATS_ON() && op->kind != RLX__CK_FINALIZE)
+    rlx__stats_call(op->kind, bytes, op->algo->name, end - op->t_start, rc);
+  if (rc != RLX_OK && rlx__flight_dump_on_error()) {
+    rlx__engine_lock(&rlx__rt.engine);
+    rlx__flight_dump(op->msg, rlx__exec_waiting_for);
+    rlx__engine_unlock(&rlx__rt.engine);
+  }
 }
 
 /* Wait for a started operation, apply its outcome, release what it held. */
@@ -149,6 +177,7 @@ static int finish(struct rlx_request *rq) {
     rlx__engine_unlock(&rt->engine);
   }
   rc = op->status;
+  record(op, rc);
   if (rq->nonblocking)
     pthread_mutex_lock(&c->mtx);
   if (rc != RLX_OK) {

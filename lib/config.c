@@ -102,6 +102,37 @@ static int load_launch(struct rlx__config *cfg) {
   return RLX_OK;
 }
 
+/* RLX_TRACE, RLX_FLIGHT, RLX_FLIGHT_DUMP, RLX_STATS (see observe.h). */
+static int load_observe(struct rlx__config *cfg) {
+  static const char *const onoff[] = {"off", "on", "0", "1"};
+  static const char *const dumps[] = {"signal", "error"};
+  const char *s;
+  long v;
+  int i;
+  cfg->flight = 256;
+  if ((s = getenv("RLX_TRACE")) != NULL) {
+    if (*s == '\0' || strlen(s) >= sizeof(cfg->trace) - 16)
+      return bad("RLX_TRACE", s, "a file name prefix (each rank writes PREFIX.RANK)");
+    snprintf(cfg->trace, sizeof(cfg->trace), "%s", s);
+  }
+  if ((s = getenv("RLX_FLIGHT")) != NULL) {
+    if (rlx__parse_long(s, 0, 1000000, &v) != 0)
+      return bad("RLX_FLIGHT", s, "the number of calls to keep, from 0 to 1000000");
+    cfg->flight = (int)v;
+  }
+  if ((s = getenv("RLX_FLIGHT_DUMP")) != NULL) {
+    if ((i = pick(s, dumps, 2)) < 0)
+      return bad("RLX_FLIGHT_DUMP", s, "signal (on SIGUSR1 only) or error (also when a call fails)");
+    cfg->flight_dump = i;
+  }
+  if ((s = getenv("RLX_STATS")) != NULL) {
+    if ((i = pick(s, onoff, 4)) < 0)
+      return bad("RLX_STATS", s, "on or off (1 or 0)");
+    cfg->stats = i & 1;
+  }
+  return RLX_OK;
+}
+
 int rlx__config_load(struct rlx__config *cfg) {
   static const char *const transports[] = {"auto", "tcp", "unix"};
   static const struct {
@@ -169,5 +200,5 @@ int rlx__config_load(struct rlx__config *cfg) {
       return bad("RLX_IFACE", s, "an interface name or prefix, 1 to 63 characters");
     snprintf(cfg->iface, sizeof(cfg->iface), "%s", s);
   }
-  return load_launch(cfg);
+  return load_observe(cfg) != RLX_OK ? RLX_ERR_ARG : load_launch(cfg);
 }

@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include <sodium.h>
+#include "observe.h"
 #include "runtime.h"
 
 struct rlx__runtime rlx__rt;
@@ -132,7 +133,8 @@ rendezvous_done:
     if ((rc = rlx__pmix_exchange(&mine, rt->cards, cfg->size, cfg->timeout_s)) != RLX_OK)
       goto fail;
   } else {
-    rc = rlx__rdv_exchange(fd, &mine, rt->cards, cfg->size, deadline, why, sizeof(why));
+    rc = rlx__rdv_exchange(fd, &mine, rt->cards, cfg->size, deadline,
+                           cfg->trace[0] ? &rt->clock_offset_ns : NULL, why, sizeof(why));
     fd = -1;
     if (rc != 0) {
       rc = rlx__err(RLX_ERR_BOOTSTRAP, "rank %d: %s", cfg->rank, why);
@@ -147,13 +149,59 @@ fail:
   return rc;
 }
 
+static void print_stats(struct rlx__runtime *rt) {
+  int nunix = 0, ntcp = 0;
+  unsigned long retrans = 0, strangers = 0, corrupt = 0;
+  if (rt->p2p_up) {
+    rlx__engine_lock(&rt->engine);
+    rlx__p2p_conn_stats(&rt->p2p, &nunix, &ntcp, &retrans);
+    strangers = rt->p2p.strangers;
+    corrupt = rt->p2p.corrupt;
+    rlx__engine_unlock(&rt->engine);
+  }
+  rlx__stats_print(rt->cfg.rank, nunix, ntcp, retrans, strangers, corrupt);
+}
+
+/* SIGUSR1 (rlxrun --dump, or kill -USR1): write the flight recorder. This
+ * runs in the loop, under its lock, so unfinished calls can say whom they
+ * wait on. */
+static void on_usr1(uv_signal_t *h, int sig) {
+  (void)h;
+  (void)sig;
+  rlx__flight_dump("SIGUSR1", rlx__exec_waiting_for);
+}
+
+/* Take SIGUSR1 unless the program has a use for it already. */
+static void catch_usr1(struct rlx__runtime *rt) {
+  struct sigaction sa;
+  if (sigaction(SIGUSR1, NULL, &sa) != 0 || sa.sa_handler != SIG_DFL ||
+      (sa.sa_flags & SA_SIGINFO))
+    return;
+  if (uv_signal_init(&rt->engine.loop, &rt->usr1) != 0)
+    return;
+  if (uv_signal_start(&rt->usr1, on_usr1, SIGUSR1) != 0) {
+    uv_close((uv_handle_t *)&rt->usr1, NULL);
+    return;
+  }
+  /* Left referenced: a loop with nothing else active (a singleton) would
+   * otherwise not poll at all, and never see the signal. */
+  rt->usr1_on = 1;
+}
+
 static void teardown(struct rlx__runtime *rt) {
   if (rt->p2p_up)
     rlx__info("payloads copied by reference: %lu, sent on the socket after a failed copy: %lu",
               rt->p2p.cma_copies, rt->p2p.cma_fallbacks);
+  if (RLX__STATS_ON() && rt->engine_up)
+    print_stats(rt);
+  atomic_store(&rlx__stats_on, 0);
+  rlx__trace_close();
   if (rt->engine_up) {
     rlx__engine_stop(&rt->engine);
     rlx__engine_lock(&rt->engine);
+    if (rt->usr1_on)
+      uv_close((uv_handle_t *)&rt->usr1, NULL);
+    rt->usr1_on = 0;
     if (rt->p2p_up)
       rlx__p2p_close(&rt->p2p);
     rlx__engine_unlock(&rt->engine);
@@ -174,6 +222,7 @@ static void teardown(struct rlx__runtime *rt) {
   rt->pmix = 0;
   free(rt->cards);
   rt->cards = NULL;
+  rlx__flight_fini();
   if (rt->world.world != NULL)
     rlx__comm_release(&rt->world);
 }
@@ -191,7 +240,31 @@ static void ignore_sigpipe(void) {
   }
 }
 
+/* The flight recorder, RLX_TRACE and RLX_STATS. */
+static int start_observing(struct rlx__runtime *rt, uint64_t t_init) {
+  int rc;
+  if ((rc = rlx__flight_init(rt->cfg.flight, rt->cfg.flight_dump, rt->cfg.rank)) != RLX_OK)
+    return rc;
+  if (rt->cfg.trace[0] &&
+      (rc = rlx__trace_open(rt->cfg.trace, rt->cfg.rank, rt->cfg.size, rt->clock_offset_ns)) !=
+          RLX_OK)
+    return rc;
+  if (rt->cfg.trace[0]) {
+    rlx__trace_span(RLX__TRACK_CONNECT, "setup", "rlx_init", t_init, rlx__now_ns(), NULL);
+    rlx__info("trace: clock offset from the rendezvous host %lld us",
+              (long long)(rt->clock_offset_ns / 1000));
+  }
+  rlx__stats_reset();
+  atomic_store(&rlx__stats_on, rt->cfg.stats);
+  /* rlxrun reads this to send SIGUSR1 (--dump) to us, not to a wrapper. */
+  const char *launcher = getenv("RLX_LAUNCHER");
+  if (launcher && strcmp(launcher, "rlxrun") == 0)
+    fprintf(stderr, "rlxcoll[%d] pid\t%d\n", rt->cfg.rank, (int)getpid());
+  return RLX_OK;
+}
+
 static int init_locked(struct rlx__runtime *rt) {
+  uint64_t t_init = rlx__now_ns();
   int rc;
   memset(rt, 0, sizeof(*rt));
   ignore_sigpipe();
@@ -241,6 +314,9 @@ static int init_locked(struct rlx__runtime *rt) {
     rt->p2p.cma = !oversubscribed;
   if ((rc = make_world(rt)) != RLX_OK)
     goto fail;
+  if ((rc = start_observing(rt, t_init)) != RLX_OK)
+    goto fail;
+  catch_usr1(rt);
   if ((rc = rlx__engine_start(&rt->engine)) != RLX_OK)
     goto fail;
   rlx__info("rank %d of %d, local %d of %d on %d cores (%s; %s), leader %d, spin %ld us, "

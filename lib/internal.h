@@ -62,6 +62,10 @@ struct rlx__config {
   int log_level;        /* RLX_LOG */
   long spin_us;         /* RLX_SPIN_US, -1 = automatic */
   char iface[64];       /* RLX_IFACE, empty = automatic */
+  char trace[4000];     /* RLX_TRACE: file prefix, empty = no timeline */
+  int flight;           /* RLX_FLIGHT: calls the flight recorder keeps */
+  int flight_dump;      /* RLX_FLIGHT_DUMP: 1 = also when a call fails */
+  int stats;            /* RLX_STATS: 1 = print statistics at rlx_finalize */
   /* Launch information (RLX_RANK ...), has_launch when RLX_RANK is set. */
   int has_launch;
   int rank, size, local_rank, local_size;

@@ -52,6 +52,9 @@ struct rlx__runtime {
   char rundir[128], unix_path[160];
   struct rlx__rdv_server *rdv;
   int pmix;                 /* launched by a PMIx server */
+  int64_t clock_offset_ns;  /* our realtime clock minus the rendezvous host's */
+  uv_signal_t usr1;         /* SIGUSR1: write the flight recorder */
+  int usr1_on;
 };
 
 extern struct rlx__runtime rlx__rt;

@@ -13,6 +13,7 @@
 #include "bind.h"
 #include "options.h"
 #include "remote.h"
+#include "report.h"
 #include "spawn.h"
 
 extern char **environ;
@@ -20,7 +21,13 @@ extern char **environ;
 static struct job job;
 static struct rlxrun_opts opts;
 static uv_timer_t grace_timer, timeout_timer, drain_timer;
-static uv_signal_t sig_int, sig_term;
+static uv_signal_t sig_int, sig_term, sig_usr1;
+static uv_timer_t dump_timer;
+static char *rank_is_local; /* ranks we may signal (their pid is on this host) */
+static int dump_pending;     /* a flight-recorder dump asked for, not yet printed */
+static const char *dump_why;
+static uint64_t dump_asked_ms;
+static void (*after_dump)(void); /* what to do once the dumps are in */
 static int interrupted;
 static int via_srun; /* inside a Slurm allocation: one child, srun, starts the ranks */
 static int any_rank_failed; /* a rank exited non-zero or by a signal */
@@ -51,6 +58,62 @@ static void stop_job(int sig) {
   uv_timer_start(&grace_timer, on_grace, (uint64_t)(opts.grace_s * 1000), 0);
 }
 
+/* ---- flight recorders: ask every rank still running for its record (a
+ * SIGUSR1 to the pid it announced, when that pid is here and in the rank's
+ * process group), wait for the dumps to come in on stderr, print one table. */
+
+static int may_signal(int r) {
+  int pid = report_pid(r);
+  return pid > 0 && rank_is_local && rank_is_local[r] && job.ranks[r].running &&
+         getpgid(pid) == job.ranks[r].proc.pid;
+}
+
+static void dump_finish(void) {
+  uv_timer_stop(&dump_timer);
+  dump_pending = 0;
+  report_print_flight(stderr, dump_why);
+  void (*next)(void) = after_dump;
+  after_dump = NULL;
+  if (next)
+    next();
+}
+
+static void on_dump_timer(uv_timer_t *t) {
+  int waiting = 0;
+  for (int r = 0; r < job.n; r++)
+    waiting += may_signal(r) && !report_flight_done(r);
+  if (waiting == 0 || uv_now(t->loop) - dump_asked_ms >= 2000)
+    dump_finish();
+}
+
+/* Returns 1 if some rank was asked (then next runs once the dumps are in). */
+static int ask_for_dumps(const char *why, void (*next)(void)) {
+  int asked = 0;
+  if (dump_pending)
+    return 0;
+  report_flight_expect();
+  for (int r = 0; r < job.n; r++)
+    if (may_signal(r) && kill(report_pid(r), SIGUSR1) == 0)
+      asked++;
+  if (asked == 0)
+    return 0;
+  dump_pending = 1;
+  dump_why = why;
+  after_dump = next;
+  uv_update_time(job.loop);
+  dump_asked_ms = uv_now(job.loop);
+  uv_timer_start(&dump_timer, on_dump_timer, 50, 50);
+  return 1;
+}
+
+static void on_usr1(uv_signal_t *s, int sig) {
+  (void)s;
+  (void)sig;
+  if (!ask_for_dumps("asked for with rlxrun --dump or SIGUSR1", NULL))
+    fprintf(stderr, "rlxrun: no rank to ask for its flight recorder (ranks here announce their "
+                    "pid when rlx_init is done)\n");
+}
+
 static void on_drain(uv_timer_t *t) {
   (void)t;
   /* Ranks are gone, but something they started still holds the pipes. */
@@ -73,11 +136,17 @@ static void finish_if_done(void) {
   close_if_open((uv_handle_t *)&timeout_timer);
   close_if_open((uv_handle_t *)&sig_int);
   close_if_open((uv_handle_t *)&sig_term);
+  close_if_open((uv_handle_t *)&sig_usr1);
+  if (dump_pending)
+    dump_finish();
+  close_if_open((uv_handle_t *)&dump_timer);
   if (job.open_pipes > 0) {
     uv_timer_start(&drain_timer, on_drain, 1000, 0);
     uv_unref((uv_handle_t *)&drain_timer);
   }
 }
+
+static void stop_term(void) { stop_job(SIGTERM); }
 
 /* "rlxrun: rank 2 (pid 4711) was killed by signal 9 (Killed)", or the exit code. */
 static void report_exit(const struct rank_proc *rp) {
@@ -121,7 +190,8 @@ static void on_rank_exit(struct job *j, struct rank_proc *rp) {
       j->exit_code = 1;
     if (j->alive > 0) {
       fprintf(stderr, "rlxrun: stopping the other %d rank(s)\n", j->alive);
-      stop_job(SIGTERM);
+      if (!ask_for_dumps("a rank failed; the others were asked before being stopped", stop_term))
+        stop_job(SIGTERM);
     }
   }
   finish_if_done();
@@ -157,7 +227,8 @@ static void on_timeout(uv_timer_t *t) {
     job.failed_rank = job.n; /* not a rank: the job as a whole */
     job.exit_code = 124;
   }
-  stop_job(SIGTERM);
+  if (!ask_for_dumps("the job timed out (--timeout)", stop_term))
+    stop_job(SIGTERM);
 }
 
 /* The rank's environment: ours, less any RLX_ launch variables we set, plus
@@ -170,7 +241,7 @@ static char **rank_env(int r, const char *rdv, const char *key, size_t *owned_fr
   size_t n = 0;
   while (environ[n])
     n++;
-  char **env = calloc(n + 8 + (size_t)opts.nexports + 1, sizeof(char *));
+  char **env = calloc(n + 12 + (size_t)opts.nexports + 1, sizeof(char *));
   size_t k = 0;
   if (env == NULL)
     return NULL;
@@ -179,6 +250,9 @@ static char **rank_env(int r, const char *rdv, const char *key, size_t *owned_fr
     for (size_t o = 0; o < sizeof(ours) / sizeof(ours[0]); o++)
       if (strncmp(environ[i], ours[o], strlen(ours[o])) == 0)
         skip = 1;
+    if ((opts.trace && strncmp(environ[i], "RLX_TRACE=", 10) == 0) ||
+        (opts.stats && strncmp(environ[i], "RLX_STATS=", 10) == 0))
+      skip = 1;
     if (!skip)
       env[k++] = environ[i];
   }
@@ -203,6 +277,14 @@ static char **rank_env(int r, const char *rdv, const char *key, size_t *owned_fr
     SETV("RLX_JOB_KEY=%s", key);
     SETV("RLX_LAUNCHER=rlxrun");
   }
+  /* What rlxrun reads back from the ranks (report.h). A failed call
+   * writes the flight recorder unless the user said otherwise. */
+  if (opts.trace)
+    SETV("RLX_TRACE=%s", opts.trace);
+  if (opts.stats)
+    SETV("RLX_STATS=1");
+  if (getenv("RLX_FLIGHT_DUMP") == NULL)
+    SETV("RLX_FLIGHT_DUMP=error");
   for (int i = 0; i < opts.nexports; i++) {
     const char *x = opts.exports[i];
     if (strchr(x, '=') != NULL) {
@@ -288,6 +370,8 @@ int main(int argc, char **argv) {
   struct rlx__rdv_server *server = NULL;
   if (rc != 0)
     return rc > 0 ? 0 : 2;
+  if (opts.dump)
+    return report_request_dump(opts.dump_pid);
   if (sodium_init() < 0) {
     fprintf(stderr, "rlxrun: libsodium failed to initialise\n");
     return 1;
@@ -338,7 +422,13 @@ int main(int argc, char **argv) {
   job.tag = via_srun ? 0 : opts.tag_output;
   job.failed_rank = -1;
   job.on_rank_exit = on_rank_exit;
+  job.filter = report_take;
   job.ranks = calloc((size_t)job.n, sizeof(*job.ranks));
+  rank_is_local = calloc((size_t)job.n, 1);
+  report_init(opts.nranks);
+  uv_timer_init(job.loop, &dump_timer);
+  uv_signal_init(job.loop, &sig_usr1);
+  uv_signal_start(&sig_usr1, on_usr1, SIGUSR1);
   uv_timer_init(job.loop, &grace_timer);
   uv_timer_init(job.loop, &timeout_timer);
   uv_timer_init(job.loop, &drain_timer);
@@ -366,6 +456,8 @@ int main(int argc, char **argv) {
       }
       continue;
     }
+    if (rank_is_local && !via_srun)
+      rank_is_local[r] = 1;
     if (binder && binder_apply(binder, local_rank, opts.report_bindings) != 0) {
       job.failed_rank = r;
       job.exit_code = 1;
@@ -395,6 +487,11 @@ int main(int argc, char **argv) {
   job_flush(&job);
   rlx__rdv_server_stop(server);
   free(srun_argv);
+  report_print_flight(stderr, "written by ranks whose call failed");
+  if (opts.stats)
+    report_print_stats(stderr);
+  if (opts.trace)
+    trace_merge(opts.trace, opts.nranks);
   /* Interrupted: 128 + the signal, unless every rank handled it and
    * exited 0 (a program that stops cleanly on SIGINT, like train). */
   if (lost_ranks > 0 && job.failed_rank < 0 && !interrupted)

@@ -12,8 +12,10 @@ static void usage(FILE *f) {
           "usage: rlxrun -n N [--tag-output | --no-tag-output] [--timeout S] [--grace S]\n"
           "              [--host H1:N,H2:N | --hostfile F] [--bind-to core|numa|none]\n"
           "              [--report-bindings] [--local] [--enable-recovery]\n"
-          "              [-x VAR[=VALUE]]... program [args...]\n"
-          "Start N ranks of program, wired together for rlxcoll. See rlxrun(1).\n");
+          "              [--trace FILE] [--stats] [-x VAR[=VALUE]]... program [args...]\n"
+          "       rlxrun --dump [PID]\n"
+          "Start N ranks of program, wired together for rlxcoll; or ask a running rlxrun\n"
+          "for every rank's flight recorder. See rlxrun(1).\n");
 }
 
 static int need_value(int i, int argc, char **argv) {
@@ -50,7 +52,30 @@ int rlxrun_parse(int argc, char **argv, struct rlxrun_opts *o) {
              RLXCOLL_VERSION_PATCH);
       return 1;
     }
-    if (strcmp(a, "-n") == 0 || strcmp(a, "-np") == 0) {
+    if (strcmp(a, "--dump") == 0) {
+      long v;
+      o->dump = 1;
+      if (i + 1 < argc) {
+        if (rlx__parse_long(argv[++i], 2, 1L << 30, &v) != 0 || i + 1 < argc) {
+          fprintf(stderr, "rlxrun: --dump takes one optional argument, the pid of a running "
+                          "rlxrun (\"%s\" is not one)\n", argv[i]);
+          return -1;
+        }
+        o->dump_pid = (int)v;
+      }
+      return 0;
+    }
+    if (strcmp(a, "--trace") == 0) {
+      if (need_value(i, argc, argv) != 0)
+        return -1;
+      o->trace = argv[++i];
+      if (o->trace[0] == '\0' || strlen(o->trace) > 3900) {
+        fprintf(stderr, "rlxrun: --trace \"%s\": expected a file name\n", o->trace);
+        return -1;
+      }
+    } else if (strcmp(a, "--stats") == 0) {
+      o->stats = 1;
+    } else if (strcmp(a, "-n") == 0 || strcmp(a, "-np") == 0) {
       long v;
       if (need_value(i, argc, argv) != 0)
         return -1;

@@ -17,6 +17,10 @@ struct rlxrun_opts {
   struct hostlist hosts; /* --host, --hostfile; empty: all here */
   int report_bindings;
   int recovery;     /* --enable-recovery: a lost rank does not stop the job */
+  const char *trace; /* --trace FILE: merged timeline of every rank */
+  int stats;        /* --stats: a table of each rank's statistics at the end */
+  int dump;         /* --dump [PID]: ask a running rlxrun for its flight recorders */
+  int dump_pid;     /* 0: the only rlxrun running */
 };
 
 /* Parse argv; on error prints a message naming the option and returns -1;

@@ -10,6 +10,8 @@
 
 static void emit(struct rank_out *o, const char *line, size_t len) {
   FILE *f = o->is_err ? stderr : stdout;
+  if (o->is_err && o->rp->job->filter && o->rp->job->filter(line, len))
+    return;
   if (o->rp->job->tag)
     fprintf(f, "[%d] %.*s\n", o->rp->rank, (int)len, line);
   else

@@ -38,6 +38,9 @@ struct job {
   int failed_rank;
   int exit_code;
   void (*on_rank_exit)(struct job *j, struct rank_proc *rp);
+  /* Sees every line of the ranks' standard error first; returns 1 to keep
+   * it out of the output (the ranks' reports to rlxrun). */
+  int (*filter)(const char *line, size_t len);
 };
 
 /* Spawn rank r with the given environment. stdin_data, when not NULL, is

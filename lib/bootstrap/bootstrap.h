@@ -30,6 +30,7 @@ int rlx__sock_read_full(int fd, void *buf, size_t n, uint64_t deadline);
 int rlx__sock_write_full(int fd, const void *buf, size_t n, uint64_t deadline);
 int rlx__sock_local_ip(int fd, char *ip, size_t len);
 uint64_t rlx__bs_now_ns(void);
+uint64_t rlx__bs_realtime_ns(void); /* CLOCK_REALTIME, comparable between hosts */
 
 /* ---- interfaces (iface.c): the first IPv4 address of an up interface
  * that spec (NCCL's grammar: "eth,ib", "^lo,docker", "=eth0") admits.
@@ -53,8 +54,10 @@ void rlx__rdv_server_stop(struct rlx__rdv_server *s);
  * reach the rendezvous (the one to offer peers). */
 int rlx__rdv_connect(const char *hostport, const char *job_key, uint32_t rank, uint64_t deadline,
                      int *fd_out, char *local_ip, size_t ip_len, char *why, size_t why_len);
-/* Send our card, receive everyone's (cards[size]); closes fd. */
+/* Send our card, receive everyone's (cards[size]); then, if
+ * clock_offset_ns is not NULL, measure our realtime clock minus the
+ * rendezvous host's into it; closes fd. */
 int rlx__rdv_exchange(int fd, const struct rlx__card *mine, struct rlx__card *cards, int size,
-                      uint64_t deadline, char *why, size_t why_len);
+                      uint64_t deadline, int64_t *clock_offset_ns, char *why, size_t why_len);
 
 #endif

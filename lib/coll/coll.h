@@ -85,6 +85,7 @@ struct rlx__lane {
   struct rlx__round round;
   struct rlx__xfer xf[RLX__ROUND_MAX];
   int active[RLX__ROUND_MAX];
+  uint64_t posted[RLX__ROUND_MAX]; /* when each was posted (RLX_TRACE only) */
 };
 
 struct rlx__op {
@@ -120,6 +121,8 @@ struct rlx__op {
   struct rlx__list active; /* in exec.c's list of operations in flight */
   uv_timer_t *settle;      /* a lost connection, waiting briefly for an ABORT that explains it */
   int settle_err;
+  uint64_t t_start, t_done; /* rlx__now_ns() when started and when finished */
+  uint64_t ticket;          /* its entry in the flight recorder */
 };
 
 /* Start an operation whose fields above are filled (tmp sized by the
@@ -139,6 +142,9 @@ void rlx__exec_describe_call(char *buf, size_t len, const char *call, int kind, 
                              int root, unsigned long long count);
 /* Ranks (communicator ranks) the current round still waits on. */
 void rlx__exec_waiting_on(const struct rlx__op *op, char *buf, size_t len);
+/* The same for the operation (comm_id, seq) if it is in flight, else "".
+ * Under the loop lock. */
+void rlx__exec_waiting_for(uint32_t comm_id, uint64_t seq, char *buf, size_t len);
 
 /* ---- algorithms, one file each ------------------------------------------- */
 extern const struct rlx__algo rlx__allreduce_rd;

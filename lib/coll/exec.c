@@ -4,6 +4,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "../internal.h"
+#include "../observe.h"
 #include "coll.h"
 
 
@@ -90,6 +92,7 @@ static void finish(struct rlx__op *op, int status) {
     return;
   op->finished = 1;
   op->status = status;
+  op->t_done = rlx__now_ns();
   if (op->settle) {
     uv_timer_stop(op->settle);
     uv_close((uv_handle_t *)op->settle, settle_closed);
@@ -175,11 +178,25 @@ static int lane_of(const struct rlx__op *op, const struct rlx__xfer *x) {
   return 0;
 }
 
+/* RLX_TRACE: how long this transfer of a round waited on its peer. */
+static void trace_wait(const struct rlx__op *op, int l, int i) {
+  const struct rlx__lane *ln = &op->lane[l];
+  char name[48], args[128];
+  snprintf(name, sizeof(name), "%s rank %d", ln->round.x[i].send ? "send to" : "recv from",
+           ln->round.x[i].peer);
+  snprintf(args, sizeof(args), "\"comm\":%u,\"seq\":%llu,\"round\":%d,\"bytes\":%zu,\"ok\":%d",
+           op->comm_id, (unsigned long long)op->seq, ln->k, ln->round.x[i].len,
+           ln->xf[i].status == RLX_OK);
+  rlx__trace_span(RLX__TRACK_XFER(l, i), "wait", name, ln->posted[i], rlx__now_ns(), args);
+}
+
 static void xfer_done(struct rlx__xfer *x) {
   struct rlx__op *op = x->owner;
   int l = lane_of(op, x);
   struct rlx__lane *ln = &op->lane[l];
   ln->active[x - ln->xf] = 0;
+  if (RLX__TRACING() && ln->posted[x - ln->xf])
+    trace_wait(op, l, (int)(x - ln->xf));
   if (op->finished)
     return;
   if (x->status != RLX_OK) {
@@ -218,8 +235,10 @@ static void advance(struct rlx__op *op, int l) {
     }
     int pending = 0;
     ln->pending = 1 << 20; /* no callback can run while we post */
+    uint64_t t_post = RLX__TRACING() && l < RLX__LANES_MAX ? rlx__now_ns() : 0;
     for (int i = 0; i < ln->round.n; i++) {
       struct rlx__xfer *x = &ln->xf[i];
+      ln->posted[i] = t_post;
       memset(&x->hdr, 0, sizeof(x->hdr));
       x->peer = op->world[ln->round.x[i].peer];
       x->hdr.kind = (uint8_t)op->kind;
@@ -317,6 +336,17 @@ void rlx__exec_on_abort(void *ctx, int from, const struct rlx__frame_hdr *h, int
   early[nearly].err = err;
   snprintf(early[nearly].reason, sizeof(early[nearly].reason), "%s", reason);
   nearly++;
+}
+
+void rlx__exec_waiting_for(uint32_t comm_id, uint64_t seq, char *buf, size_t len) {
+  buf[0] = '\0';
+  for (struct rlx__list *l = active_ops.next; l != &active_ops; l = l->next) {
+    struct rlx__op *op = rlx__container_of(l, struct rlx__op, active);
+    if (op->comm_id == comm_id && op->seq == seq) {
+      rlx__exec_waiting_on(op, buf, len);
+      return;
+    }
+  }
 }
 
 void rlx__exec_waiting_on(const struct rlx__op *op, char *buf, size_t len) {

@@ -11,6 +11,9 @@
 #include <unistd.h>
 #include <rlxcoll/errors.h>
 #include "../internal.h"
+#include "../observe.h"
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sys/socket.h>
 #include "p2p.h"
 
@@ -68,6 +71,8 @@ struct rlx__p2p_conn {
   uint32_t crc;
   uint64_t hs_deadline;
   uint64_t last_rx, last_tx; /* rlx__now_ns() of the last bytes in and out */
+  uint64_t t_start;          /* when we dialed or accepted it (for the trace) */
+  int dialed;
   char addr[64];
 };
 
@@ -148,6 +153,7 @@ static void peer_fail(struct rlx__p2p *p, int peer, int err, const char *why) {
   if (pe->lost)
     return;
   pe->lost = err;
+  p->corrupt += err == RLX_ERR_CORRUPT; /* a header that failed its CRC */
   snprintf(pe->why, sizeof(pe->why), "%s", why);
   if (!p->closing)
     rlx__info("lost rank %d: %s", peer, why);
@@ -222,6 +228,7 @@ static struct rlx__p2p_conn *conn_new(struct rlx__p2p *p, const struct rlx__tran
   c->p = p;
   c->tr = tr;
   c->peer = -1;
+  c->t_start = rlx__now_ns();
   c->h.handle.data = c;
   rlx__list_init(&c->link);
   return c;
@@ -256,11 +263,19 @@ static void conn_ready(struct rlx__p2p_conn *c) {
   }
   pe->conn = c;
   c->last_rx = c->last_tx = rlx__now_ns();
+  c->dialed = c->state == C_HS_CLIENT;
   c->state = C_READY;
   c->rstate = R_HDR;
   c->need = RLX__FRAME_HDR_SIZE;
   c->got = 0;
   rlx__debug("connected to rank %d over %s", c->peer, c->tr->name);
+  if (RLX__TRACING()) {
+    char name[64], args[96];
+    snprintf(name, sizeof(name), "connect rank %d (%s)", c->peer, c->tr->name);
+    snprintf(args, sizeof(args), "\"peer\":%d,\"transport\":\"%s\",\"side\":\"%s\"", c->peer,
+             c->tr->name, c->dialed ? "dialed" : "accepted");
+    rlx__trace_span(RLX__TRACK_CONNECT, "connect", name, c->t_start, rlx__now_ns(), args);
+  }
   while (!rlx__list_empty(&pe->sendq) && c->state == C_READY) {
     struct rlx__xfer *x = rlx__container_of(pe->sendq.next, struct rlx__xfer, link);
     rlx__list_remove(&x->link);
@@ -307,6 +322,7 @@ static int deliver_umsg(struct umsg *m, struct rlx__xfer *x) {
 static void payload_done(struct rlx__p2p_conn *c) {
   struct rlx__p2p_peer *pe = &c->p->peers[c->peer];
   int crc_ok = c->crc == c->cur.payload_crc;
+  c->p->corrupt += !crc_ok;
   if (c->target) {
     struct rlx__xfer *x = c->target;
     c->target = NULL;
@@ -469,6 +485,7 @@ static void cma_desc_done(struct rlx__p2p_conn *c) {
   }
   p->cma_copies++;
   int crc_ok = rlx__crc32c(dst, h->payload_len) == h->payload_crc;
+  p->corrupt += !crc_ok;
   send_ack(c, h, 0);
   if (x) {
     rlx__list_remove(&x->link);
@@ -1173,6 +1190,27 @@ const char *rlx__p2p_transport_of(struct rlx__p2p *p, int peer) {
   if (peer == p->rank)
     return "self";
   return p->peers[peer].tr->name;
+}
+
+void rlx__p2p_conn_stats(struct rlx__p2p *p, int *nunix, int *ntcp, unsigned long *retrans) {
+  *nunix = *ntcp = 0;
+  *retrans = 0;
+  for (int r = 0; r < p->size; r++) {
+    struct rlx__p2p_conn *c = p->peers[r].conn;
+    if (r == p->rank || c == NULL || c->state != C_READY)
+      continue;
+    if (c->tr != &rlx__tcp_transport) {
+      (*nunix)++;
+      continue;
+    }
+    (*ntcp)++;
+    uv_os_fd_t fd;
+    struct tcp_info ti;
+    socklen_t len = sizeof(ti);
+    if (uv_fileno(&c->h.handle, &fd) == 0 &&
+        getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &len) == 0)
+      *retrans += ti.tcpi_total_retrans;
+  }
 }
 
 const char *rlx__p2p_lost_reason(struct rlx__p2p *p, int peer) {

@@ -1,0 +1,120 @@
+/* The flight recorder: the last RLX_FLIGHT calls of this rank, kept in a
+ * ring whatever else is configured, so that after a hang or a failure the
+ * question "which rank is behind, in which call" has an answer. Entering
+ * and leaving a call cost a mutex and a few stores (no formatting); the
+ * text is made only when the record is written out. */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "coll/coll.h"
+#include "internal.h"
+#include "observe.h"
+
+struct entry {
+  uint64_t ticket; /* 1 + the call's index since rlx_init; 0 = empty */
+  uint32_t comm_id;
+  uint64_t seq;
+  int kind, dt, op, root;
+  unsigned long long count;
+  const char *call, *algo;
+  uint64_t t0, t1;
+  int state; /* 1 in flight, 0 done, < 0 the error */
+};
+
+static struct {
+  pthread_mutex_t mtx;
+  struct entry *ring;
+  int n, rank, dump_on_error;
+  uint64_t calls, t_init;
+} fr = {.mtx = PTHREAD_MUTEX_INITIALIZER};
+
+int rlx__flight_init(int n, int dump_on_error, int rank) {
+  pthread_mutex_lock(&fr.mtx);
+  free(fr.ring);
+  fr.ring = n > 0 ? calloc((size_t)n, sizeof(*fr.ring)) : NULL;
+  fr.n = fr.ring ? n : 0;
+  fr.rank = rank;
+  fr.dump_on_error = dump_on_error;
+  fr.calls = 0;
+  fr.t_init = rlx__now_ns();
+  pthread_mutex_unlock(&fr.mtx);
+  return n > 0 && fr.ring == NULL ? rlx__err(RLX_ERR_NOMEM, "no memory for RLX_FLIGHT=%d", n)
+                                  : RLX_OK;
+}
+
+void rlx__flight_fini(void) {
+  pthread_mutex_lock(&fr.mtx);
+  free(fr.ring);
+  fr.ring = NULL;
+  fr.n = 0;
+  pthread_mutex_unlock(&fr.mtx);
+}
+
+uint64_t rlx__flight_enter(uint32_t comm_id, uint64_t seq, int kind, const char *call, int dt,
+                           int op, int root, unsigned long long count, const char *algo,
+                           uint64_t now) {
+  uint64_t ticket;
+  pthread_mutex_lock(&fr.mtx);
+  ticket = ++fr.calls;
+  if (fr.n > 0) {
+    struct entry *e = &fr.ring[ticket % (uint64_t)fr.n];
+    *e = (struct entry){ticket, comm_id, seq, kind, dt, op, root, count, call, algo, now, 0, 1};
+  }
+  pthread_mutex_unlock(&fr.mtx);
+  return ticket;
+}
+
+void rlx__flight_leave(uint64_t ticket, int status, uint64_t now) {
+  pthread_mutex_lock(&fr.mtx);
+  if (fr.n > 0) {
+    struct entry *e = &fr.ring[ticket % (uint64_t)fr.n];
+    if (e->ticket == ticket) {
+      e->t1 = now;
+      e->state = status < 0 ? status : 0;
+    }
+  }
+  pthread_mutex_unlock(&fr.mtx);
+}
+
+int rlx__flight_dump_on_error(void) {
+  pthread_mutex_lock(&fr.mtx);
+  int v = fr.dump_on_error;
+  pthread_mutex_unlock(&fr.mtx);
+  return v;
+}
+
+void rlx__flight_dump(const char *reason,
+                      void (*waiting_for)(uint32_t comm, uint64_t seq, char *buf, size_t len)) {
+  pthread_mutex_lock(&fr.mtx);
+  uint64_t now = rlx__now_ns(), first = fr.calls >= (uint64_t)fr.n ? fr.calls - (uint64_t)fr.n + 1 : 1;
+  int kept = fr.n > 0 ? (int)(fr.calls - first + 1) : 0;
+  /* Lines are assembled whole, each written with one fprintf, so another
+   * thread's log line cannot split one. */
+  fprintf(stderr, "rlxcoll[%d] flight-recorder\t%s\t%d\t%llu\n", fr.rank, reason, kept,
+          (unsigned long long)fr.calls);
+  for (uint64_t t = first; fr.n > 0 && t <= fr.calls; t++) {
+    const struct entry *e = &fr.ring[t % (uint64_t)fr.n];
+    if (e->ticket != t)
+      continue;
+    char call[160], state[40], waiting[400] = "";
+    rlx__exec_describe_call(call, sizeof(call), e->call, e->kind, e->dt, e->op, e->root,
+                            e->count);
+    if (e->state == 1) {
+      snprintf(state, sizeof(state), "in-flight");
+      if (waiting_for)
+        waiting_for(e->comm_id, e->seq, waiting, sizeof(waiting));
+    } else if (e->state == 0) {
+      snprintf(state, sizeof(state), "done");
+    } else {
+      snprintf(state, sizeof(state), "failed:%s", rlx__err_name(e->state));
+    }
+    uint64_t end = e->state == 1 ? now : e->t1;
+    fprintf(stderr, "rlxcoll[%d] flight\t%u\t%llu\t%s\t%.6f\t%.6f\t%s\t%s\t%s\n", fr.rank,
+            e->comm_id, (unsigned long long)e->seq, state, (double)(e->t0 - fr.t_init) / 1e9,
+            (double)(end - e->t0) / 1e9, call, e->algo ? e->algo : "-", waiting);
+  }
+  fprintf(stderr, "rlxcoll[%d] flight-end\n", fr.rank);
+  fflush(stderr);
+  pthread_mutex_unlock(&fr.mtx);
+}
