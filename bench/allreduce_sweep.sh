@@ -5,7 +5,7 @@
 # (NS="2 4 8" to change), RUNS runs each (default 3). Prints per size the
 # median times and the ratio of rlxcoll to Open MPI and to the better of
 # the two others (below 1: rlxcoll is faster). RESULTS=dir keeps the raw
-# runs there (median files feed bench/plot_busbw.py); GLOO=0 skips Gloo.
+# runs there (median files feed tools/rlx-plot busbw); GLOO=0 skips Gloo.
 #   bench/allreduce_sweep.sh [build_dir]
 set -euo pipefail
 src=$(cd "$(dirname "$0")/.." && pwd)

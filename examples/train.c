@@ -33,7 +33,20 @@ struct run {
    * rank every survivor takes the leader's (some may have finished a call
    * the others did not) */
   long epoch, s, step;
+  FILE *log; /* --log-json, open on the leader */
 };
+
+/* --log-json: the leader's file, opened when first needed (a leader
+ * elected after a loss appends to it). NULL on other ranks. */
+static FILE *log_file(struct run *r) {
+  if (!r->o.log_json || r->rank != r->leader)
+    return NULL;
+  if (r->log == NULL && (r->log = fopen(r->o.log_json, r->step > 0 ? "a" : "w")) == NULL) {
+    fprintf(stderr, "train: cannot write %s; no JSON log\n", r->o.log_json);
+    r->o.log_json = NULL;
+  }
+  return r->log;
+}
 
 static void start_identical(struct run *r);
 static void fail(struct run *r, const char *what, int rc);
@@ -318,6 +331,15 @@ int main(int argc, char **argv) {
         memset(st, 0, sizeof st); /* the survivors' numbers from here on */
         continue;
       }
+      FILE *lf = log_file(&r);
+      if (lf) {
+        fprintf(lf, "{\"type\":\"epoch\",\"epoch\":%ld,\"step\":%ld,\"loss\":%.6f,"
+                    "\"train_acc\":%.4f,\"test_loss\":%.6f,\"test_acc\":%.4f,"
+                    "\"samples_per_s\":%.1f,\"ranks\":%d,\"time_s\":%.3f}\n",
+                r.epoch + 1, r.step, st[0] / st[2], 100.0 * st[1] / st[2], tl, ta, st[2] / secs,
+                r.size, now_s() - t_start);
+        fflush(lf);
+      }
       if (r.rank == r.leader) {
         printf("%sepoch %ld/%d: loss %.4f, train %.2f%%, test loss %.4f, test %.2f%%, %.0f samples/s"
                " (%.1f s)%s\n", r.tty ? "\r" : "", r.epoch + 1, r.o.epochs, st[0] / st[2],
@@ -353,6 +375,10 @@ int main(int argc, char **argv) {
     st[2] += r.o.batch;
     r.step++;
     r.s++;
+    FILE *lf = log_file(&r);
+    if (lf) /* this rank's batch: the whole step's loss would cost an allreduce */
+      fprintf(lf, "{\"type\":\"step\",\"epoch\":%ld,\"step\":%ld,\"loss\":%.6f,\"time_s\":%.3f}\n",
+              r.epoch + 1, r.step, (double)loss, now_s() - t_start);
     int c = control(&r, r.step);
     if (c < 0) {
       memset(st, 0, sizeof st);
@@ -372,6 +398,8 @@ int main(int argc, char **argv) {
   }
   if (r.o.dump_params && r.rank == r.leader)
     dump(&r);
+  if (r.log)
+    fclose(r.log);
   rlx_model_free(&r.m);
   rlx_dataset_free(&r.train);
   rlx_dataset_free(&r.test);

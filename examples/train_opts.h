@@ -22,6 +22,7 @@ struct train_opts {
   const char *lr_file;     /* --lr-file F, re-read by the leader on SIGHUP */
   const char *dump_params; /* --dump-params F: the leader writes the final parameters */
   int elastic;             /* --elastic: survive a lost rank (rlxrun --enable-recovery) */
+  const char *log_json;    /* --log-json F: the leader writes a JSON line per step and epoch */
 };
 
 /* Fill o from argv; on a bad flag print why and the usage to stderr and

@@ -7,10 +7,12 @@ CHECK="$top_builddir/tests/integration/coll_check"
 HELLO="$top_builddir/examples/hello"
 STRANGER="$top_builddir/tests/integration/stranger"
 TRAIN="$top_builddir/examples/train"
+OBSERVE="$top_builddir/tests/integration/observe_check"
+PLOT="${top_srcdir:-$(cd "$(dirname "$0")/../.." && pwd)}/tools/rlx-plot"
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/rlxtest.XXXXXX")
 trap 'rm -rf "$TMP"' EXIT
 unset RLX_RANK RLX_SIZE RLX_LOCAL_RANK RLX_LOCAL_SIZE RLX_RENDEZVOUS RLX_JOB_KEY RLX_LAUNCHER
-unset RLX_TRANSPORT RLX_LOG RLX_TIMEOUT RLX_ALLREDUCE_ALGO
+unset RLX_TRANSPORT RLX_LOG RLX_TIMEOUT RLX_ALLREDUCE_ALGO RLX_TRACE RLX_STATS RLX_FLIGHT RLX_FLIGHT_DUMP
 
 fail() {
   echo "FAIL: $*" >&2

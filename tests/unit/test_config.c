@@ -8,7 +8,8 @@
 
 static const char *vars[] = {"RLX_TIMEOUT", "RLX_TRANSPORT", "RLX_ALLREDUCE_ALGO", "RLX_LOG",
                              "RLX_SPIN_US", "RLX_WIRE", "RLX_CMA", "RLX_BCAST_ALGO", "RLX_ALLGATHER_ALGO", "RLX_IFACE", "RLX_RANK", "RLX_SIZE",
-                             "RLX_LOCAL_RANK", "RLX_LOCAL_SIZE", "RLX_RENDEZVOUS", "RLX_JOB_KEY"};
+                             "RLX_LOCAL_RANK", "RLX_LOCAL_SIZE", "RLX_RENDEZVOUS", "RLX_JOB_KEY",
+                             "RLX_TRACE", "RLX_FLIGHT", "RLX_FLIGHT_DUMP", "RLX_STATS"};
 
 static void clear(void) {
   for (size_t i = 0; i < sizeof(vars) / sizeof(vars[0]); i++)
@@ -26,6 +27,29 @@ START_TEST(defaults) {
   ck_assert_int_eq(c.size, 1);
   ck_assert_int_eq(c.log_level, RLX__LOG_OFF);
   ck_assert_int_eq(c.spin_us, -1);
+  ck_assert_str_eq(c.trace, "");
+  ck_assert_int_eq(c.flight, 256);
+  ck_assert_int_eq(c.flight_dump, 0);
+  ck_assert_int_eq(c.stats, 0);
+}
+END_TEST
+
+START_TEST(observe_values) {
+  struct rlx__config c;
+  clear();
+  setenv("RLX_TRACE", "/tmp/t.json", 1);
+  setenv("RLX_FLIGHT", "0", 1);
+  setenv("RLX_FLIGHT_DUMP", "error", 1);
+  setenv("RLX_STATS", "on", 1);
+  ck_assert_int_eq(rlx__config_load(&c), RLX_OK);
+  ck_assert_str_eq(c.trace, "/tmp/t.json");
+  ck_assert_int_eq(c.flight, 0);
+  ck_assert_int_eq(c.flight_dump, 1);
+  ck_assert_int_eq(c.stats, 1);
+  setenv("RLX_STATS", "0", 1);
+  ck_assert_int_eq(rlx__config_load(&c), RLX_OK);
+  ck_assert_int_eq(c.stats, 0);
+  clear();
 }
 END_TEST
 
@@ -100,6 +124,11 @@ START_TEST(bad_values) {
   expect_bad("RLX_RENDEZVOUS", "nohostport", "RLX_RENDEZVOUS");
   expect_bad("RLX_RENDEZVOUS", "host:99999", "RLX_RENDEZVOUS");
   expect_bad("RLX_LOCAL_RANK", "-1", "RLX_LOCAL_RANK");
+  expect_bad("RLX_TRACE", "", "RLX_TRACE");
+  expect_bad("RLX_FLIGHT", "-1", "RLX_FLIGHT");
+  expect_bad("RLX_FLIGHT", "many", "RLX_FLIGHT");
+  expect_bad("RLX_FLIGHT_DUMP", "always", "RLX_FLIGHT_DUMP");
+  expect_bad("RLX_STATS", "yes please", "RLX_STATS");
 }
 END_TEST
 
@@ -123,6 +152,7 @@ int main(void) {
   TCase *tc = tcase_create("env");
   tcase_add_test(tc, defaults);
   tcase_add_test(tc, good_values);
+  tcase_add_test(tc, observe_values);
   tcase_add_test(tc, bad_values);
   tcase_add_test(tc, launch_needs_key);
   suite_add_tcase(s, tc);

@@ -1,0 +1,69 @@
+#!/bin/sh
+# The flight recorder. A job made to hang on purpose (rank 1 skips the last
+# of 4 allreduces and sleeps) ends at the deadline with a table that names
+# rank 1 as behind; with no call deadline, rlxrun's --timeout asks every
+# rank and shows the others inside the call waiting for rank 1; rlxrun
+# --dump gets a table from a running job; a program run without rlxrun
+# writes its record on SIGUSR1; RLX_FLIGHT bounds what is kept.
+. "$(dirname "$0")/lib.sh"
+
+behind_rank1() { # output file
+  grep -q "^rlxrun: flight recorder" "$1" || fail "no flight-recorder table"
+  grep -q "^rlxrun:  *1  #2 rlx_allreduce(count=1, float32, sum).*<-- behind" "$1" ||
+    fail "rank 1 not marked behind"
+  grep -q "^rlxrun: rank 1 is behind: its last call on communicator 0 was #2, others entered #3" "$1" ||
+    fail "no line naming rank 1"
+  for r in 0 2; do
+    grep "^rlxrun:  *$r  #3 " "$1" | grep -q "<-- behind" && fail "rank $r marked behind"
+  done
+  grep -q "^rlxcoll\[.\] flight" "$1" && fail "raw report lines leaked into the output"
+  return 0
+}
+
+# 1. RLX_TIMEOUT: ranks 0 and 2 fail after 2 s; rlxrun asks rank 1 too.
+start=$(date +%s)
+RLX_TIMEOUT=2 timeout 60 "$RLXRUN" -n 3 "$OBSERVE" skip 1 4 >"$TMP/out" 2>&1 && fail "the hang did not fail"
+cat "$TMP/out"
+behind_rank1 "$TMP/out"
+grep -q "^rlxrun:  *0  #3 rlx_allreduce.*failed:RLX_ERR_TIMEOUT" "$TMP/out" || fail "rank 0's failure"
+[ $(( $(date +%s) - start )) -lt 20 ] || fail "took $(( $(date +%s) - start )) s"
+
+# 2. No call deadline: the job's --timeout asks every rank while it hangs.
+RLX_TIMEOUT=0 timeout 60 "$RLXRUN" --timeout 3 -n 3 "$OBSERVE" skip 1 4 >"$TMP/out" 2>&1
+[ $? -eq 124 ] || { cat "$TMP/out"; fail "expected exit 124 from --timeout"; }
+cat "$TMP/out"
+behind_rank1 "$TMP/out"
+grep -q "^rlxrun:  *2  #3 rlx_allreduce.*inside it for .* s, waiting for rank 1 (nothing received)" \
+  "$TMP/out" || fail "rank 2 not shown waiting for rank 1"
+
+# 3. rlxrun --dump while the job runs.
+"$RLXRUN" --timeout 60 -n 3 "$OBSERVE" sleep 4 >"$TMP/out" 2>&1 &
+job=$!
+for i in 1 2 3 4 5 6 7 8 9 10; do
+  [ "$(grep -c sleeping "$TMP/out")" -eq 3 ] && break
+  sleep 0.3
+done
+"$RLXRUN" --dump $job >"$TMP/dump" 2>&1 || { cat "$TMP/dump"; fail "--dump"; }
+wait $job || { cat "$TMP/out"; fail "the job did not survive --dump"; }
+cat "$TMP/dump" "$TMP/out"
+grep -q "^rlxrun: flight recorder (asked for with rlxrun --dump" "$TMP/out" || fail "no table after --dump"
+[ "$(grep -c '^rlxrun:  *[0-2]  #0 rlx_allreduce(count=1, float32, sum) .*done, between calls' "$TMP/out")" -eq 3 ] ||
+  fail "--dump table lacks a rank"
+"$RLXRUN" --dump $$ >"$TMP/dump" 2>&1 && fail "--dump of a process that is not rlxrun"
+grep -q "not a running rlxrun" "$TMP/dump" || fail "no clear --dump error"
+
+# 4. Without rlxrun: SIGUSR1 writes the record to stderr; RLX_FLIGHT=0 keeps none.
+for keep in 256 0; do
+  RLX_FLIGHT=$keep "$OBSERVE" sleep 2 >"$TMP/o" 2>"$TMP/e" & # ends by itself
+  p=$!
+  for i in 1 2 3 4 5 6 7 8 9 10; do grep -q sleeping "$TMP/o" && break; sleep 0.2; done
+  kill -USR1 $p
+  wait $p || fail "SIGUSR1 killed the program"
+  cat "$TMP/e"
+  want=$([ $keep -eq 0 ] && echo 0 || echo 1)
+  grep -q "^rlxcoll\[0\] flight-recorder	SIGUSR1	$want	1$" "$TMP/e" || fail "RLX_FLIGHT=$keep header"
+  [ "$(grep -c '^rlxcoll\[0\] flight	' "$TMP/e")" -eq "$want" ] || fail "RLX_FLIGHT=$keep entries"
+done
+RLX_FLIGHT=-1 timeout 30 "$HELLO" >"$TMP/o" 2>&1 && fail "RLX_FLIGHT=-1 accepted"
+grep -q "RLX_FLIGHT" "$TMP/o" || fail "no clear RLX_FLIGHT error"
+echo "flight: ok"
