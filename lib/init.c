@@ -186,6 +186,11 @@ static void catch_usr1(struct rlx__runtime *rt) {
   /* Left referenced: a loop with nothing else active (a singleton) would
    * otherwise not poll at all, and never see the signal. */
   rt->usr1_on = 1;
+  /* rlxrun reads this to send SIGUSR1 (--dump) to us, not to a wrapper,
+   * and only when it is ours to take. */
+  const char *launcher = getenv("RLX_LAUNCHER");
+  if (launcher && strcmp(launcher, "rlxrun") == 0)
+    fprintf(stderr, "rlxcoll[%d] pid\t%d\n", rt->cfg.rank, (int)getpid());
 }
 
 static void teardown(struct rlx__runtime *rt) {
@@ -256,10 +261,6 @@ static int start_observing(struct rlx__runtime *rt, uint64_t t_init) {
   }
   rlx__stats_reset();
   atomic_store(&rlx__stats_on, rt->cfg.stats);
-  /* rlxrun reads this to send SIGUSR1 (--dump) to us, not to a wrapper. */
-  const char *launcher = getenv("RLX_LAUNCHER");
-  if (launcher && strcmp(launcher, "rlxrun") == 0)
-    fprintf(stderr, "rlxcoll[%d] pid\t%d\n", rt->cfg.rank, (int)getpid());
   return RLX_OK;
 }
 

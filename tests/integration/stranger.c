@@ -1,10 +1,13 @@
 /* stranger: connects to an rlxcoll rank's TCP port and misbehaves, for the
- * strangers test. Modes: silent (connect, say nothing), random (random
- * bytes), wrongkey (a full handshake with the wrong job key), replay (a
- * handshake recorded from another session).
+ * strangers tests. Modes: silent (connect, say nothing), random (random
+ * bytes), wrongkey (a full handshake with the wrong job key), replay
+ * (a handshake made with the right key for another session, played back:
+ * needs STRANGER_KEY, and STRANGER_FROM/STRANGER_TO for the ranks it
+ * claims), loris (half a handshake header, then nothing: slow-loris).
  *   stranger HOST:PORT MODE */
 #include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
 #include <string.h>
 #include <unistd.h>
 #include "bootstrap/bootstrap.h"
@@ -16,7 +19,7 @@ int main(int argc, char **argv) {
   uint64_t deadline = rlx__bs_now_ns() + 5000000000ull;
   struct rlx__hs hs;
   if (argc != 3) {
-    fprintf(stderr, "usage: stranger HOST:PORT silent|random|wrongkey\n");
+    fprintf(stderr, "usage: stranger HOST:PORT silent|random|wrongkey|replay|loris\n");
     return 2;
   }
   if (rlx__sock_connect(argv[1], deadline, &fd) != 0) {
@@ -43,6 +46,48 @@ int main(int argc, char **argv) {
       memset(proof + 4, 0x5a, 32);
       rlx__sock_write_full(fd, proof, sizeof(proof), deadline);
     }
+  } else if (strcmp(argv[2], "replay") == 0) {
+    /* Record a handshake between us and a server of our own, both holding
+     * the job key; then play the client's half back to the rank. Its
+     * challenge carries a fresh nonce, so the recorded proof must fail. */
+    const char *key = getenv("STRANGER_KEY");
+    uint32_t from = (uint32_t)atoi(getenv("STRANGER_FROM") ? getenv("STRANGER_FROM") : "1");
+    uint32_t to = (uint32_t)atoi(getenv("STRANGER_TO") ? getenv("STRANGER_TO") : "0");
+    struct rlx__hs srv;
+    uint8_t chal0[RLX__HS_CHALLENGE_SIZE];
+    if (key == NULL || rlx__hs_init(&hs, key, from, RLX__HS_DATA) != 0 ||
+        rlx__hs_init(&srv, key, to, RLX__HS_DATA) != 0) {
+      fprintf(stderr, "stranger: replay needs STRANGER_KEY\n");
+      return 2;
+    }
+    rlx__hs_client_hello(&hs, to, hello);
+    if (rlx__hs_server_hello(&srv, hello, chal0) != RLX__HS_OK ||
+        rlx__hs_client_challenge(&hs, chal0, proof) != RLX__HS_OK ||
+        rlx__hs_server_proof(&srv, proof) != RLX__HS_OK) {
+      fprintf(stderr, "stranger: recording a handshake failed\n");
+      return 1;
+    }
+    rlx__sock_write_full(fd, hello, sizeof(hello), deadline);
+    if (rlx__sock_read_full(fd, chal, sizeof(chal), deadline) == 0) {
+      printf("stranger replay: the rank's challenge %s\n",
+             memcmp(chal, chal0, sizeof(chal)) ? "is fresh" : "repeats the recorded one?!");
+      rlx__sock_write_full(fd, proof, sizeof(proof), deadline);
+    }
+  } else if (strcmp(argv[2], "loris") == 0) {
+    /* Half a HELLO, then wait: the rank must not keep us past its
+     * handshake deadline (10 s), nor stall for us. */
+    struct timespec t0, t1;
+    rlx__hs_init(&hs, "whatever", 1, RLX__HS_DATA);
+    rlx__hs_client_hello(&hs, 0, hello);
+    rlx__sock_write_full(fd, hello, RLX__HS_HELLO_SIZE / 2, deadline);
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    char b;
+    int rc = rlx__sock_read_full(fd, &b, 1, rlx__bs_now_ns() + 15000000000ull);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    printf("stranger loris: %s after %.1f s\n", rc != 0 ? "dropped" : "still connected",
+           (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9);
+    close(fd);
+    return 0;
   } else {
     fprintf(stderr, "stranger: unknown mode %s\n", argv[2]);
     close(fd);
