@@ -28,7 +28,7 @@ run() { # label build-dir env...
   label=$1 dir=$2
   shift 2
   env "$@" timeout 600 "$dir/bin/rlxrun/rlxrun" --no-tag-output -n "$N" "$dir/bench/rlx-bench" \
-    -b 8 -e 1048576 -f 128 -n "$ITERS" -w 100 -c 0 --json 2>/dev/null >>"$out/$label.json.$r"
+    -b 8 -e 1048576 -f 8 -n "$ITERS" -w 100 -c 0 --json 2>/dev/null >>"$out/$label.json.$r"
 }
 
 for r in $(seq 1 "$ROUNDS"); do
