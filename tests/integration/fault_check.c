@@ -3,8 +3,9 @@
  * fails with RLX_ERR_PEER_LOST naming the lost rank, quickly; one where a
  * rank passes another count fails on every rank with RLX_ERR_MISMATCH
  * naming both calls; later calls see RLX_ERR_REVOKED.
- *   fault_check timeout|kill|mismatch|stop   (rank 1 is the faulty one; stop:
- *   it stops itself, sockets open, and must be found by missing heartbeats)
+ *   fault_check timeout|kill|killbig|mismatch|stop   (rank 1 is the faulty
+ *   one; killbig: it dies 30 ms into a 64 MiB allreduce; stop: it stops
+ *   itself, sockets open, and must be found by missing heartbeats)
  *   fault_check cut   (the upper half of the ranks waits 10 s before the
  *   call, while the test cuts their host's link; the lower half must find
  *   them gone by missing heartbeats)
@@ -25,7 +26,10 @@ static double now(void) {
 }
 
 int main(int argc, char **argv) {
-  int kill_mode = argc > 1 && strcmp(argv[1], "kill") == 0;
+  int big_mode = argc > 1 && strcmp(argv[1], "killbig") == 0;
+  int kill_mode = big_mode || (argc > 1 && strcmp(argv[1], "kill") == 0);
+  size_t big_count = (size_t)16 << 20; /* 64 MiB of float32 */
+  float *big = big_mode ? calloc(big_count, sizeof(float)) : NULL;
   int mismatch_mode = argc > 1 && strcmp(argv[1], "mismatch") == 0;
   int stop_mode = argc > 1 && strcmp(argv[1], "stop") == 0;
   int cut_mode = argc > 1 && strcmp(argv[1], "cut") == 0;
@@ -101,6 +105,12 @@ int main(int argc, char **argv) {
     return ok ? 0 : 1;
   }
   if (rank == 1) {
+    if (big_mode) { /* die with the call under way */
+      rlx_request_t *rq;
+      struct timespec ts = {0, 30 * 1000 * 1000};
+      rlx_iallreduce(RLX_IN_PLACE, big, big_count, RLX_FLOAT32, RLX_SUM, w, &rq);
+      nanosleep(&ts, NULL);
+    }
     if (kill_mode)
       raise(SIGKILL);
     if (stop_mode) {
@@ -112,7 +122,8 @@ int main(int argc, char **argv) {
     return 0;
   }
   double v = 1, t0 = now();
-  int rc = rlx_allreduce(RLX_IN_PLACE, &v, 1, RLX_FLOAT64, RLX_SUM, w);
+  int rc = big_mode ? rlx_allreduce(RLX_IN_PLACE, big, big_count, RLX_FLOAT32, RLX_SUM, w)
+                    : rlx_allreduce(RLX_IN_PLACE, &v, 1, RLX_FLOAT64, RLX_SUM, w);
   double took = now() - t0;
   int want = kill_mode || stop_mode ? RLX_ERR_PEER_LOST : RLX_ERR_TIMEOUT;
   /* A survivor names the peer it waited on: rank 1 itself, or, through the
@@ -128,6 +139,7 @@ int main(int argc, char **argv) {
   }
   printf("fault_check: rank %d: %s\n", rank, ok ? "PASS" : "FAIL");
   fflush(stdout);
+  free(big);
   rlx_finalize();
   return ok ? 0 : 1;
 }

@@ -7,7 +7,8 @@
 # RLX_ERR_TIMEOUT (RLX_TIMEOUT=2) naming rank 1 (ranks further away fail on
 # the partner that gave up, timed out or lost); a peer killed
 # by SIGKILL makes the call fail with RLX_ERR_PEER_LOST within 2 s, its
-# partners naming rank 1; the communicator is revoked afterwards.
+# partners naming rank 1, also 30 ms into a 64 MiB allreduce; the
+# communicator is revoked afterwards.
 . "$(dirname "$0")/lib.sh"
 FAULT="$top_builddir/tests/integration/fault_check"
 for n in 2 3 4 5; do
@@ -41,4 +42,15 @@ for n in 2 3 4; do
   # detected within 2 s on every survivor
   awk '/peer lost after/ { split($0, a, "after "); split(a[2], b, " s"); if (b[1] + 0 > 2.0) bad = 1 }
        END { exit bad }' "$TMP/out" || fail "a survivor took more than 2 s to see the lost peer (n=$n)"
+done
+# Killed during a 64 MiB allreduce: the survivors' call (which began with
+# rank 1's, 30 ms before the kill) fails within 2 s of it.
+for n in 2 4; do
+  timeout 60 "$RLXRUN" -n $n --grace 10 "$FAULT" killbig >"$TMP/out" 2>&1
+  cat "$TMP/out"
+  [ "$(grep -c 'fault_check: rank [0-9]*: PASS' "$TMP/out")" -eq $((n - 1)) ] || fail "killbig n=$n"
+  grep -q "lost rank 1 during rlx_allreduce(count=16777216, float32, sum)" "$TMP/out" ||
+    fail "no survivor named rank 1 and the 64 MiB call (n=$n)"
+  awk '/peer lost after/ { split($0, a, "after "); split(a[2], b, " s"); if (b[1] + 0 > 2.1) bad = 1 }
+       END { exit bad }' "$TMP/out" || fail "a survivor took more than 2 s after the kill (n=$n)"
 done
