@@ -149,7 +149,9 @@ static void record(const struct rlx__op *op, int rc) {
   }
   if (RLX__STATS_ON() && op->kind != RLX__CK_FINALIZE)
     rlx__stats_call(op->kind, bytes, op->algo->name, end - op->t_start, rc);
-  if (rc != RLX_OK && rlx__flight_dump_on_error()) {
+  /* rlx_finalize's barrier failing is not the program's failure (it
+   * returns RLX_OK): no table for it. */
+  if (rc != RLX_OK && op->kind != RLX__CK_FINALIZE && rlx__flight_dump_on_error()) {
     rlx__engine_lock(&rlx__rt.engine);
     rlx__flight_dump(op->msg, rlx__exec_waiting_for);
     rlx__engine_unlock(&rlx__rt.engine);
