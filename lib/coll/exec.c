@@ -120,8 +120,9 @@ static void finish(struct rlx__op *op, int status) {
 /* The settle time ran out and no ABORT came: the peer is simply lost. */
 static void settle_expired(uv_timer_t *t) {
   struct rlx__op *op = t->data;
-  finish(op, op->settle_err);
+  op->status = op->settle_err;
   tell_members(op, -1);
+  finish(op, op->settle_err);
 }
 
 static void fail_from_xfer(struct rlx__op *op, struct rlx__xfer *x) {
@@ -165,8 +166,13 @@ static void fail_from_xfer(struct rlx__op *op, struct rlx__xfer *x) {
     break;
   }
   }
-  finish(op, x->status);
+  /* Tell the others before finishing: finishing withdraws our transfers,
+   * and withdrawing a send by reference closes that peer's connection
+   * (it may still be reading our buffer), after which it could not hear
+   * why. */
+  op->status = x->status;
   tell_members(op, -1);
+  finish(op, x->status);
 }
 
 static void advance(struct rlx__op *op, int l);
@@ -322,8 +328,9 @@ void rlx__exec_on_abort(void *ctx, int from, const struct rlx__frame_hdr *h, int
     if (op->comm_id != h->comm_id || op->seq != h->seq)
       continue;
     snprintf(op->msg, sizeof(op->msg), "%s", reason);
-    finish(op, err);
+    op->status = err;
     tell_members(op, from);
+    finish(op, err);
     return;
   }
   for (int i = 0; i < nearly; i++)

@@ -24,7 +24,8 @@ enum rlx__frame_type {
 /* Frame flags. */
 #define RLX__FF_CMA 0x01  /* DATA: the payload on the wire is a descriptor (address,
                              pid) and the receiver copies payload_len bytes out of
-                             the sender's memory with process_vm_readv */
+                             the sender's memory with process_vm_readv; payload_crc
+                             is the descriptor's CRC32C */
 #define RLX__FF_NACK 0x02 /* ACK: the copy failed; send the payload on the socket */
 #define RLX__CMA_DESC_SIZE 16
 

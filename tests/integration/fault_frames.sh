@@ -3,7 +3,8 @@
 # payload bit, a connection closed half-way through a frame, a connection
 # dropped. Every rank of a 1 Mi-double allreduce must fail with the right
 # error (RLX_ERR_CORRUPT, RLX_ERR_PEER_LOST) within 5 s, and no rank may
-# return wrong data; on both transports, early and late in the call.
+# return wrong data; on both transports, early and late in the call, and
+# with payloads copied by reference.
 . "$(dirname "$0")/lib.sh"
 grep -q "define RLX_FAULT_INJECTION 1" "$top_builddir/config.h" ||
   { echo "skipped: build without --enable-fault-injection"; exit 77; }
@@ -20,6 +21,23 @@ for tr in unix tcp; do
         { cat "$TMP/out"; fail "$tr $action:$frame: not every rank failed with '$want'"; }
       echo "$tr $action at frame $frame: $(grep -m1 'after' "$TMP/out" | sed 's/.*: \([a-z ]*\) after \([0-9.]*\) s.*/\1 after \2 s/')"
     done
+  done
+done
+# Payloads by reference (RLX_CMA=on; 2 and 3 ranks): a flipped bit in the
+# data on the socket, or in the address of a by-reference descriptor, is
+# RLX_ERR_CORRUPT on every rank, the sender's included (it reads the
+# ABORT that came before the connection closed); truncate and drop are
+# lost peers.
+for n in 2 3; do
+  for action in flip flipref truncate drop; do
+    want=lost
+    case $action in flip*) want=corrupt ;; esac
+    RLX_CMA=on RLX_FAULT_FRAME=$action:3:1 timeout 60 "$RLXRUN" -n $n --grace 10 \
+      "$FAULT" frame $want >"$TMP/out" 2>&1
+    grep -q "WRONG DATA" "$TMP/out" && { cat "$TMP/out"; fail "by reference $action n=$n: wrong data"; }
+    [ "$(grep -c 'fault_check: rank [0-9]*: PASS' "$TMP/out")" = $n ] ||
+      { cat "$TMP/out"; fail "by reference $action n=$n: not every rank failed with '$want'"; }
+    echo "by reference, n=$n, $action: every rank $want"
   done
 done
 echo "frame faults: ok"
