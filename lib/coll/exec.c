@@ -278,6 +278,17 @@ static void advance(struct rlx__op *op, int l) {
   }
 }
 
+/* op comes after call #seq on its communicator, which another member
+ * failed after this rank had completed it. */
+static void revoked_msg(struct rlx__op *op, uint64_t seq, const char *reason) {
+  char mine[160];
+  rlx__exec_describe_call(mine, sizeof(mine), op->call, op->kind, op->dt, op->rop, op->root,
+                          op->count);
+  snprintf(op->msg, sizeof(op->msg),
+           "%s on rank %d: the communicator is revoked: call #%llu, which this rank had "
+           "completed, failed elsewhere: %s", mine, op->rank, (unsigned long long)seq, reason);
+}
+
 void rlx__exec_start(struct rlx__op *op) {
   op->finished = 0;
   op->status = RLX_OK;
@@ -285,13 +296,20 @@ void rlx__exec_start(struct rlx__op *op) {
   op->active.next = op->active.prev = NULL;
   op->settle = NULL;
   for (int i = 0; i < nearly; i++) {
-    if (early[i].comm_id == op->comm_id && early[i].seq == op->seq) {
-      /* A member failed this operation before we entered it. */
-      snprintf(op->msg, sizeof(op->msg), "%s", early[i].reason);
+    if (early[i].comm_id == op->comm_id && early[i].seq <= op->seq) {
+      /* A member failed this operation before we entered it; or failed
+       * an earlier one that we had completed: the communicator is
+       * revoked for us too. */
+      int err = early[i].err;
+      if (early[i].seq == op->seq) {
+        snprintf(op->msg, sizeof(op->msg), "%s", early[i].reason);
+      } else {
+        revoked_msg(op, early[i].seq, early[i].reason);
+        err = RLX_ERR_REVOKED;
+      }
       op->nlanes = 1;
       memset(op->lane, 0, sizeof(op->lane));
       atomic_store(&op->done, 0);
-      int err = early[i].err;
       early[i] = early[--nearly];
       finish(op, err);
       return;
@@ -331,6 +349,19 @@ void rlx__exec_on_abort(void *ctx, int from, const struct rlx__frame_hdr *h, int
     op->status = err;
     tell_members(op, from);
     finish(op, err);
+    return;
+  }
+  /* Not in flight here. If we are in a later call on that communicator,
+   * we completed the failed one while the sender did not: it will not
+   * come to this call (it is off to shrink, say), so fail ours now. */
+  for (struct rlx__list *l = active_ops.next; l != &active_ops; l = l->next) {
+    struct rlx__op *op = rlx__container_of(l, struct rlx__op, active);
+    if (op->comm_id != h->comm_id || op->seq <= h->seq)
+      continue;
+    revoked_msg(op, h->seq, reason);
+    op->status = RLX_ERR_REVOKED;
+    tell_members(op, from);
+    finish(op, RLX_ERR_REVOKED);
     return;
   }
   for (int i = 0; i < nearly; i++)

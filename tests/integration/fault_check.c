@@ -10,7 +10,9 @@
  *   call, while the test cuts their host's link; the lower half must find
  *   them gone by missing heartbeats)
  *   fault_check frame corrupt|lost   (RLX_FAULT_FRAME spoils a frame: every
- *   rank must fail with that error, and none may return wrong data) */
+ *   rank must fail with that error, and none may return wrong data)
+ *   fault_check revoke   (a rank that completed a call another failed finds
+ *   its next call revoked at once) */
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -44,6 +46,28 @@ int main(int argc, char **argv) {
   if (rlx_barrier(w) != RLX_OK) {
     fprintf(stderr, "fault_check: barrier: %s\n", rlx_errmsg());
     return 2;
+  }
+  if (argc > 1 && strcmp(argv[1], "revoke") == 0) {
+    /* The last rank passes another count to a bcast from rank 0: it fails
+     * with a mismatch, while rank 1 may have its data already and go on
+     * to the barrier. That barrier must fail (revoked) at once, not wait
+     * for a rank that will never come. */
+    int size = rlx_comm_size(w), ints[1000] = {0};
+    double t0 = now();
+    int rc1 = rlx_bcast(ints, rank == size - 1 ? 999 : 1000, RLX_INT32, 0, w);
+    char m1[700];
+    snprintf(m1, sizeof m1, "%s", rlx_errmsg());
+    int rc2 = rlx_barrier(w);
+    double took = now() - t0;
+    int ok = (rc1 != RLX_OK || rc2 == RLX_ERR_REVOKED) && took < 3.0;
+    printf("fault_check: rank %d: bcast %s%s%s%s, barrier %s after %.2f s: %s\n", rank,
+           rlx_strerror(rc1), rc1 ? " (" : "", rc1 ? m1 : "", rc1 ? ")" : "",
+           rlx_strerror(rc2), took, rlx_errmsg());
+    printf("fault_check: rank %d: %s%s\n", rank, ok ? "PASS" : "FAIL",
+           rc1 == RLX_OK ? " (completed the failed call, then revoked)" : "");
+    fflush(stdout);
+    rlx_finalize();
+    return ok ? 0 : 1;
   }
   if (argc > 2 && strcmp(argv[1], "frame") == 0) {
     int want = strcmp(argv[2], "corrupt") == 0 ? RLX_ERR_CORRUPT : RLX_ERR_PEER_LOST;

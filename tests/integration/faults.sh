@@ -17,6 +17,19 @@ for n in 2 3 4 5; do
   cat "$TMP/out"
   [ "$(grep -c 'fault_check: rank [0-9]*: PASS' "$TMP/out")" -eq $n ] || fail "mismatch n=$n"
 done
+# A call fails on one rank after another completed it (a bcast whose last
+# rank passes another count; rank 1 has its data already): the next call
+# on the rank that went on fails with RLX_ERR_REVOKED at once instead of
+# waiting for ranks that will not come (RLX_TIMEOUT=20 would be the wait).
+for n in 3 4; do
+  RLX_TIMEOUT=20 timeout 60 "$RLXRUN" -n $n "$FAULT" revoke >"$TMP/out" 2>&1
+  cat "$TMP/out"
+  [ "$(grep -c 'fault_check: rank [0-9]*: PASS' "$TMP/out")" -eq $n ] || fail "revoke n=$n"
+  grep -q "PASS (completed the failed call, then revoked)" "$TMP/out" ||
+    echo "revoke n=$n: no rank completed the failed call this time"
+  grep -q "the communicator is revoked: call #1, which this rank had completed" "$TMP/out" ||
+    echo "revoke n=$n: (no rank went on past the failed call)"
+done
 # A rank that vanishes with its sockets open (stopped: as if its host or
 # link were gone) is found by missing heartbeats: PING every 1 s, lost after
 # 5 s of silence; every survivor fails within 7 s.
