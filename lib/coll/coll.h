@@ -123,6 +123,7 @@ struct rlx__op {
   int settle_err;
   uint64_t t_start, t_done; /* rlx__now_ns() when started and when finished */
   uint64_t ticket;          /* its entry in the flight recorder */
+  uint8_t heard[32];        /* comm ranks < 256 we have received from in this call */
 };
 
 /* Start an operation whose fields above are filled (tmp sized by the

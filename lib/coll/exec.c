@@ -209,6 +209,9 @@ static void xfer_done(struct rlx__xfer *x) {
     fail_from_xfer(op, x);
     return;
   }
+  int slot = (int)(x - ln->xf), from = ln->round.x[slot].peer;
+  if (!ln->round.x[slot].send && from >= 0 && from < 256)
+    op->heard[from / 8] |= (uint8_t)(1u << (from % 8));
   atomic_fetch_add_explicit(&op->progress, 1, memory_order_relaxed);
   if (--ln->pending == 0)
     advance(op, l);
@@ -295,6 +298,7 @@ void rlx__exec_start(struct rlx__op *op) {
   op->msg[0] = '\0';
   op->active.next = op->active.prev = NULL;
   op->settle = NULL;
+  memset(op->heard, 0, sizeof(op->heard));
   for (int i = 0; i < nearly; i++) {
     if (early[i].comm_id == op->comm_id && early[i].seq <= op->seq) {
       /* A member failed this operation before we entered it; or failed
@@ -395,9 +399,15 @@ void rlx__exec_waiting_on(const struct rlx__op *op, char *buf, size_t len) {
     for (int i = 0; i < ln->round.n && i < RLX__ROUND_MAX; i++) {
       if (!ln->active[i])
         continue;
-      int n = snprintf(buf + used, len - used, "%srank %d (%s)", used ? ", " : "",
-                       ln->round.x[i].peer,
-                       ln->round.x[i].send ? "not reading what we send" : "nothing received");
+      int peer = ln->round.x[i].peer;
+      int heard = peer >= 0 && peer < 256 && (op->heard[peer / 8] & (1u << (peer % 8)));
+      /* Nothing at all from it in this call means it has not entered the
+       * call, or waits in it on someone else; which one, only that rank
+       * knows: the flight recorder (rlxrun's table) says. */
+      int n = snprintf(buf + used, len - used, "%srank %d (%s)", used ? ", " : "", peer,
+                       ln->round.x[i].send ? "not reading what we send"
+                       : heard || peer >= 256 ? "nothing received for this step"
+                                              : "nothing received from it in this call");
       if (n < 0 || (size_t)n >= len - used)
         return;
       used += (size_t)n;
