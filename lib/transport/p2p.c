@@ -91,6 +91,7 @@ struct rlx__p2p_peer {
 static void conn_close(struct rlx__p2p_conn *c);
 static void start_write(struct rlx__p2p_conn *c, struct rlx__xfer *x, size_t skip);
 static void resend_on_socket(struct rlx__p2p_conn *c, struct rlx__xfer *x);
+static struct umsg *new_umsg(struct rlx__p2p_conn *c, const struct rlx__frame_hdr *h, size_t len);
 
 /* ---- helpers -------------------------------------------------------------- */
 
@@ -462,16 +463,10 @@ static void cma_desc_done(struct rlx__p2p_conn *c) {
       rlx__list_remove(&x->link);
       finish(x, RLX_ERR_CORRUPT);
     } else {
-      struct umsg *bad = umsg_get(p, 0);
-      if (bad == NULL) {
-        peer_fail(p, c->peer, RLX_ERR_CORRUPT, "corrupt by-reference descriptor");
+      struct umsg *bad = new_umsg(c, h, 0); /* no data: it fails its receive */
+      if (bad == NULL)
         return;
-      }
-      bad->hdr = *h;
       bad->hdr.flags = 0;
-      bad->crc_ok = 0;
-      bad->discard = 0;
-      rlx__list_init(&bad->link);
       rlx__list_push(&pe->unexpected, &bad->link);
     }
     return;
@@ -488,15 +483,9 @@ static void cma_desc_done(struct rlx__p2p_conn *c) {
   if (x) {
     dst = x->buf;
   } else {
-    m = umsg_get(p, h->payload_len);
-    if (m == NULL) {
-      peer_fail(p, c->peer, RLX_ERR_NOMEM, "no memory for an incoming frame");
+    if ((m = new_umsg(c, h, h->payload_len)) == NULL)
       return;
-    }
-    m->hdr = *h;
     m->hdr.flags = 0;
-    m->discard = 0;
-    rlx__list_init(&m->link);
     dst = m->data;
   }
   int rc = cma_copy(pid, addr, dst, h->payload_len);
@@ -550,8 +539,8 @@ static void ack_done(struct rlx__p2p_conn *c, const struct rlx__frame_hdr *h) {
 
 /* A pooled buffer for a frame nobody posted for yet (or an ABORT); on no
  * memory the peer is failed and NULL returned. */
-static struct umsg *new_umsg(struct rlx__p2p_conn *c, const struct rlx__frame_hdr *h) {
-  struct umsg *m = umsg_get(c->p, h->payload_len);
+static struct umsg *new_umsg(struct rlx__p2p_conn *c, const struct rlx__frame_hdr *h, size_t len) {
+  struct umsg *m = umsg_get(c->p, len);
   if (m == NULL) {
     peer_fail(c->p, c->peer, RLX_ERR_NOMEM, "no memory for an incoming frame");
     return NULL;
@@ -605,7 +594,7 @@ static void header_done(struct rlx__p2p_conn *c) {
       peer_fail(c->p, c->peer, RLX_ERR_CORRUPT, why);
       return;
     }
-    struct umsg *m = new_umsg(c, h);
+    struct umsg *m = new_umsg(c, h, h->payload_len);
     if (m == NULL)
       return;
     c->crc = 0;
@@ -627,7 +616,7 @@ static void header_done(struct rlx__p2p_conn *c) {
     c->target = x;
     c->dst = x->buf;
   } else {
-    struct umsg *m = new_umsg(c, h);
+    struct umsg *m = new_umsg(c, h, h->payload_len);
     if (m == NULL)
       return;
     if (x) { /* posted, but the sender called something else */
