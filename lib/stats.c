@@ -7,7 +7,7 @@
 #include <string.h>
 #include "internal.h"
 #include "observe.h"
-#include "transport/frame.h"
+#include "coll/coll.h"
 
 atomic_int rlx__stats_on;
 
@@ -28,13 +28,6 @@ static struct {
   pthread_mutex_t mtx;
   struct per_kind k[RLX__CK_MAX + 1];
 } st = {.mtx = PTHREAD_MUTEX_INITIALIZER};
-
-static const char *kind_call(int kind) {
-  static const char *const names[RLX__CK_MAX + 1] = {
-      "?",          "rlx_allreduce", "rlx_bcast",          "rlx_barrier",   "rlx_finalize",
-      "rlx_reduce", "rlx_allgather", "rlx_reduce_scatter", "rlx_comm_split"};
-  return kind >= 0 && kind <= RLX__CK_MAX ? names[kind] : "?";
-}
 
 void rlx__stats_reset(void) {
   pthread_mutex_lock(&st.mtx);
@@ -85,7 +78,7 @@ void rlx__stats_print(int rank, int unix_conns, int tcp_conns, unsigned long ret
         used += (size_t)n;
       }
     }
-    fprintf(stderr, "rlxcoll[%d] stats\t%s\t%llu\t%llu\t%.6f\t%llu\t%s\n", rank, kind_call(kind),
+    fprintf(stderr, "rlxcoll[%d] stats\t%s\t%llu\t%llu\t%.6f\t%llu\t%s\n", rank, rlx__exec_call_name(kind),
             k->calls, k->bytes, (double)k->ns / 1e9, k->errors, bands[0] ? bands : "-");
   }
   fprintf(stderr, "rlxcoll[%d] stats-conn\t%d\t%d\t%lu\t%lu\t%lu\n", rank, unix_conns, tcp_conns,

@@ -141,6 +141,8 @@ void rlx__exec_on_abort(void *ctx, int from, const struct rlx__frame_hdr *h, int
 /* Describe the call: "rlx_allreduce(count=8, float32, sum)". */
 void rlx__exec_describe_call(char *buf, size_t len, const char *call, int kind, int dt, int op,
                              int root, unsigned long long count);
+/* The public call of a collective kind: "rlx_allreduce"; "?" if unknown. */
+const char *rlx__exec_call_name(int kind);
 /* Ranks (communicator ranks) the current round still waits on. */
 void rlx__exec_waiting_on(const struct rlx__op *op, char *buf, size_t len);
 /* The same for the operation (comm_id, seq) if it is in flight, else "".

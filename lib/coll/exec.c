@@ -47,7 +47,7 @@ void rlx__exec_describe_call(char *buf, size_t len, const char *call, int kind, 
   }
 }
 
-static const char *call_name(int kind) {
+const char *rlx__exec_call_name(int kind) {
   switch (kind) {
   case RLX__CK_ALLREDUCE: return "rlx_allreduce";
   case RLX__CK_BCAST: return "rlx_bcast";
@@ -135,7 +135,7 @@ static void fail_from_xfer(struct rlx__op *op, struct rlx__xfer *x) {
                           op->count);
   switch (x->status) {
   case RLX_ERR_MISMATCH:
-    rlx__exec_describe_call(theirs, sizeof(theirs), call_name(x->got.kind), x->got.kind,
+    rlx__exec_describe_call(theirs, sizeof(theirs), rlx__exec_call_name(x->got.kind), x->got.kind,
                             x->got.dtype, x->got.op, x->got.root, x->got.count);
     snprintf(op->msg, sizeof(op->msg), "rank %d called %s where rank %d called %s", peer, theirs,
              op->rank, mine);
