@@ -203,6 +203,16 @@ static void on_closed(uv_handle_t *h) {
   free(c);
 }
 
+/* Segments the kernel retransmitted on this TCP connection so far. */
+static unsigned long tcp_retrans(struct rlx__p2p_conn *c) {
+  uv_os_fd_t fd;
+  struct tcp_info ti;
+  socklen_t len = sizeof(ti);
+  if (uv_fileno(&c->h.handle, &fd) == 0 && getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &len) == 0)
+    return ti.tcpi_total_retrans;
+  return 0;
+}
+
 static void conn_close(struct rlx__p2p_conn *c) {
   struct rlx__p2p *p = c->p;
   if (c->state == C_CLOSING)
@@ -213,6 +223,8 @@ static void conn_close(struct rlx__p2p_conn *c) {
     if (p->peers[c->peer].pending == c)
       p->peers[c->peer].pending = NULL;
   }
+  if (c->state == C_READY && c->tr == &rlx__tcp_transport)
+    p->retrans_closed += tcp_retrans(c);
   c->state = C_CLOSING;
   if (c->target) { /* a receive whose payload was streaming in */
     struct rlx__xfer *x = c->target;
@@ -267,6 +279,10 @@ static void conn_ready(struct rlx__p2p_conn *c) {
   c->last_rx = c->last_tx = rlx__now_ns();
   c->dialed = c->state == C_HS_CLIENT;
   c->state = C_READY;
+  if (c->tr == &rlx__tcp_transport)
+    c->p->opened_tcp++;
+  else
+    c->p->opened_unix++;
   c->rstate = R_HDR;
   c->need = RLX__FRAME_HDR_SIZE;
   c->got = 0;
@@ -1247,23 +1263,15 @@ const char *rlx__p2p_transport_of(struct rlx__p2p *p, int peer) {
 }
 
 void rlx__p2p_conn_stats(struct rlx__p2p *p, int *nunix, int *ntcp, unsigned long *retrans) {
-  *nunix = *ntcp = 0;
-  *retrans = 0;
+  /* Counted over the whole job, not just the connections open now: at
+   * finalize a peer that finished first may already have closed its side. */
+  *nunix = (int)p->opened_unix;
+  *ntcp = (int)p->opened_tcp;
+  *retrans = p->retrans_closed;
   for (int r = 0; r < p->size; r++) {
     struct rlx__p2p_conn *c = p->peers[r].conn;
-    if (r == p->rank || c == NULL || c->state != C_READY)
-      continue;
-    if (c->tr != &rlx__tcp_transport) {
-      (*nunix)++;
-      continue;
-    }
-    (*ntcp)++;
-    uv_os_fd_t fd;
-    struct tcp_info ti;
-    socklen_t len = sizeof(ti);
-    if (uv_fileno(&c->h.handle, &fd) == 0 &&
-        getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &len) == 0)
-      *retrans += ti.tcpi_total_retrans;
+    if (r != p->rank && c != NULL && c->state == C_READY && c->tr == &rlx__tcp_transport)
+      *retrans += tcp_retrans(c);
   }
 }
 

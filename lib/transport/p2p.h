@@ -61,6 +61,9 @@ struct rlx__p2p {
   void *abort_ctx;
   unsigned long cma_copies, cma_fallbacks;
   unsigned long corrupt; /* frames whose CRC32C did not match */
+  /* For RLX_STATS: connections that completed the handshake, by transport,
+   * and the TCP retransmissions of those already closed. */
+  unsigned long opened_unix, opened_tcp, retrans_closed;
 };
 
 /* Open the listeners: TCP on tcp_ip (port chosen by the kernel) and, if
@@ -91,8 +94,9 @@ void rlx__p2p_cancel(struct rlx__p2p *p, struct rlx__xfer *x);
  * was lost (NULL when it is not). */
 const char *rlx__p2p_transport_of(struct rlx__p2p *p, int peer);
 const char *rlx__p2p_lost_reason(struct rlx__p2p *p, int peer);
-/* Peers connected by each transport, and the TCP retransmissions the
- * kernel counted on our connections (TCP_INFO). Under the loop lock. */
+/* Connections that completed the handshake over the job, by transport, and
+ * the TCP retransmissions the kernel counted on them (TCP_INFO). Under the
+ * loop lock. */
 void rlx__p2p_conn_stats(struct rlx__p2p *p, int *nunix, int *ntcp, unsigned long *retrans);
 /* Close every handle; the loop must then run until they are closed. */
 void rlx__p2p_close(struct rlx__p2p *p);
