@@ -1,19 +1,29 @@
 #!/bin/bash
 # Measure the allreduce crossovers behind lib/coll/select.c: each
-# algorithm forced (RLX_ALLREDUCE_ALGO), float32 sum from 8 B to 1 MiB, for
-# each n in NS (default "2 3 4 8"); prints the fastest per size.
+# algorithm forced (RLX_ALLREDUCE_ALGO), float32 sum from MINB (8 B) to
+# MAXB (2 MiB), for each n in NS (default "2 3 4 8"); prints the fastest per
+# size. BIN=dir (holding rlxrun and rlx-bench, as built for another machine)
+# runs those instead of a build tree's.
 #   bench/crossover.sh [build_dir]
+#   BIN=.dev/bin NS="8 16" MINB=64K MAXB=4M bench/crossover.sh
 set -euo pipefail
 src=$(cd "$(dirname "$0")/.." && pwd)
-build=$(cd "${1:-$src}" && pwd)
 NS=${NS:-"2 3 4 8"}
+MINB=${MINB:-8}
+MAXB=${MAXB:-2M}
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
-make -C "$build" bench/rlx-bench >/dev/null
+if [ -n "${BIN:-}" ]; then
+  rlxrun=$BIN/rlxrun bench=$BIN/rlx-bench
+else
+  build=$(cd "${1:-$src}" && pwd)
+  make -C "$build" bench/rlx-bench >/dev/null
+  rlxrun=$build/bin/rlxrun/rlxrun bench=$build/bench/rlx-bench
+fi
 for n in $NS; do
   for algo in rd rabenseifner ring; do
-    RLX_ALLREDUCE_ALGO=$algo timeout 600 "$build/bin/rlxrun/rlxrun" -n "$n" --no-tag-output \
-      "$build/bench/rlx-bench" -b 8 -e 2M -f 2 -c 0 >"$out/$algo.$n"
+    RLX_ALLREDUCE_ALGO=$algo timeout 600 "$rlxrun" -n "$n" --no-tag-output \
+      "$bench" -b "$MINB" -e "$MAXB" -f 2 -c 0 >"$out/$algo.$n"
   done
   python3 - "$out" "$n" <<'PY'
 import sys

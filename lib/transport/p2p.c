@@ -28,7 +28,10 @@
 /* Payloads from this size go to same-host peers by reference (one copy,
  * made by the receiver with process_vm_readv) instead of through the socket
  * (two copies, through the kernel's buffer). */
-#define CMA_MIN (128u * 1024u)
+#ifndef RLX__CMA_MIN /* -DRLX__CMA_MIN=... to measure another threshold */
+#define RLX__CMA_MIN (128u * 1024u)
+#endif
+#define CMA_MIN ((size_t)(RLX__CMA_MIN))
 /* Small frames are read through a per-connection stage, several frames
  * per read() if they are there; bigger remainders go straight into their
  * destination. */
