@@ -1,7 +1,7 @@
 /* OSU-style allreduce latency sweep, float32 sum, 8 B to 64 MiB. The same
  * program logic is built twice: against rlxcoll (default) and against MPI
  * (-DUSE_MPI), so the two are compared on identical work.
- *   osu_allreduce [max_bytes]
+ *   osu_allreduce [max_bytes [min_bytes]]
  * Prints "bytes avg_us" per size: the slowest rank's average per call. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -58,11 +58,12 @@ int main(int argc, char **argv) {
     return 1;
   }
   size_t max_bytes = argc > 1 ? strtoull(argv[1], NULL, 10) : (64u << 20);
+  size_t min_bytes = argc > 2 ? strtoull(argv[2], NULL, 10) : 8; /* a power of two */
   int rank = rank_of();
   float *s = malloc(max_bytes), *r = malloc(max_bytes);
   for (size_t i = 0; i < max_bytes / 4; i++)
     s[i] = (float)(i % 1000) * 0.5f;
-  for (size_t bytes = 8; bytes <= max_bytes; bytes *= 2) {
+  for (size_t bytes = min_bytes; bytes <= max_bytes; bytes *= 2) {
     size_t n = bytes / 4;
     /* Enough calls for ~0.2 s of data movement, at least 5 and at most 2000. */
     long iters = (long)((256u << 20) / bytes);

@@ -27,13 +27,17 @@ static const struct choice allgather_algos[] = {
 
 /* Measured crossovers (bytes of the whole vector). On 2 ranks halving-
  * doubling and the ring exchange the same halves, and the ring's segments
- * win from 256 KiB. On 4, 8 and 16 ranks of a 16-core machine halving-
- * doubling's lg p rounds beat the ring's 2(p-1) up to 256 KiB, and the ring
- * wins above (at 1 MiB: 614 against 771 us on 4 ranks, 793 against 957 on
- * 8); the oversubscribed 2-core machine favours halving-doubling longer. */
+ * win from 256 KiB. With more ranks the ring's 2(p-1) rounds cost more
+ * against halving-doubling's 2 lg p, so the crossover grows with p: on a
+ * 16-core machine (bench/crossover.sh, 2026-11-30, bench/results/crossover-
+ * h200-2026-11-30.txt) halving-doubling won up to 256 KiB on 4 ranks (ring
+ * from 512 KiB: 215 against 220 us), up to 512 KiB on 8 (369 against 541;
+ * ring at 1 MiB 654 against 686) and up to 1 MiB on 16 (988 against 1477;
+ * ring at 2 MiB 1729 against 2029): 64 KiB per rank, 256 KiB at least. */
 #define AR_RD_MAX (32u * 1024u) /* recursive doubling up to here */
 #define AR_RABENSEIFNER_MAX_2 (128u * 1024u)
-#define AR_RABENSEIFNER_MAX (256u * 1024u)
+#define AR_RABENSEIFNER_PER_RANK (64u * 1024u)
+#define AR_RABENSEIFNER_MIN_MAX (256u * 1024u)
 #define BCAST_BINOMIAL_MAX (512u * 1024u)
 #define AG_RD_MAX (64u * 1024u)           /* recursive doubling (power-of-two p) */
 
@@ -55,6 +59,13 @@ const char *rlx__algo_names(int kind) {
   }
 }
 
+static size_t rabenseifner_max(int nranks) {
+  if (nranks == 2)
+    return AR_RABENSEIFNER_MAX_2;
+  size_t m = (size_t)nranks * AR_RABENSEIFNER_PER_RANK;
+  return m < AR_RABENSEIFNER_MIN_MAX ? AR_RABENSEIFNER_MIN_MAX : m;
+}
+
 static int pow2(int n) { return n > 0 && (n & (n - 1)) == 0; }
 
 const struct rlx__algo *rlx__select(int kind, size_t bytes, int nranks, const char *forced) {
@@ -72,7 +83,7 @@ const struct rlx__algo *rlx__select(int kind, size_t bytes, int nranks, const ch
   }
   switch (kind) {
   case RLX__CK_ALLREDUCE:
-    if (nranks == 1 || bytes > (nranks == 2 ? AR_RABENSEIFNER_MAX_2 : AR_RABENSEIFNER_MAX))
+    if (nranks == 1 || bytes > rabenseifner_max(nranks))
       return &rlx__allreduce_ring;
     return bytes <= AR_RD_MAX ? &rlx__allreduce_rd : &rlx__allreduce_rabenseifner;
   case RLX__CK_BCAST:
