@@ -53,7 +53,7 @@ if grep -q "define RLX_FAULT_INJECTION 1" "$build/config.h"; then
       want=lost
       [ $a = flip ] && want=corrupt
       for f in 3 40; do
-        row "$tr: $a at frame $f of a 8 MiB allreduce, 4 ranks" 4 4 0 RLX_TRANSPORT=$tr \
+        row "$tr: $a at frame $f of a 8 MiB allreduce, 4 ranks" 4 4 0 RLX_CMA=off RLX_TRANSPORT=$tr \
           RLX_FAULT_FRAME=$a:$f:1 -- frame $want
       done
     done

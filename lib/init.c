@@ -308,11 +308,13 @@ static int init_locked(struct rlx__runtime *rt) {
   long spin_us = rt->cfg.spin_us >= 0 ? rt->cfg.spin_us : (oversubscribed ? 1000 : 20000);
   rt->engine.spin_ns = (uint64_t)spin_us * 1000u;
   rt->engine.yield = oversubscribed;
-  /* By reference only pays when the peer that must copy and acknowledge is
-   * running: measured on 4 ranks on 2 cores, 1 MiB took 1039 us by
-   * reference and 686 us through the socket. */
+  /* By reference on every host, oversubscribed or not: on 2 cores
+   * (bench/ab interleaved runs, 2026-11-30) it beat the socket at 256 KiB-
+   * 4 MiB on 3, 4 and 8 ranks (4 ranks, 2 MiB: 1218 against 1443 us; 8
+   * ranks, 4 MiB: 7985 against 9045), once the copied data was no longer
+   * checksummed; before that the socket had won (1 MiB: 686 against 1039). */
   if (rt->p2p_up && rt->cfg.cma < 0)
-    rt->p2p.cma = !oversubscribed;
+    rt->p2p.cma = 1;
   if ((rc = make_world(rt)) != RLX_OK)
     goto fail;
   if ((rc = start_observing(rt, t_init)) != RLX_OK)
