@@ -451,6 +451,17 @@ static void send_ack(struct rlx__p2p_conn *c, const struct rlx__frame_hdr *h, in
 
 /* Copy len bytes at the peer's address into dst; 0 or -errno. */
 static int cma_copy(pid_t pid, uint64_t addr, void *dst, size_t len) {
+#ifdef RLX_FAULT_INJECTION
+  /* Test builds: RLX_FAULT_CMA=deny fails every copy, as ptrace rules or a
+   * sandbox would, so that the fallback to the socket is exercised. */
+  static int deny = -1;
+  if (deny < 0) {
+    const char *f = getenv("RLX_FAULT_CMA");
+    deny = f != NULL && strcmp(f, "deny") == 0;
+  }
+  if (deny)
+    return -EPERM;
+#endif
   size_t done = 0;
   while (done < len) {
     struct iovec local = {(char *)dst + done, len - done};

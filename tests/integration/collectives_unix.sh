@@ -16,8 +16,8 @@ for n in ${COLL_RANKS:-1 2 3 4 5 6 7 8}; do
   fi
   echo "n=$n unix: $(grep 'coll_check:' "$TMP/out" | sed 's/^\[0\] //') ($(( $(date +%s) - start )) s)"
 done
-# Payloads by reference (process_vm_readv) forced on where the default is
-# off (ranks outnumber cores here), and forced off where it is on.
+# Payloads by reference (process_vm_readv) forced on with ranks that
+# outnumber the cores here, and forced off.
 for v in ${COLL_CMA-"RLX_CMA=on 4" "RLX_CMA=off 2"}; do
   set -- $v
   env "$1" RLX_LOG=info timeout 300 "$RLXRUN" -n "$2" --timeout 280 "$CHECK" --random --big-all \

@@ -42,4 +42,18 @@ for n in 2 3; do
     echo "by reference, n=$n, $action: every rank $want"
   done
 done
+# Copies by reference refused (RLX_FAULT_CMA=deny, as ptrace rules or a
+# sandbox would): every such payload is sent again on the socket, whether
+# its receive was posted already or came later, and the results are right.
+CHECK="$top_builddir/tests/integration/coll_check"
+for n in 2 3; do
+  RLX_CMA=on RLX_FAULT_CMA=deny RLX_LOG=info timeout 120 "$RLXRUN" -n $n --timeout 100 "$CHECK" \
+    --counts 65536,1048579 >"$TMP/out" 2>"$TMP/err" || { tail -30 "$TMP/err"; fail "deny n=$n"; }
+  grep -q "0 failures in all" "$TMP/out" || { tail -30 "$TMP/err"; fail "deny n=$n: wrong results"; }
+  refs=$(sed -n 's/.*copied by reference: \([0-9]*\).*/\1/p' "$TMP/err" | sort -n | tail -1)
+  again=$(sed -n 's/.*sent on the socket after a failed copy: \([0-9]*\).*/\1/p' "$TMP/err" | sort -n | tail -1)
+  [ "${refs:-1}" = 0 ] && [ "${again:-0}" -gt 0 ] ||
+    fail "deny n=$n: $refs copied by reference, $again sent again on the socket"
+  echo "copies by reference refused, n=$n: right results, $again payloads sent again on the socket"
+done
 echo "frame faults: ok"
