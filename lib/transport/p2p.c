@@ -46,12 +46,6 @@ struct umsg {
   struct rlx__frame_hdr hdr;
   int crc_ok;
   int discard; /* payload of a frame already failed as a mismatch */
-  /* A by-reference frame that came before its receive: no data, just where
-   * the sender's buffer is; copied (and acknowledged) once the receive is
-   * posted, straight into its destination. */
-  int by_ref;
-  uint64_t ref_addr;
-  pid_t ref_pid;
   unsigned char data[];
 };
 
@@ -514,65 +508,36 @@ static void cma_desc_done(struct rlx__p2p_conn *c) {
     send_ack(c, h, 0);
     return;
   }
-  if (x == NULL) {
-    /* Early: keep the reference, not a copy. The sender's buffer stays
-     * valid until we acknowledge, so the copy waits for the receive and
-     * goes straight into its destination (no staging buffer, one copy
-     * fewer); the sender's send completes when we have read it. */
-    struct umsg *m = new_umsg(c, h, 0);
-    if (m == NULL)
+  struct umsg *m = NULL;
+  void *dst;
+  if (x) {
+    dst = x->buf;
+  } else {
+    if ((m = new_umsg(c, h, h->payload_len)) == NULL)
       return;
-    m->by_ref = 1;
-    m->ref_addr = addr;
-    m->ref_pid = pid;
-    m->crc_ok = 1; /* the descriptor's CRC was checked above */
-    rlx__list_push(&pe->unexpected, &m->link);
-    return;
+    m->hdr.flags = 0;
+    dst = m->data;
   }
-  int rc = cma_copy(pid, addr, x->buf, h->payload_len);
+  int rc = cma_copy(pid, addr, dst, h->payload_len);
   if (rc != 0) {
     /* Not allowed here (ptrace rules, a sandbox): the sender resends the
      * payload on the socket, and the receive stays posted for it. */
     rlx__debug("copy by reference from rank %d failed (%s); using the socket", c->peer,
                strerror(-rc));
     p->cma_fallbacks++;
+    umsg_put(p, m);
     send_ack(c, h, 1);
     return;
   }
   p->cma_copies++;
   send_ack(c, h, 0);
-  rlx__list_remove(&x->link);
-  finish(x, RLX_OK);
-}
-
-/* A receive posted for a by-reference frame that came early: copy it now.
- * Returns 1 when x is finished (x->status set), 0 when the copy was not
- * allowed and x must wait for the payload on the socket. */
-static int take_by_ref(struct rlx__p2p *p, struct umsg *m, struct rlx__xfer *x) {
-  struct rlx__p2p_peer *pe = &p->peers[x->peer];
-  struct rlx__p2p_conn *c = pe->conn;
-  if (c == NULL || c->state != C_READY) {
-    x->status = pe->lost ? pe->lost : RLX_ERR_PEER_LOST;
-    return 1;
+  if (x) {
+    rlx__list_remove(&x->link);
+    finish(x, RLX_OK);
+  } else {
+    m->crc_ok = 1; /* the descriptor's CRC was checked above */
+    rlx__list_push(&pe->unexpected, &m->link);
   }
-  if (!frame_matches(x, &m->hdr)) { /* the sender called something else */
-    x->got = m->hdr;
-    send_ack(c, &m->hdr, 0);
-    x->status = RLX_ERR_MISMATCH;
-    return 1;
-  }
-  int rc = cma_copy(m->ref_pid, m->ref_addr, x->buf, x->len);
-  if (rc != 0) {
-    rlx__debug("copy by reference from rank %d failed (%s); using the socket", x->peer,
-               strerror(-rc));
-    p->cma_fallbacks++;
-    send_ack(c, &m->hdr, 1);
-    return 0;
-  }
-  p->cma_copies++;
-  send_ack(c, &m->hdr, 0);
-  x->status = RLX_OK;
-  return 1;
 }
 
 static void ack_done(struct rlx__p2p_conn *c, const struct rlx__frame_hdr *h) {
@@ -613,7 +578,6 @@ static struct umsg *new_umsg(struct rlx__p2p_conn *c, const struct rlx__frame_hd
   m->hdr = *h;
   m->crc_ok = 0;
   m->discard = 0;
-  m->by_ref = 0;
   rlx__list_init(&m->link);
   return m;
 }
@@ -1266,15 +1230,9 @@ int rlx__p2p_recv(struct rlx__p2p *p, struct rlx__xfer *x) {
     struct umsg *m = rlx__container_of(l, struct umsg, link);
     if (same_key(&m->hdr, &x->hdr)) {
       rlx__list_remove(&m->link);
-      int done = 1;
-      if (m->by_ref)
-        done = take_by_ref(p, m, x);
-      else
-        x->status = deliver_umsg(m, x);
+      x->status = deliver_umsg(m, x);
       umsg_put(p, m);
-      if (done)
-        return 1;
-      break; /* posted below, for the payload the sender now resends */
+      return 1;
     }
   }
   if (pe->lost) {
