@@ -315,6 +315,8 @@ static int init_locked(struct rlx__runtime *rt) {
    * checksummed; before that the socket had won (1 MiB: 686 against 1039). */
   if (rt->p2p_up && rt->cfg.cma < 0)
     rt->p2p.cma = 1;
+  if (rt->p2p_up)
+    rt->p2p.oversubscribed = oversubscribed;
   if ((rc = make_world(rt)) != RLX_OK)
     goto fail;
   if ((rc = start_observing(rt, t_init)) != RLX_OK)

@@ -16,9 +16,14 @@
 /* Segment size: through the socket, 256 KiB keeps a segment inside the
  * kernel's buffers; by reference (RLX_CMA) there is no buffer to fit, and
  * fewer, bigger segments save acknowledgements (2 ranks, 1 MiB: 178-186 us
- * with 1 MiB segments against 193-298 us with 256 KiB). */
+ * with 1 MiB segments against 193-298 us with 256 KiB). When ranks
+ * outnumber cores a segment often arrives before its receive is posted and
+ * is staged, and 512 KiB keeps that copy in the cache (4 ranks on 2 cores:
+ * 4 MiB 2523 against 3399 us, 16 MiB 9917 against 12734; 2 MiB 1039
+ * against 939; 256 KiB segments: 2608, 10698 and 1203). */
 #define SEG_BYTES (256u * 1024u)
 #define SEG_BYTES_CMA (1024u * 1024u)
+#define SEG_BYTES_CMA_OVERSUBSCRIBED (512u * 1024u)
 
 /* Two lanes once a chunk has 8 segments or more, unless same-host payloads
  * go by reference (RLX_CMA): measured on 16 cores, by-reference copies with
@@ -40,7 +45,10 @@ static size_t chunk_len(const struct rlx__op *op, int c) {
 }
 
 static size_t setup(struct rlx__op *op) {
-  size_t seg = (op->p2p->cma ? SEG_BYTES_CMA : SEG_BYTES) / op->esize;
+  size_t seg = (!op->p2p->cma                ? SEG_BYTES
+                : op->p2p->oversubscribed ? SEG_BYTES_CMA_OVERSUBSCRIBED
+                                          : SEG_BYTES_CMA) /
+               op->esize;
   size_t biggest = chunk_len(op, 0);
   if (seg == 0)
     seg = 1;

@@ -54,6 +54,7 @@ struct rlx__p2p {
   char job_key[256];
   int closing;
   int cma; /* send big payloads to same-host peers by reference (RLX_CMA) */
+  int oversubscribed; /* this host's ranks outnumber its cores (algorithms tune for it) */
   unsigned long strangers; /* connections dropped for failing the handshake */
   /* An ABORT frame arrived: the sender failed operation (comm_id, seq). */
   void (*on_abort)(void *ctx, int from, const struct rlx__frame_hdr *h, int err,
