@@ -309,7 +309,7 @@ static int init_locked(struct rlx__runtime *rt) {
   rt->engine.spin_ns = (uint64_t)spin_us * 1000u;
   rt->engine.yield = oversubscribed;
   /* By reference on every host, oversubscribed or not: on 2 cores
-   * (bench/ab interleaved runs, 2026-11-30) it beat the socket at 256 KiB-
+   * (bench/ab_allreduce.sh, RLX_CMA=on against off, 2026-11-30) it beat the socket at 256 KiB-
    * 4 MiB on 3, 4 and 8 ranks (4 ranks, 2 MiB: 1218 against 1443 us; 8
    * ranks, 4 MiB: 7985 against 9045), once the copied data was no longer
    * checksummed; before that the socket had won (1 MiB: 686 against 1039). */
