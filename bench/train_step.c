@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include <rlxcoll/rlxcoll.h>
+#include <rlxcoll/compute.h>
 
 static double now_us(void) {
   struct timespec t;

@@ -12,6 +12,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <rlxcoll/compute.h>
 #include <rlxcoll/rlxcoll.h>
 #include "train_opts.h"
 

@@ -56,17 +56,11 @@ static int grow(void **buf, size_t *cap, size_t len) {
 }
 
 /* Say at RLX_LOG=info which algorithm a collective uses, each time the
- * choice changes. */
-static void note_choice(const char *call, const struct rlx__algo *a, size_t bytes, int n) {
+ * choice changes (per kind, so rlx_iallreduce and rlx_allreduce share). */
+static void note_choice(const struct rlx__op *op, size_t bytes, int n) {
   static const struct rlx__algo *_Atomic last[RLX__CK_MAX + 1];
-  static const char *const calls[] = {"", "rlx_allreduce", "rlx_bcast", "", "", "rlx_reduce",
-                                      "rlx_allgather", "rlx_reduce_scatter"};
-  for (int k = 1; k <= 7; k++) {
-    if (strcmp(call, calls[k]) != 0)
-      continue;
-    if (atomic_exchange(&last[k], a) != a)
-      rlx__info("%s: %zu bytes on %d ranks: %s", call, bytes, n, a->name);
-  }
+  if (op->kind > 0 && op->kind <= RLX__CK_MAX && atomic_exchange(&last[op->kind], op->algo) != op->algo)
+    rlx__info("%s: %zu bytes on %d ranks: %s", op->call, bytes, n, op->algo->name);
 }
 
 static int pick(struct rlx__op *op, rlx_comm_t *c, size_t bytes, const char *forced) {
@@ -74,7 +68,7 @@ static int pick(struct rlx__op *op, rlx_comm_t *c, size_t bytes, const char *for
   if (op->algo == NULL)
     return rlx__err(RLX_ERR_ARG, "%s: no algorithm \"%s\" (try %s)", op->call, forced,
                     rlx__algo_names(op->kind));
-  note_choice(op->call, op->algo, bytes, c->size);
+  note_choice(op, bytes, c->size);
   return RLX_OK;
 }
 
@@ -169,8 +163,7 @@ static int finish(struct rlx_request *rq) {
     rlx__engine_lock(&rt->engine);
     if (!atomic_load(&op->done)) {
       char call[160], waiting[400], msg[640];
-      rlx__exec_describe_call(call, sizeof(call), op->call, op->kind, op->dt, op->rop, op->root,
-                              op->count);
+      rlx__exec_describe(op, call, sizeof(call));
       rlx__exec_waiting_on(op, waiting, sizeof(waiting));
       snprintf(msg, sizeof(msg), "%s on rank %d timed out after %g s (RLX_TIMEOUT) waiting for %s",
                call, c->rank, rt->cfg.timeout_s, waiting[0] ? waiting : "its own progress");

@@ -137,15 +137,17 @@ int rlx__config_load(struct rlx__config *cfg) {
   static const char *const transports[] = {"auto", "tcp", "unix"};
   static const struct {
     const char *var, *accepts;
-    const char *const words[4];
+    const char *const words[5];
     int n;
     size_t off;
   } algos[] = {
-      {"RLX_ALLREDUCE_ALGO", "one of auto, rd, rabenseifner, ring",
-       {"auto", "rd", "rabenseifner", "ring"}, 4, offsetof(struct rlx__config, allreduce_algo)},
+      {"RLX_ALLREDUCE_ALGO", "one of auto, recursive-doubling (or rd), rabenseifner, ring",
+       {"auto", "recursive-doubling", "rd", "rabenseifner", "ring"}, 5,
+       offsetof(struct rlx__config, allreduce_algo)},
       {"RLX_BCAST_ALGO", "one of auto, binomial, scatter-allgather",
        {"auto", "binomial", "scatter-allgather"}, 3, offsetof(struct rlx__config, bcast_algo)},
-      {"RLX_ALLGATHER_ALGO", "one of auto, rd, ring", {"auto", "rd", "ring"}, 3,
+      {"RLX_ALLGATHER_ALGO", "one of auto, recursive-doubling (or rd), ring",
+       {"auto", "recursive-doubling", "rd", "ring"}, 4,
        offsetof(struct rlx__config, allgather_algo)},
   };
   static const char *const wires[] = {"f32", "f16", "bf16"};
@@ -168,7 +170,8 @@ int rlx__config_load(struct rlx__config *cfg) {
   if ((s = getenv("RLX_TRANSPORT")) != NULL) {
     if ((i = pick(s, transports, 3)) < 0)
       return bad("RLX_TRANSPORT", s, "one of auto, tcp, unix");
-    cfg->transport = i;
+    if (i > 0)
+      snprintf(cfg->transport, sizeof(cfg->transport), "%s", transports[i]);
   }
   for (size_t a = 0; a < sizeof(algos) / sizeof(algos[0]); a++) {
     if ((s = getenv(algos[a].var)) == NULL)

@@ -1,10 +1,16 @@
 /* Error codes to text (from the RLX_ERR_MAP table) and the thread-local
- * detail message behind rlx_errmsg(). */
+ * detail message behind rlx_errmsg(). Linked into both librlxcoll and
+ * librlxcompute. */
 #include <stdio.h>
 #include <string.h>
 #include "internal.h"
 
-static _Thread_local char errmsg_buf[1024];
+/* Exported on purpose (under an internal name): a program that links both
+ * libraries gets each of them writing and rlx_errmsg() reading one buffer,
+ * the first definition the dynamic linker finds; with a hidden buffer per
+ * library, rlx_errmsg() would miss the other library's errors. */
+__attribute__((visibility("default"))) _Thread_local char rlx__errmsg_buf[1024];
+#define errmsg_buf rlx__errmsg_buf
 
 const char *rlx_strerror(int err) {
   switch (err) {

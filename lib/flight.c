@@ -7,7 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "coll/coll.h"
+#include "coll/call.h"
 #include "internal.h"
 #include "observe.h"
 
@@ -98,8 +98,8 @@ void rlx__flight_dump(const char *reason,
     if (e->ticket != t)
       continue;
     char call[160], state[40], waiting[400] = "";
-    rlx__exec_describe_call(call, sizeof(call), e->call, e->kind, e->dt, e->op, e->root,
-                            e->count);
+    struct rlx__call c = {e->kind, e->dt, e->op, e->root, e->count};
+    rlx__call_describe(call, sizeof(call), e->call, &c);
     if (e->state == 1) {
       snprintf(state, sizeof(state), "in-flight");
       if (waiting_for)

@@ -118,12 +118,17 @@ rendezvous_done:
   mine.size = (uint32_t)cfg->size;
   mine.election_id = randombytes_random();
   rlx__host_identity(mine.host, sizeof(mine.host));
-  int choice = cfg->transport == RLX__TR_TCP    ? RLX__P2P_TCP
-               : cfg->transport == RLX__TR_UNIX ? RLX__P2P_UNIX
-                                                : RLX__P2P_AUTO;
+  /* Where to listen; p2p_init writes the addresses to connect to. */
+  snprintf(mine.tcp, sizeof(mine.tcp), "%s", tcp_ip);
+  if (strlen(rt->unix_path) >= sizeof(mine.unix_path)) { /* TMPDIR is capped above: never */
+    rc = rlx__err(RLX_ERR_SYS, "socket path %s is too long", rt->unix_path);
+    goto fail;
+  }
+  memcpy(mine.unix_path, rt->unix_path, strlen(rt->unix_path) + 1);
   rt->p2p_up = 1;
   if ((rc = rlx__p2p_init(&rt->p2p, &rt->engine.loop, cfg->rank, cfg->size, cfg->job_key,
-                          choice, tcp_ip, rt->unix_path, rt->cfg.cma != 0, &mine)) != RLX_OK)
+                          cfg->transport[0] ? cfg->transport : NULL, rt->cfg.cma != 0,
+                          &mine)) != RLX_OK)
     goto fail;
 
   rt->p2p.on_abort = rlx__exec_on_abort;
@@ -154,7 +159,9 @@ static void print_stats(struct rlx__runtime *rt) {
   unsigned long retrans = 0, strangers = 0, corrupt = 0;
   if (rt->p2p_up) {
     rlx__engine_lock(&rt->engine);
-    rlx__p2p_conn_stats(&rt->p2p, &nunix, &ntcp, &retrans);
+    nunix = rlx__p2p_opened(&rt->p2p, "unix");
+    ntcp = rlx__p2p_opened(&rt->p2p, "tcp");
+    retrans = rlx__p2p_retransmissions(&rt->p2p);
     strangers = rt->p2p.strangers;
     corrupt = rt->p2p.corrupt;
     rlx__engine_unlock(&rt->engine);

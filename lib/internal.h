@@ -48,12 +48,11 @@ void rlx__log_level_from_env(void);
 
 /* ---- configuration (config.c) -------------------------------------------- */
 
-enum rlx__transport_choice { RLX__TR_AUTO = 0, RLX__TR_TCP, RLX__TR_UNIX };
 enum rlx__wire { RLX__WIRE_F32 = 0, RLX__WIRE_F16, RLX__WIRE_BF16 };
 
 struct rlx__config {
   double timeout_s;     /* RLX_TIMEOUT, 0 = none */
-  int transport;        /* RLX_TRANSPORT */
+  char transport[8];    /* RLX_TRANSPORT: a transport's name, "" = by reach */
   char allreduce_algo[24]; /* RLX_ALLREDUCE_ALGO, "" = auto */
   char bcast_algo[24];     /* RLX_BCAST_ALGO */
   char allgather_algo[24]; /* RLX_ALLGATHER_ALGO */

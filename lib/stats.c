@@ -7,7 +7,7 @@
 #include <string.h>
 #include "internal.h"
 #include "observe.h"
-#include "coll/coll.h"
+#include "coll/call.h"
 
 atomic_int rlx__stats_on;
 
@@ -78,7 +78,7 @@ void rlx__stats_print(int rank, int unix_conns, int tcp_conns, unsigned long ret
         used += (size_t)n;
       }
     }
-    fprintf(stderr, "rlxcoll[%d] stats\t%s\t%llu\t%llu\t%.6f\t%llu\t%s\n", rank, rlx__exec_call_name(kind),
+    fprintf(stderr, "rlxcoll[%d] stats\t%s\t%llu\t%llu\t%.6f\t%llu\t%s\n", rank, rlx__call_name(kind),
             k->calls, k->bytes, (double)k->ns / 1e9, k->errors, bands[0] ? bands : "-");
   }
   fprintf(stderr, "rlxcoll[%d] stats-conn\t%d\t%d\t%lu\t%lu\t%lu\n", rank, unix_conns, tcp_conns,

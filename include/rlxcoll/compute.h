@@ -1,24 +1,20 @@
-/* rlxcoll compute layer: a multi-layer perceptron classifier whose training
- * step runs on an OpenCL device (any vendor, through the ICD loader) or in
- * plain C, proven sane on a probe batch before it is trusted, and the
- * datasets to feed it. Nothing here talks to other ranks: a data-parallel
- * program moves the flat gradient with rlx_allreduce itself. */
+/* librlxcompute, the rlxcoll compute layer: a multi-layer perceptron
+ * classifier whose training step runs on an OpenCL device (any vendor,
+ * through the ICD loader) or in plain C, proven sane on a probe batch
+ * before it is trusted, and the datasets to feed it. Its own library
+ * (pkg-config rlxcompute): nothing here talks to other ranks, and a
+ * program that only communicates never links OpenCL. A data-parallel
+ * program moves the flat gradient with rlx_allreduce (<rlxcoll/rlxcoll.h>)
+ * itself. */
 #ifndef RLXCOLL_COMPUTE_H
 #define RLXCOLL_COMPUTE_H
 
 #include <stddef.h>
 #include <stdint.h>
+#include <rlxcoll/errors.h>
 
 #ifdef __cplusplus
 extern "C" {
-#endif
-
-#ifndef RLX_API
-#if defined(__GNUC__)
-#define RLX_API __attribute__((visibility("default")))
-#else
-#define RLX_API
-#endif
 #endif
 
 typedef struct rlx_model rlx_model_t;

@@ -1,5 +1,6 @@
 /* rlxcoll error codes: one X-macro table gives the enum, rlx_strerror and the
- * names used in logs and man pages. Every call returns RLX_OK or one of these. */
+ * names used in logs and man pages. Every call of librlxcoll and of
+ * librlxcompute returns RLX_OK or one of these, and rlx_errmsg() says why. */
 #ifndef RLXCOLL_ERRORS_H
 #define RLXCOLL_ERRORS_H
 
@@ -23,5 +24,27 @@ enum rlx_error {
   RLX_ERR_MAP(RLX__ERR_ENUM)
 #undef RLX__ERR_ENUM
 };
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#ifndef RLX_API
+#if defined(__GNUC__)
+#define RLX_API __attribute__((visibility("default")))
+#else
+#define RLX_API
+#endif
+#endif
+
+/* The text of an error code, and the detail of this thread's last error
+ * ("rank 2 called ... where rank 0 called ..."). Both libraries provide
+ * them and share the detail: a program may link either or both. */
+RLX_API const char *rlx_strerror(int err);
+RLX_API const char *rlx_errmsg(void);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -1,5 +1,6 @@
 /* rlxcoll: MPI-style collective communication over TCP and Unix-domain
- * sockets. This umbrella header is the whole public surface. */
+ * sockets. This umbrella header is the whole public surface of librlxcoll;
+ * the compute layer (librlxcompute) is <rlxcoll/compute.h>, apart. */
 #ifndef RLXCOLL_H
 #define RLXCOLL_H
 
@@ -11,11 +12,6 @@
 extern "C" {
 #endif
 
-#if defined(__GNUC__)
-#define RLX_API __attribute__((visibility("default")))
-#else
-#define RLX_API
-#endif
 
 #define RLXCOLL_VERSION_MAJOR 0
 #define RLXCOLL_VERSION_MINOR 1
@@ -62,9 +58,7 @@ RLX_API int rlx_ibcast(void *buf, size_t count, rlx_dtype_t dt, int root, rlx_co
 RLX_API int rlx_wait(rlx_request_t **req);
 RLX_API int rlx_test(rlx_request_t **req, int *done);
 
-/* Errors. */
-RLX_API const char *rlx_strerror(int err);
-RLX_API const char *rlx_errmsg(void);
+/* Errors: rlx_strerror and rlx_errmsg, in <rlxcoll/errors.h>. */
 
 /* Names, for messages: "float32", "sum". NULL when out of range. */
 RLX_API const char *rlx_dtype_name(rlx_dtype_t dt);
@@ -75,6 +69,4 @@ RLX_API size_t rlx_dtype_size(rlx_dtype_t dt);
 }
 #endif
 
-/* The compute layer: the model step on OpenCL or C, and datasets. */
-#include <rlxcoll/compute.h>
 #endif

@@ -39,4 +39,9 @@ static int round_fn(struct rlx__op *op, int lane, int k, struct rlx__round *r) {
   return 1;
 }
 
-const struct rlx__algo rlx__allgather_rd = {"recursive-doubling", setup, round_fn};
+const struct rlx__algo rlx__allgather_rd = {
+    .name = "recursive-doubling",
+    .alias = "rd",
+    .setup = setup,
+    .round = round_fn,
+};

@@ -2,17 +2,18 @@
  * r+1 and receives block (r-s-1) mod p from r-1, straight into place; big
  * blocks travel as several segments.
  * Cost: (p-1)·α·nseg + n(p-1)/p·β, bandwidth-optimal for any p. */
+#include "../tuning.h"
 #include "coll.h"
-
-#define SEG_BYTES (1u << 20)
 
 enum { A_SEGELEMS, A_NSEG };
 
 static size_t setup(struct rlx__op *op) {
-  size_t seg = SEG_BYTES / op->esize;
+  size_t seg = RLX__ALLGATHER_SEG / op->esize;
   op->a[A_SEGELEMS] = (long)seg;
   op->a[A_NSEG] = op->count == 0 ? 1 : (long)((op->count + seg - 1) / seg);
-  op->nlanes = op->size > 1 && op->a[A_NSEG] >= 8 && !op->p2p->cma ? 2 : 1; /* see allreduce_ring.c */
+  op->nlanes = op->size > 1 && op->a[A_NSEG] >= RLX__RING_LANES_FROM && !op->p2p->cma
+                    ? RLX__RING_LANES
+                    : 1;
   return 0;
 }
 
@@ -53,4 +54,8 @@ static int round_fn(struct rlx__op *op, int lane, int k, struct rlx__round *r) {
   return 1;
 }
 
-const struct rlx__algo rlx__allgather_ring = {"ring", setup, round_fn};
+const struct rlx__algo rlx__allgather_ring = {
+    .name = "ring",
+    .setup = setup,
+    .round = round_fn,
+};

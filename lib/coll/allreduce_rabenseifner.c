@@ -122,4 +122,8 @@ static int round_fn(struct rlx__op *op, int lane, int k, struct rlx__round *r) {
   return 1;
 }
 
-const struct rlx__algo rlx__allreduce_rabenseifner = {"halving-doubling", setup, round_fn};
+const struct rlx__algo rlx__allreduce_rabenseifner = {
+    .name = "rabenseifner",
+    .setup = setup,
+    .round = round_fn,
+};

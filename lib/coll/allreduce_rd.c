@@ -76,4 +76,9 @@ static int round_fn(struct rlx__op *op, int lane, int k, struct rlx__round *r) {
   return 0;
 }
 
-const struct rlx__algo rlx__allreduce_rd = {"recursive-doubling", setup, round_fn};
+const struct rlx__algo rlx__allreduce_rd = {
+    .name = "recursive-doubling",
+    .alias = "rd",
+    .setup = setup,
+    .round = round_fn,
+};

@@ -5,35 +5,16 @@
  * reducing it into its own; afterwards rank r holds chunk (r+1) mod p fully
  * reduced. Allgather: in step s rank r sends chunk (r+1-s) mod p and receives
  * chunk (r-s) mod p straight into the result. Each step is cut into segments
- * of at most SEG bytes, handled by two lanes that run independently (lane l
+ * of at most a segment (lib/tuning.h), handled by two lanes that run independently (lane l
  * takes segments l, l+2, ...), so one segment's data flows while the
  * other's is reduced, as in Gloo's ring.
  * Cost: 2(p-1)·α·nseg + 2n(p-1)/p·β + n(p-1)/p·γ: bandwidth-optimal.
  * Every chunk's final value is computed by exactly one rank and copied to
  * the others, so all ranks hold bitwise the same result. */
+#include "../tuning.h"
 #include "coll.h"
 
-/* Segment size: through the socket, 256 KiB keeps a segment inside the
- * kernel's buffers; by reference (RLX_CMA) there is no buffer to fit, and
- * fewer, bigger segments save acknowledgements (2 ranks, 1 MiB: 178-186 us
- * with 1 MiB segments against 193-298 us with 256 KiB). When ranks
- * outnumber cores a segment often arrives before its receive is posted and
- * is staged, and 512 KiB keeps that copy in the cache (bench/ab_allreduce.sh
- * with builds of each segment size, sizes from 8 B; 4 ranks on 2 cores:
- * 4 MiB 2523 against 3399 us, 16 MiB 9917 against 12734; 2 MiB 1039
- * against 939; 256 KiB segments: 2608, 10698 and 1203). */
-#define SEG_BYTES (256u * 1024u)
-#define SEG_BYTES_CMA (1024u * 1024u)
-#define SEG_BYTES_CMA_OVERSUBSCRIBED (512u * 1024u)
-
-/* Two lanes once a chunk has 8 segments or more, unless same-host payloads
- * go by reference (RLX_CMA): measured on 16 cores, by-reference copies with
- * one lane beat the socket either way, while two lanes of by-reference
- * copies were up to 2x slower at 16-64 MiB; on 2 cores two lanes over the
- * socket were neutral at 4-16 MiB and worse at 1-2 MiB. */
-#define LANES 2
-#define LANES_FROM 8
-
+/* Segment sizes and lanes: lib/tuning.h says what measured them. */
 enum { A_SEGELEMS, A_NSEG };
 
 static size_t chunk_start(const struct rlx__op *op, int c) {
@@ -46,16 +27,16 @@ static size_t chunk_len(const struct rlx__op *op, int c) {
 }
 
 static size_t setup(struct rlx__op *op) {
-  size_t seg = (!op->p2p->cma                ? SEG_BYTES
-                : op->p2p->oversubscribed ? SEG_BYTES_CMA_OVERSUBSCRIBED
-                                          : SEG_BYTES_CMA) /
+  size_t seg = (!op->p2p->cma                ? RLX__RING_SEG
+                : op->p2p->oversubscribed ? RLX__RING_SEG_CMA_OVERSUBSCRIBED
+                                          : RLX__RING_SEG_CMA) /
                op->esize;
   size_t biggest = chunk_len(op, 0);
   if (seg == 0)
     seg = 1;
   op->a[A_SEGELEMS] = (long)seg;
   op->a[A_NSEG] = biggest == 0 ? 1 : (long)((biggest + seg - 1) / seg);
-  op->nlanes = op->size > 1 && op->a[A_NSEG] >= LANES_FROM && !op->p2p->cma ? LANES : 1;
+  op->nlanes = op->size > 1 && op->a[A_NSEG] >= RLX__RING_LANES_FROM && !op->p2p->cma ? RLX__RING_LANES : 1;
   return (size_t)op->nlanes * seg * op->esize; /* a receive segment per lane */
 }
 
@@ -142,4 +123,8 @@ static int round_fn(struct rlx__op *op, int lane, int k, struct rlx__round *r) {
   return 1;
 }
 
-const struct rlx__algo rlx__allreduce_ring = {"ring", setup, round_fn};
+const struct rlx__algo rlx__allreduce_ring = {
+    .name = "ring",
+    .setup = setup,
+    .round = round_fn,
+};

@@ -26,4 +26,8 @@ static int round_fn(struct rlx__op *op, int lane, int k, struct rlx__round *r) {
   return 1;
 }
 
-const struct rlx__algo rlx__barrier_dissemination = {"dissemination", setup, round_fn};
+const struct rlx__algo rlx__barrier_dissemination = {
+    .name = "dissemination",
+    .setup = setup,
+    .round = round_fn,
+};

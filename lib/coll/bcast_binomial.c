@@ -6,9 +6,8 @@
  * several segments per tree edge, so no frame exceeds the frame limit.
  * Cost: ceil(lg p)·(α + n·β). Good for small and medium messages; a
  * scatter+allgather broadcast is better for large ones. */
+#include "../tuning.h"
 #include "coll.h"
-
-#define SEG_BYTES (64u * 1024u * 1024u)
 
 enum { A_VRANK, A_LEVELS, A_NSEG, A_SEGBYTES };
 
@@ -17,7 +16,7 @@ static size_t setup(struct rlx__op *op) {
   size_t bytes = op->count * op->esize;
   op->a[A_VRANK] = (op->rank - op->root + op->size) % op->size;
   op->a[A_LEVELS] = levels;
-  op->a[A_SEGBYTES] = (long)(SEG_BYTES - SEG_BYTES % op->esize);
+  op->a[A_SEGBYTES] = (long)(RLX__BCAST_SEG - RLX__BCAST_SEG % op->esize);
   op->a[A_NSEG] = bytes == 0 ? 1 : (long)((bytes + (size_t)op->a[A_SEGBYTES] - 1) /
                                           (size_t)op->a[A_SEGBYTES]);
   return 0;
@@ -46,4 +45,8 @@ static int round_fn(struct rlx__op *op, int lane, int k, struct rlx__round *r) {
   return 1;
 }
 
-const struct rlx__algo rlx__bcast_binomial = {"binomial", setup, round_fn};
+const struct rlx__algo rlx__bcast_binomial = {
+    .name = "binomial",
+    .setup = setup,
+    .round = round_fn,
+};

@@ -66,4 +66,8 @@ static int round_fn(struct rlx__op *op, int lane, int k, struct rlx__round *r) {
   return 1;
 }
 
-const struct rlx__algo rlx__bcast_scatter_allgather = {"scatter-allgather", setup, round_fn};
+const struct rlx__algo rlx__bcast_scatter_allgather = {
+    .name = "scatter-allgather",
+    .setup = setup,
+    .round = round_fn,
+};

@@ -39,6 +39,7 @@ static inline long rlx__ceil_lg(long n) {
 /* ---- operations and their rounds (exec.c) -------------------------------- */
 #include <stdatomic.h>
 #include "../transport/p2p.h"
+#include "call.h"
 
 #define RLX__ROUND_MAX 4
 #define RLX__LANES_MAX 4
@@ -69,7 +70,10 @@ struct rlx__round {
 struct rlx__op;
 
 struct rlx__algo {
+  /* The one name of the algorithm: RLX_<COLL>_ALGO takes it, and logs,
+   * traces, the flight recorder and RLX_STATS show it. */
   const char *name;
+  const char *alias; /* a shorter spelling RLX_<COLL>_ALGO also takes, or NULL */
   /* Precompute what the rounds need (and op->nlanes, default 1); return
    * the scratch bytes wanted. */
   size_t (*setup)(struct rlx__op *op);
@@ -91,6 +95,7 @@ struct rlx__lane {
 struct rlx__op {
   /* the call */
   int kind; /* enum rlx__coll_kind */
+  uint8_t sig[RLX__SIG_SIZE]; /* its signature, as every frame of it carries */
   const char *call;
   rlx_dtype_t dt;
   rlx_op_t rop;
@@ -138,11 +143,8 @@ void rlx__exec_abort(struct rlx__op *op, int err, const char *msg);
  * and reason, or remember it for when we start that operation. */
 void rlx__exec_on_abort(void *ctx, int from, const struct rlx__frame_hdr *h, int err,
                         const char *reason);
-/* Describe the call: "rlx_allreduce(count=8, float32, sum)". */
-void rlx__exec_describe_call(char *buf, size_t len, const char *call, int kind, int dt, int op,
-                             int root, unsigned long long count);
-/* The public call of a collective kind: "rlx_allreduce"; "?" if unknown. */
-const char *rlx__exec_call_name(int kind);
+/* Describe the operation's call: "rlx_allreduce(count=8, float32, sum)". */
+void rlx__exec_describe(const struct rlx__op *op, char *buf, size_t len);
 /* Ranks (communicator ranks) the current round still waits on. */
 void rlx__exec_waiting_on(const struct rlx__op *op, char *buf, size_t len);
 /* The same for the operation (comm_id, seq) if it is in flight, else "".
@@ -162,8 +164,9 @@ extern const struct rlx__algo rlx__reduce_scatter_ring;
 extern const struct rlx__algo rlx__barrier_dissemination;
 
 /* Selection (select.c): the one table of crossovers. kind is an
- * enum rlx__coll_kind, bytes the whole vector, forced an algorithm name
- * ("" = automatic). Returns NULL when forced names no algorithm of kind. */
+ * enum rlx__coll_kind, bytes the whole vector, forced an algorithm's name
+ * or alias ("" or "auto" = automatic). Returns NULL when forced names no
+ * algorithm of kind. */
 const struct rlx__algo *rlx__select(int kind, size_t bytes, int nranks, const char *forced);
 /* The algorithm names of a collective, for messages: "rd, ring, ...". */
 const char *rlx__algo_names(int kind);

@@ -1,6 +1,7 @@
 /* The round executor: drives any algorithm described as rounds of
  * concurrent transfers followed by local work (reduce, average, copy), and
  * turns transfer failures into errors that name the call and the ranks. */
+#include <assert.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,56 +10,9 @@
 #include "coll.h"
 
 
-void rlx__exec_describe_call(char *buf, size_t len, const char *call, int kind, int dt, int op,
-                             int root, unsigned long long count) {
-  const char *dn = rlx_dtype_name((rlx_dtype_t)dt), *on = rlx_op_name((rlx_op_t)op);
-  switch (kind) {
-  case RLX__CK_ALLREDUCE:
-    snprintf(buf, len, "%s(count=%llu, %s, %s)", call ? call : "rlx_allreduce", count,
-             dn ? dn : "?", on ? on : "?");
-    break;
-  case RLX__CK_BCAST:
-    snprintf(buf, len, "%s(count=%llu, %s, root=%d)", call ? call : "rlx_bcast", count,
-             dn ? dn : "?", root);
-    break;
-  case RLX__CK_BARRIER:
-    snprintf(buf, len, "%s()", call ? call : "rlx_barrier");
-    break;
-  case RLX__CK_FINALIZE:
-    snprintf(buf, len, "rlx_finalize()");
-    break;
-  case RLX__CK_REDUCE:
-    snprintf(buf, len, "%s(count=%llu, %s, %s, root=%d)", call ? call : "rlx_reduce", count,
-             dn ? dn : "?", on ? on : "?", root);
-    break;
-  case RLX__CK_ALLGATHER:
-    snprintf(buf, len, "%s(count=%llu, %s)", call ? call : "rlx_allgather", count,
-             dn ? dn : "?");
-    break;
-  case RLX__CK_REDUCE_SCATTER:
-    snprintf(buf, len, "%s(recvcount=%llu, %s, %s)", call ? call : "rlx_reduce_scatter", count,
-             dn ? dn : "?", on ? on : "?");
-    break;
-  case RLX__CK_COMM:
-    snprintf(buf, len, "%s()", call ? call : "rlx_comm_split");
-    break;
-  default:
-    snprintf(buf, len, "an unknown collective (kind %d)", kind);
-  }
-}
-
-const char *rlx__exec_call_name(int kind) {
-  switch (kind) {
-  case RLX__CK_ALLREDUCE: return "rlx_allreduce";
-  case RLX__CK_BCAST: return "rlx_bcast";
-  case RLX__CK_BARRIER: return "rlx_barrier";
-  case RLX__CK_FINALIZE: return "rlx_finalize";
-  case RLX__CK_REDUCE: return "rlx_reduce";
-  case RLX__CK_ALLGATHER: return "rlx_allgather";
-  case RLX__CK_REDUCE_SCATTER: return "rlx_reduce_scatter";
-  case RLX__CK_COMM: return "rlx_comm_split";
-  default: return "?";
-  }
+void rlx__exec_describe(const struct rlx__op *op, char *buf, size_t len) {
+  struct rlx__call c = {op->kind, (int)op->dt, (int)op->rop, op->root, op->count};
+  rlx__call_describe(buf, len, op->call, &c);
 }
 
 /* Operations in flight, and ABORTs that came before their operation
@@ -81,8 +35,7 @@ static int nearly;
 static void tell_members(struct rlx__op *op, int skip_world_rank) {
   for (int r = 0; r < op->size; r++)
     if (r != op->rank && op->world[r] != skip_world_rank)
-      rlx__p2p_abort(op->p2p, op->world[r], op->comm_id, op->seq, (uint8_t)op->kind, op->status,
-                     op->msg);
+      rlx__p2p_abort(op->p2p, op->world[r], op->comm_id, op->seq, op->sig, op->status, op->msg);
 }
 
 static void settle_closed(uv_handle_t *h) { free(h); }
@@ -131,15 +84,16 @@ static void fail_from_xfer(struct rlx__op *op, struct rlx__xfer *x) {
   for (int r = 0; r < op->size; r++)
     if (op->world[r] == x->peer)
       peer = r;
-  rlx__exec_describe_call(mine, sizeof(mine), op->call, op->kind, op->dt, op->rop, op->root,
-                          op->count);
+  rlx__exec_describe(op, mine, sizeof(mine));
   switch (x->status) {
-  case RLX_ERR_MISMATCH:
-    rlx__exec_describe_call(theirs, sizeof(theirs), rlx__exec_call_name(x->got.kind), x->got.kind,
-                            x->got.dtype, x->got.op, x->got.root, x->got.count);
+  case RLX_ERR_MISMATCH: {
+    struct rlx__call got;
+    rlx__call_decode(x->got.sig, &got);
+    rlx__call_describe(theirs, sizeof(theirs), NULL, &got);
     snprintf(op->msg, sizeof(op->msg), "rank %d called %s where rank %d called %s", peer, theirs,
              op->rank, mine);
     break;
+  }
   case RLX_ERR_CORRUPT:
     snprintf(op->msg, sizeof(op->msg),
              "rank %d received a corrupt frame from rank %d during %s (CRC32C mismatch)",
@@ -177,6 +131,11 @@ static void fail_from_xfer(struct rlx__op *op, struct rlx__xfer *x) {
 
 static void advance(struct rlx__op *op, int l);
 
+/* A lane's pending count while its round's transfers are being posted:
+ * a transfer that completes during the posting (from its callback) then
+ * cannot bring the count to zero and advance the lane under our feet. */
+#define POSTING (1 << 20)
+
 static int lane_of(const struct rlx__op *op, const struct rlx__xfer *x) {
   for (int l = 0; l < op->nlanes; l++)
     if (x >= op->lane[l].xf && x < op->lane[l].xf + RLX__ROUND_MAX)
@@ -205,6 +164,7 @@ static void xfer_done(struct rlx__xfer *x) {
     trace_wait(op, l, (int)(x - ln->xf));
   if (op->finished)
     return;
+  assert(ln->pending > 0 && !ln->finished);
   if (x->status != RLX_OK) {
     fail_from_xfer(op, x);
     return;
@@ -243,18 +203,15 @@ static void advance(struct rlx__op *op, int l) {
       return;
     }
     int pending = 0;
-    ln->pending = 1 << 20; /* no callback can run while we post */
+    assert(ln->round.n >= 0 && ln->round.n <= RLX__ROUND_MAX);
+    ln->pending = POSTING;
     uint64_t t_post = RLX__TRACING() && l < RLX__LANES_MAX ? rlx__now_ns() : 0;
     for (int i = 0; i < ln->round.n; i++) {
       struct rlx__xfer *x = &ln->xf[i];
       ln->posted[i] = t_post;
       memset(&x->hdr, 0, sizeof(x->hdr));
       x->peer = op->world[ln->round.x[i].peer];
-      x->hdr.kind = (uint8_t)op->kind;
-      x->hdr.dtype = (uint8_t)op->dt;
-      x->hdr.op = (uint8_t)op->rop;
-      x->hdr.root = op->root;
-      x->hdr.count = op->count;
+      memcpy(x->hdr.sig, op->sig, RLX__SIG_SIZE);
       x->hdr.comm_id = op->comm_id;
       x->hdr.seq = op->seq;
       /* unique within the operation: lanes interleave their rounds */
@@ -285,14 +242,15 @@ static void advance(struct rlx__op *op, int l) {
  * failed after this rank had completed it. */
 static void revoked_msg(struct rlx__op *op, uint64_t seq, const char *reason) {
   char mine[160];
-  rlx__exec_describe_call(mine, sizeof(mine), op->call, op->kind, op->dt, op->rop, op->root,
-                          op->count);
+  rlx__exec_describe(op, mine, sizeof(mine));
   snprintf(op->msg, sizeof(op->msg),
            "%s on rank %d: the communicator is revoked: call #%llu, which this rank had "
            "completed, failed elsewhere: %s", mine, op->rank, (unsigned long long)seq, reason);
 }
 
 void rlx__exec_start(struct rlx__op *op) {
+  struct rlx__call call = {op->kind, (int)op->dt, (int)op->rop, op->root, op->count};
+  rlx__call_encode(&call, op->sig);
   op->finished = 0;
   op->status = RLX_OK;
   op->msg[0] = '\0';

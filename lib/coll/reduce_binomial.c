@@ -58,4 +58,8 @@ static int round_fn(struct rlx__op *op, int lane, int k, struct rlx__round *r) {
   return 1;
 }
 
-const struct rlx__algo rlx__reduce_binomial = {"binomial", setup, round_fn};
+const struct rlx__algo rlx__reduce_binomial = {
+    .name = "binomial",
+    .setup = setup,
+    .round = round_fn,
+};

@@ -7,25 +7,17 @@
  * Partial blocks alternate between two scratch blocks, so the input is
  * never written. Big blocks travel as several segments.
  * Cost: (p-1)·α·nseg + n(p-1)/p·β + n(p-1)/p·γ. */
+#include "../tuning.h"
 #include "coll.h"
 
-#define SEG_BYTES (256u * 1024u)
-
-/* Two lanes once a chunk has 8 segments or more, unless same-host payloads
- * go by reference (RLX_CMA): measured on 16 cores, by-reference copies with
- * one lane beat the socket either way, while two lanes of by-reference
- * copies were up to 2x slower at 16-64 MiB; on 2 cores two lanes over the
- * socket were neutral at 4-16 MiB and worse at 1-2 MiB. */
-#define LANES 2
-#define LANES_FROM 8
-
+/* Segment size and lanes as the allreduce ring's (lib/tuning.h). */
 enum { A_SEGELEMS, A_NSEG };
 
 static size_t setup(struct rlx__op *op) {
-  size_t seg = SEG_BYTES / op->esize;
+  size_t seg = RLX__RING_SEG / op->esize;
   op->a[A_SEGELEMS] = (long)seg;
   op->a[A_NSEG] = op->count == 0 ? 1 : (long)((op->count + seg - 1) / seg);
-  op->nlanes = op->size > 1 && op->a[A_NSEG] >= LANES_FROM && !op->p2p->cma ? LANES : 1;
+  op->nlanes = op->size > 1 && op->a[A_NSEG] >= RLX__RING_LANES_FROM && !op->p2p->cma ? RLX__RING_LANES : 1;
   /* two partial blocks, and a segment per lane to receive into */
   return (2 * op->count + (size_t)op->nlanes * seg) * op->esize;
 }
@@ -80,4 +72,8 @@ static int round_fn(struct rlx__op *op, int lane, int k, struct rlx__round *r) {
   return 1;
 }
 
-const struct rlx__algo rlx__reduce_scatter_ring = {"ring", setup, round_fn};
+const struct rlx__algo rlx__reduce_scatter_ring = {
+    .name = "ring",
+    .setup = setup,
+    .round = round_fn,
+};

@@ -1,101 +1,76 @@
 /* Algorithm selection: the whole decision table in one place. The
- * crossovers come from bench/crossover.sh (each algorithm forced, swept
- * over sizes, n = 2..8) on the 2-core development machine, Unix sockets,
- * float32 sum; see README's benchmark section for the numbers. */
+ * crossovers are in lib/tuning.h, with the runs of bench/crossover.sh that
+ * measured them. */
 #include <string.h>
-#include "../transport/frame.h"
+#include "../tuning.h"
 #include "coll.h"
 
-struct choice {
-  const char *name; /* what RLX_<COLL>_ALGO calls it */
-  const struct rlx__algo *algo;
-};
+static const struct rlx__algo *const allreduce_algos[] = {
+    &rlx__allreduce_rd, &rlx__allreduce_rabenseifner, &rlx__allreduce_ring, NULL};
+static const struct rlx__algo *const bcast_algos[] = {&rlx__bcast_binomial,
+                                                      &rlx__bcast_scatter_allgather, NULL};
+static const struct rlx__algo *const allgather_algos[] = {&rlx__allgather_rd,
+                                                          &rlx__allgather_ring, NULL};
+static const struct rlx__algo *const reduce_algos[] = {&rlx__reduce_binomial, NULL};
+static const struct rlx__algo *const reduce_scatter_algos[] = {&rlx__reduce_scatter_ring, NULL};
+static const struct rlx__algo *const barrier_algos[] = {&rlx__barrier_dissemination, NULL};
 
-static const struct choice allreduce_algos[] = {
-    {"rd", &rlx__allreduce_rd},
-    {"rabenseifner", &rlx__allreduce_rabenseifner},
-    {"ring", &rlx__allreduce_ring},
-};
-static const struct choice bcast_algos[] = {
-    {"binomial", &rlx__bcast_binomial},
-    {"scatter-allgather", &rlx__bcast_scatter_allgather},
-};
-static const struct choice allgather_algos[] = {
-    {"rd", &rlx__allgather_rd},
-    {"ring", &rlx__allgather_ring},
-};
-
-/* Measured crossovers (bytes of the whole vector). On 2 ranks halving-
- * doubling and the ring exchange the same halves, and the ring's segments
- * win from 256 KiB. With more ranks the ring's 2(p-1) rounds cost more
- * against halving-doubling's 2 lg p, so the crossover grows with p: on a
- * 16-core machine (bench/crossover.sh, 2026-11-30, bench/results/crossover-
- * h200-2026-11-30.txt) halving-doubling won up to 256 KiB on 4 ranks (ring
- * from 512 KiB: 215 against 220 us), up to 512 KiB on 8 (369 against 541;
- * ring at 1 MiB 654 against 686) and up to 1 MiB on 16 (988 against 1477;
- * ring at 2 MiB 1729 against 2029): 64 KiB per rank, 256 KiB at least. */
-#define AR_RD_MAX (32u * 1024u) /* recursive doubling up to here */
-#define AR_RABENSEIFNER_MAX_2 (128u * 1024u)
-#define AR_RABENSEIFNER_PER_RANK (64u * 1024u)
-#define AR_RABENSEIFNER_MIN_MAX (256u * 1024u)
-#define BCAST_BINOMIAL_MAX (512u * 1024u)
-#define AG_RD_MAX (64u * 1024u)           /* recursive doubling (power-of-two p) */
-
-static const struct choice *table(int kind, size_t *n) {
+/* The algorithms of a kind, NULL-terminated. */
+static const struct rlx__algo *const *table(int kind) {
   switch (kind) {
-  case RLX__CK_ALLREDUCE: *n = 3; return allreduce_algos;
-  case RLX__CK_BCAST: *n = 2; return bcast_algos;
-  case RLX__CK_ALLGATHER: *n = 2; return allgather_algos;
-  default: *n = 0; return NULL;
+  case RLX__CK_ALLREDUCE: return allreduce_algos;
+  case RLX__CK_BCAST: return bcast_algos;
+  case RLX__CK_ALLGATHER: return allgather_algos;
+  case RLX__CK_REDUCE: return reduce_algos;
+  case RLX__CK_REDUCE_SCATTER: return reduce_scatter_algos;
+  default: return barrier_algos;
   }
 }
 
 const char *rlx__algo_names(int kind) {
   switch (kind) {
-  case RLX__CK_ALLREDUCE: return "auto, rd, rabenseifner, ring";
+  case RLX__CK_ALLREDUCE: return "auto, recursive-doubling (rd), rabenseifner, ring";
   case RLX__CK_BCAST: return "auto, binomial, scatter-allgather";
-  case RLX__CK_ALLGATHER: return "auto, rd, ring";
+  case RLX__CK_ALLGATHER: return "auto, recursive-doubling (rd), ring";
   default: return "auto";
   }
 }
 
 static size_t rabenseifner_max(int nranks) {
   if (nranks == 2)
-    return AR_RABENSEIFNER_MAX_2;
-  size_t m = (size_t)nranks * AR_RABENSEIFNER_PER_RANK;
-  return m < AR_RABENSEIFNER_MIN_MAX ? AR_RABENSEIFNER_MIN_MAX : m;
+    return RLX__AR_RABENSEIFNER_MAX_2;
+  size_t m = (size_t)nranks * RLX__AR_RABENSEIFNER_PER_RANK;
+  return m < RLX__AR_RABENSEIFNER_MIN_MAX ? RLX__AR_RABENSEIFNER_MIN_MAX : m;
 }
 
 static int pow2(int n) { return n > 0 && (n & (n - 1)) == 0; }
 
-const struct rlx__algo *rlx__select(int kind, size_t bytes, int nranks, const char *forced) {
-  size_t n;
-  const struct choice *t = table(kind, &n);
-  if (forced != NULL && forced[0] != '\0' && strcmp(forced, "auto") != 0) {
-    for (size_t i = 0; i < n; i++)
-      if (strcmp(forced, t[i].name) == 0) {
-        /* recursive-doubling allgather needs a power-of-two rank count */
-        if (t[i].algo == &rlx__allgather_rd && !pow2(nranks))
-          return &rlx__allgather_ring;
-        return t[i].algo;
-      }
-    return NULL;
+static const struct rlx__algo *by_name(int kind, const char *forced, int nranks) {
+  for (const struct rlx__algo *const *t = table(kind); *t != NULL; t++) {
+    if (strcmp(forced, (*t)->name) != 0 && ((*t)->alias == NULL || strcmp(forced, (*t)->alias) != 0))
+      continue;
+    /* recursive-doubling allgather needs a power-of-two rank count */
+    if (*t == &rlx__allgather_rd && !pow2(nranks))
+      return &rlx__allgather_ring;
+    return *t;
   }
+  return NULL;
+}
+
+const struct rlx__algo *rlx__select(int kind, size_t bytes, int nranks, const char *forced) {
+  if (forced != NULL && forced[0] != '\0' && strcmp(forced, "auto") != 0)
+    return by_name(kind, forced, nranks);
   switch (kind) {
   case RLX__CK_ALLREDUCE:
     if (nranks == 1 || bytes > rabenseifner_max(nranks))
       return &rlx__allreduce_ring;
-    return bytes <= AR_RD_MAX ? &rlx__allreduce_rd : &rlx__allreduce_rabenseifner;
+    return bytes <= RLX__AR_RD_MAX ? &rlx__allreduce_rd : &rlx__allreduce_rabenseifner;
   case RLX__CK_BCAST:
-    return bytes <= BCAST_BINOMIAL_MAX || nranks <= 2 ? &rlx__bcast_binomial
-                                                      : &rlx__bcast_scatter_allgather;
+    return bytes <= RLX__BCAST_BINOMIAL_MAX || nranks <= 2 ? &rlx__bcast_binomial
+                                                           : &rlx__bcast_scatter_allgather;
   case RLX__CK_ALLGATHER:
-    return bytes <= AG_RD_MAX && pow2(nranks) ? &rlx__allgather_rd : &rlx__allgather_ring;
-  case RLX__CK_REDUCE:
-    return &rlx__reduce_binomial;
-  case RLX__CK_REDUCE_SCATTER:
-    return &rlx__reduce_scatter_ring;
+    return bytes <= RLX__AG_RD_MAX && pow2(nranks) ? &rlx__allgather_rd : &rlx__allgather_ring;
   default:
-    return &rlx__barrier_dissemination;
+    return table(kind)[0];
   }
 }

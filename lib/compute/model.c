@@ -13,40 +13,6 @@ struct rlx_model {
   char fallback[640];
 };
 
-int rlx__device_parse(const char *s, struct rlx__device_choice *out) {
-  out->index = -1;
-  if (!s || !*s || !strcmp(s, "auto")) {
-    out->kind = RLX__DEV_AUTO;
-    return RLX_OK;
-  }
-  if (!strcmp(s, "cpu")) {
-    out->kind = RLX__DEV_CPU;
-    return RLX_OK;
-  }
-  if (!strcmp(s, "opencl")) {
-    out->kind = RLX__DEV_OPENCL;
-    return RLX_OK;
-  }
-  long idx;
-  if (!strncmp(s, "opencl:", 7) && rlx__parse_long(s + 7, 0, 255, &idx) == RLX_OK) {
-    out->kind = RLX__DEV_OPENCL;
-    out->index = (int)idx;
-    return RLX_OK;
-  }
-  return rlx__err(RLX_ERR_ARG,
-                  "device '%s' is not one of auto, cpu, opencl, opencl:N (N = 0..255, the "
-                  "OpenCL device's position, GPUs listed first)", s);
-}
-
-int rlx__fault_compute_zeros(void) {
-#ifdef RLX_FAULT_INJECTION
-  const char *f = getenv("RLX_FAULT_COMPUTE");
-  return f && !strcmp(f, "zeros");
-#else
-  return 0;
-#endif
-}
-
 static int local_rank_of(const rlx_model_desc_t *d) {
   if (d->local_rank >= 0)
     return d->local_rank;

@@ -1,6 +1,8 @@
-/* The wire format: a fixed 64-byte little-endian frame header (what the
- * sender called, where the payload belongs, CRC32C of header and payload),
- * and the codec that encodes and strictly validates it. */
+/* The wire format: a fixed 64-byte little-endian frame header (where the
+ * payload belongs, the sender's call signature as opaque bytes, CRC32C of
+ * header and payload), and the codec that encodes and strictly validates
+ * it. The transport knows no collective: lib/coll/call.c encodes and
+ * reads the signature. */
 #ifndef RLX_FRAME_H
 #define RLX_FRAME_H
 
@@ -8,7 +10,7 @@
 #include <stdint.h>
 
 #define RLX__FRAME_MAGIC 0x464c5852u /* "RXLF" read as little-endian bytes R X L F */
-#define RLX__FRAME_VERSION 1
+#define RLX__FRAME_VERSION 2
 #define RLX__FRAME_HDR_SIZE 64
 /* A frame payload is at most 1 GiB; bigger transfers are split by the caller. */
 #define RLX__FRAME_MAX_PAYLOAD (1ull << 30)
@@ -29,31 +31,21 @@ enum rlx__frame_type {
 #define RLX__FF_NACK 0x02 /* ACK: the copy failed; send the payload on the socket */
 #define RLX__CMA_DESC_SIZE 16
 
-/* Collective kinds, as carried on the wire. */
-enum rlx__coll_kind {
-  RLX__CK_ALLREDUCE = 1,
-  RLX__CK_BCAST = 2,
-  RLX__CK_BARRIER = 3,
-  RLX__CK_FINALIZE = 4,
-  RLX__CK_REDUCE = 5,
-  RLX__CK_ALLGATHER = 6,
-  RLX__CK_REDUCE_SCATTER = 7,
-  RLX__CK_COMM = 8, /* communicator management (split's exchange) */
-  RLX__CK_MAX = 8
-};
+/* The call signature: what the sender called, encoded by lib/coll, compared
+ * byte for byte against what the receiver called. */
+#define RLX__SIG_SIZE 16
 
+/* A frame is addressed by (comm_id, seq, segment): the communicator, the
+ * operation's sequence number on it, and the transfer within the
+ * operation. */
 struct rlx__frame_hdr {
   uint8_t type;
-  uint8_t kind;  /* enum rlx__coll_kind */
-  uint8_t dtype; /* rlx_dtype_t */
-  uint8_t op;    /* rlx_op_t */
   uint8_t flags;
   uint32_t comm_id;
-  int32_t root;
   uint32_t segment;
-  uint32_t src;  /* sender's world rank */
-  uint64_t seq;  /* operation sequence number on the communicator */
-  uint64_t count;
+  uint32_t src; /* sender's world rank */
+  uint64_t seq;
+  uint8_t sig[RLX__SIG_SIZE];
   uint64_t payload_len;
   uint32_t payload_crc;
 };

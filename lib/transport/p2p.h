@@ -1,7 +1,9 @@
 /* Point-to-point messaging between world ranks: connections made on demand
  * and authenticated, frames sent from the caller's buffer and received
  * straight into a posted destination, unexpected frames held until their
- * receive is posted. Everything here runs under the engine's loop lock. */
+ * receive is posted. Everything here runs under the engine's loop lock.
+ * This is the contract for lib/coll and the runtime; p2p_internal.h is the
+ * one between the files that implement it. */
 #ifndef RLX_P2P_H
 #define RLX_P2P_H
 
@@ -13,7 +15,13 @@
 #include "list.h"
 #include "transport.h"
 
-enum rlx__tr_choice { RLX__P2P_AUTO = 0, RLX__P2P_TCP, RLX__P2P_UNIX };
+/* A send by reference (same host, large payload): where it stands. */
+enum rlx__ref_state {
+  RLX__REF_NONE = 0,  /* the payload goes on the stream */
+  RLX__REF_WAIT_ACK,  /* descriptor sent; the receiver copies, then ACKs */
+  RLX__REF_ACKED,     /* the receiver took it */
+  RLX__REF_NACKED,    /* the copy failed: send the payload on the stream */
+};
 
 /* One send or receive. The caller fills peer, hdr (for a receive: the
  * fields it expects), buf, len, cb and owner; p2p fills status (and got, for
@@ -33,20 +41,29 @@ struct rlx__xfer {
   uint8_t hbytes[RLX__FRAME_HDR_SIZE];
   uint8_t cma_desc[RLX__CMA_DESC_SIZE];
   int is_send, queued, writing;
-  int cma; /* sent by reference: 1 waiting for the ACK, 2 ACKed, 3 NACKed */
+  enum rlx__ref_state ref;
 };
 
 struct rlx__p2p_peer;
 struct rlx__p2p_conn;
+struct rlx__p2p;
+
+/* A listening socket of one transport. */
+struct rlx__p2p_listener {
+  union rlx__stream_handle h;
+  const struct rlx__transport_ops *tr;
+  struct rlx__p2p *p;
+  int open;
+};
 
 struct rlx__p2p {
   uv_loop_t *loop;
   int rank, size;
-  int choice;
+  const struct rlx__transport_ops *forced; /* RLX_TRANSPORT, NULL = by reach */
   const struct rlx__card *cards;
   struct rlx__p2p_peer *peers;
-  union rlx__stream_handle tcp_listener, unix_listener;
-  int tcp_open, unix_open, sweep_open;
+  struct rlx__p2p_listener listeners[RLX__TRANSPORTS_MAX];
+  int sweep_open;
   uv_timer_t sweep;
   struct rlx__list conns;
   struct rlx__list pool; /* spare buffers for early frames */
@@ -62,17 +79,18 @@ struct rlx__p2p {
   void *abort_ctx;
   unsigned long cma_copies, cma_fallbacks;
   unsigned long corrupt; /* frames whose CRC32C did not match */
-  /* For RLX_STATS: connections that completed the handshake, by transport,
-   * and the TCP retransmissions of those already closed. */
-  unsigned long opened_unix, opened_tcp, retrans_closed;
+  /* For RLX_STATS: connections that completed the handshake, by transport
+   * (index in rlx__transports), and the retransmissions of those closed. */
+  unsigned long opened[RLX__TRANSPORTS_MAX], retrans_closed;
 };
 
-/* Open the listeners: TCP on tcp_ip (port chosen by the kernel) and, if
- * unix_path is not NULL, a Unix socket there. Writes the addresses into
- * *mine. Returns RLX_OK or an error with rlx_errmsg set. */
+/* Open a listener for every transport *mine offers: its address field
+ * says where (the TCP IP address, the Unix socket's path; "" = none) and
+ * gets the address peers connect to. forced names the transport every
+ * peer is reached by (RLX_TRANSPORT), NULL = by reach. Returns RLX_OK or an
+ * error with rlx_errmsg set. */
 int rlx__p2p_init(struct rlx__p2p *p, uv_loop_t *loop, int rank, int size, const char *job_key,
-                  int choice, const char *tcp_ip, const char *unix_path, int cma,
-                  struct rlx__card *mine);
+                  const char *forced, int cma, struct rlx__card *mine);
 /* The cards of every rank, after the exchange (kept by reference). */
 int rlx__p2p_start(struct rlx__p2p *p, const struct rlx__card *cards);
 /* Post a send or receive. Returns 1 if it completed at once (status set,
@@ -82,8 +100,8 @@ int rlx__p2p_recv(struct rlx__p2p *p, struct rlx__xfer *x);
 /* Tell peer that we failed operation (comm_id, seq) with err and why:
  * an ABORT frame, sent (or queued until the peer connects) on its own
  * storage. Best effort: a lost peer is skipped. */
-void rlx__p2p_abort(struct rlx__p2p *p, int peer, uint32_t comm_id, uint64_t seq, uint8_t kind,
-                    int err, const char *reason);
+void rlx__p2p_abort(struct rlx__p2p *p, int peer, uint32_t comm_id, uint64_t seq,
+                    const uint8_t sig[RLX__SIG_SIZE], int err, const char *reason);
 /* Has peer a ready connection? Mark a peer lost (shrink's probe found it
  * dead). Both under the loop lock. */
 int rlx__p2p_connected(struct rlx__p2p *p, int peer);
@@ -95,10 +113,11 @@ void rlx__p2p_cancel(struct rlx__p2p *p, struct rlx__xfer *x);
  * was lost (NULL when it is not). */
 const char *rlx__p2p_transport_of(struct rlx__p2p *p, int peer);
 const char *rlx__p2p_lost_reason(struct rlx__p2p *p, int peer);
-/* Connections that completed the handshake over the job, by transport, and
- * the TCP retransmissions the kernel counted on them (TCP_INFO). Under the
- * loop lock. */
-void rlx__p2p_conn_stats(struct rlx__p2p *p, int *nunix, int *ntcp, unsigned long *retrans);
+/* Connections over transport (by name) that completed the handshake over
+ * the job, and the retransmissions the kernel counted on all of them
+ * (TCP_INFO). Under the loop lock. */
+int rlx__p2p_opened(struct rlx__p2p *p, const char *transport);
+unsigned long rlx__p2p_retransmissions(struct rlx__p2p *p);
 /* Close every handle; the loop must then run until they are closed. */
 void rlx__p2p_close(struct rlx__p2p *p);
 void rlx__p2p_free(struct rlx__p2p *p);

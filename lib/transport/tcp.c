@@ -1,8 +1,12 @@
 /* TCP transport: listeners bound to one IP address, connections with
  * TCP_NODELAY (collectives are latency-bound at small sizes). */
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include "../bootstrap/bootstrap.h"
 #include "transport.h"
 
 int rlx__parse_hostport(const char *s, struct sockaddr_storage *ss) {
@@ -78,4 +82,47 @@ static int tcp_accept(uv_loop_t *loop, uv_stream_t *server, union rlx__stream_ha
   return 0;
 }
 
-const struct rlx__transport_ops rlx__tcp_transport = {"tcp", tcp_listen, tcp_connect, tcp_accept};
+static char *tcp_card_addr(struct rlx__card *card, size_t *cap) {
+  *cap = sizeof(card->tcp);
+  return card->tcp;
+}
+
+static int tcp_reaches(const struct rlx__card *me, const struct rlx__card *them) {
+  (void)me;
+  return them->tcp[0] != '\0';
+}
+
+/* Strangers on TCP are known by their address; the handshake decides. */
+static int tcp_admit(uv_stream_t *s, char *label, size_t len) {
+  struct sockaddr_storage ss;
+  int n = sizeof(ss);
+  snprintf(label, len, "?");
+  if (uv_tcp_getpeername((uv_tcp_t *)s, (struct sockaddr *)&ss, &n) == 0) {
+    if (ss.ss_family == AF_INET)
+      uv_ip4_name((struct sockaddr_in *)&ss, label, len);
+    else
+      uv_ip6_name((struct sockaddr_in6 *)&ss, label, len);
+  }
+  return 0;
+}
+
+static unsigned long tcp_retransmissions(uv_handle_t *h) {
+  uv_os_fd_t fd;
+  struct tcp_info ti;
+  socklen_t len = sizeof(ti);
+  if (uv_fileno(h, &fd) == 0 && getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &len) == 0)
+    return ti.tcpi_total_retrans;
+  return 0;
+}
+
+const struct rlx__transport_ops rlx__tcp_transport = {
+    .name = "tcp",
+    .same_host = 0,
+    .card_addr = tcp_card_addr,
+    .reaches = tcp_reaches,
+    .listen = tcp_listen,
+    .connect = tcp_connect,
+    .accept = tcp_accept,
+    .admit = tcp_admit,
+    .retransmissions = tcp_retransmissions,
+};

@@ -1,9 +1,12 @@
-/* libFuzzer target: the frame header decoder (and the CRC of whatever
- * follows). Any input must decode to OK or a status, never crash; a header
- * that decodes must re-encode to the same 64 bytes. */
+/* libFuzzer target: the frame header decoder, the call signature a
+ * decoded header carries (read and described as a mismatch message
+ * would), and the CRC of whatever follows. Any input must decode to OK or
+ * a status, never crash; a header that decodes must re-encode to the same
+ * 64 bytes. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include "coll/call.h"
 #include "transport/frame.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
@@ -15,6 +18,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     rlx__frame_encode(&h, again);
     if (memcmp(again, data, RLX__FRAME_HDR_SIZE) != 0)
       abort(); /* decode accepted what encode would not produce */
+    struct rlx__call c;
+    char text[200];
+    rlx__call_decode(h.sig, &c);
+    rlx__call_describe(text, sizeof(text), NULL, &c);
+    if (strlen(text) >= sizeof(text))
+      abort();
   }
   if (size > RLX__FRAME_HDR_SIZE &&
       rlx__crc32c(data + RLX__FRAME_HDR_SIZE, size - RLX__FRAME_HDR_SIZE) !=

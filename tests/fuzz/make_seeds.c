@@ -28,10 +28,10 @@ int main(int argc, char **argv) {
   for (int type = RLX__FT_DATA; type <= RLX__FT_MAX; type++) {
     memset(&h, 0, sizeof h);
     h.type = (uint8_t)type;
-    h.kind = 1;
     h.comm_id = 7;
     h.seq = 3;
-    h.count = 4;
+    h.sig[0] = 1; /* what lib/coll/call.c writes for an allreduce of 4 int8 */
+    h.sig[8] = 4;
     h.src = 1;
     h.payload_len = type == RLX__FT_DATA ? sizeof payload - 1 : 0;
     h.payload_crc = type == RLX__FT_DATA ? rlx__crc32c(payload, sizeof payload - 1) : 0;

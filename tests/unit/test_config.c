@@ -21,7 +21,7 @@ START_TEST(defaults) {
   clear();
   ck_assert_int_eq(rlx__config_load(&c), RLX_OK);
   ck_assert(c.timeout_s == 300.0);
-  ck_assert_int_eq(c.transport, RLX__TR_AUTO);
+  ck_assert_str_eq(c.transport, "");
   ck_assert_int_eq(c.has_launch, 0);
   ck_assert_int_eq(c.rank, 0);
   ck_assert_int_eq(c.size, 1);
@@ -69,7 +69,7 @@ START_TEST(good_values) {
   setenv("RLX_JOB_KEY", "secret", 1);
   ck_assert_int_eq(rlx__config_load(&c), RLX_OK);
   ck_assert(c.timeout_s == 2.5);
-  ck_assert_int_eq(c.transport, RLX__TR_TCP);
+  ck_assert_str_eq(c.transport, "tcp");
   ck_assert_str_eq(c.allreduce_algo, "ring");
   ck_assert_int_eq(c.log_level, RLX__LOG_DEBUG);
   ck_assert_str_eq(c.bcast_algo, "scatter-allgather");

@@ -1,25 +1,25 @@
-/* Frame codec and CRC32C: round trips, published CRC vectors, and every
- * truncated or bit-flipped header rejected without a crash. */
+/* Frame codec, call signatures and CRC32C: round trips, published CRC
+ * vectors, and every truncated or bit-flipped header rejected without a
+ * crash. */
 #include <check.h>
 #include "suite.h"
 #include <stdlib.h>
 #include <string.h>
+#include <rlxcoll/rlxcoll.h>
+#include "coll/call.h"
 #include "transport/frame.h"
 
 static struct rlx__frame_hdr sample(void) {
   struct rlx__frame_hdr h;
   memset(&h, 0, sizeof(h));
   h.type = RLX__FT_DATA;
-  h.kind = RLX__CK_ALLREDUCE;
-  h.dtype = 8;
-  h.op = 0;
   h.flags = 0;
   h.comm_id = 7;
-  h.root = -1;
   h.segment = 12345;
   h.src = 3;
   h.seq = 0x0102030405060708ull;
-  h.count = 1048579;
+  struct rlx__call c = {RLX__CK_ALLREDUCE, RLX_FLOAT32, RLX_SUM, -1, 1048579};
+  rlx__call_encode(&c, h.sig);
   h.payload_len = 4096;
   h.payload_crc = 0xdeadbeef;
   return h;
@@ -31,19 +31,16 @@ START_TEST(round_trip) {
   rlx__frame_encode(&h, buf);
   ck_assert_int_eq(rlx__frame_decode(buf, sizeof(buf), &d), RLX__FRAME_OK);
   ck_assert_int_eq(d.type, h.type);
-  ck_assert_int_eq(d.kind, h.kind);
-  ck_assert_int_eq(d.dtype, h.dtype);
   ck_assert_int_eq(d.comm_id, h.comm_id);
-  ck_assert_int_eq(d.root, h.root);
   ck_assert_uint_eq(d.segment, h.segment);
   ck_assert_uint_eq(d.src, h.src);
   ck_assert_uint_eq(d.seq, h.seq);
-  ck_assert_uint_eq(d.count, h.count);
+  ck_assert_mem_eq(d.sig, h.sig, RLX__SIG_SIZE);
   ck_assert_uint_eq(d.payload_len, h.payload_len);
   ck_assert_uint_eq(d.payload_crc, h.payload_crc);
   /* little-endian on the wire, whatever the host */
-  ck_assert_int_eq(buf[24], 0x08);
-  ck_assert_int_eq(buf[31], 0x01);
+  ck_assert_int_eq(buf[16], 0x08);
+  ck_assert_int_eq(buf[23], 0x01);
 }
 END_TEST
 
@@ -72,8 +69,12 @@ END_TEST
 START_TEST(out_of_range_fields_rejected) {
   struct rlx__frame_hdr h = sample(), d;
   unsigned char buf[RLX__FRAME_HDR_SIZE];
-  h.dtype = 10;
+  h.flags = 0x80;
   rlx__frame_encode(&h, buf);
+  ck_assert_int_eq(rlx__frame_decode(buf, sizeof(buf), &d), RLX__FRAME_BAD_FIELD);
+  h = sample();
+  h.type = RLX__FT_PING;
+  rlx__frame_encode(&h, buf); /* a PING has no payload */
   ck_assert_int_eq(rlx__frame_decode(buf, sizeof(buf), &d), RLX__FRAME_BAD_FIELD);
   h = sample();
   h.payload_len = RLX__FRAME_MAX_PAYLOAD + 1;
@@ -152,6 +153,67 @@ START_TEST(payload_bit_flip_changes_crc) {
 }
 END_TEST
 
+/* The signature is opaque to the codec: any bytes travel unchanged (the
+ * frame no longer validates what a rank called), and lib/coll reads back
+ * exactly what it wrote. */
+START_TEST(signature_round_trip) {
+  struct rlx__frame_hdr h = sample(), d;
+  unsigned char buf[RLX__FRAME_HDR_SIZE];
+  for (int i = 0; i < RLX__SIG_SIZE; i++)
+    h.sig[i] = (uint8_t)(0xff - i);
+  rlx__frame_encode(&h, buf);
+  ck_assert_int_eq(rlx__frame_decode(buf, sizeof(buf), &d), RLX__FRAME_OK);
+  ck_assert_mem_eq(d.sig, h.sig, RLX__SIG_SIZE);
+  struct rlx__call c = {RLX__CK_REDUCE, RLX_INT64, RLX_MAX, 5, 0x123456789abull}, e;
+  uint8_t sig[RLX__SIG_SIZE], sig2[RLX__SIG_SIZE];
+  rlx__call_encode(&c, sig);
+  rlx__call_decode(sig, &e);
+  ck_assert_int_eq(e.kind, c.kind);
+  ck_assert_int_eq(e.dtype, c.dtype);
+  ck_assert_int_eq(e.op, c.op);
+  ck_assert_int_eq(e.root, c.root);
+  ck_assert_uint_eq(e.count, c.count);
+  /* any argument that differs gives other bytes */
+  struct rlx__call v[5] = {c, c, c, c, c};
+  v[0].kind = RLX__CK_ALLREDUCE;
+  v[1].dtype = RLX_UINT64;
+  v[2].op = RLX_MIN;
+  v[3].root = 4;
+  v[4].count++;
+  for (int i = 0; i < 5; i++) {
+    rlx__call_encode(&v[i], sig2);
+    ck_assert_msg(memcmp(sig, sig2, RLX__SIG_SIZE) != 0, "variant %d encodes the same", i);
+  }
+}
+END_TEST
+
+START_TEST(calls_described) {
+  char buf[160];
+  struct rlx__call c = {RLX__CK_REDUCE, RLX_FLOAT32, RLX_SUM, 2, 1000};
+  rlx__call_describe(buf, sizeof(buf), NULL, &c);
+  ck_assert_str_eq(buf, "rlx_reduce(count=1000, float32, sum, root=2)");
+  c = (struct rlx__call){RLX__CK_ALLREDUCE, RLX_FLOAT32, RLX_AVG, 0, 8};
+  rlx__call_describe(buf, sizeof(buf), "rlx_iallreduce", &c);
+  ck_assert_str_eq(buf, "rlx_iallreduce(count=8, float32, avg)");
+  c = (struct rlx__call){RLX__CK_REDUCE_SCATTER, RLX_INT32, RLX_MAX, 0, 3};
+  rlx__call_describe(buf, sizeof(buf), NULL, &c);
+  ck_assert_str_eq(buf, "rlx_reduce_scatter(recvcount=3, int32, max)");
+  c = (struct rlx__call){RLX__CK_BARRIER, 0, 0, 0, 0};
+  rlx__call_describe(buf, sizeof(buf), NULL, &c);
+  ck_assert_str_eq(buf, "rlx_barrier()");
+  c = (struct rlx__call){RLX__CK_BCAST, 99, 77, 1, 4}; /* a peer's garbage */
+  rlx__call_describe(buf, sizeof(buf), NULL, &c);
+  ck_assert_str_eq(buf, "rlx_bcast(count=4, ?, root=1)");
+  c.kind = 200;
+  rlx__call_describe(buf, sizeof(buf), NULL, &c);
+  ck_assert_str_eq(buf, "an unknown collective (kind 200)");
+  ck_assert_str_eq(rlx__call_name(RLX__CK_ALLGATHER), "rlx_allgather");
+  ck_assert_str_eq(rlx__call_name(0), "?");
+  rlx__call_describe(buf, 8, NULL, &(struct rlx__call){RLX__CK_REDUCE, 0, 0, 0, 1});
+  ck_assert_uint_eq(strlen(buf), 7); /* truncated, still terminated */
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("frame");
   TCase *tc = tcase_create("codec");
@@ -160,6 +222,8 @@ int main(void) {
   tcase_add_test(tc, every_bit_flip_rejected);
   tcase_add_test(tc, out_of_range_fields_rejected);
   tcase_add_test(tc, random_garbage_never_crashes);
+  tcase_add_test(tc, signature_round_trip);
+  tcase_add_test(tc, calls_described);
   tcase_add_test(tc, crc32c_vectors);
   tcase_add_test(tc, crc32c_paths_agree);
   tcase_add_test(tc, payload_bit_flip_changes_crc);

@@ -1,0 +1,208 @@
+/* Payloads by reference, for peers on this host (RLX_CMA): the sender puts
+ * a descriptor (address, pid) on the stream instead of the payload; the
+ * receiver copies the payload out of the sender's memory with
+ * process_vm_readv, straight into its destination, and ACKs; only then is
+ * the sender's buffer free. A copy the kernel refuses (ptrace rules, a
+ * sandbox) is NACKed and the payload sent again on the stream. The CRC32C
+ * covers the descriptor, checked before the copy: the data itself goes
+ * from memory to memory and never crosses a wire. */
+#include <assert.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/uio.h>
+#include <unistd.h>
+#include <rlxcoll/errors.h>
+#include "../byteorder.h"
+#include "../internal.h"
+#include "../tuning.h"
+#include "p2p_internal.h"
+
+void rlx__cma_enable(void) {
+  /* Where Yama restricts ptrace to descendants, let peers of our uid read
+   * our buffers (process_vm_readv follows ptrace's rules). */
+  prctl(PR_SET_PTRACER, PR_SET_PTRACER_ANY, 0, 0, 0);
+}
+
+int rlx__cma_prepare(struct rlx__p2p *p, struct rlx__xfer *x) {
+  struct rlx__p2p_peer *pe = &p->peers[x->peer];
+  if (!p->cma || pe->no_cma || x->len < (size_t)RLX__CMA_MIN || !pe->tr->same_host)
+    return 0;
+  /* What crosses the stream, and what the CRC covers, is the descriptor;
+   * checksumming the data on both sides cost more than the copy (512 KiB:
+   * ~30 us of CRC32C each side). */
+  x->ref = RLX__REF_WAIT_ACK;
+  x->hdr.flags = RLX__FF_CMA;
+  rlx__put64(x->cma_desc, (uint64_t)(uintptr_t)x->buf);
+  rlx__put64(x->cma_desc + 8, (uint64_t)getpid());
+  x->hdr.payload_crc = rlx__crc32c(x->cma_desc, RLX__CMA_DESC_SIZE);
+  return 1;
+}
+
+/* Tell the sender of a by-reference frame that its buffer is free again
+ * (or, with nack, that it must send the payload on the stream). */
+static void send_ack(struct rlx__p2p_conn *c, const struct rlx__frame_hdr *h, int nack) {
+  struct rlx__frame_hdr a = *h;
+  uint8_t bytes[RLX__FRAME_HDR_SIZE];
+  a.type = RLX__FT_ACK;
+  a.flags = nack ? RLX__FF_NACK : 0;
+  a.src = (uint32_t)c->p->rank;
+  a.payload_len = 0;
+  a.payload_crc = 0;
+  rlx__frame_encode(&a, bytes);
+  uv_buf_t b = uv_buf_init((char *)bytes, sizeof(bytes));
+  int n = uv_try_write(&c->h.stream, &b, 1);
+  if (n == (int)sizeof(bytes))
+    return;
+  if (n < 0 && n != UV_EAGAIN) {
+    /* The peer has closed. What it sent before (an ABORT that says why)
+     * is still to be read, and the end of the stream comes after it: the
+     * peer is failed then, with the reason it gave if it gave one. */
+    return;
+  }
+  struct rlx__ctl_write *w = malloc(sizeof(*w));
+  if (w == NULL) {
+    rlx__peer_fail(c->p, c->peer, RLX_ERR_NOMEM, "no memory for an acknowledgement");
+    return;
+  }
+  size_t done = n > 0 ? (size_t)n : 0;
+  memcpy(w->bytes, bytes, sizeof(bytes));
+  w->req.data = w;
+  b = uv_buf_init((char *)w->bytes + done, (unsigned)(sizeof(bytes) - done));
+  if (uv_write(&w->req, &c->h.stream, &b, 1, rlx__ctl_written) != 0) {
+    free(w);
+    rlx__peer_fail(c->p, c->peer, RLX_ERR_PEER_LOST, "cannot send an acknowledgement");
+  }
+}
+
+/* Copy len bytes at the peer's address into dst; 0 or -errno. */
+static int cma_copy(pid_t pid, uint64_t addr, void *dst, size_t len) {
+#ifdef RLX_FAULT_INJECTION
+  if (rlx__fault_cma_denied())
+    return -EPERM;
+#endif
+  size_t done = 0;
+  while (done < len) {
+    struct iovec local = {(char *)dst + done, len - done};
+    struct iovec remote = {(void *)(uintptr_t)(addr + done), len - done};
+    ssize_t n = process_vm_readv(pid, &local, 1, &remote, 1, 0);
+    if (n < 0) {
+      if (errno == EINTR)
+        continue;
+      return -errno;
+    }
+    if (n == 0)
+      return -EFAULT;
+    done += (size_t)n;
+  }
+  return 0;
+}
+
+/* A spoilt address is not one to read from. The stream itself is in
+ * step, so this is a corrupt payload: the receive fails (its ABORT tells
+ * the sender why) and the acknowledgement releases the sender. */
+static void bad_descriptor(struct rlx__p2p_conn *c, const struct rlx__frame_hdr *h,
+                           struct rlx__xfer *x) {
+  struct rlx__p2p_peer *pe = &c->p->peers[c->peer];
+  c->p->corrupt++;
+  send_ack(c, h, 0);
+  if (x) {
+    rlx__list_remove(&x->link);
+    rlx__xfer_finish(x, RLX_ERR_CORRUPT);
+    return;
+  }
+  struct rlx__umsg *bad = rlx__umsg_new(c, h, 0); /* no data: it fails its receive */
+  if (bad == NULL)
+    return;
+  bad->hdr.flags = 0;
+  rlx__list_push(&pe->unexpected, &bad->link);
+}
+
+void rlx__cma_desc_done(struct rlx__p2p_conn *c) {
+  struct rlx__p2p *p = c->p;
+  struct rlx__p2p_peer *pe = &p->peers[c->peer];
+  struct rlx__frame_hdr *h = &c->cur;
+  uint64_t addr = rlx__get64(c->cma_in);
+  pid_t pid = (pid_t)(uint32_t)rlx__get64(c->cma_in + 8);
+  struct rlx__xfer *x = rlx__find_posted(pe, h);
+  rlx__read_next(c);
+  if (rlx__crc32c(c->cma_in, RLX__CMA_DESC_SIZE) != h->payload_crc) {
+    bad_descriptor(c, h, x);
+    return;
+  }
+  if (x && !rlx__frame_matches(x, h)) { /* the sender called something else */
+    rlx__list_remove(&x->link);
+    x->got = *h;
+    rlx__xfer_finish(x, RLX_ERR_MISMATCH);
+    send_ack(c, h, 0);
+    return;
+  }
+  struct rlx__umsg *m = NULL;
+  void *dst;
+  if (x) {
+    dst = x->buf;
+  } else {
+    if ((m = rlx__umsg_new(c, h, h->payload_len)) == NULL)
+      return;
+    m->hdr.flags = 0;
+    dst = m->data;
+  }
+  int rc = cma_copy(pid, addr, dst, h->payload_len);
+  if (rc != 0) {
+    /* Not allowed here: the sender resends the payload on the stream, and
+     * the receive stays posted for it. */
+    rlx__debug("copy by reference from rank %d failed (%s); using the socket", c->peer,
+               strerror(-rc));
+    p->cma_fallbacks++;
+    rlx__umsg_put(p, m);
+    send_ack(c, h, 1);
+    return;
+  }
+  p->cma_copies++;
+  send_ack(c, h, 0);
+  if (x) {
+    rlx__list_remove(&x->link);
+    rlx__xfer_finish(x, RLX_OK);
+  } else {
+    m->crc_ok = 1; /* the descriptor's CRC was checked above */
+    rlx__list_push(&pe->unexpected, &m->link);
+  }
+}
+
+void rlx__cma_ack_done(struct rlx__p2p_conn *c, const struct rlx__frame_hdr *h) {
+  struct rlx__p2p_peer *pe = &c->p->peers[c->peer];
+  for (struct rlx__list *l = pe->cma_wait.next; l != &pe->cma_wait; l = l->next) {
+    struct rlx__xfer *x = rlx__container_of(l, struct rlx__xfer, link);
+    if (!rlx__same_key(&x->hdr, h))
+      continue;
+    assert(x->ref == RLX__REF_WAIT_ACK);
+    rlx__list_remove(&x->link);
+    if (h->flags & RLX__FF_NACK) {
+      pe->no_cma = 1;
+      c->p->cma_fallbacks++;
+      x->ref = RLX__REF_NACKED;
+    } else {
+      x->ref = RLX__REF_ACKED;
+    }
+    if (x->writing)
+      return; /* the write's callback finishes it once libuv lets go of the request */
+    if (x->ref == RLX__REF_ACKED)
+      rlx__xfer_finish(x, RLX_OK);
+    else
+      rlx__cma_resend(c, x);
+    return;
+  }
+  char why[120];
+  snprintf(why, sizeof(why), "rank %d acknowledged a frame never sent to it", c->peer);
+  rlx__peer_fail(c->p, c->peer, RLX_ERR_CORRUPT, why);
+}
+
+void rlx__cma_resend(struct rlx__p2p_conn *c, struct rlx__xfer *x) {
+  x->ref = RLX__REF_NONE;
+  x->hdr.flags = 0;
+  x->hdr.payload_crc = rlx__crc32c(x->buf, x->len); /* now the data itself */
+  rlx__frame_encode(&x->hdr, x->hbytes);
+  rlx__write_start(c, x, 0);
+}

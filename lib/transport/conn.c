@@ -1,0 +1,288 @@
+/* Connection life: dialing (the higher rank of a pair dials, so two ranks
+ * never race to open two), accepting and admitting, the authenticated
+ * handshake as a state machine, the ready connection, and closing. */
+#include <assert.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <rlxcoll/errors.h>
+#include "../internal.h"
+#include "../observe.h"
+#include "p2p_internal.h"
+
+/* A connection that has not finished the handshake by then is dropped. */
+#define HS_DEADLINE_NS (10ull * 1000000000ull)
+
+int rlx__transport_index(const struct rlx__transport_ops *tr) {
+  for (int i = 0; rlx__transports[i] != NULL; i++)
+    if (rlx__transports[i] == tr)
+      return i;
+  assert(!"a transport missing from rlx__transports");
+  return 0;
+}
+
+static const char *addr_of(struct rlx__p2p *p, int peer, const struct rlx__transport_ops *tr) {
+  size_t cap;
+  /* card_addr only writes through its pointer before listening: reading a
+   * peer's card through it is safe. */
+  return tr->card_addr((struct rlx__card *)&p->cards[peer], &cap);
+}
+
+void rlx__conn_fail(struct rlx__p2p_conn *c, int err, const char *why) {
+  struct rlx__p2p *p = c->p;
+  if (c->state == C_CLOSING)
+    return;
+  if (c->peer >= 0 && (c->state == C_READY || c->state == C_CONNECTING || c->state == C_HS_CLIENT)) {
+    rlx__peer_fail(p, c->peer, err, why);
+  } else {
+    p->strangers++;
+    rlx__warn("dropped connection from %s: %s", c->addr[0] ? c->addr : "?", why);
+  }
+  rlx__conn_close(c);
+}
+
+static void on_closed(uv_handle_t *h) {
+  struct rlx__p2p_conn *c = h->data;
+  if (c->um)
+    rlx__umsg_put(c->p, c->um);
+  free(c->stage);
+  free(c);
+}
+
+void rlx__conn_close(struct rlx__p2p_conn *c) {
+  struct rlx__p2p *p = c->p;
+  if (c->state == C_CLOSING)
+    return;
+  if (c->peer >= 0) {
+    if (p->peers[c->peer].conn == c)
+      p->peers[c->peer].conn = NULL;
+    if (p->peers[c->peer].pending == c)
+      p->peers[c->peer].pending = NULL;
+  }
+  if (c->state == C_READY && c->tr->retransmissions)
+    p->retrans_closed += c->tr->retransmissions(&c->h.handle);
+  c->state = C_CLOSING;
+  if (c->target) { /* a receive whose payload was streaming in */
+    struct rlx__xfer *x = c->target;
+    c->target = NULL;
+    rlx__xfer_finish(x, c->peer >= 0 && p->peers[c->peer].lost ? p->peers[c->peer].lost
+                                                                : RLX_ERR_PEER_LOST);
+  }
+  rlx__list_remove(&c->link);
+  uv_close(&c->h.handle, on_closed);
+}
+
+static struct rlx__p2p_conn *conn_new(struct rlx__p2p *p, const struct rlx__transport_ops *tr) {
+  struct rlx__p2p_conn *c = calloc(1, sizeof(*c));
+  if (c == NULL)
+    return NULL;
+  c->p = p;
+  c->tr = tr;
+  c->peer = -1;
+  c->t_start = rlx__now_ns();
+  c->h.handle.data = c;
+  rlx__list_init(&c->link);
+  return c;
+}
+
+static void hs_write(struct rlx__p2p_conn *c, int slot, size_t len) {
+  uv_buf_t b = uv_buf_init((char *)c->hs_out[slot], (unsigned)len);
+  c->hs_wreq[slot].data = c;
+  if (uv_write(&c->hs_wreq[slot], &c->h.stream, &b, 1, NULL) != 0)
+    rlx__conn_fail(c, RLX_ERR_PEER_LOST, "handshake write failed");
+}
+
+/* Large socket buffers let a whole ring segment sit in the kernel, so the
+ * sender does not wait for the receiver to drain it piece by piece. The
+ * kernel caps the request at net.core.wmem_max / rmem_max. */
+static void grow_buffers(struct rlx__p2p_conn *c) {
+  int v = 4 << 20;
+  uv_send_buffer_size(&c->h.handle, &v);
+  v = 4 << 20;
+  uv_recv_buffer_size(&c->h.handle, &v);
+}
+
+static void trace_ready(const struct rlx__p2p_conn *c) {
+  char name[64], args[96];
+  snprintf(name, sizeof(name), "connect rank %d (%s)", c->peer, c->tr->name);
+  snprintf(args, sizeof(args), "\"peer\":%d,\"transport\":\"%s\",\"side\":\"%s\"", c->peer,
+           c->tr->name, c->dialed ? "dialed" : "accepted");
+  rlx__trace_span(RLX__TRACK_CONNECT, "connect", name, c->t_start, rlx__now_ns(), args);
+}
+
+/* The connection is authenticated: it carries frames from now on, and the
+ * sends that waited for it go out. */
+static void conn_ready(struct rlx__p2p_conn *c) {
+  struct rlx__p2p_peer *pe = &c->p->peers[c->peer];
+  assert(c->state == C_HS_CLIENT || c->state == C_HS_PROOF);
+  grow_buffers(c);
+  if (pe->pending == c)
+    pe->pending = NULL;
+  if (c->stage == NULL && (c->stage = malloc(RLX__STAGE_SIZE)) == NULL) {
+    rlx__conn_fail(c, RLX_ERR_NOMEM, "no memory for a connection's read buffer");
+    return;
+  }
+  pe->conn = c;
+  c->last_rx = c->last_tx = rlx__now_ns();
+  c->dialed = c->state == C_HS_CLIENT;
+  c->state = C_READY;
+  c->p->opened[rlx__transport_index(c->tr)]++;
+  rlx__read_next(c);
+  rlx__debug("connected to rank %d over %s", c->peer, c->tr->name);
+  if (RLX__TRACING())
+    trace_ready(c);
+  while (!rlx__list_empty(&pe->sendq) && c->state == C_READY) {
+    struct rlx__xfer *x = rlx__container_of(pe->sendq.next, struct rlx__xfer, link);
+    rlx__list_remove(&x->link);
+    rlx__write_start(c, x, 0);
+  }
+}
+
+/* The dialing side got the server's challenge: prove, and be ready. */
+static void hs_client(struct rlx__p2p_conn *c) {
+  int st = rlx__hs_client_challenge(&c->hs, c->hs_in, c->hs_out[1]);
+  if (st != RLX__HS_OK) {
+    char why[128];
+    snprintf(why, sizeof(why), "rank %d failed the handshake: %s", c->peer,
+             rlx__hs_strstatus(st));
+    rlx__conn_fail(c, RLX_ERR_AUTH, why);
+    return;
+  }
+  hs_write(c, 1, RLX__HS_PROOF_SIZE);
+  if (c->state != C_CLOSING)
+    conn_ready(c);
+}
+
+/* The accepting side got the HELLO: challenge back. */
+static void hs_hello(struct rlx__p2p_conn *c) {
+  struct rlx__p2p *p = c->p;
+  int st = rlx__hs_server_hello(&c->hs, c->hs_in, c->hs_out[0]);
+  if (st != RLX__HS_OK) {
+    rlx__conn_fail(c, RLX_ERR_AUTH, rlx__hs_strstatus(st));
+    return;
+  }
+  /* Only a higher rank of this job connects to us. */
+  if (c->hs.peer <= (uint32_t)p->rank || c->hs.peer >= (uint32_t)p->size) {
+    rlx__conn_fail(c, RLX_ERR_AUTH, "handshake names a rank that does not connect to us");
+    return;
+  }
+  hs_write(c, 0, RLX__HS_CHALLENGE_SIZE);
+  c->state = C_HS_PROOF;
+  c->need = RLX__HS_PROOF_SIZE;
+  c->got = 0;
+}
+
+/* The accepting side got the proof: the peer is who it said. */
+static void hs_proof(struct rlx__p2p_conn *c) {
+  struct rlx__p2p *p = c->p;
+  int st = rlx__hs_server_proof(&c->hs, c->hs_in);
+  if (st != RLX__HS_OK) {
+    rlx__conn_fail(c, RLX_ERR_AUTH, rlx__hs_strstatus(st));
+    return;
+  }
+  int peer = (int)c->hs.peer;
+  if (p->peers[peer].conn != NULL || p->peers[peer].lost) {
+    rlx__conn_fail(c, RLX_ERR_AUTH, "a second connection for a rank already connected");
+    return;
+  }
+  c->peer = peer;
+  conn_ready(c);
+}
+
+void rlx__conn_hs_done(struct rlx__p2p_conn *c) {
+  assert(c->rstate == R_HS);
+  switch (c->state) {
+  case C_HS_CLIENT: hs_client(c); break;
+  case C_HS_HELLO: hs_hello(c); break;
+  case C_HS_PROOF: hs_proof(c); break;
+  default: assert(!"handshake bytes outside the handshake");
+  }
+}
+
+/* ---- dialing ------------------------------------------------------------------- */
+
+static void on_connect(uv_connect_t *req, int status) {
+  struct rlx__p2p_conn *c = req->data;
+  if (c->state == C_CLOSING)
+    return;
+  if (status < 0) {
+    char why[200];
+    snprintf(why, sizeof(why), "cannot connect to rank %d at %s (%s): %s", c->peer,
+             addr_of(c->p, c->peer, c->tr), c->tr->name, uv_strerror(status));
+    rlx__conn_fail(c, RLX_ERR_PEER_LOST, why);
+    return;
+  }
+  c->state = C_HS_CLIENT;
+  c->rstate = R_HS;
+  c->need = RLX__HS_CHALLENGE_SIZE;
+  c->got = 0;
+  rlx__hs_client_hello(&c->hs, (uint32_t)c->peer, c->hs_out[0]);
+  if (uv_read_start(&c->h.stream, rlx__read_alloc, rlx__read_cb) != 0) {
+    rlx__conn_fail(c, RLX_ERR_PEER_LOST, "cannot read from the new connection");
+    return;
+  }
+  hs_write(c, 0, RLX__HS_HELLO_SIZE);
+}
+
+void rlx__conn_ensure(struct rlx__p2p *p, int peer) {
+  struct rlx__p2p_peer *pe = &p->peers[peer];
+  if (pe->conn || pe->pending || pe->lost || peer >= p->rank)
+    return; /* lower ranks wait for the higher one to connect */
+  const struct rlx__transport_ops *tr = pe->tr;
+  struct rlx__p2p_conn *c = conn_new(p, tr);
+  char why[200];
+  if (c == NULL) {
+    rlx__peer_fail(p, peer, RLX_ERR_NOMEM, "no memory for a connection");
+    return;
+  }
+  c->peer = peer;
+  c->state = C_CONNECTING;
+  c->creq.data = c;
+  rlx__hs_init(&c->hs, p->job_key, (uint32_t)p->rank, RLX__HS_DATA);
+  rlx__list_push(&p->conns, &c->link);
+  pe->pending = c;
+  int rc = tr->connect(p->loop, &c->h, &c->creq, addr_of(p, peer, tr), on_connect);
+  if (rc != 0) {
+    snprintf(why, sizeof(why), "cannot connect to rank %d at %s (%s): %s", peer,
+             addr_of(p, peer, tr), tr->name, uv_strerror(rc));
+    if (c->h.handle.type == UV_UNKNOWN_HANDLE) { /* never initialised */
+      rlx__list_remove(&c->link);
+      pe->pending = NULL;
+      free(c);
+      rlx__peer_fail(p, peer, RLX_ERR_PEER_LOST, why);
+    } else {
+      rlx__conn_fail(c, RLX_ERR_PEER_LOST, why);
+    }
+  }
+}
+
+/* ---- accepting ------------------------------------------------------------------ */
+
+void rlx__conn_on_connection(uv_stream_t *server, int status) {
+  struct rlx__p2p_listener *l = server->data;
+  struct rlx__p2p *p = l->p;
+  struct rlx__p2p_conn *c;
+  if (status < 0 || (c = conn_new(p, l->tr)) == NULL)
+    return;
+  if (l->tr->accept(p->loop, server, &c->h) != 0) {
+    if (c->h.handle.type != UV_UNKNOWN_HANDLE)
+      uv_close(&c->h.handle, on_closed);
+    else
+      free(c);
+    return;
+  }
+  rlx__list_push(&p->conns, &c->link);
+  if (l->tr->admit(&c->h.stream, c->addr, sizeof(c->addr)) != 0) {
+    p->strangers++;
+    rlx__warn("%s", c->addr);
+    rlx__conn_close(c);
+    return;
+  }
+  rlx__hs_init(&c->hs, p->job_key, (uint32_t)p->rank, RLX__HS_DATA);
+  c->state = C_HS_HELLO;
+  c->rstate = R_HS;
+  c->need = RLX__HS_HELLO_SIZE;
+  c->hs_deadline = rlx__now_ns() + HS_DEADLINE_NS;
+  if (uv_read_start(&c->h.stream, rlx__read_alloc, rlx__read_cb) != 0)
+    rlx__conn_fail(c, RLX_ERR_PEER_LOST, "cannot read");
+}

@@ -1,0 +1,99 @@
+/* Fault hooks for test builds (--enable-fault-injection), compiled out of
+ * every other build:
+ *   RLX_FAULT_FRAME=flip|truncate|drop|flipref:N[:RANK] spoils the N-th
+ *     DATA frame world rank RANK (default 0) sends: one payload bit flipped
+ *     after its CRC was taken, the connection closed half-way through the
+ *     payload, or closed before the frame; flipref flips a bit of the
+ *     address in a by-reference frame's descriptor (a frame on the stream:
+ *     as flip).
+ *   RLX_FAULT_CMA=deny fails every copy by reference, as ptrace rules or a
+ *     sandbox would, so that the fallback to the stream is exercised. */
+#ifdef RLX_FAULT_INJECTION
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <rlxcoll/errors.h>
+#include "../internal.h"
+#include "p2p_internal.h"
+
+enum { FAULT_NONE, FAULT_FLIP, FAULT_TRUNCATE, FAULT_DROP, FAULT_FLIPREF };
+
+static int fault_action(struct rlx__p2p *p) {
+  static int parsed, action, rank;
+  static long n, seen;
+  if (!parsed) {
+    parsed = 1;
+    const char *f = getenv("RLX_FAULT_FRAME");
+    char what[16] = "";
+    if (f && sscanf(f, "%15[a-z]:%ld:%d", what, &n, &rank) >= 2 && n > 0)
+      action = !strcmp(what, "flip") ? FAULT_FLIP
+               : !strcmp(what, "truncate") ? FAULT_TRUNCATE
+               : !strcmp(what, "drop") ? FAULT_DROP
+               : !strcmp(what, "flipref") ? FAULT_FLIPREF : FAULT_NONE;
+  }
+  if (action == FAULT_NONE || p->rank != rank || ++seen != n)
+    return FAULT_NONE;
+  static const char *const names[] = {"", "flip", "truncate", "drop", "flipref"};
+  rlx__warn("fault injection: %s on DATA frame %ld", names[action], n);
+  return action;
+}
+
+static uint8_t *fault_copy; /* the flipped payload (one frame per process) */
+
+void rlx__fault_free(void) {
+  free(fault_copy);
+  fault_copy = NULL;
+}
+
+/* Returns 1 when the frame was consumed by the fault (x finished). */
+static int inject(struct rlx__p2p *p, struct rlx__xfer *x, int action) {
+  struct rlx__p2p_conn *c = p->peers[x->peer].conn;
+  if (action == FAULT_FLIP && x->len > 0 && (fault_copy = malloc(x->len)) != NULL) {
+    memcpy(fault_copy, x->buf, x->len);
+    fault_copy[x->len / 2] ^= 0x10;
+    x->buf = fault_copy; /* the header keeps the CRC of the true payload */
+    return 0;
+  }
+  if (c == NULL || c->state != C_READY)
+    return 0;
+  if (action == FAULT_TRUNCATE) {
+    uv_buf_t b[2] = {uv_buf_init((char *)x->hbytes, RLX__FRAME_HDR_SIZE),
+                     uv_buf_init((char *)x->buf, (unsigned)(x->len / 2))};
+    uv_try_write(&c->h.stream, b, x->len / 2 ? 2 : 1);
+  }
+  rlx__peer_fail(p, x->peer, RLX_ERR_PEER_LOST, action == FAULT_DROP
+                 ? "connection dropped by fault injection"
+                 : "connection closed half-way through a frame by fault injection");
+  x->status = RLX_ERR_PEER_LOST;
+  return 1;
+}
+
+int rlx__fault_frame(struct rlx__p2p *p, struct rlx__xfer *x) {
+  int fault = fault_action(p);
+  if (fault == FAULT_FLIPREF && x->ref != RLX__REF_NONE) {
+    x->cma_desc[2] ^= 0x10; /* after the descriptor's CRC was taken */
+    return 0;
+  }
+  if (fault == FAULT_FLIPREF)
+    fault = FAULT_FLIP;
+  if (fault == FAULT_NONE)
+    return 0;
+  x->ref = RLX__REF_NONE; /* spoil what goes on the stream */
+  x->hdr.flags = 0;
+  x->hdr.payload_crc = rlx__crc32c(x->buf, x->len);
+  rlx__frame_encode(&x->hdr, x->hbytes);
+  return inject(p, x, fault);
+}
+
+int rlx__fault_cma_denied(void) {
+  static int deny = -1;
+  if (deny < 0) {
+    const char *f = getenv("RLX_FAULT_CMA");
+    deny = f != NULL && strcmp(f, "deny") == 0;
+  }
+  return deny;
+}
+#else
+/* ISO C wants something in a translation unit. */
+typedef int rlx__no_fault_hooks;
+#endif

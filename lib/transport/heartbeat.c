@@ -1,0 +1,53 @@
+/* Liveness: a connection that sent nothing for a while gets a PING; one
+ * that brought nothing (no frame, no PING) for longer is dead (a peer whose
+ * host or link vanished, or a stopped process); and an accepted connection
+ * that does not finish its handshake in time is dropped (slow-loris). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <rlxcoll/errors.h>
+#include "../internal.h"
+#include "p2p_internal.h"
+
+#define HB_EVERY_NS 1000000000ull
+#define HB_SILENCE_NS 5000000000ull
+
+static void send_ping(struct rlx__p2p_conn *c) {
+  struct rlx__frame_hdr h;
+  memset(&h, 0, sizeof(h));
+  h.type = RLX__FT_PING;
+  h.src = (uint32_t)c->p->rank;
+  struct rlx__ctl_write *w = malloc(sizeof(*w));
+  if (w == NULL)
+    return;
+  rlx__frame_encode(&h, w->bytes);
+  w->req.data = w;
+  uv_buf_t b = uv_buf_init((char *)w->bytes, sizeof(w->bytes));
+  if (uv_write(&w->req, &c->h.stream, &b, 1, rlx__ctl_written) != 0)
+    free(w);
+  c->last_tx = rlx__now_ns();
+}
+
+void rlx__heartbeat_sweep(uv_timer_t *t) {
+  struct rlx__p2p *p = t->data;
+  uint64_t now = rlx__now_ns();
+  struct rlx__list *l = p->conns.next;
+  while (l != &p->conns) {
+    struct rlx__p2p_conn *c = rlx__container_of(l, struct rlx__p2p_conn, link);
+    l = l->next;
+    if ((c->state == C_HS_HELLO || c->state == C_HS_PROOF) && now > c->hs_deadline)
+      rlx__conn_fail(c, RLX_ERR_AUTH, "no complete handshake within 10 s");
+    if (c->state != C_READY || c->peer < 0)
+      continue;
+    if (c->last_rx && now - c->last_rx > HB_SILENCE_NS) {
+      char why[160];
+      snprintf(why, sizeof(why), "nothing from rank %d for %.0f s, not even a heartbeat "
+               "(its host or link gone, or the process stopped?)", c->peer,
+               (double)(now - c->last_rx) / 1e9);
+      rlx__conn_fail(c, RLX_ERR_PEER_LOST, why);
+      continue;
+    }
+    if (now - c->last_tx > HB_EVERY_NS)
+      send_ping(c);
+  }
+}

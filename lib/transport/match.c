@@ -1,0 +1,120 @@
+/* Matching: a frame is for the receive posted with the same (communicator,
+ * sequence, segment); it agrees with it when the signatures (what each side
+ * called, opaque here) are equal byte for byte and the lengths too. A frame
+ * that comes first waits in a buffer from a small pool, so the steady state
+ * allocates nothing per message. */
+#include <stdlib.h>
+#include <string.h>
+#include <rlxcoll/errors.h>
+#include "p2p_internal.h"
+
+#define POOL_MAX 16
+#define POOL_BIG (1u << 20) /* bigger buffers are not kept */
+
+static struct rlx__umsg *umsg_get(struct rlx__p2p *p, size_t len) {
+  for (struct rlx__list *l = p->pool.next; l != &p->pool; l = l->next) {
+    struct rlx__umsg *m = rlx__container_of(l, struct rlx__umsg, link);
+    if (m->cap >= len) {
+      rlx__list_remove(&m->link);
+      p->npool--;
+      return m;
+    }
+  }
+  size_t cap = len < 4096 ? 4096 : len;
+  struct rlx__umsg *m = malloc(sizeof(*m) + cap);
+  if (m != NULL)
+    m->cap = cap;
+  return m;
+}
+
+void rlx__umsg_put(struct rlx__p2p *p, struct rlx__umsg *m) {
+  if (m == NULL)
+    return;
+  if (p->npool < POOL_MAX && m->cap <= POOL_BIG) {
+    rlx__list_push(&p->pool, &m->link);
+    p->npool++;
+  } else {
+    free(m);
+  }
+}
+
+void rlx__pool_free(struct rlx__p2p *p) {
+  while (p->pool.next != NULL && !rlx__list_empty(&p->pool)) {
+    struct rlx__list *l = p->pool.next;
+    rlx__list_remove(l);
+    free(rlx__container_of(l, struct rlx__umsg, link));
+  }
+  p->npool = 0;
+}
+
+struct rlx__umsg *rlx__umsg_new(struct rlx__p2p_conn *c, const struct rlx__frame_hdr *h,
+                                size_t len) {
+  struct rlx__umsg *m = umsg_get(c->p, len);
+  if (m == NULL) {
+    rlx__peer_fail(c->p, c->peer, RLX_ERR_NOMEM, "no memory for an incoming frame");
+    return NULL;
+  }
+  m->hdr = *h;
+  m->crc_ok = 0;
+  m->discard = 0;
+  rlx__list_init(&m->link);
+  return m;
+}
+
+int rlx__same_key(const struct rlx__frame_hdr *a, const struct rlx__frame_hdr *b) {
+  return a->comm_id == b->comm_id && a->seq == b->seq && a->segment == b->segment;
+}
+
+int rlx__frame_matches(const struct rlx__xfer *x, const struct rlx__frame_hdr *h) {
+  return h->type == RLX__FT_DATA && memcmp(h->sig, x->hdr.sig, RLX__SIG_SIZE) == 0 &&
+         h->payload_len == x->len;
+}
+
+struct rlx__xfer *rlx__find_posted(struct rlx__p2p_peer *pe, const struct rlx__frame_hdr *h) {
+  for (struct rlx__list *l = pe->posted.next; l != &pe->posted; l = l->next) {
+    struct rlx__xfer *x = rlx__container_of(l, struct rlx__xfer, link);
+    if (rlx__same_key(&x->hdr, h))
+      return x;
+  }
+  return NULL;
+}
+
+int rlx__umsg_deliver(struct rlx__umsg *m, struct rlx__xfer *x) {
+  if (!rlx__frame_matches(x, &m->hdr)) {
+    x->got = m->hdr;
+    return RLX_ERR_MISMATCH;
+  }
+  if (!m->crc_ok)
+    return RLX_ERR_CORRUPT;
+  if (x->len)
+    memcpy(x->buf, m->data, x->len);
+  return RLX_OK;
+}
+
+void rlx__match_arrived(struct rlx__p2p_conn *c, struct rlx__umsg *m) {
+  struct rlx__p2p_peer *pe = &c->p->peers[c->peer];
+  if (m->discard) {
+    rlx__umsg_put(c->p, m);
+    return;
+  }
+  struct rlx__xfer *x = rlx__find_posted(pe, &m->hdr);
+  if (x == NULL) {
+    rlx__list_push(&pe->unexpected, &m->link);
+    return;
+  }
+  rlx__list_remove(&x->link);
+  int st = rlx__umsg_deliver(m, x);
+  rlx__umsg_put(c->p, m);
+  rlx__xfer_finish(x, st);
+}
+
+struct rlx__umsg *rlx__match_take_early(struct rlx__p2p_peer *pe, const struct rlx__xfer *x) {
+  for (struct rlx__list *l = pe->unexpected.next; l != &pe->unexpected; l = l->next) {
+    struct rlx__umsg *m = rlx__container_of(l, struct rlx__umsg, link);
+    if (rlx__same_key(&m->hdr, &x->hdr)) {
+      rlx__list_remove(&m->link);
+      return m;
+    }
+  }
+  return NULL;
+}

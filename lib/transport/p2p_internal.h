@@ -1,0 +1,165 @@
+/* The contract between the files of p2p: the connection, peer and
+ * early-frame structs, and who calls whom.
+ *   p2p.c        entry points, peer failure, set-up and tear-down, queries
+ *   conn.c       connection life: dial, accept, handshake, ready, close
+ *   heartbeat.c  PINGs on idle connections, silence and handshake deadlines
+ *   read.c       the read path: stage, headers, payloads, ABORT arrival
+ *   write.c      the write path: try_write, queued writes, peers gone
+ *   match.c      posted receives against arriving frames; the early-frame pool
+ *   cma.c        payloads by reference (descriptor, copy, ACK/NACK, resend)
+ *   abort.c      the ABORT frame's payload codec and sending
+ *   fault.c      fault hooks, compiled only with --enable-fault-injection
+ * Everything runs under the engine's loop lock. */
+#ifndef RLX_P2P_INTERNAL_H
+#define RLX_P2P_INTERNAL_H
+
+#include <stdint.h>
+#include "p2p.h"
+
+#define RLX__ABORT_REASON_MAX 600 /* bytes of reason an ABORT frame carries */
+/* Small frames are read through a per-connection stage, several frames
+ * per read() if they are there; bigger remainders go straight into their
+ * destination. */
+#define RLX__STAGE_SIZE (64u * 1024u)
+
+enum rlx__conn_state { C_CONNECTING, C_HS_CLIENT, C_HS_HELLO, C_HS_PROOF, C_READY, C_CLOSING };
+enum rlx__read_state { R_HS, R_HDR, R_PAYLOAD, R_CMA };
+
+/* A frame that arrived before its receive was posted (or an ABORT). */
+struct rlx__umsg {
+  struct rlx__list link;
+  size_t cap; /* payload bytes it can hold */
+  struct rlx__frame_hdr hdr;
+  int crc_ok;
+  int discard; /* payload of a frame already failed as a mismatch */
+  unsigned char data[];
+};
+
+struct rlx__p2p_conn {
+  union rlx__stream_handle h;
+  uv_connect_t creq;
+  uv_write_t hs_wreq[2];
+  struct rlx__p2p *p;
+  const struct rlx__transport_ops *tr;
+  struct rlx__list link;
+  int peer; /* world rank, -1 until the handshake names it */
+  enum rlx__conn_state state;
+  enum rlx__read_state rstate;
+  struct rlx__hs hs;
+  uint8_t hs_in[RLX__HS_CHALLENGE_SIZE];
+  uint8_t hs_out[2][RLX__HS_CHALLENGE_SIZE];
+  uint8_t hdr_in[RLX__FRAME_HDR_SIZE];
+  uint8_t cma_in[RLX__CMA_DESC_SIZE];
+  unsigned char *stage; /* RLX__STAGE_SIZE bytes once the connection is ready */
+  size_t stage_len, stage_off;
+  int reading_stage;
+  size_t need, got;
+  struct rlx__frame_hdr cur;
+  unsigned char *dst; /* where the current payload goes */
+  struct rlx__xfer *target;
+  struct rlx__umsg *um;
+  uint32_t crc;
+  uint64_t hs_deadline;
+  uint64_t last_rx, last_tx; /* rlx__now_ns() of the last bytes in and out */
+  uint64_t t_start;          /* when we dialed or accepted it (for the trace) */
+  int dialed;
+  int write_dead; /* the peer closed (EPIPE): sends wait for what is left to read */
+  char addr[160]; /* who an accepted connection came from, for logs */
+};
+
+struct rlx__p2p_peer {
+  struct rlx__p2p_conn *conn;    /* ready connection */
+  struct rlx__p2p_conn *pending; /* connecting, or authenticating */
+  struct rlx__list posted, unexpected, sendq;
+  struct rlx__list cma_wait; /* sent by reference, waiting for the ACK */
+  int no_cma;                /* a copy from us failed once: use the stream */
+  int lost;
+  char why[160];
+  const struct rlx__transport_ops *tr;
+};
+
+/* A small write on storage of its own (ACK, PING), freed when written. */
+struct rlx__ctl_write {
+  uv_write_t req;
+  uint8_t bytes[RLX__FRAME_HDR_SIZE];
+};
+void rlx__ctl_written(uv_write_t *req, int status);
+
+/* ---- p2p.c */
+/* Complete a transfer: status set, its callback called. */
+void rlx__xfer_finish(struct rlx__xfer *x, int status);
+/* A peer is gone: every transfer that waits on it fails, now and later. */
+void rlx__peer_fail(struct rlx__p2p *p, int peer, int err, const char *why);
+
+/* ---- conn.c */
+void rlx__conn_close(struct rlx__p2p_conn *c);
+void rlx__conn_fail(struct rlx__p2p_conn *c, int err, const char *why);
+/* Dial peer if it is ours to dial (the higher rank of a pair dials) and
+ * no connection is up or coming. */
+void rlx__conn_ensure(struct rlx__p2p *p, int peer);
+void rlx__conn_on_connection(uv_stream_t *server, int status);
+/* The handshake's expected bytes are in (read.c calls it). */
+void rlx__conn_hs_done(struct rlx__p2p_conn *c);
+/* The index of a transport in rlx__transports. */
+int rlx__transport_index(const struct rlx__transport_ops *tr);
+
+/* ---- heartbeat.c */
+void rlx__heartbeat_sweep(uv_timer_t *t);
+
+/* ---- read.c */
+void rlx__read_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf);
+void rlx__read_cb(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf);
+/* Expect the next frame header. */
+void rlx__read_next(struct rlx__p2p_conn *c);
+
+/* ---- write.c */
+int rlx__write_frame(struct rlx__p2p *p, struct rlx__xfer *x, int type);
+void rlx__write_start(struct rlx__p2p_conn *c, struct rlx__xfer *x, size_t skip);
+
+/* ---- match.c */
+int rlx__same_key(const struct rlx__frame_hdr *a, const struct rlx__frame_hdr *b);
+/* Does a frame agree with the receive posted for it (same signature, same
+ * length)? */
+int rlx__frame_matches(const struct rlx__xfer *x, const struct rlx__frame_hdr *h);
+struct rlx__xfer *rlx__find_posted(struct rlx__p2p_peer *pe, const struct rlx__frame_hdr *h);
+/* Hand a fully received early frame to its receive: its status. */
+int rlx__umsg_deliver(struct rlx__umsg *m, struct rlx__xfer *x);
+/* A pooled buffer for an early frame; on no memory the peer is failed and
+ * NULL returned. */
+struct rlx__umsg *rlx__umsg_new(struct rlx__p2p_conn *c, const struct rlx__frame_hdr *h,
+                                size_t len);
+void rlx__umsg_put(struct rlx__p2p *p, struct rlx__umsg *m);
+/* A received frame (not an ABORT) is whole: give it to its receive, or
+ * keep it for one to come. */
+void rlx__match_arrived(struct rlx__p2p_conn *c, struct rlx__umsg *m);
+/* The early frame for x, taken off the peer's list, or NULL. */
+struct rlx__umsg *rlx__match_take_early(struct rlx__p2p_peer *pe, const struct rlx__xfer *x);
+void rlx__pool_free(struct rlx__p2p *p);
+
+/* ---- cma.c */
+/* Let peers of our uid read our memory (Yama's ptrace scope). */
+void rlx__cma_enable(void);
+/* Should x go by reference? If so, fill its descriptor and CRC. */
+int rlx__cma_prepare(struct rlx__p2p *p, struct rlx__xfer *x);
+/* A by-reference DATA frame's descriptor is in: copy, ACK or NACK. */
+void rlx__cma_desc_done(struct rlx__p2p_conn *c);
+/* An ACK or NACK for one of our sends by reference. */
+void rlx__cma_ack_done(struct rlx__p2p_conn *c, const struct rlx__frame_hdr *h);
+/* A NACKed send goes again with its payload on the stream. */
+void rlx__cma_resend(struct rlx__p2p_conn *c, struct rlx__xfer *x);
+
+/* ---- abort.c */
+/* An ABORT frame's payload is whole: tell on_abort. */
+void rlx__abort_arrived(struct rlx__p2p_conn *c, const struct rlx__umsg *m);
+
+/* ---- fault.c (test builds) */
+#ifdef RLX_FAULT_INJECTION
+/* RLX_FAULT_FRAME: maybe spoil x (a DATA frame about to be written); 1
+ * when the fault consumed it (x->status set). */
+int rlx__fault_frame(struct rlx__p2p *p, struct rlx__xfer *x);
+/* RLX_FAULT_CMA=deny: refuse copies by reference. */
+int rlx__fault_cma_denied(void);
+void rlx__fault_free(void);
+#endif
+
+#endif

@@ -1,0 +1,169 @@
+/* The write path: a frame goes out with one uv_try_write of header and
+ * payload when the stream takes it all, else as a queued uv_write from
+ * the caller's buffer (never copied). Sends wait in the peer's queue while
+ * its connection is being made; a write that finds the peer gone waits
+ * for the reason the peer may still have sent (park_if_closed). */
+#include <assert.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <rlxcoll/errors.h>
+#include "../internal.h"
+#include "p2p_internal.h"
+
+void rlx__ctl_written(uv_write_t *req, int status) {
+  (void)status;
+  free(req->data);
+}
+
+/* A write found the peer gone (EPIPE, ECONNRESET). It may have closed on
+ * purpose, after an ABORT frame that says why and that is still to be
+ * read: park the send; the end of the stream, right after what is left,
+ * fails the peer and its parked sends (rlx__peer_fail), by then with the
+ * reason known. Returns 1 when x was parked. */
+static int park_if_closed(struct rlx__p2p_conn *c, struct rlx__xfer *x, int rc) {
+  if ((rc != UV_EPIPE && rc != UV_ECONNRESET) || c->state != C_READY || c->peer < 0)
+    return 0;
+  c->write_dead = 1;
+  if (x->ref == RLX__REF_WAIT_ACK)
+    rlx__list_remove(&x->link);
+  x->ref = RLX__REF_NONE;
+  x->queued = 1;
+  rlx__list_push(&c->p->peers[c->peer].sendq, &x->link);
+  return 1;
+}
+
+static void on_write(uv_write_t *req, int status) {
+  struct rlx__xfer *x = req->data;
+  x->writing = 0;
+  if (status < 0) {
+    struct rlx__p2p_conn *c = req->handle->data;
+    if (c != NULL && park_if_closed(c, x, status))
+      return;
+    if (x->ref == RLX__REF_WAIT_ACK)
+      rlx__list_remove(&x->link);
+    x->ref = RLX__REF_NONE;
+    rlx__xfer_finish(x, RLX_ERR_PEER_LOST);
+    return;
+  }
+  switch (x->ref) {
+  case RLX__REF_WAIT_ACK: /* by reference: done when the receiver says it took the data */
+    return;
+  case RLX__REF_NACKED: /* NACKed while libuv still held the request */
+    rlx__cma_resend(req->handle->data, x);
+    return;
+  default:
+    x->ref = RLX__REF_NONE;
+    rlx__xfer_finish(x, RLX_OK);
+  }
+}
+
+/* What goes on the stream after the header: the payload, or for a send by
+ * reference its descriptor. */
+static const uint8_t *wire_payload(const struct rlx__xfer *x, size_t *len) {
+  if (x->ref != RLX__REF_NONE) {
+    *len = RLX__CMA_DESC_SIZE;
+    return x->cma_desc;
+  }
+  *len = x->len;
+  return x->buf;
+}
+
+/* A write of x starts (all of it, or what try_write left). */
+static void started(struct rlx__p2p *p, struct rlx__xfer *x) {
+  if (x->ref == RLX__REF_WAIT_ACK)
+    rlx__list_push(&p->peers[x->peer].cma_wait, &x->link);
+}
+
+void rlx__write_start(struct rlx__p2p_conn *c, struct rlx__xfer *x, size_t skip) {
+  uv_buf_t bufs[2];
+  int n = 0;
+  size_t plen;
+  const uint8_t *payload = wire_payload(x, &plen);
+  assert(!x->writing);
+  c->last_tx = rlx__now_ns();
+  if (skip < RLX__FRAME_HDR_SIZE) {
+    bufs[n++] = uv_buf_init((char *)x->hbytes + skip, (unsigned)(RLX__FRAME_HDR_SIZE - skip));
+    skip = 0;
+  } else {
+    skip -= RLX__FRAME_HDR_SIZE;
+  }
+  if (plen > skip)
+    bufs[n++] = uv_buf_init((char *)payload + skip, (unsigned)(plen - skip));
+  x->wreq.data = x;
+  x->writing = 1;
+  started(c->p, x);
+  int rc = uv_write(&x->wreq, &c->h.stream, bufs, (unsigned)n, on_write);
+  if (rc != 0) {
+    x->writing = 0;
+    if (x->ref == RLX__REF_WAIT_ACK)
+      rlx__list_remove(&x->link);
+    x->ref = RLX__REF_NONE;
+    rlx__xfer_finish(x, RLX_ERR_PEER_LOST);
+  }
+}
+
+/* Stamp the header: type, sender, length and the CRC32C of what goes on
+ * the stream (the payload, or the by-reference descriptor). */
+static void stamp(struct rlx__p2p *p, struct rlx__xfer *x, int type) {
+  x->is_send = 1;
+  x->writing = 0;
+  x->ref = RLX__REF_NONE;
+  x->hdr.type = (uint8_t)type;
+  x->hdr.flags = 0;
+  x->hdr.src = (uint32_t)p->rank;
+  x->hdr.payload_len = x->len;
+  if (type != RLX__FT_DATA || !rlx__cma_prepare(p, x))
+    x->hdr.payload_crc = rlx__crc32c(x->buf, x->len);
+  rlx__frame_encode(&x->hdr, x->hbytes);
+  rlx__list_init(&x->link);
+}
+
+/* Returns 1 if x completed at once (x->status set), 0 if its callback
+ * comes later. */
+int rlx__write_frame(struct rlx__p2p *p, struct rlx__xfer *x, int type) {
+  struct rlx__p2p_peer *pe = &p->peers[x->peer];
+  stamp(p, x, type);
+#ifdef RLX_FAULT_INJECTION
+  if (type == RLX__FT_DATA && rlx__fault_frame(p, x))
+    return 1;
+#endif
+  if (pe->lost) {
+    x->status = pe->lost;
+    return 1;
+  }
+  struct rlx__p2p_conn *c = pe->conn;
+  if (c == NULL || c->state != C_READY || c->write_dead) {
+    x->queued = 1;
+    rlx__list_push(&pe->sendq, &x->link);
+    if (c == NULL || c->state != C_READY)
+      rlx__conn_ensure(p, x->peer);
+    return 0;
+  }
+  size_t plen;
+  const uint8_t *payload = wire_payload(x, &plen);
+  c->last_tx = rlx__now_ns();
+  uv_buf_t bufs[2] = {uv_buf_init((char *)x->hbytes, RLX__FRAME_HDR_SIZE),
+                      uv_buf_init((char *)payload, (unsigned)plen)};
+  size_t total = RLX__FRAME_HDR_SIZE + plen;
+  int rc = plen > (1u << 30) ? UV_EAGAIN : uv_try_write(&c->h.stream, bufs, plen ? 2 : 1);
+  if (rc >= 0 && (size_t)rc == total) {
+    if (x->ref == RLX__REF_WAIT_ACK) { /* complete when the ACK comes */
+      started(p, x);
+      return 0;
+    }
+    x->status = RLX_OK;
+    return 1;
+  }
+  if (rc < 0 && park_if_closed(c, x, rc))
+    return 0;
+  if (rc < 0 && rc != UV_EAGAIN) {
+    char why[160];
+    snprintf(why, sizeof(why), "write to rank %d failed: %s", x->peer, uv_strerror(rc));
+    rlx__peer_fail(p, x->peer, RLX_ERR_PEER_LOST, why);
+    x->status = RLX_ERR_PEER_LOST;
+    return 1;
+  }
+  rlx__write_start(c, x, rc > 0 ? (size_t)rc : 0);
+  return 0;
+}

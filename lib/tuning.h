@@ -1,0 +1,69 @@
+/* Every measured tuning constant of the data path in one place: segment
+ * sizes, pipeline lanes, algorithm crossovers, the by-reference threshold.
+ * Each says what measured it; rerun that script on a new machine before
+ * changing a number (README "Benchmarks"). Protocol limits (frame sizes,
+ * heartbeats, handshake deadlines) live with their protocol, not here. */
+#ifndef RLX_TUNING_H
+#define RLX_TUNING_H
+
+/* ---- by-reference payloads (lib/transport/cma.c) --------------------------
+ * Same-host payloads from this size go by reference (one copy, made by the
+ * receiver with process_vm_readv) instead of through the socket (two
+ * copies, through the kernel's buffer). bench/crossover.sh on 16 cores with
+ * a build of -DRLX__CMA_MIN=32768, and bench/ab_allreduce.sh with OSU= on
+ * 2 cores: a lower threshold made latency-bound sizes slower (2 ranks,
+ * 32 KiB 9.8 -> 20.4 us, 64 KiB 18.6 -> 31.3). */
+#ifndef RLX__CMA_MIN /* -DRLX__CMA_MIN=... to measure another threshold */
+#define RLX__CMA_MIN (128u * 1024u)
+#endif
+
+/* ---- ring segments (allreduce_ring.c, reduce_scatter_ring.c,
+ * allgather_ring.c) -----------------------------------------------------------
+ * Through the socket, 256 KiB keeps a segment inside the kernel's buffers;
+ * by reference there is no buffer to fit, and fewer, bigger segments save
+ * acknowledgements (2 ranks, 1 MiB: 178-186 us with 1 MiB segments against
+ * 193-298 us with 256 KiB). When ranks outnumber cores a segment often
+ * arrives before its receive is posted and is staged, and 512 KiB keeps
+ * that copy in the cache (bench/ab_allreduce.sh, one build per segment
+ * size; 4 ranks on 2 cores: 4 MiB 2523 against 3399 us, 16 MiB 9917
+ * against 12734; 256 KiB segments: 2608, 10698). */
+#define RLX__RING_SEG (256u * 1024u)
+#define RLX__RING_SEG_CMA (1024u * 1024u)
+#define RLX__RING_SEG_CMA_OVERSUBSCRIBED (512u * 1024u)
+/* Allgather has no reduction to overlap: 1 MiB segments only bound the
+ * frame size and the receive's granularity. */
+#define RLX__ALLGATHER_SEG (1024u * 1024u)
+
+/* Two lanes once a chunk has 8 segments or more, unless same-host payloads
+ * go by reference: measured on 16 cores (bench/crossover.sh), by-reference
+ * copies with one lane beat the socket either way, while two lanes of
+ * by-reference copies were up to 2x slower at 16-64 MiB; on 2 cores two
+ * lanes over the socket were neutral at 4-16 MiB and worse at 1-2 MiB. */
+#define RLX__RING_LANES 2
+#define RLX__RING_LANES_FROM 8
+
+/* A binomial broadcast cuts only to keep frames far below the frame limit
+ * (1 GiB): the tree is latency-bound, and segments would add rounds. */
+#define RLX__BCAST_SEG (64u * 1024u * 1024u)
+
+/* ---- algorithm crossovers (select.c), bytes of the whole vector ----------
+ * bench/crossover.sh (every algorithm forced, per size): on 2 cores,
+ * recursive doubling wins up to 32 KiB; on 2 ranks halving-doubling and
+ * the ring exchange the same halves and the ring's segments win from
+ * 256 KiB. With more ranks the ring's 2(p-1) rounds cost more against
+ * halving-doubling's 2 lg p, so the crossover grows with p: on 16 cores
+ * (bench/results/crossover-h200-2026-11-30.txt) halving-doubling won up to
+ * 256 KiB on 4 ranks (ring from 512 KiB: 215 against 220 us), up to 512 KiB
+ * on 8 (369 against 541; ring at 1 MiB 654 against 686) and up to 1 MiB on
+ * 16 (988 against 1477; ring at 2 MiB 1729 against 2029): 64 KiB per
+ * rank, 256 KiB at least. */
+#define RLX__AR_RD_MAX (32u * 1024u)
+#define RLX__AR_RABENSEIFNER_MAX_2 (128u * 1024u)
+#define RLX__AR_RABENSEIFNER_PER_RANK (64u * 1024u)
+#define RLX__AR_RABENSEIFNER_MIN_MAX (256u * 1024u)
+/* bench/crossover.sh-style sweeps of rlx-bench -C bcast / allgather with
+ * RLX_BCAST_ALGO / RLX_ALLGATHER_ALGO forced, 2 cores, n = 2..8. */
+#define RLX__BCAST_BINOMIAL_MAX (512u * 1024u)
+#define RLX__AG_RD_MAX (64u * 1024u) /* recursive doubling (power-of-two p) */
+
+#endif
