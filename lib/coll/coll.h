@@ -69,6 +69,10 @@ struct rlx__round {
 
 struct rlx__op;
 
+/* Run a round's local work (round.c): the copy, then the reduction, then
+ * the average, as the algorithm described them. */
+void rlx__round_work(const struct rlx__op *op, const struct rlx__round *r);
+
 struct rlx__algo {
   /* The one name of the algorithm: RLX_<COLL>_ALGO takes it, and logs,
    * traces, the flight recorder and RLX_STATS show it. */

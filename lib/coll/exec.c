@@ -177,15 +177,6 @@ static void xfer_done(struct rlx__xfer *x) {
     advance(op, l);
 }
 
-static void local_work(struct rlx__op *op, const struct rlx__round *r) {
-  if (r->copy_len)
-    memmove(r->copy_dst, r->copy_src, r->copy_len);
-  if (r->red_count)
-    rlx__reduce(r->red_out, r->red_a, r->red_b, r->red_count, op->dt, op->rop);
-  if (r->avg_count)
-    rlx__avg_finish(r->avg_buf, r->avg_count, op->dt, op->size);
-}
-
 /* Run lane l forward until it waits on a transfer or has no more rounds. */
 static void advance(struct rlx__op *op, int l) {
   struct rlx__lane *ln = &op->lane[l];
@@ -193,7 +184,7 @@ static void advance(struct rlx__op *op, int l) {
     if (op->finished || ln->finished)
       return;
     if (ln->k >= 0)
-      local_work(op, &ln->round);
+      rlx__round_work(op, &ln->round);
     ln->k++;
     memset(&ln->round, 0, sizeof(ln->round));
     if (!op->algo->round(op, l, ln->k, &ln->round)) {

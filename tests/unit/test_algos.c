@@ -82,15 +82,6 @@ static int try_recv(struct sim *s, int r, int l, int i) {
   return 0;
 }
 
-static void local_work(struct rlx__op *op, const struct rlx__round *r) {
-  if (r->copy_len)
-    memmove(r->copy_dst, r->copy_src, r->copy_len);
-  if (r->red_count)
-    rlx__reduce(r->red_out, r->red_a, r->red_b, r->red_count, op->dt, op->rop);
-  if (r->avg_count)
-    rlx__avg_finish(r->avg_buf, r->avg_count, op->dt, op->size);
-}
-
 /* Move lane l of rank r as far as it goes; 1 if it moved. */
 static int step_lane(struct sim *s, int r, int l) {
   struct rlx__op *op = &s->op[r];
@@ -104,7 +95,7 @@ static int step_lane(struct sim *s, int r, int l) {
       if (!s->done[r][l][i])
         return moved;
     if (ln->k >= 0)
-      local_work(op, &ln->round);
+      rlx__round_work(op, &ln->round);
     ln->k++;
     memset(&ln->round, 0, sizeof(ln->round));
     memset(s->done[r][l], 0, sizeof(s->done[r][l]));
