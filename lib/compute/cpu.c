@@ -109,7 +109,14 @@ static int cpu_eval(struct rlx__backend *b, const float *x, const int32_t *y, in
 }
 
 static const struct rlx__backend_ops cpu_ops = {
-    cpu_destroy, cpu_set_params, cpu_get_params, cpu_grad, cpu_apply, cpu_eval, NULL, NULL,
+    .destroy = cpu_destroy,
+    .set_params = cpu_set_params,
+    .get_params = cpu_get_params,
+    .grad = cpu_grad,
+    .apply = cpu_apply,
+    .eval = cpu_eval,
+    .host_alloc = NULL, /* plain malloc is all C needs */
+    .host_free = NULL,
 };
 
 int rlx__cpu_create(const struct rlx__layout *lo, float momentum, struct rlx__backend **out) {

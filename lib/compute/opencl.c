@@ -350,8 +350,14 @@ static int ocl_eval(struct rlx__backend *b, const float *x, const int32_t *y, in
 }
 
 static const struct rlx__backend_ops ocl_ops = {
-    ocl_destroy, ocl_set_params, ocl_get_params, ocl_grad, ocl_apply, ocl_eval, ocl_host_alloc,
-    ocl_host_free,
+    .destroy = ocl_destroy,
+    .set_params = ocl_set_params,
+    .get_params = ocl_get_params,
+    .grad = ocl_grad,
+    .apply = ocl_apply,
+    .eval = ocl_eval,
+    .host_alloc = ocl_host_alloc,
+    .host_free = ocl_host_free,
 };
 
 /* Choose the device: index given, or GPUs (nearest this process's cores

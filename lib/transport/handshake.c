@@ -1,17 +1,11 @@
 /* Handshake messages and their MACs; see handshake.h for the exchange. */
 #include <string.h>
 #include <sodium.h>
+#include "../byteorder.h"
 #include "handshake.h"
 
 #define HS_VERSION 1
 
-static void put32(uint8_t *p, uint32_t v) {
-  for (int i = 0; i < 4; i++)
-    p[i] = (uint8_t)(v >> (8 * i));
-}
-static uint32_t get32(const uint8_t *p) {
-  return (uint32_t)p[0] | ((uint32_t)p[1] << 8) | ((uint32_t)p[2] << 16) | ((uint32_t)p[3] << 24);
-}
 
 int rlx__hs_init(struct rlx__hs *hs, const char *job_key, uint32_t self, uint8_t channel) {
   if (sodium_init() < 0)
@@ -39,8 +33,8 @@ void rlx__hs_client_hello(struct rlx__hs *hs, uint32_t to, uint8_t out[RLX__HS_H
   memcpy(out, "RLXH", 4);
   out[4] = HS_VERSION;
   out[5] = hs->channel;
-  put32(out + 8, hs->self);
-  put32(out + 12, to);
+  rlx__put32(out + 8, hs->self);
+  rlx__put32(out + 12, to);
   randombytes_buf(out + 16, RLX__HS_NONCE_SIZE);
   memcpy(hs->hello, out, RLX__HS_HELLO_SIZE);
   hs->peer = to;
@@ -52,13 +46,13 @@ int rlx__hs_server_hello(struct rlx__hs *hs, const uint8_t in[RLX__HS_HELLO_SIZE
     return RLX__HS_BAD_MAGIC;
   if (in[4] != HS_VERSION)
     return RLX__HS_BAD_VERSION;
-  if (in[5] != hs->channel || get32(in + 12) != hs->self || in[6] != 0 || in[7] != 0)
+  if (in[5] != hs->channel || rlx__get32(in + 12) != hs->self || in[6] != 0 || in[7] != 0)
     return RLX__HS_BAD_PEER;
   memcpy(hs->hello, in, RLX__HS_HELLO_SIZE);
-  hs->peer = get32(in + 8);
+  hs->peer = rlx__get32(in + 8);
   randombytes_buf(hs->nonce_s, sizeof(hs->nonce_s));
   memcpy(out, "RLXC", 4);
-  put32(out + 4, hs->self);
+  rlx__put32(out + 4, hs->self);
   memcpy(out + 8, hs->nonce_s, RLX__HS_NONCE_SIZE);
   mac(hs, 'S', out + 40);
   return RLX__HS_OK;
@@ -69,7 +63,7 @@ int rlx__hs_client_challenge(struct rlx__hs *hs, const uint8_t in[RLX__HS_CHALLE
   uint8_t want[32];
   if (memcmp(in, "RLXC", 4) != 0)
     return RLX__HS_BAD_MAGIC;
-  if (get32(in + 4) != hs->peer)
+  if (rlx__get32(in + 4) != hs->peer)
     return RLX__HS_BAD_PEER;
   memcpy(hs->nonce_s, in + 8, RLX__HS_NONCE_SIZE);
   mac(hs, 'S', want);
