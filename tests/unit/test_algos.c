@@ -54,7 +54,8 @@ static void post_send(struct sim *s, int r, int l, int i) {
   m->len = ln->round.x[i].len;
   m->data = malloc(m->len ? m->len : 1);
   REQUIRE(m->data != NULL, "no memory");
-  memcpy(m->data, ln->round.x[i].buf, m->len);
+  if (m->len) /* a barrier's transfers have no buffer at all */
+    memcpy(m->data, ln->round.x[i].buf, m->len);
   m->next = s->box;
   s->box = m;
   s->done[r][l][i] = 1; /* a send completes once the data left the buffer */
@@ -72,7 +73,7 @@ static int try_recv(struct sim *s, int r, int l, int i) {
     if (m->len != ln->round.x[i].len)
       snprintf(s->err, sizeof(s->err), "rank %d segment %u: %zu bytes sent by rank %d, %zu expected",
                r, seg, m->len, m->from, ln->round.x[i].len);
-    else
+    else if (m->len)
       memcpy(ln->round.x[i].buf, m->data, m->len);
     *pm = m->next;
     free(m->data);
