@@ -3,6 +3,7 @@
  * host or link vanished, or a stopped process); and an accepted connection
  * that does not finish its handshake in time is dropped (slow-loris). */
 #include <stdio.h>
+#include <sys/ioctl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <rlxcoll/errors.h>
@@ -28,9 +29,26 @@ static void send_ping(struct rlx__p2p_conn *c) {
   c->last_tx = rlx__now_ns();
 }
 
+/* Bytes the peer sent that this process has not read yet: proof of life
+ * that a stalled reader would otherwise count as silence. */
+static int unread_bytes(struct rlx__p2p_conn *c) {
+  uv_os_fd_t fd;
+  int n = 0;
+  if (uv_fileno((uv_handle_t *)&c->h, &fd) != 0 || ioctl(fd, FIONREAD, &n) != 0)
+    return 0;
+  return n > 0;
+}
+
 void rlx__heartbeat_sweep(uv_timer_t *t) {
   struct rlx__p2p *p = t->data;
   uint64_t now = rlx__now_ns();
+  /* The sweep runs every half second. If it comes round much later, this
+   * process (not its peers) was stalled: descheduled on an overloaded host,
+   * stopped, or its caller kept the loop away. Silence during our own stall
+   * is not the peer's, so the clocks restart; a dead peer is still found
+   * one silence period after we run again. */
+  int stalled = p->last_sweep && now - p->last_sweep > HB_EVERY_NS;
+  p->last_sweep = now;
   struct rlx__list *l = p->conns.next;
   while (l != &p->conns) {
     struct rlx__p2p_conn *c = rlx__container_of(l, struct rlx__p2p_conn, link);
@@ -39,6 +57,8 @@ void rlx__heartbeat_sweep(uv_timer_t *t) {
       rlx__conn_fail(c, RLX_ERR_AUTH, "no complete handshake within 10 s");
     if (c->state != C_READY || c->peer < 0)
       continue;
+    if (stalled || (c->last_rx && now - c->last_rx > HB_SILENCE_NS && unread_bytes(c)))
+      c->last_rx = now;
     if (c->last_rx && now - c->last_rx > HB_SILENCE_NS) {
       char why[160];
       snprintf(why, sizeof(why), "nothing from rank %d for %.0f s, not even a heartbeat "

@@ -65,6 +65,7 @@ struct rlx__p2p {
   struct rlx__p2p_listener listeners[RLX__TRANSPORTS_MAX];
   int sweep_open;
   uv_timer_t sweep;
+  uint64_t last_sweep; /* when the sweep last ran: a late one means this process stalled */
   struct rlx__list conns;
   struct rlx__list pool; /* spare buffers for early frames */
   int npool;
