@@ -5,6 +5,7 @@
  * Inputs are small integers, so every reduction order gives the exact
  * reference; --random adds non-integer floats, where only agreement across
  * ranks (and closeness to the reference) can be asked. */
+#include <malloc.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -54,82 +55,109 @@ static void store(void *buf, size_t i, rlx_dtype_t dt, double v) {
   }
 }
 
-/* Reference for element i: integer ops in the type's own (wrapping) width. */
-static void reference(void *ref, size_t i, rlx_dtype_t dt, rlx_op_t op) {
-  if (rlx__dtype_is_float(dt)) {
-    double acc = value(0, i, op);
-    for (int r = 1; r < size; r++) {
-      double v = value(r, i, op);
-      switch (op) {
-      case RLX_SUM: case RLX_AVG: acc += v; break;
-      case RLX_PROD: acc *= v; break;
-      case RLX_MIN: acc = v < acc ? v : acc; break;
-      case RLX_MAX: acc = v > acc ? v : acc; break;
-      default: break;
-      }
-    }
-    if (op == RLX_AVG) {
-      if (dt == RLX_FLOAT64)
-        acc = acc / size;
-      else if (dt == RLX_FLOAT32)
-        acc = (double)((float)acc / (float)size);
-      else if (dt == RLX_FLOAT16)
-        acc = rlx__f16_to_f32(rlx__f32_to_f16((float)acc / (float)size));
-      else
-        acc = rlx__bf16_to_f32(rlx__f32_to_bf16((float)acc / (float)size));
-    }
-    store(ref, i, dt, acc);
-    return;
-  }
-  /* integers: work in uint64 and let store() truncate; MIN/MAX compare in the type */
+/* buf[i] = v(i) for i in [0, n), converted as store() does, with the type
+ * switch outside the loop (store() per element was this program's hottest
+ * function). */
+#define FILL_TYPED(buf, n, dt, v)                                                                  \
+  do {                                                                                             \
+    switch (dt) {                                                                                  \
+    case RLX_INT8: for (size_t i = 0; i < (n); i++) ((int8_t *)(buf))[i] = (int8_t)(int64_t)(v); break; \
+    case RLX_UINT8: for (size_t i = 0; i < (n); i++) ((uint8_t *)(buf))[i] = (uint8_t)(int64_t)(v); break; \
+    case RLX_INT32: for (size_t i = 0; i < (n); i++) ((int32_t *)(buf))[i] = (int32_t)(int64_t)(v); break; \
+    case RLX_UINT32: for (size_t i = 0; i < (n); i++) ((uint32_t *)(buf))[i] = (uint32_t)(int64_t)(v); break; \
+    case RLX_INT64: for (size_t i = 0; i < (n); i++) ((int64_t *)(buf))[i] = (int64_t)(v); break; \
+    case RLX_UINT64: for (size_t i = 0; i < (n); i++) ((uint64_t *)(buf))[i] = (uint64_t)(int64_t)(v); break; \
+    case RLX_FLOAT32: for (size_t i = 0; i < (n); i++) ((float *)(buf))[i] = (float)(v); break; \
+    case RLX_FLOAT64: for (size_t i = 0; i < (n); i++) ((double *)(buf))[i] = (double)(v); break; \
+    default: for (size_t i = 0; i < (n); i++) store((buf), i, (dt), (double)(v)); break;          \
+    }                                                                                              \
+  } while (0)
+
+/* This rank's inputs for op. */
+static void fill_inputs(void *buf, size_t n, rlx_dtype_t dt, rlx_op_t op) {
+  FILL_TYPED(buf, n, dt, value(rank, i, op));
+}
+
+/* The ranks' values at index i folded with op, exactly: sums and products
+ * of these small integers fit in int64 (store() then wraps them to the
+ * type's width, as the type's own arithmetic would); min and max compare as
+ * signed or as unsigned integers (for every unsigned width -1 is the
+ * largest value, so one order serves them all) and keep the value chosen.
+ * Cached per (op, order) and grown on demand: each check then costs
+ * O(count), not O(ranks x count), which made this program, not the library,
+ * the slow part of the collectives tests. */
+static int64_t *fold_cache[RLX_OP_COUNT][2];
+static size_t fold_len[RLX_OP_COUNT][2];
+
+static int64_t fold_one(size_t i, rlx_op_t op, int uns) {
   int64_t acc = value(0, i, op);
-  uint64_t uacc = (uint64_t)acc;
   for (int r = 1; r < size; r++) {
     int64_t v = value(r, i, op);
     switch (op) {
-    case RLX_SUM: uacc += (uint64_t)v; break;
-    case RLX_PROD: uacc *= (uint64_t)v; break;
-    default: {
-      /* compare as the type sees the values */
-      char a[8], b[8];
-      store(a, 0, dt, (double)acc);
-      store(b, 0, dt, (double)v);
-      int64_t ca, cb;
-      size_t es = rlx_dtype_size(dt);
-      if (is_unsigned(dt)) {
-        uint64_t x = 0, y = 0;
-        memcpy(&x, a, es);
-        memcpy(&y, b, es);
-        ca = x < y ? -1 : x > y;
-      } else {
-        int64_t x = es == 1 ? *(int8_t *)a : es == 4 ? *(int32_t *)a : *(int64_t *)a;
-        int64_t y = es == 1 ? *(int8_t *)b : es == 4 ? *(int32_t *)b : *(int64_t *)b;
-        ca = x < y ? -1 : x > y;
-      }
-      cb = -ca;
-      (void)cb;
-      if ((op == RLX_MIN && ca > 0) || (op == RLX_MAX && ca < 0))
-        acc = v;
-      uacc = (uint64_t)acc;
+    case RLX_SUM: case RLX_AVG: acc += v; break;
+    case RLX_PROD: acc *= v; break;
+    case RLX_MIN: acc = uns ? ((uint64_t)v < (uint64_t)acc ? v : acc) : (v < acc ? v : acc); break;
+    case RLX_MAX: acc = uns ? ((uint64_t)v > (uint64_t)acc ? v : acc) : (v > acc ? v : acc); break;
+    default: break;
     }
-    }
-    if (op == RLX_SUM || op == RLX_PROD)
-      acc = (int64_t)uacc;
   }
-  store(ref, i, dt, (double)(int64_t)uacc);
-  if (op == RLX_MIN || op == RLX_MAX)
-    store(ref, i, dt, (double)acc);
+  return acc;
 }
 
+static const int64_t *folded(size_t n, rlx_op_t op, int uns) {
+  if (fold_len[op][uns] < n) {
+    int64_t *f = realloc(fold_cache[op][uns], n * sizeof(*f));
+    if (f == NULL) {
+      fprintf(stderr, "coll_check: out of memory\n");
+      exit(2);
+    }
+    for (size_t i = fold_len[op][uns]; i < n; i++)
+      f[i] = fold_one(i, op, uns);
+    fold_cache[op][uns] = f;
+    fold_len[op][uns] = n;
+  }
+  return fold_cache[op][uns];
+}
+
+/* Reference for elements [0, n): integer ops in the type's own (wrapping)
+ * width; AVG divides in the float type's own precision. */
+static void reference(void *ref, size_t n, rlx_dtype_t dt, rlx_op_t op) {
+  int is_float = rlx__dtype_is_float(dt);
+  const int64_t *f = folded(n, op, !is_float && is_unsigned(dt));
+  if (op != RLX_AVG) {
+    FILL_TYPED(ref, n, dt, f[i]);
+    return;
+  }
+  for (size_t i = 0; i < n; i++) {
+    double acc = (double)f[i];
+    if (dt == RLX_FLOAT64)
+      acc = acc / size;
+    else if (dt == RLX_FLOAT32)
+      acc = (double)((float)acc / (float)size);
+    else if (dt == RLX_FLOAT16)
+      acc = rlx__f16_to_f32(rlx__f32_to_f16((float)acc / (float)size));
+    else
+      acc = rlx__bf16_to_f32(rlx__f32_to_bf16((float)acc / (float)size));
+    store(ref, i, dt, acc);
+  }
+}
+
+/* A hash of the bytes, 8 at a time (a byte loop over 8 MiB results was a
+ * tenth of this program's time). */
 static uint64_t fnv(const void *p, size_t n) {
   const unsigned char *b = p;
-  uint64_t h = 1469598103934665603ull;
-  for (size_t i = 0; i < n; i++)
+  uint64_t h = 1469598103934665603ull, w;
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    memcpy(&w, b + i, 8);
+    h = (h ^ w) * 1099511628211ull;
+    h ^= h >> 29;
+  }
+  for (; i < n; i++)
     h = (h ^ b[i]) * 1099511628211ull;
   return h;
 }
 
-/* Every rank must hold bitwise the same bytes. */
 static void check_same_everywhere(const void *buf, size_t n, const char *what) {
   uint64_t h[2] = {fnv(buf, n), 0}, lo, hi;
   h[1] = ~h[0];
@@ -151,10 +179,8 @@ static void check_allreduce(rlx_dtype_t dt, rlx_op_t op, size_t count, int in_pl
   char what[160];
   snprintf(what, sizeof(what), "allreduce(count=%zu, %s, %s%s)", count, rlx_dtype_name(dt),
            rlx_op_name(op), in_place ? ", in place" : "");
-  for (size_t i = 0; i < count; i++) {
-    store(in, i, dt, value(rank, i, op));
-    reference(ref, i, dt, op);
-  }
+  fill_inputs(in, count, dt, op);
+  reference(ref, count, dt, op);
   memset(out, 0x5a, bytes);
   int rc;
   if (in_place) {
@@ -167,7 +193,7 @@ static void check_allreduce(rlx_dtype_t dt, rlx_op_t op, size_t count, int in_pl
   if (rc != RLX_OK) {
     FAIL("%s returned %s: %s", what, rlx_strerror(rc), rlx_errmsg());
   } else {
-    for (size_t i = 0; i < count; i++) {
+    for (size_t i = 0; memcmp(out, ref, bytes) != 0 && i < count; i++) {
       if (memcmp(out + i * es, ref + i * es, es) != 0) {
         FAIL("%s: element %zu differs from the reference", what, i);
         break;
@@ -183,10 +209,8 @@ static void check_allreduce(rlx_dtype_t dt, rlx_op_t op, size_t count, int in_pl
 static void check_reduce(rlx_dtype_t dt, rlx_op_t op, size_t count, int root) {
   size_t es = rlx_dtype_size(dt), bytes = count * es;
   char *in = malloc(bytes + 1), *out = malloc(bytes + 1), *ref = malloc(bytes + 1);
-  for (size_t i = 0; i < count; i++) {
-    store(in, i, dt, value(rank, i, op));
-    reference(ref, i, dt, op);
-  }
+  fill_inputs(in, count, dt, op);
+  reference(ref, count, dt, op);
   memset(out, 0x5a, bytes);
   int in_place = rank == root && count % 2;
   if (in_place)
@@ -236,10 +260,8 @@ static void check_allgather(rlx_dtype_t dt, size_t count, int in_place) {
 static void check_reduce_scatter(rlx_dtype_t dt, rlx_op_t op, size_t count, int in_place) {
   size_t es = rlx_dtype_size(dt), total = count * (size_t)size;
   char *in = malloc(total * es + 1), *out = malloc(total * es + 1), *ref = malloc(total * es + 1);
-  for (size_t i = 0; i < total; i++) {
-    store(in, i, dt, value(rank, i, op));
-    reference(ref, i, dt, op);
-  }
+  fill_inputs(in, total, dt, op);
+  reference(ref, total, dt, op);
   memset(out, 0x5a, total * es);
   if (in_place)
     memcpy(out, in, total * es);
@@ -262,10 +284,8 @@ static void check_nonblocking(rlx_dtype_t dt, rlx_op_t op, size_t count) {
   char *in = malloc(bytes + 1), *out = malloc(bytes + 1), *ref = malloc(bytes + 1);
   char *b = malloc(bytes + 1);
   rlx_request_t *r1 = NULL, *r2 = NULL;
-  for (size_t i = 0; i < count; i++) {
-    store(in, i, dt, value(rank, i, op));
-    reference(ref, i, dt, op);
-  }
+  fill_inputs(in, count, dt, op);
+  reference(ref, count, dt, op);
   for (size_t i = 0; i < bytes; i++)
     b[i] = rank == size - 1 ? (char)(i * 3) : 0;
   checks++;
@@ -345,6 +365,11 @@ static void stress(int n) {
 }
 
 int main(int argc, char **argv) {
+  /* Keep freed buffers for the next check instead of returning them to the
+   * kernel: every check allocates megabytes, and fresh pages cost a fault
+   * and a clear each. */
+  mallopt(M_MMAP_THRESHOLD, 256 << 20);
+  mallopt(M_TRIM_THRESHOLD, 1 << 30);
   size_t counts[16] = {0, 1, 7, 1023, 1048579};
   int ncounts = 5, nstress = 0, random_floats = 0, big_all = 0;
   double pause_s = 0;
