@@ -252,6 +252,22 @@ static void setup(struct run *r) {
   int rc = rlx_model_create(&d, &r->m);
   if (rc != RLX_OK)
     fail(r, "creating the model", rc);
+  /* With auto, each rank times its candidates; if any kept the C backend,
+   * all do, so the replicas apply their averaged gradients with the same
+   * arithmetic and stay identical. */
+  const char *asked = d.device ? d.device : getenv("RLX_DEVICE");
+  if (!asked || !*asked || !strcmp(asked, "auto")) {
+    int on_cpu = !strcmp(rlx_model_backend(r->m), "cpu"), any = on_cpu;
+    if ((rc = rlx_allreduce(&on_cpu, &any, 1, RLX_INT32, RLX_MAX, r->w)) != RLX_OK)
+      fail(r, "agreeing on the backend", rc);
+    if (any && !on_cpu) {
+      rlx_model_free(&r->m);
+      d.device = "cpu";
+      if ((rc = rlx_model_create(&d, &r->m)) != RLX_OK)
+        fail(r, "creating the model", rc);
+      printf("train: rank %d uses cpu too: another rank's step was faster there\n", r->rank);
+    }
+  }
   r->np = rlx_model_nparams(r->m);
   const char *why = rlx_model_fallback(r->m);
   printf("train: rank %d (pid %d) computes on %s%s%s\n", r->rank, (int)getpid(),

@@ -69,6 +69,11 @@ int rlx__opencl_create(const struct rlx__layout *lo, float momentum, int index, 
  * writes the reason to why and returns RLX_ERR_DEVICE. */
 int rlx__validate(struct rlx__backend *b, char *why, size_t whylen);
 
+/* The best of a few timed training steps (gradient and update) of b at
+ * its model's batch, after one to warm up, in milliseconds. Changes b's
+ * parameters: the caller sets them afterwards. */
+int rlx__step_time(struct rlx__backend *b, double *ms);
+
 /* Test builds only (--enable-fault-injection): RLX_FAULT_COMPUTE=zeros makes
  * the OpenCL backend report success and return zeros. */
 int rlx__fault_compute_zeros(void);

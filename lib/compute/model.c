@@ -10,7 +10,7 @@ struct rlx_model {
   struct rlx__layout lo;
   struct rlx__backend *be;
   float *in_buf, *grad_buf;   /* rlx_model_input_buffer / _grad_buffer */
-  char fallback[640];
+  char fallback[700];
 };
 
 static int local_rank_of(const rlx_model_desc_t *d) {
@@ -39,6 +39,41 @@ static void try_opencl(rlx_model_t *m, const rlx_model_desc_t *d, int index) {
   m->be = b;
 }
 
+/* auto: a device that passed validation is kept only when its step is
+ * faster than the C backend's, measured here on this host (an OpenCL CPU
+ * device such as PoCL's, sharing the cores with OpenBLAS, usually is not).
+ * Either way the reason is kept: in m->fallback when C wins, in the log
+ * when the device does. */
+static void keep_faster(rlx_model_t *m, const rlx_model_desc_t *d) {
+  struct rlx__backend *c = NULL;
+  double dev_ms, cpu_ms;
+  if (rlx__step_time(m->be, &dev_ms) != RLX_OK) {
+    snprintf(m->fallback, sizeof m->fallback, "%s: timed step failed: %s — using cpu",
+             m->be->name, rlx_errmsg());
+    m->be->ops->destroy(m->be);
+    m->be = NULL;
+    return;
+  }
+  if (rlx__cpu_create(&m->lo, d->momentum, &c) != RLX_OK)
+    return; /* no C backend to compare with: keep the device */
+  if (rlx__step_time(c, &cpu_ms) != RLX_OK) {
+    c->ops->destroy(c);
+    return;
+  }
+  char why[400];
+  snprintf(why, sizeof why, "%.3g ms per step on %s against %.3g ms on %s",
+           dev_ms <= cpu_ms ? dev_ms : cpu_ms, dev_ms <= cpu_ms ? m->be->name : "cpu",
+           dev_ms <= cpu_ms ? cpu_ms : dev_ms, dev_ms <= cpu_ms ? "cpu" : m->be->name);
+  if (dev_ms <= cpu_ms) {
+    c->ops->destroy(c);
+    rlx__info("compute: auto keeps the device: %s", why);
+    return;
+  }
+  snprintf(m->fallback, sizeof m->fallback, "auto: %s — using cpu", why);
+  m->be->ops->destroy(m->be);
+  m->be = c;
+}
+
 int rlx_model_create(const rlx_model_desc_t *d, rlx_model_t **out) {
   if (!out)
     return rlx__err(RLX_ERR_ARG, "rlx_model_create: out is NULL");
@@ -59,6 +94,8 @@ int rlx_model_create(const rlx_model_desc_t *d, rlx_model_t **out) {
   }
   if (dc.kind != RLX__DEV_CPU)
     try_opencl(m, d, dc.index);
+  if (m->be && dc.kind == RLX__DEV_AUTO)
+    keep_faster(m, d);
   if (!m->be && (rc = rlx__cpu_create(&m->lo, d->momentum, &m->be)) != RLX_OK) {
     free(m);
     return rc;
