@@ -1,0 +1,104 @@
+/* The shared-memory byte stream (see shm_ring.h for the protocol). The
+ * ordering that makes it safe: the producer copies bytes, then publishes
+ * tail with release; the consumer loads tail with acquire before reading
+ * them, and publishes head with release after it has copied them out, so
+ * the producer (acquire on head) never overwrites bytes still being read.
+ * The sleep handshake is the classic Dekker pair: the consumer stores
+ * `sleeping` then loads tail, the producer stores tail then loads
+ * `sleeping`, both sequentially consistent, so at least one of them sees
+ * the other and no wake-up is lost. */
+#include <string.h>
+#include "shm_ring.h"
+
+size_t rlx__shm_ring_bytes(size_t capacity) {
+  return sizeof(struct rlx__shm_ring) + capacity;
+}
+
+void rlx__shm_ring_init(struct rlx__shm_ring *r, size_t capacity) {
+  atomic_store(&r->tail, 0);
+  atomic_store(&r->head, 0);
+  atomic_store(&r->sleeping, 0);
+  atomic_store(&r->closed, 0);
+  r->capacity = capacity;
+}
+
+int rlx__shm_ring_check(const struct rlx__shm_ring *r, size_t len) {
+  uint64_t cap = r->capacity;
+  if (cap < 4096 || (cap & (cap - 1)) != 0 || len < sizeof(*r) || cap > len - sizeof(*r))
+    return -1;
+  return 0;
+}
+
+/* Copy n bytes into the ring at position pos, in two pieces at the end. */
+static void put(struct rlx__shm_ring *r, uint64_t pos, const unsigned char *src, size_t n) {
+  size_t at = (size_t)(pos & (r->capacity - 1)), first = r->capacity - at;
+  if (first > n)
+    first = n;
+  memcpy(r->data + at, src, first);
+  if (n > first)
+    memcpy(r->data, src + first, n - first);
+}
+
+static void get(const struct rlx__shm_ring *r, uint64_t pos, unsigned char *dst, size_t n) {
+  size_t at = (size_t)(pos & (r->capacity - 1)), first = r->capacity - at;
+  if (first > n)
+    first = n;
+  memcpy(dst, r->data + at, first);
+  if (n > first)
+    memcpy(dst + first, r->data, n - first);
+}
+
+size_t rlx__shm_ring_write(struct rlx__shm_ring *r, const struct iovec *iov, int n) {
+  uint64_t tail = atomic_load_explicit(&r->tail, memory_order_relaxed);
+  uint64_t head = atomic_load_explicit(&r->head, memory_order_acquire);
+  size_t room = r->capacity - (size_t)(tail - head), done = 0;
+  for (int i = 0; i < n && room > 0; i++) {
+    size_t k = iov[i].iov_len < room ? iov[i].iov_len : room;
+    put(r, tail + done, iov[i].iov_base, k);
+    done += k;
+    room -= k;
+  }
+  if (done)
+    atomic_store(&r->tail, tail + done); /* seq_cst: ordered before the load of sleeping */
+  return done;
+}
+
+int rlx__shm_ring_wake_needed(struct rlx__shm_ring *r) {
+  if (atomic_load(&r->sleeping) == 0)
+    return 0;
+  return atomic_exchange(&r->sleeping, 0) != 0;
+}
+
+size_t rlx__shm_ring_readable(const struct rlx__shm_ring *r) {
+  return (size_t)(atomic_load_explicit(&r->tail, memory_order_acquire) -
+                  atomic_load_explicit(&r->head, memory_order_relaxed));
+}
+
+size_t rlx__shm_ring_read(struct rlx__shm_ring *r, void *dst, size_t len) {
+  uint64_t head = atomic_load_explicit(&r->head, memory_order_relaxed);
+  size_t have = (size_t)(atomic_load_explicit(&r->tail, memory_order_acquire) - head);
+  size_t k = have < len ? have : len;
+  if (k == 0)
+    return 0;
+  get(r, head, dst, k);
+  atomic_store_explicit(&r->head, head + k, memory_order_release);
+  return k;
+}
+
+int rlx__shm_ring_prepare_sleep(struct rlx__shm_ring *r) {
+  atomic_store(&r->sleeping, 1); /* seq_cst: ordered before the load of tail */
+  if (atomic_load(&r->tail) != atomic_load_explicit(&r->head, memory_order_relaxed) ||
+      atomic_load(&r->closed)) {
+    atomic_store(&r->sleeping, 0);
+    return 1;
+  }
+  return 0;
+}
+
+void rlx__shm_ring_awake(struct rlx__shm_ring *r) { atomic_store(&r->sleeping, 0); }
+
+void rlx__shm_ring_close(struct rlx__shm_ring *r) { atomic_store(&r->closed, 1); }
+
+int rlx__shm_ring_is_closed(const struct rlx__shm_ring *r) {
+  return atomic_load(&r->closed) != 0;
+}

@@ -1,0 +1,64 @@
+/* A one-way byte stream between two processes of one host, in shared
+ * memory: one producer, one consumer, no lock, no syscall while both run.
+ * It behaves like a socket to its user: a write takes as many bytes as
+ * there is room for, a read gives as many as are there; frames keep their
+ * 64-byte header, so the reader's state machine is the socket's.
+ *
+ * Positions are byte counts that only grow (64-bit: they never wrap in
+ * practice); the byte at position x lives at data[x % capacity]. The
+ * producer owns tail, the consumer head, each on its own cache line so
+ * the two never write the same line. A consumer about to block sets
+ * `sleeping` and looks once more; a producer that publishes bytes and
+ * sees `sleeping` wakes it through the eventfd the consumer waits on (the
+ * only syscall, and only then). The segment itself is a memfd handed over
+ * the authenticated Unix socket, so no name exists a stranger could open
+ * and nothing outlives the processes that map it. */
+#ifndef RLX_SHM_RING_H
+#define RLX_SHM_RING_H
+
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/uio.h>
+
+#define RLX__SHM_LINE 64
+
+struct rlx__shm_ring {
+  _Alignas(RLX__SHM_LINE) _Atomic uint64_t tail; /* producer: bytes written so far */
+  _Alignas(RLX__SHM_LINE) _Atomic uint64_t head; /* consumer: bytes read so far */
+  _Atomic uint32_t sleeping;                     /* consumer: about to block, wake me */
+  _Atomic uint32_t closed;                       /* either side: gone, no more bytes */
+  _Alignas(RLX__SHM_LINE) uint64_t capacity;     /* set once by the creator */
+  _Alignas(RLX__SHM_LINE) unsigned char data[];
+};
+
+/* Bytes a segment needs for a ring of capacity bytes (a power of two, at
+ * least 4 KiB). */
+size_t rlx__shm_ring_bytes(size_t capacity);
+/* Lay out a ring in zeroed memory of rlx__shm_ring_bytes(capacity). */
+void rlx__shm_ring_init(struct rlx__shm_ring *r, size_t capacity);
+/* A ring mapped by the other side: 0 when its header is sane for a
+ * mapping of len bytes, -1 when not (a corrupt or hostile segment). */
+int rlx__shm_ring_check(const struct rlx__shm_ring *r, size_t len);
+
+/* Producer: copy as much of iov[0..n) as fits; returns the bytes taken. */
+size_t rlx__shm_ring_write(struct rlx__shm_ring *r, const struct iovec *iov, int n);
+/* Producer, after writing: 1 when the consumer said it sleeps and must be
+ * woken (the caller signals its eventfd), else 0. Clears the flag. */
+int rlx__shm_ring_wake_needed(struct rlx__shm_ring *r);
+
+/* Consumer: bytes ready to read. */
+size_t rlx__shm_ring_readable(const struct rlx__shm_ring *r);
+/* Consumer: copy up to len bytes into dst; returns the bytes copied. */
+size_t rlx__shm_ring_read(struct rlx__shm_ring *r, void *dst, size_t len);
+/* Consumer, before blocking: announce it, then 1 if bytes arrived in the
+ * meantime (do not block; call rlx__shm_ring_awake), 0 if it may block. */
+int rlx__shm_ring_prepare_sleep(struct rlx__shm_ring *r);
+void rlx__shm_ring_awake(struct rlx__shm_ring *r);
+
+/* Either side: mark the stream closed (a clean finalize); the other side
+ * reads what is left, then sees it. */
+void rlx__shm_ring_close(struct rlx__shm_ring *r);
+int rlx__shm_ring_is_closed(const struct rlx__shm_ring *r);
+
+#endif

@@ -1,0 +1,201 @@
+/* The shared-memory byte stream: wrap-around and partial writes in one
+ * process, a memfd shared with a forked producer (16 MiB through a 64 KiB
+ * ring, the consumer sleeping on an eventfd whenever it runs dry), the
+ * sleep handshake losing no wake-up, and hostile headers refused. */
+#include <check.h>
+#include "suite.h"
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <sched.h>
+#include <unistd.h>
+#include "transport/shm_ring.h"
+
+static unsigned char pattern(uint64_t pos) { return (unsigned char)((pos * 2654435761u) >> 13); }
+
+/* 0 when buf holds the pattern from pos on (one check per call: an
+ * assertion per byte is what made this slow under the sanitizers). */
+static int differs(const unsigned char *buf, size_t n, uint64_t pos) {
+  for (size_t i = 0; i < n; i++)
+    if (buf[i] != pattern(pos + i))
+      return 1;
+  return 0;
+}
+
+static uint64_t next_rand(uint64_t *s) {
+  *s ^= *s << 13;
+  *s ^= *s >> 7;
+  *s ^= *s << 17;
+  return *s;
+}
+
+START_TEST(wraps_and_takes_what_fits) {
+  const size_t cap = 4096;
+  struct rlx__shm_ring *r = aligned_alloc(64, rlx__shm_ring_bytes(cap));
+  memset(r, 0, rlx__shm_ring_bytes(cap));
+  rlx__shm_ring_init(r, cap);
+  ck_assert_int_eq(rlx__shm_ring_check(r, rlx__shm_ring_bytes(cap)), 0);
+  unsigned char src[3000], dst[3000];
+  uint64_t wpos = 0, rpos = 0, s = 42;
+  while (rpos < (4u << 20)) {
+    size_t n = 1 + next_rand(&s) % sizeof src;
+    for (size_t i = 0; i < n; i++)
+      src[i] = pattern(wpos + i);
+    /* two pieces, so a write spans iovecs as frames (header + payload) do */
+    struct iovec iov[2] = {{src, n / 3}, {src + n / 3, n - n / 3}};
+    size_t room = cap - (size_t)(wpos - rpos);
+    size_t w = rlx__shm_ring_write(r, iov, 2);
+    ck_assert_uint_eq(w, n < room ? n : room);
+    wpos += w;
+    ck_assert_uint_eq(rlx__shm_ring_readable(r), wpos - rpos);
+    size_t want = 1 + next_rand(&s) % sizeof dst;
+    size_t got = rlx__shm_ring_read(r, dst, want);
+    ck_assert_uint_eq(got, want < wpos - rpos ? want : wpos - rpos);
+    ck_assert_msg(!differs(dst, got, rpos), "bytes from %llu wrong", (unsigned long long)rpos);
+    rpos += got;
+  }
+  free(r);
+}
+END_TEST
+
+/* A producer process writes total bytes in random pieces; the consumer
+ * reads them back, sleeping on the eventfd whenever the ring is empty. */
+START_TEST(across_processes_with_sleep) {
+  const size_t cap = 64 << 10, total = (size_t)16 << 20;
+  size_t len = rlx__shm_ring_bytes(cap);
+  int fd = memfd_create("rlx-test-ring", MFD_CLOEXEC);
+  ck_assert_int_ge(fd, 0);
+  ck_assert_int_eq(ftruncate(fd, (off_t)len), 0);
+  struct rlx__shm_ring *r = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  ck_assert(r != MAP_FAILED);
+  rlx__shm_ring_init(r, cap);
+  int efd = eventfd(0, EFD_CLOEXEC);
+  ck_assert_int_ge(efd, 0);
+  pid_t pid = fork();
+  ck_assert_int_ge(pid, 0);
+  if (pid == 0) {
+    /* the producer maps the segment itself, as a peer that got the fd would */
+    struct rlx__shm_ring *w = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (w == MAP_FAILED || rlx__shm_ring_check(w, len) != 0)
+      _exit(3);
+    static unsigned char src[100000];
+    uint64_t pos = 0, s = 7;
+    while (pos < total) {
+      size_t n = 1 + next_rand(&s) % sizeof src;
+      if (n > total - pos)
+        n = total - pos;
+      for (size_t i = 0; i < n; i++)
+        src[i] = pattern(pos + i);
+      size_t off = 0;
+      while (off < n) {
+        struct iovec iov = {src + off, n - off};
+        size_t k = rlx__shm_ring_write(w, &iov, 1);
+        off += k;
+        if (rlx__shm_ring_wake_needed(w)) {
+          uint64_t one = 1;
+          if (write(efd, &one, sizeof one) != sizeof one)
+            _exit(4);
+        }
+        if (k == 0)
+          sched_yield(); /* full: the reader is behind */
+      }
+      pos += n;
+    }
+    rlx__shm_ring_close(w);
+    if (rlx__shm_ring_wake_needed(w)) {
+      uint64_t one = 1;
+      if (write(efd, &one, sizeof one) != sizeof one)
+        _exit(4);
+    }
+    _exit(0);
+  }
+  static unsigned char dst[50000];
+  uint64_t pos = 0;
+  long sleeps = 0;
+  while (pos < total) {
+    size_t k = rlx__shm_ring_read(r, dst, sizeof dst);
+    if (differs(dst, k, pos))
+      ck_abort_msg("bytes from %llu wrong", (unsigned long long)pos);
+    pos += k;
+    if (k == 0) {
+      ck_assert_msg(!rlx__shm_ring_is_closed(r) || rlx__shm_ring_readable(r) > 0,
+                    "closed after %llu of %zu bytes", (unsigned long long)pos, total);
+      if (rlx__shm_ring_prepare_sleep(r) == 0) {
+        uint64_t v;
+        ck_assert_int_eq(read(efd, &v, sizeof v), sizeof v); /* blocks until woken */
+        sleeps++;
+      }
+      rlx__shm_ring_awake(r);
+    }
+  }
+  int st;
+  ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+  ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "producer status %d", st);
+  ck_assert_uint_eq(rlx__shm_ring_readable(r), 0);
+  ck_assert(rlx__shm_ring_is_closed(r));
+  (void)sleeps; /* how often depends on scheduling; that it ends at all is the test */
+  munmap(r, len);
+  close(fd);
+  close(efd);
+}
+END_TEST
+
+/* A segment whose header lies about its size is refused before use. */
+START_TEST(hostile_header_refused) {
+  const size_t cap = 8192;
+  size_t len = rlx__shm_ring_bytes(cap);
+  struct rlx__shm_ring *r = aligned_alloc(64, len);
+  memset(r, 0, len);
+  rlx__shm_ring_init(r, cap);
+  ck_assert_int_eq(rlx__shm_ring_check(r, len), 0);
+  ck_assert_int_eq(rlx__shm_ring_check(r, len - 1), -1); /* mapping smaller than claimed */
+  r->capacity = 3 << 12;                                 /* not a power of two */
+  ck_assert_int_eq(rlx__shm_ring_check(r, len * 4), -1);
+  r->capacity = 1024; /* too small */
+  ck_assert_int_eq(rlx__shm_ring_check(r, len), -1);
+  r->capacity = 0;
+  ck_assert_int_eq(rlx__shm_ring_check(r, len), -1);
+  ck_assert_int_eq(rlx__shm_ring_check(r, 10), -1); /* shorter than the header */
+  free(r);
+}
+END_TEST
+
+/* The sleep handshake: bytes written between the reader's last look and
+ * its announcement are seen, so it never blocks on data already there. */
+START_TEST(no_lost_wakeup) {
+  const size_t cap = 4096;
+  struct rlx__shm_ring *r = aligned_alloc(64, rlx__shm_ring_bytes(cap));
+  memset(r, 0, rlx__shm_ring_bytes(cap));
+  rlx__shm_ring_init(r, cap);
+  unsigned char b = 1;
+  struct iovec iov = {&b, 1};
+  ck_assert_int_eq(rlx__shm_ring_prepare_sleep(r), 0); /* empty: may sleep */
+  ck_assert_uint_eq(rlx__shm_ring_write(r, &iov, 1), 1);
+  ck_assert_int_eq(rlx__shm_ring_wake_needed(r), 1); /* the writer must wake it */
+  ck_assert_int_eq(rlx__shm_ring_wake_needed(r), 0); /* once */
+  ck_assert_int_eq(rlx__shm_ring_prepare_sleep(r), 1); /* data there: do not sleep */
+  ck_assert_int_eq(rlx__shm_ring_wake_needed(r), 0);
+  rlx__shm_ring_close(r);
+  unsigned char out;
+  ck_assert_uint_eq(rlx__shm_ring_read(r, &out, 1), 1);
+  ck_assert_int_eq(rlx__shm_ring_prepare_sleep(r), 1); /* closed: do not sleep either */
+  free(r);
+}
+END_TEST
+
+Suite *shm_ring_suite(void) {
+  Suite *s = suite_create("shm_ring");
+  TCase *t = tcase_create("ring");
+  tcase_set_timeout(t, 120);
+  tcase_add_test(t, wraps_and_takes_what_fits);
+  tcase_add_test(t, across_processes_with_sleep);
+  tcase_add_test(t, hostile_header_refused);
+  tcase_add_test(t, no_lost_wakeup);
+  suite_add_tcase(s, t);
+  return s;
+}
+
+int main(void) { return rlx_run_suite(shm_ring_suite()); }
