@@ -3,7 +3,7 @@
 . "$(dirname "$0")/lib.sh"
 for n in ${COLL_RANKS:-2 3 4 5 6 7 8}; do
   start=$(date +%s)
-  RLX_TRANSPORT=tcp RLX_LOG=debug timeout 300 "$RLXRUN" -n $n --timeout 280 "$CHECK" ${COLL_FLAGS:---random --big-all} \
+  RLX_TRANSPORT=tcp RLX_LOG=debug timeout 300 "$RLXRUN" -n $n --timeout 280 "$CHECK" $(coll_flags $n) \
     >"$TMP/out" 2>"$TMP/err" || { cat "$TMP/out" "$TMP/err" | tail -30; fail "n=$n over tcp"; }
   grep -q "0 failures in all" "$TMP/out" || fail "n=$n: no summary"
   grep -q "over tcp" "$TMP/err" || fail "n=$n: no connection over tcp"
