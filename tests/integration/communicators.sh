@@ -1,6 +1,6 @@
 #!/bin/sh
 # Split (colors, keys, RLX_UNDEFINED), dup, two threads on two
-# communicators at once, a 16 MiB iallreduce completing during a 2 s sleep,
+# communicators at once, a 16 MiB iallreduce completing while the caller sleeps,
 # and RLX_WIRE=f16/bf16 error bounds.
 . "$(dirname "$0")/lib.sh"
 COMM="$top_builddir/tests/integration/comm_check"
