@@ -14,7 +14,9 @@ size_t rlx__shm_ring_bytes(size_t capacity) {
   return sizeof(struct rlx__shm_ring) + capacity;
 }
 
-void rlx__shm_ring_init(struct rlx__shm_ring *r, size_t capacity) {
+void rlx__shm_ring_init(struct rlx__shm_end *e, struct rlx__shm_ring *r, size_t capacity) {
+  e->r = r;
+  e->cap = capacity;
   atomic_store(&r->tail, 0);
   atomic_store(&r->head, 0);
   atomic_store(&r->sleeping, 0);
@@ -22,16 +24,21 @@ void rlx__shm_ring_init(struct rlx__shm_ring *r, size_t capacity) {
   r->capacity = capacity;
 }
 
-int rlx__shm_ring_check(const struct rlx__shm_ring *r, size_t len) {
-  uint64_t cap = r->capacity;
-  if (cap < 4096 || (cap & (cap - 1)) != 0 || len < sizeof(*r) || cap > len - sizeof(*r))
+int rlx__shm_ring_attach(struct rlx__shm_end *e, struct rlx__shm_ring *r, size_t len) {
+  if (len < sizeof(*r))
     return -1;
+  uint64_t cap = r->capacity; /* read once: this copy is the one we trust */
+  if (cap < 4096 || (cap & (cap - 1)) != 0 || cap > len - sizeof(*r))
+    return -1;
+  e->r = r;
+  e->cap = (size_t)cap;
   return 0;
 }
 
 /* Copy n bytes into the ring at position pos, in two pieces at the end. */
-static void put(struct rlx__shm_ring *r, uint64_t pos, const unsigned char *src, size_t n) {
-  size_t at = (size_t)(pos & (r->capacity - 1)), first = r->capacity - at;
+static void put(const struct rlx__shm_end *e, uint64_t pos, const unsigned char *src, size_t n) {
+  struct rlx__shm_ring *r = e->r;
+  size_t at = (size_t)(pos & (e->cap - 1)), first = e->cap - at;
   if (first > n)
     first = n;
   memcpy(r->data + at, src, first);
@@ -39,8 +46,9 @@ static void put(struct rlx__shm_ring *r, uint64_t pos, const unsigned char *src,
     memcpy(r->data, src + first, n - first);
 }
 
-static void get(const struct rlx__shm_ring *r, uint64_t pos, unsigned char *dst, size_t n) {
-  size_t at = (size_t)(pos & (r->capacity - 1)), first = r->capacity - at;
+static void get(const struct rlx__shm_end *e, uint64_t pos, unsigned char *dst, size_t n) {
+  const struct rlx__shm_ring *r = e->r;
+  size_t at = (size_t)(pos & (e->cap - 1)), first = e->cap - at;
   if (first > n)
     first = n;
   memcpy(dst, r->data + at, first);
@@ -48,13 +56,15 @@ static void get(const struct rlx__shm_ring *r, uint64_t pos, unsigned char *dst,
     memcpy(dst + first, r->data, n - first);
 }
 
-size_t rlx__shm_ring_write(struct rlx__shm_ring *r, const struct iovec *iov, int n) {
+size_t rlx__shm_ring_write(struct rlx__shm_end *e, const struct iovec *iov, int n) {
+  struct rlx__shm_ring *r = e->r;
   uint64_t tail = atomic_load_explicit(&r->tail, memory_order_relaxed);
   uint64_t head = atomic_load_explicit(&r->head, memory_order_acquire);
-  size_t room = r->capacity - (size_t)(tail - head), done = 0;
+  /* a peer's head beyond our tail (corrupt) leaves no room, not a wrap */
+  size_t used = (size_t)(tail - head), room = used <= e->cap ? e->cap - used : 0, done = 0;
   for (int i = 0; i < n && room > 0; i++) {
     size_t k = iov[i].iov_len < room ? iov[i].iov_len : room;
-    put(r, tail + done, iov[i].iov_base, k);
+    put(e, tail + done, iov[i].iov_base, k);
     done += k;
     room -= k;
   }
@@ -63,29 +73,33 @@ size_t rlx__shm_ring_write(struct rlx__shm_ring *r, const struct iovec *iov, int
   return done;
 }
 
-int rlx__shm_ring_wake_needed(struct rlx__shm_ring *r) {
+int rlx__shm_ring_wake_needed(struct rlx__shm_end *e) {
+  struct rlx__shm_ring *r = e->r;
   if (atomic_load(&r->sleeping) == 0)
     return 0;
   return atomic_exchange(&r->sleeping, 0) != 0;
 }
 
-size_t rlx__shm_ring_readable(const struct rlx__shm_ring *r) {
-  return (size_t)(atomic_load_explicit(&r->tail, memory_order_acquire) -
-                  atomic_load_explicit(&r->head, memory_order_relaxed));
+size_t rlx__shm_ring_readable(const struct rlx__shm_end *e) {
+  size_t have = (size_t)(atomic_load_explicit(&e->r->tail, memory_order_acquire) -
+                         atomic_load_explicit(&e->r->head, memory_order_relaxed));
+  return have <= e->cap ? have : e->cap; /* a corrupt tail yields garbage, never a bad copy */
 }
 
-size_t rlx__shm_ring_read(struct rlx__shm_ring *r, void *dst, size_t len) {
+size_t rlx__shm_ring_read(struct rlx__shm_end *e, void *dst, size_t len) {
+  struct rlx__shm_ring *r = e->r;
   uint64_t head = atomic_load_explicit(&r->head, memory_order_relaxed);
-  size_t have = (size_t)(atomic_load_explicit(&r->tail, memory_order_acquire) - head);
+  size_t have = rlx__shm_ring_readable(e);
   size_t k = have < len ? have : len;
   if (k == 0)
     return 0;
-  get(r, head, dst, k);
+  get(e, head, dst, k);
   atomic_store_explicit(&r->head, head + k, memory_order_release);
   return k;
 }
 
-int rlx__shm_ring_prepare_sleep(struct rlx__shm_ring *r) {
+int rlx__shm_ring_prepare_sleep(struct rlx__shm_end *e) {
+  struct rlx__shm_ring *r = e->r;
   atomic_store(&r->sleeping, 1); /* seq_cst: ordered before the load of tail */
   if (atomic_load(&r->tail) != atomic_load_explicit(&r->head, memory_order_relaxed) ||
       atomic_load(&r->closed)) {
@@ -95,10 +109,10 @@ int rlx__shm_ring_prepare_sleep(struct rlx__shm_ring *r) {
   return 0;
 }
 
-void rlx__shm_ring_awake(struct rlx__shm_ring *r) { atomic_store(&r->sleeping, 0); }
+void rlx__shm_ring_awake(struct rlx__shm_end *e) { atomic_store(&e->r->sleeping, 0); }
 
-void rlx__shm_ring_close(struct rlx__shm_ring *r) { atomic_store(&r->closed, 1); }
+void rlx__shm_ring_close(struct rlx__shm_end *e) { atomic_store(&e->r->closed, 1); }
 
-int rlx__shm_ring_is_closed(const struct rlx__shm_ring *r) {
-  return atomic_load(&r->closed) != 0;
+int rlx__shm_ring_is_closed(const struct rlx__shm_end *e) {
+  return atomic_load(&e->r->closed) != 0;
 }

@@ -32,33 +32,42 @@ struct rlx__shm_ring {
   _Alignas(RLX__SHM_LINE) unsigned char data[];
 };
 
+/* One side's handle on a ring: the shared header and data, and the
+ * capacity as this side checked it (never re-read from shared memory, so
+ * a peer that rewrites the header cannot move our copies outside the
+ * mapping; positions are masked with it). */
+struct rlx__shm_end {
+  struct rlx__shm_ring *r;
+  size_t cap;
+};
+
 /* Bytes a segment needs for a ring of capacity bytes (a power of two, at
  * least 4 KiB). */
 size_t rlx__shm_ring_bytes(size_t capacity);
 /* Lay out a ring in zeroed memory of rlx__shm_ring_bytes(capacity). */
-void rlx__shm_ring_init(struct rlx__shm_ring *r, size_t capacity);
-/* A ring mapped by the other side: 0 when its header is sane for a
- * mapping of len bytes, -1 when not (a corrupt or hostile segment). */
-int rlx__shm_ring_check(const struct rlx__shm_ring *r, size_t len);
+void rlx__shm_ring_init(struct rlx__shm_end *e, struct rlx__shm_ring *r, size_t capacity);
+/* A ring mapped by the other side, in len bytes of mapping: 0 and e set
+ * when its header is sane, -1 when not (a corrupt or hostile segment). */
+int rlx__shm_ring_attach(struct rlx__shm_end *e, struct rlx__shm_ring *r, size_t len);
 
 /* Producer: copy as much of iov[0..n) as fits; returns the bytes taken. */
-size_t rlx__shm_ring_write(struct rlx__shm_ring *r, const struct iovec *iov, int n);
+size_t rlx__shm_ring_write(struct rlx__shm_end *e, const struct iovec *iov, int n);
 /* Producer, after writing: 1 when the consumer said it sleeps and must be
  * woken (the caller signals its eventfd), else 0. Clears the flag. */
-int rlx__shm_ring_wake_needed(struct rlx__shm_ring *r);
+int rlx__shm_ring_wake_needed(struct rlx__shm_end *e);
 
 /* Consumer: bytes ready to read. */
-size_t rlx__shm_ring_readable(const struct rlx__shm_ring *r);
+size_t rlx__shm_ring_readable(const struct rlx__shm_end *e);
 /* Consumer: copy up to len bytes into dst; returns the bytes copied. */
-size_t rlx__shm_ring_read(struct rlx__shm_ring *r, void *dst, size_t len);
+size_t rlx__shm_ring_read(struct rlx__shm_end *e, void *dst, size_t len);
 /* Consumer, before blocking: announce it, then 1 if bytes arrived in the
  * meantime (do not block; call rlx__shm_ring_awake), 0 if it may block. */
-int rlx__shm_ring_prepare_sleep(struct rlx__shm_ring *r);
-void rlx__shm_ring_awake(struct rlx__shm_ring *r);
+int rlx__shm_ring_prepare_sleep(struct rlx__shm_end *e);
+void rlx__shm_ring_awake(struct rlx__shm_end *e);
 
 /* Either side: mark the stream closed (a clean finalize); the other side
  * reads what is left, then sees it. */
-void rlx__shm_ring_close(struct rlx__shm_ring *r);
-int rlx__shm_ring_is_closed(const struct rlx__shm_ring *r);
+void rlx__shm_ring_close(struct rlx__shm_end *e);
+int rlx__shm_ring_is_closed(const struct rlx__shm_end *e);
 
 #endif

@@ -4,6 +4,7 @@
  * sleep handshake losing no wake-up, and hostile headers refused. */
 #include <check.h>
 #include "suite.h"
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,8 +37,10 @@ START_TEST(wraps_and_takes_what_fits) {
   const size_t cap = 4096;
   struct rlx__shm_ring *r = aligned_alloc(64, rlx__shm_ring_bytes(cap));
   memset(r, 0, rlx__shm_ring_bytes(cap));
-  rlx__shm_ring_init(r, cap);
-  ck_assert_int_eq(rlx__shm_ring_check(r, rlx__shm_ring_bytes(cap)), 0);
+  struct rlx__shm_end e, peer;
+  rlx__shm_ring_init(&e, r, cap);
+  ck_assert_int_eq(rlx__shm_ring_attach(&peer, r, rlx__shm_ring_bytes(cap)), 0);
+  ck_assert_uint_eq(peer.cap, cap);
   unsigned char src[3000], dst[3000];
   uint64_t wpos = 0, rpos = 0, s = 42;
   while (rpos < (4u << 20)) {
@@ -47,12 +50,12 @@ START_TEST(wraps_and_takes_what_fits) {
     /* two pieces, so a write spans iovecs as frames (header + payload) do */
     struct iovec iov[2] = {{src, n / 3}, {src + n / 3, n - n / 3}};
     size_t room = cap - (size_t)(wpos - rpos);
-    size_t w = rlx__shm_ring_write(r, iov, 2);
+    size_t w = rlx__shm_ring_write(&e, iov, 2);
     ck_assert_uint_eq(w, n < room ? n : room);
     wpos += w;
-    ck_assert_uint_eq(rlx__shm_ring_readable(r), wpos - rpos);
+    ck_assert_uint_eq(rlx__shm_ring_readable(&peer), wpos - rpos);
     size_t want = 1 + next_rand(&s) % sizeof dst;
-    size_t got = rlx__shm_ring_read(r, dst, want);
+    size_t got = rlx__shm_ring_read(&peer, dst, want);
     ck_assert_uint_eq(got, want < wpos - rpos ? want : wpos - rpos);
     ck_assert_msg(!differs(dst, got, rpos), "bytes from %llu wrong", (unsigned long long)rpos);
     rpos += got;
@@ -71,15 +74,17 @@ START_TEST(across_processes_with_sleep) {
   ck_assert_int_eq(ftruncate(fd, (off_t)len), 0);
   struct rlx__shm_ring *r = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
   ck_assert(r != MAP_FAILED);
-  rlx__shm_ring_init(r, cap);
+  struct rlx__shm_end e;
+  rlx__shm_ring_init(&e, r, cap);
   int efd = eventfd(0, EFD_CLOEXEC);
   ck_assert_int_ge(efd, 0);
   pid_t pid = fork();
   ck_assert_int_ge(pid, 0);
   if (pid == 0) {
     /* the producer maps the segment itself, as a peer that got the fd would */
-    struct rlx__shm_ring *w = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    if (w == MAP_FAILED || rlx__shm_ring_check(w, len) != 0)
+    struct rlx__shm_ring *m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    struct rlx__shm_end we, *w = &we;
+    if (m == MAP_FAILED || rlx__shm_ring_attach(w, m, len) != 0)
       _exit(3);
     static unsigned char src[100000];
     uint64_t pos = 0, s = 7;
@@ -116,26 +121,26 @@ START_TEST(across_processes_with_sleep) {
   uint64_t pos = 0;
   long sleeps = 0;
   while (pos < total) {
-    size_t k = rlx__shm_ring_read(r, dst, sizeof dst);
+    size_t k = rlx__shm_ring_read(&e, dst, sizeof dst);
     if (differs(dst, k, pos))
       ck_abort_msg("bytes from %llu wrong", (unsigned long long)pos);
     pos += k;
     if (k == 0) {
-      ck_assert_msg(!rlx__shm_ring_is_closed(r) || rlx__shm_ring_readable(r) > 0,
+      ck_assert_msg(!rlx__shm_ring_is_closed(&e) || rlx__shm_ring_readable(&e) > 0,
                     "closed after %llu of %zu bytes", (unsigned long long)pos, total);
-      if (rlx__shm_ring_prepare_sleep(r) == 0) {
+      if (rlx__shm_ring_prepare_sleep(&e) == 0) {
         uint64_t v;
         ck_assert_int_eq(read(efd, &v, sizeof v), sizeof v); /* blocks until woken */
         sleeps++;
       }
-      rlx__shm_ring_awake(r);
+      rlx__shm_ring_awake(&e);
     }
   }
   int st;
   ck_assert_int_eq(waitpid(pid, &st, 0), pid);
   ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "producer status %d", st);
-  ck_assert_uint_eq(rlx__shm_ring_readable(r), 0);
-  ck_assert(rlx__shm_ring_is_closed(r));
+  ck_assert_uint_eq(rlx__shm_ring_readable(&e), 0);
+  ck_assert(rlx__shm_ring_is_closed(&e));
   (void)sleeps; /* how often depends on scheduling; that it ends at all is the test */
   munmap(r, len);
   close(fd);
@@ -149,16 +154,32 @@ START_TEST(hostile_header_refused) {
   size_t len = rlx__shm_ring_bytes(cap);
   struct rlx__shm_ring *r = aligned_alloc(64, len);
   memset(r, 0, len);
-  rlx__shm_ring_init(r, cap);
-  ck_assert_int_eq(rlx__shm_ring_check(r, len), 0);
-  ck_assert_int_eq(rlx__shm_ring_check(r, len - 1), -1); /* mapping smaller than claimed */
-  r->capacity = 3 << 12;                                 /* not a power of two */
-  ck_assert_int_eq(rlx__shm_ring_check(r, len * 4), -1);
+  struct rlx__shm_end e, peer;
+  rlx__shm_ring_init(&e, r, cap);
+  ck_assert_int_eq(rlx__shm_ring_attach(&peer, r, len), 0);
+  ck_assert_int_eq(rlx__shm_ring_attach(&peer, r, len - 1), -1); /* mapping smaller than claimed */
+  r->capacity = 3 << 12;                                         /* not a power of two */
+  ck_assert_int_eq(rlx__shm_ring_attach(&peer, r, len * 4), -1);
   r->capacity = 1024; /* too small */
-  ck_assert_int_eq(rlx__shm_ring_check(r, len), -1);
+  ck_assert_int_eq(rlx__shm_ring_attach(&peer, r, len), -1);
   r->capacity = 0;
-  ck_assert_int_eq(rlx__shm_ring_check(r, len), -1);
-  ck_assert_int_eq(rlx__shm_ring_check(r, 10), -1); /* shorter than the header */
+  ck_assert_int_eq(rlx__shm_ring_attach(&peer, r, len), -1);
+  ck_assert_int_eq(rlx__shm_ring_attach(&peer, r, 10), -1); /* shorter than the header */
+  /* After attaching, a peer rewriting the header or the positions moves
+   * nothing outside the mapping (ASan would see it): our copy of the
+   * capacity masks every position. */
+  r->capacity = cap;
+  ck_assert_int_eq(rlx__shm_ring_attach(&peer, r, len), 0);
+  r->capacity = (uint64_t)1 << 40;
+  atomic_store(&r->tail, (uint64_t)1 << 50);
+  unsigned char out[100];
+  ck_assert_uint_le(rlx__shm_ring_readable(&peer), cap);
+  ck_assert_uint_eq(rlx__shm_ring_read(&peer, out, sizeof out), sizeof out);
+  atomic_store(&r->head, 12345);
+  atomic_store(&r->tail, 7); /* the consumer claims to be ahead of us */
+  unsigned char b = 1;
+  struct iovec iov = {&b, 1};
+  ck_assert_uint_eq(rlx__shm_ring_write(&e, &iov, 1), 0);
   free(r);
 }
 END_TEST
@@ -169,19 +190,20 @@ START_TEST(no_lost_wakeup) {
   const size_t cap = 4096;
   struct rlx__shm_ring *r = aligned_alloc(64, rlx__shm_ring_bytes(cap));
   memset(r, 0, rlx__shm_ring_bytes(cap));
-  rlx__shm_ring_init(r, cap);
+  struct rlx__shm_end e;
+  rlx__shm_ring_init(&e, r, cap);
   unsigned char b = 1;
   struct iovec iov = {&b, 1};
-  ck_assert_int_eq(rlx__shm_ring_prepare_sleep(r), 0); /* empty: may sleep */
-  ck_assert_uint_eq(rlx__shm_ring_write(r, &iov, 1), 1);
-  ck_assert_int_eq(rlx__shm_ring_wake_needed(r), 1); /* the writer must wake it */
-  ck_assert_int_eq(rlx__shm_ring_wake_needed(r), 0); /* once */
-  ck_assert_int_eq(rlx__shm_ring_prepare_sleep(r), 1); /* data there: do not sleep */
-  ck_assert_int_eq(rlx__shm_ring_wake_needed(r), 0);
-  rlx__shm_ring_close(r);
+  ck_assert_int_eq(rlx__shm_ring_prepare_sleep(&e), 0); /* empty: may sleep */
+  ck_assert_uint_eq(rlx__shm_ring_write(&e, &iov, 1), 1);
+  ck_assert_int_eq(rlx__shm_ring_wake_needed(&e), 1); /* the writer must wake it */
+  ck_assert_int_eq(rlx__shm_ring_wake_needed(&e), 0); /* once */
+  ck_assert_int_eq(rlx__shm_ring_prepare_sleep(&e), 1); /* data there: do not sleep */
+  ck_assert_int_eq(rlx__shm_ring_wake_needed(&e), 0);
+  rlx__shm_ring_close(&e);
   unsigned char out;
-  ck_assert_uint_eq(rlx__shm_ring_read(r, &out, 1), 1);
-  ck_assert_int_eq(rlx__shm_ring_prepare_sleep(r), 1); /* closed: do not sleep either */
+  ck_assert_uint_eq(rlx__shm_ring_read(&e, &out, 1), 1);
+  ck_assert_int_eq(rlx__shm_ring_prepare_sleep(&e), 1); /* closed: do not sleep either */
   free(r);
 }
 END_TEST

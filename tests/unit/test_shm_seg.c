@@ -1,0 +1,208 @@
+/* The pair segment's handover: a forked peer makes it and sends it over a
+ * Unix socket pair; both directions carry bytes and wake the sleeper; a
+ * message with the wrong descriptors, or a memfd not sealed at its size,
+ * is refused with every received descriptor closed; nothing stays open
+ * once both sides close. */
+#include <check.h>
+#include "suite.h"
+#include <dirent.h>
+#include <errno.h>
+#include <signal.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include "transport/shm_seg.h"
+
+static int open_fds(void) {
+  int n = 0;
+  DIR *d = opendir("/proc/self/fd");
+  for (struct dirent *e; d && (e = readdir(d));)
+    n += e->d_name[0] != '.';
+  if (d)
+    closedir(d);
+  return n - 1; /* the directory's own descriptor */
+}
+
+/* Wait until the in ring has bytes, sleeping on the eventfd as a rank
+ * would; 0 when they came within 10 s. */
+static int wait_readable(struct rlx__shm_seg *s) {
+  for (int i = 0; i < 1000; i++) {
+    if (rlx__shm_ring_readable(&s->in))
+      return 0;
+    if (rlx__shm_ring_prepare_sleep(&s->in) == 0) {
+      struct pollfd p = {s->wake_in, POLLIN, 0};
+      poll(&p, 1, 10);
+      uint64_t v;
+      ssize_t n = read(s->wake_in, &v, sizeof v);
+      (void)n;
+    }
+    rlx__shm_ring_awake(&s->in);
+  }
+  return -1;
+}
+
+static void put_str(struct rlx__shm_seg *s, const char *m) {
+  struct iovec iov = {(void *)m, strlen(m) + 1};
+  size_t n = rlx__shm_ring_write(&s->out, &iov, 1);
+  if (n != iov.iov_len)
+    abort();
+  rlx__shm_seg_wake_peer(s);
+}
+
+START_TEST(handover_and_both_ways) {
+  int before = open_fds();
+  int sv[2];
+  ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+  pid_t pid = fork();
+  ck_assert_int_ge(pid, 0);
+  if (pid == 0) {
+    close(sv[0]);
+    struct rlx__shm_seg s;
+    if (rlx__shm_seg_create(&s, 4096) != 0 || rlx__shm_seg_send(&s, sv[1], "rlxshm01") != 0)
+      _exit(2);
+    put_str(&s, "from the creator");
+    char buf[64];
+    if (wait_readable(&s) != 0)
+      _exit(3);
+    size_t n = rlx__shm_ring_read(&s.in, buf, sizeof buf);
+    if (n != strlen("from the receiver") + 1 || strcmp(buf, "from the receiver") != 0)
+      _exit(4);
+    rlx__shm_seg_close(&s);
+    _exit(0);
+  }
+  close(sv[1]);
+  struct rlx__shm_seg s;
+  char tag[8];
+  struct pollfd p = {sv[0], POLLIN, 0};
+  ck_assert_int_eq(poll(&p, 1, 10000), 1);
+  ck_assert_int_eq(rlx__shm_seg_recv(&s, sv[0], tag), 0);
+  ck_assert_int_eq(memcmp(tag, "rlxshm01", 8), 0);
+  ck_assert_uint_eq(s.in.cap, 4096);
+  ck_assert_int_eq(wait_readable(&s), 0);
+  char buf[64];
+  ck_assert_uint_eq(rlx__shm_ring_read(&s.in, buf, sizeof buf), strlen("from the creator") + 1);
+  ck_assert_str_eq(buf, "from the creator");
+  put_str(&s, "from the receiver");
+  int st;
+  ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+  ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "creator status %d", st);
+  rlx__shm_seg_close(&s);
+  close(sv[0]);
+  ck_assert_int_eq(open_fds(), before); /* nothing of the segment left open here */
+}
+END_TEST
+
+/* Send n descriptors (or an unsealed memfd) and see them refused. */
+static void send_fds(int sock, const int *fds, int n) {
+  union {
+    char buf[CMSG_SPACE(sizeof(int) * 4)];
+    struct cmsghdr align;
+  } ctl;
+  memset(&ctl, 0, sizeof ctl);
+  struct iovec iov = {"rlxshm01", 8};
+  struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.buf,
+                     .msg_controllen = CMSG_SPACE(sizeof(int) * (size_t)n)};
+  struct cmsghdr *c = CMSG_FIRSTHDR(&m);
+  c->cmsg_level = SOL_SOCKET;
+  c->cmsg_type = SCM_RIGHTS;
+  c->cmsg_len = CMSG_LEN(sizeof(int) * (size_t)n);
+  memcpy(CMSG_DATA(c), fds, sizeof(int) * (size_t)n);
+  ck_assert_int_eq(sendmsg(sock, &m, 0), 8);
+}
+
+START_TEST(wrong_descriptors_refused) {
+  int sv[2];
+  ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+  int before = open_fds();
+  struct rlx__shm_seg s;
+  char tag[8];
+  /* nothing there yet */
+  ck_assert_int_eq(rlx__shm_seg_recv(&s, sv[0], tag), -EAGAIN);
+  /* two descriptors instead of three */
+  int e1 = eventfd(0, EFD_CLOEXEC), e2 = eventfd(0, EFD_CLOEXEC);
+  int two[2] = {e1, e2};
+  send_fds(sv[1], two, 2);
+  ck_assert_int_eq(rlx__shm_seg_recv(&s, sv[0], tag), -EPROTO);
+  /* three, but the "segment" is an unsealed memfd a peer could shrink */
+  int mf = memfd_create("not-sealed", MFD_CLOEXEC);
+  ck_assert_int_eq(ftruncate(mf, 1 << 16), 0);
+  int three[3] = {mf, e1, e2};
+  send_fds(sv[1], three, 3);
+  ck_assert_int_eq(rlx__shm_seg_recv(&s, sv[0], tag), -EPROTO);
+  /* three, sealed, but the header inside is garbage */
+  int sf = memfd_create("garbage", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+  ck_assert_int_eq(ftruncate(sf, 1 << 16), 0);
+  ck_assert_int_eq(fcntl(sf, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL), 0);
+  int three2[3] = {sf, e1, e2};
+  send_fds(sv[1], three2, 3);
+  ck_assert_int_eq(rlx__shm_seg_recv(&s, sv[0], tag), -EPROTO);
+  close(e1);
+  close(e2);
+  close(mf);
+  close(sf);
+  ck_assert_int_eq(open_fds(), before - 0); /* every received descriptor was closed */
+  close(sv[0]);
+  close(sv[1]);
+}
+END_TEST
+
+/* A creator killed with SIGKILL leaves nothing: once the receiver closes
+ * its side, no descriptor and no mapping of the segment remain. */
+START_TEST(killed_peer_leaves_nothing) {
+  int before = open_fds();
+  int sv[2];
+  ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+  pid_t pid = fork();
+  ck_assert_int_ge(pid, 0);
+  if (pid == 0) {
+    close(sv[0]);
+    struct rlx__shm_seg s;
+    if (rlx__shm_seg_create(&s, 1 << 16) != 0 || rlx__shm_seg_send(&s, sv[1], "rlxshm01") != 0)
+      _exit(2);
+    pause();
+    _exit(0);
+  }
+  close(sv[1]);
+  struct rlx__shm_seg s;
+  char tag[8];
+  struct pollfd p = {sv[0], POLLIN, 0};
+  ck_assert_int_eq(poll(&p, 1, 10000), 1);
+  ck_assert_int_eq(rlx__shm_seg_recv(&s, sv[0], tag), 0);
+  kill(pid, SIGKILL);
+  int st;
+  waitpid(pid, &st, 0);
+  rlx__shm_seg_close(&s);
+  close(sv[0]);
+  ck_assert_int_eq(open_fds(), before);
+  /* no mapping of it either */
+  FILE *f = fopen("/proc/self/maps", "r");
+  char line[512];
+  int found = 0;
+  while (f && fgets(line, sizeof line, f))
+    found |= strstr(line, "rlxcoll-shm") != NULL;
+  if (f)
+    fclose(f);
+  ck_assert_msg(!found, "a mapping of the segment survived");
+}
+END_TEST
+
+Suite *shm_seg_suite(void) {
+  Suite *s = suite_create("shm_seg");
+  TCase *t = tcase_create("seg");
+  tcase_set_timeout(t, 60);
+  tcase_add_test(t, handover_and_both_ways);
+  tcase_add_test(t, wrong_descriptors_refused);
+  tcase_add_test(t, killed_peer_leaves_nothing);
+  suite_add_tcase(s, t);
+  return s;
+}
+
+int main(void) { return rlx_run_suite(shm_seg_suite()); }
