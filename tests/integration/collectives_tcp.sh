@@ -2,6 +2,7 @@
 # The same checks as collectives_unix.sh, forced over TCP (RLX_TRANSPORT=tcp).
 . "$(dirname "$0")/lib.sh"
 for n in ${COLL_RANKS:-2 3 4 5 6 7 8}; do
+  [ "$n" -gt 1 ] || continue # one rank opens no connection
   start=$(date +%s)
   RLX_TRANSPORT=tcp RLX_LOG=debug timeout 300 "$RLXRUN" -n $n --timeout 280 "$CHECK" $(coll_flags $n) \
     >"$TMP/out" 2>"$TMP/err" || { cat "$TMP/out" "$TMP/err" | tail -30; fail "n=$n over tcp"; }

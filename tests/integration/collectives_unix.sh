@@ -1,8 +1,8 @@
 #!/bin/sh
 # Every collective (allreduce, reduce, allgather, reduce_scatter, bcast,
 # iallreduce, ibcast, barrier; every dtype x op; counts 0,1,7,1023,1M+3),
-# n = 1..8 (the 1M+3 count for every dtype x op up to 4 ranks, see
-# coll_flags in lib.sh), over Unix sockets: results equal the reference and
+# n = 1..8 (the 1M+3 count for every dtype x op up to 4 ranks, 256K+3
+# above: coll_flags in lib.sh), over Unix sockets: results equal the reference and
 # are bitwise equal on every rank. Also checks the library chose Unix sockets.
 # COLL_RANKS and COLL_FLAGS narrow it (the ThreadSanitizer run in CI).
 . "$(dirname "$0")/lib.sh"
