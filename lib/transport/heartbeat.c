@@ -42,12 +42,18 @@ static int unread_bytes(struct rlx__p2p_conn *c) {
 void rlx__heartbeat_sweep(uv_timer_t *t) {
   struct rlx__p2p *p = t->data;
   uint64_t now = rlx__now_ns();
-  /* The sweep runs every half second. If it comes round much later, this
-   * process (not its peers) was stalled: descheduled on an overloaded host,
-   * stopped, or its caller kept the loop away. Silence during our own stall
-   * is not the peer's, so the clocks restart; a dead peer is still found
-   * one silence period after we run again. */
-  int stalled = p->last_sweep && now - p->last_sweep > HB_EVERY_NS;
+  /* The sweep runs every half second. If it comes round a whole silence
+   * period late, this process (not only its peers) was stalled: the whole
+   * host paused, or the process was stopped or starved, and it cannot
+   * tell a silent peer from one that was paused with it. The clocks
+   * restart; a dead peer is still found one silence period after we run
+   * again. (Shorter delays, 1-3 s on a loaded 2-core host, are common and
+   * must not restart the clocks, or a stopped peer would be found late or
+   * never; pings that arrived meanwhile are caught by unread_bytes.) */
+  int stalled = p->last_sweep && now - p->last_sweep > HB_SILENCE_NS;
+  if (stalled)
+    rlx__debug("heartbeat sweep came %.1f s late: silence clocks restart",
+               (double)(now - p->last_sweep) / 1e9);
   p->last_sweep = now;
   struct rlx__list *l = p->conns.next;
   while (l != &p->conns) {
