@@ -128,6 +128,7 @@ END_TEST
 int main(void) {
   Suite *s = suite_create("half");
   TCase *tc = tcase_create("convert");
+  tcase_set_timeout(tc, 120); /* Check's default is 4 s: too short under the sanitizers */
   tcase_add_test(tc, f16_known_values);
   tcase_add_test(tc, f16_round_to_nearest_even);
   tcase_add_test(tc, f16_subnormals);
