@@ -150,6 +150,7 @@ END_TEST
 int main(void) {
   Suite *s = suite_create("config");
   TCase *tc = tcase_create("env");
+  tcase_set_timeout(tc, 60); /* Check's default 4 s is too short under the sanitizers */
   tcase_add_test(tc, defaults);
   tcase_add_test(tc, good_values);
   tcase_add_test(tc, observe_values);
