@@ -2,7 +2,7 @@
 # Every algorithm, forced through RLX_*_ALGO, gives the reference result on
 # rank counts that are and are not powers of two.
 . "$(dirname "$0")/lib.sh"
-for n in 3 4 5 8; do
+for n in 3 5 8; do
   for v in "RLX_ALLREDUCE_ALGO=rd RLX_BCAST_ALGO=scatter-allgather RLX_ALLGATHER_ALGO=rd" \
            "RLX_ALLREDUCE_ALGO=rabenseifner RLX_BCAST_ALGO=binomial RLX_ALLGATHER_ALGO=ring" \
            "RLX_ALLREDUCE_ALGO=ring RLX_BCAST_ALGO=scatter-allgather"; do
