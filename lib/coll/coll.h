@@ -141,7 +141,8 @@ struct rlx__op {
 void rlx__exec_start(struct rlx__op *op);
 /* Fail an unfinished operation (deadline passed): withdraws its transfers.
  * (Failures seen in a transfer are sent to the other members as ABORT
- * frames; a deadline is not.) */
+ * frames; a deadline is not.) An operation that had lost a peer and was
+ * waiting for a better reason fails with that loss instead. */
 void rlx__exec_abort(struct rlx__op *op, int err, const char *msg);
 /* p2p's on_abort: a member failed (comm_id, seq); fail ours with its error
  * and reason, or remember it for when we start that operation. */

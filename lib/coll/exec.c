@@ -283,6 +283,13 @@ void rlx__exec_start(struct rlx__op *op) {
 void rlx__exec_abort(struct rlx__op *op, int err, const char *msg) {
   if (op->finished)
     return;
+  if (op->settle) {
+    /* A peer was lost and we were giving its ABORT 200 ms to arrive: the
+     * loss, already described in op->msg, names the cause better than the
+     * deadline that came meanwhile ("waiting for its own progress"). */
+    settle_expired(op->settle);
+    return;
+  }
   snprintf(op->msg, sizeof(op->msg), "%s", msg);
   finish(op, err);
   /* A deadline is not news to the others: each has its own, and its own
