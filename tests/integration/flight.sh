@@ -55,9 +55,12 @@ grep -q "not a running rlxrun" "$TMP/dump" || fail "no clear --dump error"
 
 # 4. Without rlxrun: SIGUSR1 writes the record to stderr; RLX_FLIGHT=0 keeps none.
 for keep in 256 0; do
-  RLX_FLIGHT=$keep "$OBSERVE" sleep 2 >"$TMP/o" 2>"$TMP/e" & # ends by itself
+  # (it naps 8 s once it says "sleeping", which we wait up to 20 s for: a
+  # loaded host took longer to start it than the 2 s it used to nap)
+  RLX_FLIGHT=$keep "$OBSERVE" sleep 8 >"$TMP/o" 2>"$TMP/e" &
   p=$!
-  for i in 1 2 3 4 5 6 7 8 9 10; do grep -q sleeping "$TMP/o" && break; sleep 0.2; done
+  i=0
+  until grep -q sleeping "$TMP/o" || [ $i -ge 100 ]; do sleep 0.2; i=$((i + 1)); done
   kill -USR1 $p
   wait $p || fail "SIGUSR1 killed the program"
   cat "$TMP/e"
