@@ -57,34 +57,53 @@ static void put_str(struct rlx__shm_seg *s, const char *m) {
   rlx__shm_seg_wake_peer(s);
 }
 
-START_TEST(handover_and_both_ways) {
-  int before = open_fds();
+/* Fork a peer that makes a segment of cap bytes a ring, sends it over a
+ * socket pair and then runs then(); the parent receives the segment into
+ * *s and gets the child's pid. */
+static pid_t fork_creator(size_t cap, void (*then)(struct rlx__shm_seg *), struct rlx__shm_seg *s,
+                          int *sock) {
   int sv[2];
   ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
   pid_t pid = fork();
   ck_assert_int_ge(pid, 0);
   if (pid == 0) {
     close(sv[0]);
-    struct rlx__shm_seg s;
-    if (rlx__shm_seg_create(&s, 4096) != 0 || rlx__shm_seg_send(&s, sv[1], "rlxshm01") != 0)
+    struct rlx__shm_seg mine;
+    if (rlx__shm_seg_create(&mine, cap) != 0 || rlx__shm_seg_send(&mine, sv[1], "rlxshm01") != 0)
       _exit(2);
-    put_str(&s, "from the creator");
-    char buf[64];
-    if (wait_readable(&s) != 0)
-      _exit(3);
-    size_t n = rlx__shm_ring_read(&s.in, buf, sizeof buf);
-    if (n != strlen("from the receiver") + 1 || strcmp(buf, "from the receiver") != 0)
-      _exit(4);
-    rlx__shm_seg_close(&s);
+    then(&mine);
+    rlx__shm_seg_close(&mine);
     _exit(0);
   }
   close(sv[1]);
-  struct rlx__shm_seg s;
   char tag[8];
   struct pollfd p = {sv[0], POLLIN, 0};
   ck_assert_int_eq(poll(&p, 1, 10000), 1);
-  ck_assert_int_eq(rlx__shm_seg_recv(&s, sv[0], tag), 0);
+  ck_assert_int_eq(rlx__shm_seg_recv(s, sv[0], tag), 0);
   ck_assert_int_eq(memcmp(tag, "rlxshm01", 8), 0);
+  *sock = sv[0];
+  return pid;
+}
+
+static void creator_talks(struct rlx__shm_seg *s) {
+  put_str(s, "from the creator");
+  char buf[64];
+  if (wait_readable(s) != 0)
+    _exit(3);
+  size_t n = rlx__shm_ring_read(&s->in, buf, sizeof buf);
+  if (n != strlen("from the receiver") + 1 || strcmp(buf, "from the receiver") != 0)
+    _exit(4);
+}
+
+static void creator_waits(struct rlx__shm_seg *s) {
+  (void)s;
+  pause();
+}
+
+START_TEST(handover_and_both_ways) {
+  int before = open_fds(), sock;
+  struct rlx__shm_seg s;
+  pid_t pid = fork_creator(4096, creator_talks, &s, &sock);
   ck_assert_uint_eq(s.in.cap, 4096);
   ck_assert_int_eq(wait_readable(&s), 0);
   char buf[64];
@@ -95,7 +114,7 @@ START_TEST(handover_and_both_ways) {
   ck_assert_int_eq(waitpid(pid, &st, 0), pid);
   ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "creator status %d", st);
   rlx__shm_seg_close(&s);
-  close(sv[0]);
+  close(sock);
   ck_assert_int_eq(open_fds(), before); /* nothing of the segment left open here */
 }
 END_TEST
@@ -157,30 +176,14 @@ END_TEST
 /* A creator killed with SIGKILL leaves nothing: once the receiver closes
  * its side, no descriptor and no mapping of the segment remain. */
 START_TEST(killed_peer_leaves_nothing) {
-  int before = open_fds();
-  int sv[2];
-  ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
-  pid_t pid = fork();
-  ck_assert_int_ge(pid, 0);
-  if (pid == 0) {
-    close(sv[0]);
-    struct rlx__shm_seg s;
-    if (rlx__shm_seg_create(&s, 1 << 16) != 0 || rlx__shm_seg_send(&s, sv[1], "rlxshm01") != 0)
-      _exit(2);
-    pause();
-    _exit(0);
-  }
-  close(sv[1]);
+  int before = open_fds(), sock;
   struct rlx__shm_seg s;
-  char tag[8];
-  struct pollfd p = {sv[0], POLLIN, 0};
-  ck_assert_int_eq(poll(&p, 1, 10000), 1);
-  ck_assert_int_eq(rlx__shm_seg_recv(&s, sv[0], tag), 0);
+  pid_t pid = fork_creator(1 << 16, creator_waits, &s, &sock);
   kill(pid, SIGKILL);
   int st;
   waitpid(pid, &st, 0);
   rlx__shm_seg_close(&s);
-  close(sv[0]);
+  close(sock);
   ck_assert_int_eq(open_fds(), before);
   /* no mapping of it either */
   FILE *f = fopen("/proc/self/maps", "r");
