@@ -134,10 +134,10 @@ echo "2% loss + 100 Mbit/s: same results, bitwise, in $(( $(date +%s) - start ))
 # nsb vanishes: its link is cut while its ranks are alive, sockets open.
 # The ranks on nsa must find them gone by missing heartbeats (5 s).
 FAULT="$top_builddir/tests/integration/fault_check"
-# (--timeout 30 and up to 40 s to get ready: starting 4 ranks over ssh on
+# (--timeout 60 and up to 40 s to get ready: starting 4 ranks over ssh on
 # a loaded 2-core host took more than 14 s; the bound under test is the
 # 8 s from the cut to the survivors' error.)
-in_c "cd $top_builddir && $RLXRUN --host nsa:2,nsb:2 -n 4 --timeout 30 --grace 1 $FAULT cut" \
+in_c "cd $top_builddir && $RLXRUN --host nsa:2,nsb:2 -n 4 --timeout 60 --grace 1 $FAULT cut" \
   >"$TMP/out" 2>&1 &
 job=$!
 i=0
