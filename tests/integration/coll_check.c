@@ -158,6 +158,15 @@ static uint64_t fnv(const void *p, size_t n) {
   return h;
 }
 
+/* Results that also equal an exact reference are the same on every rank
+ * already; their hashes are folded into one digest compared once at the
+ * end (an allreduce per check was a third of this program's calls). */
+static uint64_t digest = 0x9e3779b97f4a7c15ull;
+static void fold_digest(const void *buf, size_t n) {
+  digest = (digest ^ fnv(buf, n)) * 0xbf58476d1ce4e5b9ull;
+  digest ^= digest >> 31;
+}
+
 static void check_same_everywhere(const void *buf, size_t n, const char *what) {
   uint64_t h[2] = {fnv(buf, n), 0}, lo, hi;
   h[1] = ~h[0];
@@ -199,7 +208,7 @@ static void check_allreduce(rlx_dtype_t dt, rlx_op_t op, size_t count, int in_pl
         break;
       }
     }
-    check_same_everywhere(out, bytes, what);
+    fold_digest(out, bytes);
   }
   free(in);
   free(out);
@@ -443,6 +452,8 @@ int main(int argc, char **argv) {
   if (nstress)
     stress(nstress);
 
+  /* every rank folded the same results in the same order */
+  check_same_everywhere(&digest, sizeof digest, "the digest of every allreduce result");
   int bad = failures, total_bad = 0;
   rlx_allreduce(&bad, &total_bad, 1, RLX_INT32, RLX_SUM, rlx_comm_world());
   if (rank == 0)
