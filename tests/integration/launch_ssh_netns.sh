@@ -132,11 +132,11 @@ cmp "$TMP/p.clean" "$TMP/p.lossy" || fail "training across lossy links reached d
 echo "2% loss + 100 Mbit/s: same results, bitwise, in $(( $(date +%s) - start )) s"
 
 # nsb vanishes: its link is cut while its ranks are alive, sockets open.
-# The ranks on nsa must find them gone by missing heartbeats (5 s).
+# The ranks on nsa must find them gone by missing heartbeats (10 s).
 FAULT="$top_builddir/tests/integration/fault_check"
 # (--timeout 60 and up to 40 s to get ready: starting 4 ranks over ssh on
 # a loaded 2-core host took more than 14 s; the bound under test is the
-# 8 s from the cut to the survivors' error.)
+# 13 s from the cut to the survivors' error.)
 in_c "cd $top_builddir && $RLXRUN --host nsa:2,nsb:2 -n 4 --timeout 60 --grace 1 $FAULT cut" \
   >"$TMP/out" 2>&1 &
 job=$!
@@ -150,7 +150,7 @@ ip -n ${P}b link set eth0 down
 wait $job
 cat "$TMP/out"
 [ "$(grep -c 'fault_check: rank [01]: PASS' "$TMP/out")" = 2 ] || fail "cut: ranks on nsa did not find nsb gone"
-awk -v k="${RLX_TEST_TIME_SCALE:-1}" '/rank [01]: peer lost after/ { split($0, a, "after "); split(a[2], b, " s"); if (b[1] + 0 > 8.0 * k) bad = 1 }
-     END { exit bad }' "$TMP/out" || fail "cut: took more than 8 s"
+awk -v k="${RLX_TEST_TIME_SCALE:-1}" '/rank [01]: peer lost after/ { split($0, a, "after "); split(a[2], b, " s"); if (b[1] + 0 > 13.0 * k) bad = 1 }
+     END { exit bad }' "$TMP/out" || fail "cut: took more than 13 s"
 echo "link cut: found by heartbeats in $(sed -n 's/.*rank 0: peer lost after \([0-9.]*\) s.*/\1/p' "$TMP/out") s"
 echo "ssh across network namespaces: ok"
