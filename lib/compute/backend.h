@@ -24,6 +24,9 @@ int rlx__layout_init(struct rlx__layout *lo, const rlx_model_desc_t *d);
 /* He-uniform weights for the ReLU layers, a smaller scale for the output
  * layer so a fresh model's loss sits near ln(classes); zero biases. */
 void rlx__layout_init_params(const struct rlx__layout *lo, uint64_t seed, float *params);
+/* A probe batch of rows examples: inputs uniform in [-1, 1) from seed,
+ * labels cycling through the classes (validation and step timing). */
+void rlx__probe_batch(const struct rlx__layout *lo, int rows, uint64_t seed, float *x, int32_t *y);
 
 /* A backend instance. Every call returns RLX_OK or an RLX_ERR_* with the
  * detail set through rlx__err. */

@@ -56,3 +56,11 @@ void rlx__layout_init_params(const struct rlx__layout *lo, uint64_t seed, float 
     memset(p + lo->b_off[l], 0, sizeof(float) * (size_t)out);
   }
 }
+
+void rlx__probe_batch(const struct rlx__layout *lo, int rows, uint64_t seed, float *x, int32_t *y) {
+  int in = lo->sizes[0], classes = lo->sizes[lo->nlayers];
+  for (size_t i = 0; i < (size_t)rows * in; i++)
+    x[i] = (float)(2.0 * rlx__uniform(&seed) - 1.0);
+  for (int r = 0; r < rows; r++)
+    y[r] = r % classes;
+}

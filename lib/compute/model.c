@@ -60,11 +60,12 @@ static void keep_faster(rlx_model_t *m, const rlx_model_desc_t *d) {
     c->ops->destroy(c);
     return;
   }
+  int device_wins = dev_ms <= cpu_ms;
+  struct rlx__backend *win = device_wins ? m->be : c, *lose = device_wins ? c : m->be;
   char why[400];
   snprintf(why, sizeof why, "%.3g ms per step on %s against %.3g ms on %s",
-           dev_ms <= cpu_ms ? dev_ms : cpu_ms, dev_ms <= cpu_ms ? m->be->name : "cpu",
-           dev_ms <= cpu_ms ? cpu_ms : dev_ms, dev_ms <= cpu_ms ? "cpu" : m->be->name);
-  if (dev_ms <= cpu_ms) {
+           device_wins ? dev_ms : cpu_ms, win->name, device_wins ? cpu_ms : dev_ms, lose->name);
+  if (device_wins) {
     c->ops->destroy(c);
     rlx__info("compute: auto keeps the device: %s", why);
     return;

@@ -2,33 +2,23 @@
  * the model's batch: what `auto` compares to keep the faster of a device
  * that passed validation and the C backend. */
 #include <stdlib.h>
-#include <time.h>
 #include "compute/backend.h"
 #include "internal.h"
 
 #define TIMED_STEPS 3
-
-static double now_ms(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
-}
+#define TIMING_SEED 0x74696d65ULL /* "time" */
 
 int rlx__step_time(struct rlx__backend *b, double *ms) {
   const struct rlx__layout *lo = b->lo;
-  int rows = lo->max_batch, in = lo->sizes[0], classes = lo->sizes[lo->nlayers];
-  float *x = malloc(sizeof(float) * (size_t)rows * in), *p = malloc(sizeof(float) * lo->nparams);
+  int rows = lo->max_batch;
+  float *x = malloc(sizeof(float) * (size_t)rows * lo->sizes[0]), *p = malloc(sizeof(float) * lo->nparams);
   float *g = malloc(sizeof(float) * lo->nparams);
   int32_t *y = malloc(sizeof(int32_t) * (size_t)rows);
   int rc = RLX_ERR_NOMEM;
   if (!x || !p || !g || !y)
     goto out;
-  uint64_t s = 0x74696d65ULL; /* "time" */
-  for (size_t i = 0; i < (size_t)rows * in; i++)
-    x[i] = (float)(2.0 * rlx__uniform(&s) - 1.0);
-  for (int r = 0; r < rows; r++)
-    y[r] = r % classes;
-  rlx__layout_init_params(lo, s, p);
+  rlx__probe_batch(lo, rows, TIMING_SEED, x, y);
+  rlx__layout_init_params(lo, TIMING_SEED, p);
   if ((rc = b->ops->set_params(b, p)) != RLX_OK)
     goto out;
   /* One step to warm up (first launches, page faults), then the best of a
@@ -37,11 +27,11 @@ int rlx__step_time(struct rlx__backend *b, double *ms) {
   for (int k = 0; k <= TIMED_STEPS; k++) {
     float loss;
     int ok;
-    double t0 = now_ms();
+    uint64_t t0 = rlx__now_ns();
     if ((rc = b->ops->grad(b, x, y, rows, g, &loss, &ok)) != RLX_OK ||
         (rc = b->ops->apply(b, g, 0.01f)) != RLX_OK)
       goto out;
-    double t = now_ms() - t0;
+    double t = (double)(rlx__now_ns() - t0) / 1e6;
     if (k == 1 || (k > 1 && t < best))
       best = t;
   }

@@ -72,11 +72,7 @@ int rlx__validate(struct rlx__backend *b, char *why, size_t whylen) {
     goto out;
   if ((rc = rlx__cpu_create(lo, b->momentum, &ref)) != RLX_OK)
     goto out;
-  uint64_t s = PROBE_SEED;
-  for (size_t i = 0; i < (size_t)rows * in; i++)
-    x[i] = (float)(2.0 * rlx__uniform(&s) - 1.0);
-  for (int r = 0; r < rows; r++)
-    y[r] = r % classes;
+  rlx__probe_batch(lo, rows, PROBE_SEED, x, y);
   rlx__layout_init_params(lo, PROBE_SEED, p);
 
   rc = RLX_ERR_DEVICE;
