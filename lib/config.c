@@ -167,6 +167,13 @@ int rlx__config_load(struct rlx__config *cfg) {
   if ((s = getenv("RLX_TIMEOUT")) != NULL &&
       rlx__parse_double(s, 0.0, 1e9, &cfg->timeout_s) != 0)
     return bad("RLX_TIMEOUT", s, "seconds, a number >= 0 (0 means no deadline)");
+  /* The bootstrap waits for ranks a launcher started seconds apart (over
+   * ssh, on a loaded host), which is not the skew a short RLX_TIMEOUT is
+   * meant to catch inside a collective: at least 60 s unless asked. */
+  cfg->init_timeout_s = cfg->timeout_s == 0 || cfg->timeout_s >= 60 ? cfg->timeout_s : 60;
+  if ((s = getenv("RLX_INIT_TIMEOUT")) != NULL &&
+      rlx__parse_double(s, 0.0, 1e9, &cfg->init_timeout_s) != 0)
+    return bad("RLX_INIT_TIMEOUT", s, "seconds, a number >= 0 (0 means no deadline)");
   if ((s = getenv("RLX_TRANSPORT")) != NULL) {
     if ((i = pick(s, transports, 3)) < 0)
       return bad("RLX_TRANSPORT", s, "one of auto, tcp, unix");

@@ -75,7 +75,7 @@ static int pick_tcp_ip(struct rlx__runtime *rt, const char *rdv_ip, char *ip, si
 
 static int bootstrap(struct rlx__runtime *rt) {
   struct rlx__config *cfg = &rt->cfg;
-  uint64_t deadline = deadline_from_now(cfg->timeout_s);
+  uint64_t deadline = deadline_from_now(cfg->init_timeout_s);
   char why[512], rdv_ip[64] = "", tcp_ip[64], bound[128];
   struct rlx__card mine;
   int fd = -1, rc;
@@ -135,7 +135,7 @@ rendezvous_done:
   rt->p2p.abort_ctx = rt;
   rlx__info("listening on tcp %s and unix %s", mine.tcp, mine.unix_path);
   if (rt->pmix) {
-    if ((rc = rlx__pmix_exchange(&mine, rt->cards, cfg->size, cfg->timeout_s)) != RLX_OK)
+    if ((rc = rlx__pmix_exchange(&mine, rt->cards, cfg->size, cfg->init_timeout_s)) != RLX_OK)
       goto fail;
   } else {
     rc = rlx__rdv_exchange(fd, &mine, rt->cards, cfg->size, deadline,

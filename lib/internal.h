@@ -52,6 +52,7 @@ enum rlx__wire { RLX__WIRE_F32 = 0, RLX__WIRE_F16, RLX__WIRE_BF16 };
 
 struct rlx__config {
   double timeout_s;     /* RLX_TIMEOUT, 0 = none */
+  double init_timeout_s; /* RLX_INIT_TIMEOUT: rlx_init's bootstrap, 0 = none */
   char transport[8];    /* RLX_TRANSPORT: a transport's name, "" = by reach */
   char allreduce_algo[24]; /* RLX_ALLREDUCE_ALGO, "" = auto */
   char bcast_algo[24];     /* RLX_BCAST_ALGO */

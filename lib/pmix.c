@@ -119,7 +119,7 @@ int rlx__pmix_init(struct rlx__config *cfg) {
     if (rc != RLX_OK)
       return rc;
   }
-  int rc = fence(cfg->timeout_s, "job key");
+  int rc = fence(cfg->init_timeout_s, "job key");
   if (rc == RLX_OK)
     rc = get_bytes(0, KEY_JOBKEY, key, sizeof key);
   if (rc != RLX_OK)

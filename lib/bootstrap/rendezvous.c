@@ -367,7 +367,7 @@ int rlx__rdv_exchange(int fd, const struct rlx__card *mine, struct rlx__card *ca
   if ((rc = rlx__sock_write_full(fd, buf, sizeof(buf), deadline)) != 0 ||
       (rc = rlx__sock_read_full(fd, all, (size_t)size * RLX__CARD_SIZE, deadline)) != 0) {
     snprintf(why, why_len, "card exchange failed: %s%s", strerror(-rc),
-             rc == -ETIMEDOUT ? " (not every rank reached the rendezvous in time)" : "");
+             rc == -ETIMEDOUT ? " (not every rank reached the rendezvous within RLX_INIT_TIMEOUT)" : "");
     goto out;
   }
   for (int r = 0; r < size; r++) {

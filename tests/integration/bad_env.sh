@@ -8,6 +8,7 @@ check() {
   echo "$var=$val: $(cat "$TMP/out")"
 }
 check RLX_TIMEOUT abc
+check RLX_INIT_TIMEOUT -1
 check RLX_TRANSPORT carrier-pigeon
 check RLX_ALLREDUCE_ALGO magic
 check RLX_LOG loud

@@ -15,7 +15,7 @@ grep -q "rank 0 of 2.*sum of ranks = 1$" "$TMP/r0" || fail "rank 0 result"
 grep -q "rank 1 of 2.*sum of ranks = 1$" "$TMP/r1" || fail "rank 1 result"
 
 port=$(free_port)
-export RLX_RENDEZVOUS=127.0.0.1:$port RLX_TIMEOUT=3
+export RLX_RENDEZVOUS=127.0.0.1:$port RLX_INIT_TIMEOUT=3
 RLX_RANK=0 timeout 30 "$HELLO" >"$TMP/r0" 2>&1 &
 p0=$!
 sleep 0.3

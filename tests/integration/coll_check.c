@@ -1,7 +1,9 @@
 /* coll_check: run under rlxrun; checks allreduce (every dtype x op, several
  * counts, in place and not), bcast and barrier against references computed
  * here, and that every rank holds bitwise the same result.
- *   coll_check [--counts a,b,c] [--stress N] [--random]
+ *   coll_check [--counts a,b,c] [--dtypes a,b] [--stress N] [--random] [--big-all]
+ * --dtypes keeps only the named dtypes (the forced-algorithm runs: one of
+ * each element size is enough there, the algorithms never look at more).
  * Inputs are small integers, so every reduction order gives the exact
  * reference; --random adds non-integer floats, where only agreement across
  * ranks (and closeness to the reference) can be asked. */
@@ -381,6 +383,9 @@ int main(int argc, char **argv) {
   mallopt(M_TRIM_THRESHOLD, 1 << 30);
   size_t counts[16] = {0, 1, 7, 1023, 1048579};
   int ncounts = 5, nstress = 0, random_floats = 0, big_all = 0;
+  int want_dt[RLX_DTYPE_COUNT];
+  for (int d = 0; d < RLX_DTYPE_COUNT; d++)
+    want_dt[d] = 1;
   double pause_s = 0;
   for (int i = 1; i < argc; i++) {
     if (strcmp(argv[i], "--counts") == 0 && i + 1 < argc) {
@@ -396,6 +401,19 @@ int main(int argc, char **argv) {
       pause_s = atof(argv[++i]);
     } else if (strcmp(argv[i], "--big-all") == 0) {
       big_all = 1;
+    } else if (strcmp(argv[i], "--dtypes") == 0 && i + 1 < argc) {
+      for (int d = 0; d < RLX_DTYPE_COUNT; d++)
+        want_dt[d] = 0;
+      for (char *t = strtok(argv[++i], ","); t; t = strtok(NULL, ",")) {
+        int d = 0;
+        while (d < RLX_DTYPE_COUNT && strcmp(rlx_dtype_name((rlx_dtype_t)d), t) != 0)
+          d++;
+        if (d == RLX_DTYPE_COUNT) {
+          fprintf(stderr, "coll_check: --dtypes: no dtype '%s'\n", t);
+          return 2;
+        }
+        want_dt[d] = 1;
+      }
     }
   }
   int rc = rlx_init(&argc, &argv);
@@ -421,6 +439,8 @@ int main(int argc, char **argv) {
 
   for (int c = 0; c < ncounts; c++) {
     for (int dt = 0; dt < RLX_DTYPE_COUNT; dt++) {
+      if (!want_dt[dt])
+        continue;
       for (int op = 0; op < RLX_OP_COUNT; op++) {
         if (op == RLX_AVG && !rlx__dtype_is_float((rlx_dtype_t)dt))
           continue;

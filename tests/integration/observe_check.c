@@ -27,8 +27,12 @@ static void nap(double s) {
 
 static int check(int rc, const char *what) {
   if (rc != RLX_OK) {
-    fprintf(stderr, "observe_check: rank %d: %s: %s: %s\n", rlx_comm_rank(rlx_comm_world()), what,
-            rlx_strerror(rc), rlx_errmsg());
+    /* The message first: rlx_comm_rank on a world that never came up
+     * would replace it. */
+    char msg[512];
+    snprintf(msg, sizeof msg, "%s", rlx_errmsg());
+    fprintf(stderr, "observe_check: rank %d: %s: %s: %s\n",
+            rlx_initialized() ? rlx_comm_rank(rlx_comm_world()) : -1, what, rlx_strerror(rc), msg);
     rlx_finalize();
     exit(1);
   }

@@ -6,7 +6,7 @@
 #include <string.h>
 #include "internal.h"
 
-static const char *vars[] = {"RLX_TIMEOUT", "RLX_TRANSPORT", "RLX_ALLREDUCE_ALGO", "RLX_LOG",
+static const char *vars[] = {"RLX_TIMEOUT", "RLX_INIT_TIMEOUT", "RLX_TRANSPORT", "RLX_ALLREDUCE_ALGO", "RLX_LOG",
                              "RLX_SPIN_US", "RLX_WIRE", "RLX_CMA", "RLX_BCAST_ALGO", "RLX_ALLGATHER_ALGO", "RLX_IFACE", "RLX_RANK", "RLX_SIZE",
                              "RLX_LOCAL_RANK", "RLX_LOCAL_SIZE", "RLX_RENDEZVOUS", "RLX_JOB_KEY",
                              "RLX_TRACE", "RLX_FLIGHT", "RLX_FLIGHT_DUMP", "RLX_STATS"};
@@ -21,6 +21,7 @@ START_TEST(defaults) {
   clear();
   ck_assert_int_eq(rlx__config_load(&c), RLX_OK);
   ck_assert(c.timeout_s == 300.0);
+  ck_assert(c.init_timeout_s == 300.0);
   ck_assert_str_eq(c.transport, "");
   ck_assert_int_eq(c.has_launch, 0);
   ck_assert_int_eq(c.rank, 0);
@@ -69,6 +70,15 @@ START_TEST(good_values) {
   setenv("RLX_JOB_KEY", "secret", 1);
   ck_assert_int_eq(rlx__config_load(&c), RLX_OK);
   ck_assert(c.timeout_s == 2.5);
+  ck_assert(c.init_timeout_s == 60.0); /* a short RLX_TIMEOUT does not rush the bootstrap */
+  setenv("RLX_INIT_TIMEOUT", "4", 1);
+  ck_assert_int_eq(rlx__config_load(&c), RLX_OK);
+  ck_assert(c.init_timeout_s == 4.0);
+  setenv("RLX_TIMEOUT", "0", 1);
+  unsetenv("RLX_INIT_TIMEOUT");
+  ck_assert_int_eq(rlx__config_load(&c), RLX_OK);
+  ck_assert(c.init_timeout_s == 0.0);
+  setenv("RLX_TIMEOUT", "2.5", 1);
   ck_assert_str_eq(c.transport, "tcp");
   ck_assert_str_eq(c.allreduce_algo, "ring");
   ck_assert_int_eq(c.log_level, RLX__LOG_DEBUG);
@@ -107,6 +117,7 @@ START_TEST(bad_values) {
   expect_bad("RLX_TIMEOUT", "-1", "RLX_TIMEOUT");
   expect_bad("RLX_TIMEOUT", "5s", "RLX_TIMEOUT");
   expect_bad("RLX_TIMEOUT", "nan", "RLX_TIMEOUT");
+  expect_bad("RLX_INIT_TIMEOUT", "-1", "RLX_INIT_TIMEOUT");
   expect_bad("RLX_TRANSPORT", "udp", "RLX_TRANSPORT");
   expect_bad("RLX_TRANSPORT", "", "RLX_TRANSPORT");
   expect_bad("RLX_ALLREDUCE_ALGO", "tree", "RLX_ALLREDUCE_ALGO");
