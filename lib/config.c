@@ -134,7 +134,7 @@ static int load_observe(struct rlx__config *cfg) {
 }
 
 int rlx__config_load(struct rlx__config *cfg) {
-  static const char *const transports[] = {"auto", "tcp", "unix"};
+  static const char *const transports[] = {"auto", "tcp", "unix", "shm"};
   static const struct {
     const char *var, *accepts;
     const char *const words[5];
@@ -175,8 +175,8 @@ int rlx__config_load(struct rlx__config *cfg) {
       rlx__parse_double(s, 0.0, 1e9, &cfg->init_timeout_s) != 0)
     return bad("RLX_INIT_TIMEOUT", s, "seconds, a number >= 0 (0 means no deadline)");
   if ((s = getenv("RLX_TRANSPORT")) != NULL) {
-    if ((i = pick(s, transports, 3)) < 0)
-      return bad("RLX_TRANSPORT", s, "one of auto, tcp, unix");
+    if ((i = pick(s, transports, 4)) < 0)
+      return bad("RLX_TRANSPORT", s, "one of auto, tcp, unix, shm");
     if (i > 0)
       snprintf(cfg->transport, sizeof(cfg->transport), "%s", transports[i]);
   }

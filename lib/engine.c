@@ -39,6 +39,22 @@ static int backend_poll(struct rlx__engine *e, int timeout_ms) {
   return poll(&pfd, 1, timeout_ms);
 }
 
+/* Under the loop lock: block until the loop has work or timeout_ms pass,
+ * unless the work outside libuv has some already. */
+static void sleep_locked(struct rlx__engine *e, int timeout_ms) {
+  if (e->sleep && e->sleep(e->ctx, 1))
+    return;
+  backend_poll(e, timeout_ms);
+  if (e->sleep)
+    e->sleep(e->ctx, 0);
+}
+
+/* One turn of everything: libuv's handles and the work outside it. */
+static size_t run_once(struct rlx__engine *e) {
+  uv_run(&e->loop, UV_RUN_NOWAIT);
+  return e->poll ? e->poll(e->ctx) : 0;
+}
+
 static void *progress_main(void *arg) {
   struct rlx__engine *e = arg;
   while (!atomic_load(&e->stop)) {
@@ -50,12 +66,21 @@ static void *progress_main(void *arg) {
       continue;
     }
     pthread_mutex_lock(&e->loop_mtx);
-    uv_run(&e->loop, UV_RUN_NOWAIT);
+    /* Some moved: more may follow at once. Else announce the sleep
+     * (writers ring the socket then) unless work came meanwhile. */
+    int busy = run_once(e) != 0 || (e->sleep && e->sleep(e->ctx, 1));
     int t = uv_backend_timeout(&e->loop);
     pthread_mutex_unlock(&e->loop_mtx);
-    if (atomic_load(&e->stop))
-      break;
-    backend_poll(e, (t < 0 || t > 100) ? 100 : t);
+    if (busy)
+      continue;
+    /* The lock is free while we sleep, for callers that post work. */
+    if (!atomic_load(&e->stop))
+      backend_poll(e, (t < 0 || t > 100) ? 100 : t);
+    if (e->sleep) {
+      pthread_mutex_lock(&e->loop_mtx);
+      e->sleep(e->ctx, 0);
+      pthread_mutex_unlock(&e->loop_mtx);
+    }
   }
   return NULL;
 }
@@ -111,7 +136,7 @@ static int ms_until(uint64_t deadline, int cap) {
 int rlx__engine_wait(struct rlx__engine *e, const atomic_int *done, const atomic_uint *progress,
                      uint64_t deadline) {
   uint64_t spin_start = rlx__now_ns();
-  unsigned seen = atomic_load(progress);
+  unsigned seen = atomic_load(progress), turns = 0;
   int rc = 0;
   atomic_fetch_add(&e->drivers, 1);
   while (!atomic_load_explicit(done, memory_order_acquire)) {
@@ -126,15 +151,21 @@ int rlx__engine_wait(struct rlx__engine *e, const atomic_int *done, const atomic
       break;
     }
     if (pthread_mutex_trylock(&e->loop_mtx) == 0) {
-      uv_run(&e->loop, UV_RUN_NOWAIT);
+      /* Shared-memory rings first, without a syscall; libuv's sockets and
+       * timers every uv_every turns that brought nothing (every turn when
+       * some peer is on a socket), and every 256 turns regardless. */
+      size_t moved = e->poll ? e->poll(e->ctx) : 0;
+      unsigned every = moved ? 256 : atomic_load_explicit(&e->uv_every, memory_order_relaxed);
+      if (++turns % (every ? every : 1) == 0)
+        run_once(e);
       if (!atomic_load_explicit(done, memory_order_acquire) && now - spin_start >= e->spin_ns &&
           atomic_load(progress) == seen) {
         /* Spin budget spent: sleep in the kernel until the loop has work,
          * still on this thread, so the wake-up goes straight to us. */
         int t = uv_backend_timeout(&e->loop);
         int cap = ms_until(deadline, 50);
-        backend_poll(e, (t < 0 || t > cap) ? cap : t);
-        uv_run(&e->loop, UV_RUN_NOWAIT);
+        sleep_locked(e, (t < 0 || t > cap) ? cap : t);
+        run_once(e);
       }
       pthread_mutex_unlock(&e->loop_mtx);
       if (e->yield)

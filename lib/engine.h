@@ -22,6 +22,16 @@ struct rlx__engine {
   atomic_int stop;
   uint64_t spin_ns;   /* how long a waiter polls before it blocks */
   int yield;          /* ranks outnumber cores: yield between polls */
+  /* Work outside libuv (shared-memory rings), under the loop lock: poll
+   * moves what it can and says how much; sleep(ctx, 1) before the loop
+   * blocks returns 1 when there is work already (do not block), sleep(ctx,
+   * 0) after it. NULL: none. */
+  size_t (*poll)(void *ctx);
+  int (*sleep)(void *ctx, int sleeping);
+  void *ctx;
+  /* A waiting caller runs libuv every this many turns (1: every turn);
+   * more while all the work is outside it (set by whoever sets poll). */
+  atomic_uint uv_every;
 };
 
 int rlx__engine_init(struct rlx__engine *e, uint64_t spin_ns, int yield);

@@ -154,19 +154,33 @@ fail:
   return rc;
 }
 
+/* The engine's work outside libuv: frames through shared memory. While
+ * every open connection is one, a waiting caller looks at libuv's sockets
+ * only every 32 turns. */
+static size_t shm_poll(void *ctx) {
+  struct rlx__p2p *p = ctx;
+  size_t moved = rlx__shm_progress(p);
+  atomic_store_explicit(&rlx__rt.engine.uv_every, p->nready > 0 && p->nready == p->nshm ? 32 : 1,
+                        memory_order_relaxed);
+  return moved;
+}
+
+static int shm_sleep(void *ctx, int sleeping) { return rlx__shm_sleep(ctx, sleeping); }
+
 static void print_stats(struct rlx__runtime *rt) {
-  int nunix = 0, ntcp = 0;
+  int nshm = 0, nunix = 0, ntcp = 0;
   unsigned long retrans = 0, strangers = 0, corrupt = 0;
   if (rt->p2p_up) {
     rlx__engine_lock(&rt->engine);
     nunix = rlx__p2p_opened(&rt->p2p, "unix");
+    nshm = rlx__p2p_opened(&rt->p2p, "shm");
     ntcp = rlx__p2p_opened(&rt->p2p, "tcp");
     retrans = rlx__p2p_retransmissions(&rt->p2p);
     strangers = rt->p2p.strangers;
     corrupt = rt->p2p.corrupt;
     rlx__engine_unlock(&rt->engine);
   }
-  rlx__stats_print(rt->cfg.rank, nunix, ntcp, retrans, strangers, corrupt);
+  rlx__stats_print(rt->cfg.rank, nshm, nunix, ntcp, retrans, strangers, corrupt);
 }
 
 /* SIGUSR1 (rlxrun --dump, or kill -USR1): write the flight recorder. This
@@ -322,8 +336,12 @@ static int init_locked(struct rlx__runtime *rt) {
    * checksummed; before that the socket had won (1 MiB: 686 against 1039). */
   if (rt->p2p_up && rt->cfg.cma < 0)
     rt->p2p.cma = 1;
-  if (rt->p2p_up)
+  if (rt->p2p_up) {
     rt->p2p.oversubscribed = oversubscribed;
+    rt->engine.poll = shm_poll;
+    rt->engine.sleep = shm_sleep;
+    rt->engine.ctx = &rt->p2p;
+  }
   if ((rc = make_world(rt)) != RLX_OK)
     goto fail;
   if ((rc = start_observing(rt, t_init)) != RLX_OK)

@@ -64,9 +64,9 @@ extern atomic_int rlx__stats_on;
 void rlx__stats_call(int kind, size_t bytes, const char *algo, uint64_t ns, int status);
 /* Write the statistics to stderr as lines rlxrun reads back:
  *   rlxcoll[R] stats<TAB>call<TAB>calls<TAB>bytes<TAB>time_s<TAB>errors<TAB>bands
- *   rlxcoll[R] stats-conn<TAB>unix<TAB>tcp<TAB>retransmits<TAB>strangers<TAB>corrupt
+ *   rlxcoll[R] stats-conn<TAB>shm<TAB>unix<TAB>tcp<TAB>retransmits<TAB>strangers<TAB>corrupt
  * (bands: "<=1KiB:rd*12,ring*1;<=64KiB:..."). */
-void rlx__stats_print(int rank, int unix_conns, int tcp_conns, unsigned long retrans,
+void rlx__stats_print(int rank, int shm_conns, int unix_conns, int tcp_conns, unsigned long retrans,
                       unsigned long strangers, unsigned long corrupt);
 void rlx__stats_reset(void);
 

@@ -59,7 +59,7 @@ void rlx__stats_call(int kind, size_t bytes, const char *algo, uint64_t ns, int 
   pthread_mutex_unlock(&st.mtx);
 }
 
-void rlx__stats_print(int rank, int unix_conns, int tcp_conns, unsigned long retrans,
+void rlx__stats_print(int rank, int shm_conns, int unix_conns, int tcp_conns, unsigned long retrans,
                       unsigned long strangers, unsigned long corrupt) {
   pthread_mutex_lock(&st.mtx);
   for (int kind = 1; kind <= RLX__CK_MAX; kind++) {
@@ -81,8 +81,8 @@ void rlx__stats_print(int rank, int unix_conns, int tcp_conns, unsigned long ret
     fprintf(stderr, "rlxcoll[%d] stats\t%s\t%llu\t%llu\t%.6f\t%llu\t%s\n", rank, rlx__call_name(kind),
             k->calls, k->bytes, (double)k->ns / 1e9, k->errors, bands[0] ? bands : "-");
   }
-  fprintf(stderr, "rlxcoll[%d] stats-conn\t%d\t%d\t%lu\t%lu\t%lu\n", rank, unix_conns, tcp_conns,
-          retrans, strangers, corrupt);
+  fprintf(stderr, "rlxcoll[%d] stats-conn\t%d\t%d\t%d\t%lu\t%lu\t%lu\n", rank, shm_conns,
+          unix_conns, tcp_conns, retrans, strangers, corrupt);
   fflush(stderr);
   pthread_mutex_unlock(&st.mtx);
 }

@@ -17,6 +17,15 @@
 #define RLX__CMA_MIN (128u * 1024u)
 #endif
 
+/* ---- shared-memory rings (lib/transport/shm.c) -----------------------------
+ * Each way between two ranks of a host. Payloads from RLX__CMA_MIN go by
+ * reference and put only a descriptor in the ring, so a ring holds a
+ * whole frame below that size twice over; not measured yet against
+ * other sizes (bench/allreduce_sweep.sh with a -DRLX__SHM_RING_BYTES build). */
+#ifndef RLX__SHM_RING_BYTES
+#define RLX__SHM_RING_BYTES (256u * 1024u)
+#endif
+
 /* ---- ring segments (allreduce_ring.c, reduce_scatter_ring.c,
  * allgather_ring.c) -----------------------------------------------------------
  * Through the socket, 256 KiB keeps a segment inside the kernel's buffers;

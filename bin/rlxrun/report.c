@@ -41,7 +41,7 @@ struct rank_report {
   /* --stats */
   struct stats_row *stats;
   int have_conn;
-  int nunix, ntcp;
+  int nshm, nunix, ntcp;
   unsigned long retrans, strangers, corrupt;
 };
 
@@ -140,13 +140,14 @@ int report_take(const char *line, size_t len) {
     r->done = r->fresh = 1;
   } else if (strcmp(word, "stats") == 0) {
     take_stats(r, f, n);
-  } else if (strcmp(word, "stats-conn") == 0 && n >= 5) {
+  } else if (strcmp(word, "stats-conn") == 0 && n >= 6) {
     r->have_conn = 1;
-    r->nunix = atoi(f[0]);
-    r->ntcp = atoi(f[1]);
-    r->retrans = strtoul(f[2], NULL, 10);
-    r->strangers = strtoul(f[3], NULL, 10);
-    r->corrupt = strtoul(f[4], NULL, 10);
+    r->nshm = atoi(f[0]);
+    r->nunix = atoi(f[1]);
+    r->ntcp = atoi(f[2]);
+    r->retrans = strtoul(f[3], NULL, 10);
+    r->strangers = strtoul(f[4], NULL, 10);
+    r->corrupt = strtoul(f[5], NULL, 10);
   } else {
     return 0; /* a log line ("rlxcoll[2] info: ..."): the user's to see */
   }
@@ -240,9 +241,9 @@ void report_print_stats(FILE *f) {
       fprintf(f, "rlxrun:  %4d  %-20s %10llu %14llu %10.6f %6llu  %s\n", r, s->call, s->calls,
               s->bytes, s->secs, s->errors, s->bands);
     if (rp->have_conn)
-      fprintf(f, "rlxrun:  %4d  connections: %d unix, %d tcp; tcp retransmits %lu; strangers "
-                 "dropped %lu; corrupt frames %lu\n",
-              r, rp->nunix, rp->ntcp, rp->retrans, rp->strangers, rp->corrupt);
+      fprintf(f, "rlxrun:  %4d  connections: %d shm, %d unix, %d tcp; tcp retransmits %lu; "
+                 "strangers dropped %lu; corrupt frames %lu\n",
+              r, rp->nshm, rp->nunix, rp->ntcp, rp->retrans, rp->strangers, rp->corrupt);
   }
 }
 

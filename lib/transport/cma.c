@@ -52,29 +52,7 @@ static void send_ack(struct rlx__p2p_conn *c, const struct rlx__frame_hdr *h, in
   a.payload_len = 0;
   a.payload_crc = 0;
   rlx__frame_encode(&a, bytes);
-  uv_buf_t b = uv_buf_init((char *)bytes, sizeof(bytes));
-  int n = uv_try_write(&c->h.stream, &b, 1);
-  if (n == (int)sizeof(bytes))
-    return;
-  if (n < 0 && n != UV_EAGAIN) {
-    /* The peer has closed. What it sent before (an ABORT that says why)
-     * is still to be read, and the end of the stream comes after it: the
-     * peer is failed then, with the reason it gave if it gave one. */
-    return;
-  }
-  struct rlx__ctl_write *w = malloc(sizeof(*w));
-  if (w == NULL) {
-    rlx__peer_fail(c->p, c->peer, RLX_ERR_NOMEM, "no memory for an acknowledgement");
-    return;
-  }
-  size_t done = n > 0 ? (size_t)n : 0;
-  memcpy(w->bytes, bytes, sizeof(bytes));
-  w->req.data = w;
-  b = uv_buf_init((char *)w->bytes + done, (unsigned)(sizeof(bytes) - done));
-  if (uv_write(&w->req, &c->h.stream, &b, 1, rlx__ctl_written) != 0) {
-    free(w);
-    rlx__peer_fail(c->p, c->peer, RLX_ERR_PEER_LOST, "cannot send an acknowledgement");
-  }
+  rlx__write_ctl(c, bytes);
 }
 
 /* Copy len bytes at the peer's address into dst; 0 or -errno. */

@@ -61,6 +61,12 @@ void rlx__conn_close(struct rlx__p2p_conn *c) {
   }
   if (c->state == C_READY && c->tr->retransmissions)
     p->retrans_closed += c->tr->retransmissions(&c->h.handle);
+  if (c->state == C_READY) {
+    p->nready--;
+    for (int i = 0; c->shm && i < p->nshm; i++)
+      if (p->shm_conn[i] == c)
+        p->shm_conn[i] = p->shm_conn[--p->nshm];
+  }
   c->state = C_CLOSING;
   if (c->target) { /* a receive whose payload was streaming in */
     struct rlx__xfer *x = c->target;
@@ -68,6 +74,8 @@ void rlx__conn_close(struct rlx__p2p_conn *c) {
     rlx__xfer_finish(x, c->peer >= 0 && p->peers[c->peer].lost ? p->peers[c->peer].lost
                                                                 : RLX_ERR_PEER_LOST);
   }
+  rlx__shm_drop(c, c->peer >= 0 && p->peers[c->peer].lost ? p->peers[c->peer].lost
+                                                          : RLX_ERR_PEER_LOST);
   rlx__list_remove(&c->link);
   uv_close(&c->h.handle, on_closed);
 }
@@ -82,11 +90,12 @@ static struct rlx__p2p_conn *conn_new(struct rlx__p2p *p, const struct rlx__tran
   c->t_start = rlx__now_ns();
   c->h.handle.data = c;
   rlx__list_init(&c->link);
+  rlx__list_init(&c->shm_out);
   return c;
 }
 
-static void hs_write(struct rlx__p2p_conn *c, int slot, size_t len) {
-  uv_buf_t b = uv_buf_init((char *)c->hs_out[slot], (unsigned)len);
+static void hs_write(struct rlx__p2p_conn *c, int slot, size_t from, size_t len) {
+  uv_buf_t b = uv_buf_init((char *)c->hs_out[slot] + from, (unsigned)(len - from));
   c->hs_wreq[slot].data = c;
   if (uv_write(&c->hs_wreq[slot], &c->h.stream, &b, 1, NULL) != 0)
     rlx__conn_fail(c, RLX_ERR_PEER_LOST, "handshake write failed");
@@ -104,9 +113,10 @@ static void grow_buffers(struct rlx__p2p_conn *c) {
 
 static void trace_ready(const struct rlx__p2p_conn *c) {
   char name[64], args[96];
-  snprintf(name, sizeof(name), "connect rank %d (%s)", c->peer, c->tr->name);
+  const char *tr = c->shm ? "shm" : c->tr->name;
+  snprintf(name, sizeof(name), "connect rank %d (%s)", c->peer, tr);
   snprintf(args, sizeof(args), "\"peer\":%d,\"transport\":\"%s\",\"side\":\"%s\"", c->peer,
-           c->tr->name, c->dialed ? "dialed" : "accepted");
+           tr, c->dialed ? "dialed" : "accepted");
   rlx__trace_span(RLX__TRACK_CONNECT, "connect", name, c->t_start, rlx__now_ns(), args);
 }
 
@@ -127,8 +137,16 @@ static void conn_ready(struct rlx__p2p_conn *c) {
   c->dialed = c->state == C_HS_CLIENT;
   c->state = C_READY;
   c->p->opened[rlx__transport_index(c->tr)]++;
+  c->p->opened_shm += c->shm != NULL;
+  c->p->nready++;
+  if (c->shm)
+    c->p->shm_conn[c->p->nshm++] = c; /* one per peer: never more than size */
   rlx__read_next(c);
-  rlx__debug("connected to rank %d over %s", c->peer, c->tr->name);
+  if (c->shm && rlx__shm_ready(c) != 0) {
+    rlx__conn_fail(c, RLX_ERR_PEER_LOST, "cannot read the connection's socket");
+    return;
+  }
+  rlx__debug("connected to rank %d over %s", c->peer, c->shm ? "shm" : c->tr->name);
   if (RLX__TRACING())
     trace_ready(c);
   while (!rlx__list_empty(&pe->sendq) && c->state == C_READY) {
@@ -148,7 +166,10 @@ static void hs_client(struct rlx__p2p_conn *c) {
     rlx__conn_fail(c, RLX_ERR_AUTH, why);
     return;
   }
-  hs_write(c, 1, RLX__HS_PROOF_SIZE);
+  /* Between ranks of one host the proof carries the shared segment. */
+  long sent = rlx__shm_offer(c, c->hs_out[1], RLX__HS_PROOF_SIZE);
+  if (sent < RLX__HS_PROOF_SIZE)
+    hs_write(c, 1, (size_t)sent, RLX__HS_PROOF_SIZE);
   if (c->state != C_CLOSING)
     conn_ready(c);
 }
@@ -166,7 +187,7 @@ static void hs_hello(struct rlx__p2p_conn *c) {
     rlx__conn_fail(c, RLX_ERR_AUTH, "handshake names a rank that does not connect to us");
     return;
   }
-  hs_write(c, 0, RLX__HS_CHALLENGE_SIZE);
+  hs_write(c, 0, 0, RLX__HS_CHALLENGE_SIZE);
   c->state = C_HS_PROOF;
   c->need = RLX__HS_PROOF_SIZE;
   c->got = 0;
@@ -186,6 +207,10 @@ static void hs_proof(struct rlx__p2p_conn *c) {
     return;
   }
   c->peer = peer;
+  if (rlx__shm_accept(c) != RLX_OK) {
+    rlx__conn_fail(c, RLX_ERR_PEER_LOST, rlx_errmsg());
+    return;
+  }
   conn_ready(c);
 }
 
@@ -221,7 +246,7 @@ static void on_connect(uv_connect_t *req, int status) {
     rlx__conn_fail(c, RLX_ERR_PEER_LOST, "cannot read from the new connection");
     return;
   }
-  hs_write(c, 0, RLX__HS_HELLO_SIZE);
+  hs_write(c, 0, 0, RLX__HS_HELLO_SIZE);
 }
 
 void rlx__conn_ensure(struct rlx__p2p *p, int peer) {

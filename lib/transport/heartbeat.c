@@ -15,17 +15,12 @@
 
 static void send_ping(struct rlx__p2p_conn *c) {
   struct rlx__frame_hdr h;
+  uint8_t bytes[RLX__FRAME_HDR_SIZE];
   memset(&h, 0, sizeof(h));
   h.type = RLX__FT_PING;
   h.src = (uint32_t)c->p->rank;
-  struct rlx__ctl_write *w = malloc(sizeof(*w));
-  if (w == NULL)
-    return;
-  rlx__frame_encode(&h, w->bytes);
-  w->req.data = w;
-  uv_buf_t b = uv_buf_init((char *)w->bytes, sizeof(w->bytes));
-  if (uv_write(&w->req, &c->h.stream, &b, 1, rlx__ctl_written) != 0)
-    free(w);
+  rlx__frame_encode(&h, bytes);
+  rlx__write_ctl(c, bytes);
   c->last_tx = rlx__now_ns();
 }
 
@@ -34,6 +29,8 @@ static void send_ping(struct rlx__p2p_conn *c) {
 static int unread_bytes(struct rlx__p2p_conn *c) {
   uv_os_fd_t fd;
   int n = 0;
+  if (c->shm)
+    return rlx__shm_ring_readable(&c->shm->in) > 0;
   if (uv_fileno((uv_handle_t *)&c->h, &fd) != 0 || ioctl(fd, FIONREAD, &n) != 0)
     return 0;
   return n > 0;

@@ -108,6 +108,8 @@ void rlx__p2p_mark_lost(struct rlx__p2p *p, int peer, const char *why) {
 const char *rlx__p2p_transport_of(struct rlx__p2p *p, int peer) {
   if (peer == p->rank)
     return "self";
+  if (p->peers[peer].conn && p->peers[peer].conn->shm)
+    return "shm";
   return p->peers[peer].tr->name;
 }
 
@@ -118,8 +120,14 @@ const char *rlx__p2p_lost_reason(struct rlx__p2p *p, int peer) {
 /* Counted over the whole job, not just the connections open now: at
  * finalize a peer that finished first may already have closed its side. */
 int rlx__p2p_opened(struct rlx__p2p *p, const char *transport) {
+  if (strcmp(transport, "shm") == 0)
+    return (int)p->opened_shm;
   const struct rlx__transport_ops *tr = rlx__transport_find(transport);
-  return tr ? (int)p->opened[rlx__transport_index(tr)] : 0;
+  if (tr == NULL)
+    return 0;
+  /* unix: the connections that kept their frames on the socket */
+  unsigned long n = p->opened[rlx__transport_index(tr)];
+  return (int)(tr == &rlx__unix_transport ? n - p->opened_shm : n);
 }
 
 unsigned long rlx__p2p_retransmissions(struct rlx__p2p *p) {
@@ -163,12 +171,17 @@ int rlx__p2p_init(struct rlx__p2p *p, uv_loop_t *loop, int rank, int size, const
   p->loop = loop;
   p->rank = rank;
   p->size = size;
-  p->forced = rlx__transport_find(forced);
+  /* shm is the Unix socket with shared memory under it (shm.c), on by
+   * default; RLX_TRANSPORT=unix keeps frames on the socket */
+  int shm = forced != NULL && strcmp(forced, "shm") == 0;
+  p->shm = forced == NULL || shm;
+  p->forced = rlx__transport_find(shm ? "unix" : forced);
   snprintf(p->job_key, sizeof(p->job_key), "%s", job_key);
   rlx__list_init(&p->conns);
   rlx__list_init(&p->pool);
   p->peers = calloc((size_t)size, sizeof(*p->peers));
-  if (p->peers == NULL)
+  p->shm_conn = calloc((size_t)size, sizeof(*p->shm_conn));
+  if (p->peers == NULL || p->shm_conn == NULL)
     return rlx__err(RLX_ERR_NOMEM, "no memory for %d peers", size);
   for (int i = 0; i < size; i++) {
     rlx__list_init(&p->peers[i].posted);
@@ -187,18 +200,20 @@ int rlx__p2p_init(struct rlx__p2p *p, uv_loop_t *loop, int rank, int size, const
   return RLX_OK;
 }
 
-/* Say which peers go over which transport: "unix 1,2; tcp 3". */
+/* Say which peers go over which transport: "shm 1,2; tcp 3" (shm: the
+ * Unix socket with shared memory under it, shm.c). */
 static void log_transports(struct rlx__p2p *p) {
   char line[512] = "";
   size_t k = 0;
   for (int t = 0; rlx__transports[t] != NULL; t++) {
     int first = 1;
+    const char *name = rlx__transports[t] == &rlx__unix_transport && p->shm
+                           ? "shm" : rlx__transports[t]->name;
     for (int i = 0; i < p->size && k + 24 < sizeof line; i++) {
       if (i == p->rank || p->peers[i].tr != rlx__transports[t])
         continue;
       if (first)
-        k += (size_t)snprintf(line + k, sizeof line - k, "%s%s %d", k ? "; " : "",
-                              rlx__transports[t]->name, i);
+        k += (size_t)snprintf(line + k, sizeof line - k, "%s%s %d", k ? "; " : "", name, i);
       else
         k += (size_t)snprintf(line + k, sizeof line - k, ",%d", i);
       first = 0;
@@ -244,5 +259,7 @@ void rlx__p2p_free(struct rlx__p2p *p) {
 #endif
   rlx__pool_free(p);
   free(p->peers);
+  free(p->shm_conn);
   p->peers = NULL;
+  p->shm_conn = NULL;
 }

@@ -72,6 +72,7 @@ struct rlx__p2p {
   char job_key[256];
   int closing;
   int cma; /* send big payloads to same-host peers by reference (RLX_CMA) */
+  int shm; /* frames to same-host peers through shared memory (RLX_TRANSPORT auto or shm) */
   int oversubscribed; /* this host's ranks outnumber its cores (algorithms tune for it) */
   unsigned long strangers; /* connections dropped for failing the handshake */
   /* An ABORT frame arrived: the sender failed operation (comm_id, seq). */
@@ -83,6 +84,12 @@ struct rlx__p2p {
   /* For RLX_STATS: connections that completed the handshake, by transport
    * (index in rlx__transports), and the retransmissions of those closed. */
   unsigned long opened[RLX__TRANSPORTS_MAX], retrans_closed;
+  unsigned long opened_shm; /* of those over unix, the ones that used shared memory */
+  int nready;               /* connections ready now */
+  /* The ready shared-memory ones (shm.c reads them by index: a callback
+   * may close one while it goes through them), nshm of them. */
+  struct rlx__p2p_conn **shm_conn;
+  int nshm;
 };
 
 /* Open a listener for every transport *mine offers: its address field
@@ -119,6 +126,13 @@ const char *rlx__p2p_lost_reason(struct rlx__p2p *p, int peer);
  * (TCP_INFO). Under the loop lock. */
 int rlx__p2p_opened(struct rlx__p2p *p, const char *transport);
 unsigned long rlx__p2p_retransmissions(struct rlx__p2p *p);
+/* Shared memory (shm.c), called by the engine under the loop lock: move
+ * frames through every connection's rings (the bytes moved); before the
+ * loop sleeps (sleeping 1), tell the writers to ring us, or 1 when bytes
+ * are already there (do not sleep; nobody is marked asleep); after it
+ * (sleeping 0), take that back. */
+size_t rlx__shm_progress(struct rlx__p2p *p);
+int rlx__shm_sleep(struct rlx__p2p *p, int sleeping);
 /* Close every handle; the loop must then run until they are closed. */
 void rlx__p2p_close(struct rlx__p2p *p);
 void rlx__p2p_free(struct rlx__p2p *p);

@@ -8,6 +8,7 @@
  *   match.c      posted receives against arriving frames; the early-frame pool
  *   cma.c        payloads by reference (descriptor, copy, ACK/NACK, resend)
  *   abort.c      the ABORT frame's payload codec and sending
+ *   shm.c        shared-memory rings under a same-host connection
  *   fault.c      fault hooks, compiled only with --enable-fault-injection
  * Everything runs under the engine's loop lock. */
 #ifndef RLX_P2P_INTERNAL_H
@@ -15,6 +16,7 @@
 
 #include <stdint.h>
 #include "p2p.h"
+#include "shm_seg.h"
 
 #define RLX__ABORT_REASON_MAX 600 /* bytes of reason an ABORT frame carries */
 /* Small frames are read through a per-connection stage, several frames
@@ -64,6 +66,11 @@ struct rlx__p2p_conn {
   uint64_t t_start;          /* when we dialed or accepted it (for the trace) */
   int dialed;
   int write_dead; /* the peer closed (EPIPE): sends wait for what is left to read */
+  /* Shared memory (shm.c): when set, every frame goes through its rings
+   * and the socket carries only doorbells and the end of the stream. */
+  struct rlx__shm_seg *shm;
+  struct rlx__list shm_out; /* frames waiting for room in the out ring */
+  uint8_t bell[64];         /* doorbells are read into it and forgotten */
   char addr[160]; /* who an accepted connection came from, for logs */
 };
 
@@ -112,9 +119,37 @@ void rlx__read_cb(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf);
 /* Expect the next frame header. */
 void rlx__read_next(struct rlx__p2p_conn *c);
 
+/* ---- read.c */
+/* n more bytes are where rlx__read_alloc said: parse them. */
+void rlx__read_bytes(struct rlx__p2p_conn *c, size_t n);
+
 /* ---- write.c */
 int rlx__write_frame(struct rlx__p2p *p, struct rlx__xfer *x, int type);
 void rlx__write_start(struct rlx__p2p_conn *c, struct rlx__xfer *x, size_t skip);
+/* All of x is written: complete it, or wait for its ACK, or resend. */
+void rlx__write_done(struct rlx__p2p_conn *c, struct rlx__xfer *x);
+/* A header-only control frame (ACK, PING) on storage of the caller's. */
+void rlx__write_ctl(struct rlx__p2p_conn *c, const uint8_t bytes[RLX__FRAME_HDR_SIZE]);
+
+/* ---- shm.c */
+/* Dialer: send the handshake's last bytes with a new segment attached.
+ * The bytes sent (c->shm set), or 0 when no segment went (not a same-host
+ * connection, shared memory off, or it failed: the caller sends them). */
+long rlx__shm_offer(struct rlx__p2p_conn *c, const uint8_t *bytes, size_t len);
+/* Acceptor, the proof checked: map the segment that came with it, if one
+ * did. RLX_OK, or an error (rlx_errmsg set) that fails the connection. */
+int rlx__shm_accept(struct rlx__p2p_conn *c);
+/* The connection is ready with a segment: read the socket for doorbells. */
+int rlx__shm_ready(struct rlx__p2p_conn *c);
+/* Put a frame in the out ring: 1 when all of it is in, 0 when the rest
+ * waits for room (x, when not NULL, is then done through rlx__write_done;
+ * a control frame is copied), -1 with no memory to wait. */
+int rlx__shm_put(struct rlx__p2p_conn *c, struct rlx__xfer *x, const uint8_t *hdr,
+                 const void *payload, size_t plen);
+/* Move waiting frames into the out ring; the bytes moved. */
+size_t rlx__shm_flush(struct rlx__p2p_conn *c);
+/* The connection closes: waiting frames fail with err, the segment goes. */
+void rlx__shm_drop(struct rlx__p2p_conn *c, int err);
 
 /* ---- match.c */
 int rlx__same_key(const struct rlx__frame_hdr *a, const struct rlx__frame_hdr *b);

@@ -6,7 +6,9 @@
  * The sleep handshake is the classic Dekker pair: the consumer stores
  * `sleeping` then loads tail, the producer stores tail then loads
  * `sleeping`, both sequentially consistent, so at least one of them sees
- * the other and no wake-up is lost. */
+ * the other and no wake-up is lost. `wants_room` is the same pair the
+ * other way: the producer stores it then loads head, the consumer stores
+ * head then loads it. */
 #include <string.h>
 #include "shm_ring.h"
 
@@ -20,6 +22,7 @@ void rlx__shm_ring_init(struct rlx__shm_end *e, struct rlx__shm_ring *r, size_t 
   atomic_store(&r->tail, 0);
   atomic_store(&r->head, 0);
   atomic_store(&r->sleeping, 0);
+  atomic_store(&r->wants_room, 0);
   atomic_store(&r->closed, 0);
   r->capacity = capacity;
 }
@@ -80,6 +83,24 @@ int rlx__shm_ring_wake_needed(struct rlx__shm_end *e) {
   return atomic_exchange(&r->sleeping, 0) != 0;
 }
 
+int rlx__shm_ring_want_room(struct rlx__shm_end *e) {
+  struct rlx__shm_ring *r = e->r;
+  atomic_store(&r->wants_room, 1); /* seq_cst: ordered before the load of head */
+  uint64_t used = atomic_load(&r->tail) - atomic_load(&r->head);
+  if (used < e->cap || atomic_load(&r->closed)) {
+    atomic_store(&r->wants_room, 0);
+    return 1;
+  }
+  return 0;
+}
+
+int rlx__shm_ring_room_wake_needed(struct rlx__shm_end *e) {
+  struct rlx__shm_ring *r = e->r;
+  if (atomic_load(&r->wants_room) == 0) /* seq_cst: after the store of head */
+    return 0;
+  return atomic_exchange(&r->wants_room, 0) != 0;
+}
+
 size_t rlx__shm_ring_readable(const struct rlx__shm_end *e) {
   size_t have = (size_t)(atomic_load_explicit(&e->r->tail, memory_order_acquire) -
                          atomic_load_explicit(&e->r->head, memory_order_relaxed));
@@ -94,7 +115,7 @@ size_t rlx__shm_ring_read(struct rlx__shm_end *e, void *dst, size_t len) {
   if (k == 0)
     return 0;
   get(e, head, dst, k);
-  atomic_store_explicit(&r->head, head + k, memory_order_release);
+  atomic_store(&r->head, head + k); /* seq_cst: ordered before the load of wants_room */
   return k;
 }
 

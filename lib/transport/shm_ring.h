@@ -9,8 +9,10 @@
  * producer owns tail, the consumer head, each on its own cache line so
  * the two never write the same line. A consumer about to block sets
  * `sleeping` and looks once more; a producer that publishes bytes and
- * sees `sleeping` wakes it through the eventfd the consumer waits on (the
- * only syscall, and only then). The segment itself is a memfd handed over
+ * sees `sleeping` wakes it (the caller's doorbell: one byte on the pair's
+ * Unix socket, the only syscall, and only then). The other way round, a
+ * producer that found the ring full sets `wants_room`, and the consumer
+ * that frees room rings it. The segment itself is a memfd handed over
  * the authenticated Unix socket, so no name exists a stranger could open
  * and nothing outlives the processes that map it. */
 #ifndef RLX_SHM_RING_H
@@ -25,6 +27,7 @@
 
 struct rlx__shm_ring {
   _Alignas(RLX__SHM_LINE) _Atomic uint64_t tail; /* producer: bytes written so far */
+  _Atomic uint32_t wants_room;                   /* producer: full, tell me when it drains */
   _Alignas(RLX__SHM_LINE) _Atomic uint64_t head; /* consumer: bytes read so far */
   _Atomic uint32_t sleeping;                     /* consumer: about to block, wake me */
   _Atomic uint32_t closed;                       /* either side: gone, no more bytes */
@@ -53,8 +56,16 @@ int rlx__shm_ring_attach(struct rlx__shm_end *e, struct rlx__shm_ring *r, size_t
 /* Producer: copy as much of iov[0..n) as fits; returns the bytes taken. */
 size_t rlx__shm_ring_write(struct rlx__shm_end *e, const struct iovec *iov, int n);
 /* Producer, after writing: 1 when the consumer said it sleeps and must be
- * woken (the caller signals its eventfd), else 0. Clears the flag. */
+ * woken (the caller rings it), else 0. Clears the flag. */
 int rlx__shm_ring_wake_needed(struct rlx__shm_end *e);
+
+/* Producer, when a write did not take everything: announce that it waits
+ * for room, then 1 if room appeared meanwhile (write again now), 0 if the
+ * consumer will ring once it has read. */
+int rlx__shm_ring_want_room(struct rlx__shm_end *e);
+/* Consumer, after reading: 1 when the producer waits for room and must be
+ * told (the caller rings it), else 0. Clears the flag. */
+int rlx__shm_ring_room_wake_needed(struct rlx__shm_end *e);
 
 /* Consumer: bytes ready to read. */
 size_t rlx__shm_ring_readable(const struct rlx__shm_end *e);

@@ -1,11 +1,12 @@
 /* The shared segment of a pair of ranks on one host: two shm rings (one
- * each way) in one memfd, and an eventfd each side sleeps on. The side
- * that dials makes it and hands the three descriptors over the already
- * authenticated Unix socket (SCM_RIGHTS): no name in /dev/shm or /tmp a
- * stranger could open, and when both processes are gone (exit or kill -9)
- * the kernel frees it all. Each side keeps its own copy of the capacity
- * and the mapping length, so a peer scribbling on the header cannot make
- * this side read or write outside its mapping. */
+ * each way) in one memfd. The side that dials makes it and hands the
+ * memfd over the Unix socket together with the last bytes of its
+ * handshake (SCM_RIGHTS), so only the authenticated peer can have sent it:
+ * no name in /dev/shm or /tmp a stranger could open, and when both
+ * processes are gone (exit or kill -9) the kernel frees it all. Each side
+ * keeps its own copy of the capacity and the mapping length, so a peer
+ * scribbling on the header cannot make this side read or write outside
+ * its mapping. Wake-ups go over the same socket (shm.c). */
 #ifndef RLX_SHM_SEG_H
 #define RLX_SHM_SEG_H
 
@@ -13,30 +14,26 @@
 #include "shm_ring.h"
 
 struct rlx__shm_seg {
-  void *base;   /* the mapping */
-  size_t len;   /* its length */
-  int memfd;    /* kept until handed over (the dialing side), else -1 */
-  int wake_out; /* eventfd the peer sleeps on: written to wake it */
-  int wake_in;  /* eventfd this side sleeps on (libuv may watch it) */
+  void *base; /* the mapping */
+  size_t len; /* its length */
+  int memfd;  /* kept until handed over (the dialing side), else -1 */
   struct rlx__shm_end out, in; /* this side writes out, reads in */
 };
 
 /* Make a segment with two rings of capacity bytes each (a power of two,
- * >= 4 KiB) and two eventfds. 0, or -errno. */
+ * >= 4 KiB). 0, or -errno. */
 int rlx__shm_seg_create(struct rlx__shm_seg *s, size_t capacity);
-/* Send the segment's memfd and both eventfds over the connected Unix
- * socket fd, with the 8 bytes of tag as the message (nonblocking socket:
- * -EAGAIN when it is full). 0, or -errno. */
-int rlx__shm_seg_send(const struct rlx__shm_seg *s, int sock, const void *tag8);
-/* Receive what rlx__shm_seg_send sent and map it as the other side (its
- * out ring is our in ring). 0; -EAGAIN when nothing is there yet; -EPROTO
- * for a message without exactly three descriptors or with a segment whose
- * header is not sane (every received descriptor is closed then);
- * another -errno. The tag read is written to tag8. */
-int rlx__shm_seg_recv(struct rlx__shm_seg *s, int sock, void *tag8);
+/* Send len bytes of data (len >= 1) with the segment's memfd attached
+ * over the connected nonblocking Unix socket sock. Returns the bytes sent
+ * (the memfd went with the first), or -errno (-EAGAIN: nothing sent). The
+ * memfd stays open here until rlx__shm_seg_close. */
+long rlx__shm_seg_send(const struct rlx__shm_seg *s, int sock, const void *data, size_t len);
+/* Map a memfd received from the creator as the other side (its out ring
+ * is our in ring). Takes fd: it is closed whatever happens. 0; -EPROTO
+ * when it is not a memfd sealed at its size or its header is not sane (a
+ * corrupt or hostile segment); another -errno. */
+int rlx__shm_seg_map(struct rlx__shm_seg *s, int fd);
 /* Unmap and close everything this side holds. */
 void rlx__shm_seg_close(struct rlx__shm_seg *s);
-/* Wake the peer if it said it sleeps (after writing to s->out). */
-void rlx__shm_seg_wake_peer(struct rlx__shm_seg *s);
 
 #endif

@@ -31,7 +31,9 @@ static int unix_connect(uv_loop_t *loop, union rlx__stream_handle *h, uv_connect
 
 static int unix_accept(uv_loop_t *loop, uv_stream_t *server, union rlx__stream_handle *h) {
   int rc;
-  if ((rc = uv_pipe_init(loop, &h->pipe, 0)) != 0)
+  /* ipc: libuv reads with recvmsg and keeps a descriptor that comes with
+   * the bytes, as the dialer's shared segment does (shm.c) */
+  if ((rc = uv_pipe_init(loop, &h->pipe, 1)) != 0)
     return rc;
   return uv_accept(server, &h->stream);
 }

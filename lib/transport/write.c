@@ -33,6 +33,8 @@ static int park_if_closed(struct rlx__p2p_conn *c, struct rlx__xfer *x, int rc) 
   return 1;
 }
 
+static const uint8_t *wire_payload(const struct rlx__xfer *x, size_t *len);
+
 static void on_write(uv_write_t *req, int status) {
   struct rlx__xfer *x = req->data;
   x->writing = 0;
@@ -46,15 +48,73 @@ static void on_write(uv_write_t *req, int status) {
     rlx__xfer_finish(x, RLX_ERR_PEER_LOST);
     return;
   }
+  rlx__write_done(req->handle->data, x);
+}
+
+void rlx__write_done(struct rlx__p2p_conn *c, struct rlx__xfer *x) {
   switch (x->ref) {
   case RLX__REF_WAIT_ACK: /* by reference: done when the receiver says it took the data */
     return;
-  case RLX__REF_NACKED: /* NACKed while libuv still held the request */
-    rlx__cma_resend(req->handle->data, x);
+  case RLX__REF_NACKED: /* NACKed while the write still held the frame */
+    rlx__cma_resend(c, x);
     return;
   default:
     x->ref = RLX__REF_NONE;
     rlx__xfer_finish(x, RLX_OK);
+  }
+}
+
+/* Through shared memory: 1 when x is done at once (status set), else 0. */
+static int shm_write(struct rlx__p2p_conn *c, struct rlx__xfer *x) {
+  size_t plen;
+  const uint8_t *payload = wire_payload(x, &plen);
+  if (x->ref == RLX__REF_WAIT_ACK)
+    rlx__list_push(&c->p->peers[x->peer].cma_wait, &x->link);
+  int rc = rlx__shm_put(c, x, x->hbytes, payload, plen);
+  if (rc < 0) {
+    if (x->ref == RLX__REF_WAIT_ACK)
+      rlx__list_remove(&x->link);
+    x->ref = RLX__REF_NONE;
+    rlx__peer_fail(c->p, x->peer, RLX_ERR_NOMEM, "no memory to queue a frame");
+    x->status = RLX_ERR_NOMEM;
+    return 1;
+  }
+  if (rc == 0 || x->ref == RLX__REF_WAIT_ACK)
+    return 0;
+  x->ref = RLX__REF_NONE;
+  x->status = RLX_OK;
+  return 1;
+}
+
+void rlx__write_ctl(struct rlx__p2p_conn *c, const uint8_t bytes[RLX__FRAME_HDR_SIZE]) {
+  if (c->shm) {
+    if (rlx__shm_put(c, NULL, bytes, NULL, 0) < 0)
+      rlx__peer_fail(c->p, c->peer, RLX_ERR_NOMEM, "no memory to queue a control frame");
+    return;
+  }
+  c->last_tx = rlx__now_ns();
+  uv_buf_t b = uv_buf_init((char *)bytes, RLX__FRAME_HDR_SIZE);
+  int n = uv_try_write(&c->h.stream, &b, 1);
+  if (n == RLX__FRAME_HDR_SIZE)
+    return;
+  if (n < 0 && n != UV_EAGAIN) {
+    /* The peer has closed. What it sent before (an ABORT that says why)
+     * is still to be read, and the end of the stream comes after it: the
+     * peer is failed then, with the reason it gave if it gave one. */
+    return;
+  }
+  struct rlx__ctl_write *w = malloc(sizeof(*w));
+  if (w == NULL) {
+    rlx__peer_fail(c->p, c->peer, RLX_ERR_NOMEM, "no memory for a control frame");
+    return;
+  }
+  size_t done = n > 0 ? (size_t)n : 0;
+  memcpy(w->bytes, bytes, RLX__FRAME_HDR_SIZE);
+  w->req.data = w;
+  b = uv_buf_init((char *)w->bytes + done, (unsigned)(RLX__FRAME_HDR_SIZE - done));
+  if (uv_write(&w->req, &c->h.stream, &b, 1, rlx__ctl_written) != 0) {
+    free(w);
+    rlx__peer_fail(c->p, c->peer, RLX_ERR_PEER_LOST, "cannot send a control frame");
   }
 }
 
@@ -81,6 +141,11 @@ void rlx__write_start(struct rlx__p2p_conn *c, struct rlx__xfer *x, size_t skip)
   size_t plen;
   const uint8_t *payload = wire_payload(x, &plen);
   assert(!x->writing);
+  if (c->shm) {
+    if (shm_write(c, x))
+      rlx__xfer_finish(x, x->status);
+    return;
+  }
   c->last_tx = rlx__now_ns();
   if (skip < RLX__FRAME_HDR_SIZE) {
     bufs[n++] = uv_buf_init((char *)x->hbytes + skip, (unsigned)(RLX__FRAME_HDR_SIZE - skip));
@@ -113,8 +178,10 @@ static void stamp(struct rlx__p2p *p, struct rlx__xfer *x, int type) {
   x->hdr.flags = 0;
   x->hdr.src = (uint32_t)p->rank;
   x->hdr.payload_len = x->len;
-  if (type != RLX__FT_DATA || !rlx__cma_prepare(p, x))
-    x->hdr.payload_crc = rlx__crc32c(x->buf, x->len);
+  if (type != RLX__FT_DATA || !rlx__cma_prepare(p, x)) {
+    const struct rlx__p2p_conn *c = p->peers[x->peer].conn;
+    x->hdr.payload_crc = c && c->shm ? 0 : rlx__crc32c(x->buf, x->len); /* shm.c: why none */
+  }
   rlx__frame_encode(&x->hdr, x->hbytes);
   rlx__list_init(&x->link);
 }
@@ -140,6 +207,8 @@ int rlx__write_frame(struct rlx__p2p *p, struct rlx__xfer *x, int type) {
       rlx__conn_ensure(p, x->peer);
     return 0;
   }
+  if (c->shm)
+    return shm_write(c, x);
   size_t plen;
   const uint8_t *payload = wire_payload(x, &plen);
   c->last_tx = rlx__now_ns();

@@ -14,6 +14,7 @@
  *   fault_check revoke   (a rank that completed a call another failed finds
  *   its next call revoked at once) */
 #include <signal.h>
+#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,6 +35,31 @@ static double now(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* After rlx_finalize: descriptors or mappings of a shared segment still
+ * held by this process (a killed peer's segments included). */
+static int shm_left(void) {
+  int n = 0;
+  char path[300], target[256];
+  DIR *d = opendir("/proc/self/fd");
+  for (struct dirent *e; d && (e = readdir(d));) {
+    snprintf(path, sizeof path, "/proc/self/fd/%s", e->d_name);
+    ssize_t k = readlink(path, target, sizeof target - 1);
+    if (k > 0) {
+      target[k] = '\0';
+      n += strstr(target, "rlxcoll-shm") != NULL;
+    }
+  }
+  if (d)
+    closedir(d);
+  FILE *f = fopen("/proc/self/maps", "r");
+  char line[512];
+  while (f && fgets(line, sizeof line, f))
+    n += strstr(line, "rlxcoll-shm") != NULL;
+  if (f)
+    fclose(f);
+  return n;
 }
 
 int main(int argc, char **argv) {
@@ -170,9 +196,15 @@ int main(int argc, char **argv) {
     printf("fault_check: rank %d: the next call gave %s, not revoked\n", rank, rlx_strerror(again));
     ok = 0;
   }
-  printf("fault_check: rank %d: %s\n", rank, ok ? "PASS" : "FAIL");
-  fflush(stdout);
   free(big);
   rlx_finalize();
+  int left = shm_left();
+  if (left) {
+    printf("fault_check: rank %d: %d descriptor(s) or mapping(s) of a shared segment left "
+           "after rlx_finalize\n", rank, left);
+    ok = 0;
+  }
+  printf("fault_check: rank %d: %s\n", rank, ok ? "PASS" : "FAIL");
+  fflush(stdout);
   return ok ? 0 : 1;
 }

@@ -8,7 +8,8 @@
 # the partner that gave up, timed out or lost); a peer killed
 # by SIGKILL makes the call fail with RLX_ERR_PEER_LOST within 2 s, its
 # partners naming rank 1, also 30 ms into a 64 MiB allreduce; the
-# communicator is revoked afterwards.
+# communicator is revoked afterwards, and once a survivor has finalized
+# it holds no descriptor or mapping of a shared segment (fault_check).
 . "$(dirname "$0")/lib.sh"
 FAULT="$top_builddir/tests/integration/fault_check"
 for n in 2 3 4 5; do

@@ -2,7 +2,7 @@
 # Hosts as network namespaces: three namespaces on a bridge (10.99.0.0/24,
 # their own hostnames and /etc/hosts), sshd in two of them on keys made
 # here, rlxrun started in the third with --host nsa:2,nsb:2. Ranks on one
-# host must talk over Unix sockets and across hosts over TCP (the library's
+# host must talk through shared memory and across hosts over TCP (the library's
 # own report), results must be right, also with 2% packet loss (nftables)
 # and a rate limit (tc tbf). Follows TESTBED.md's SAFETY: a blackhole route
 # for the subnet in the root namespace first, clients only inside
@@ -104,9 +104,9 @@ run_hello() { # $1: label
   for r in 0 1 2 3; do
     grep -q "hello from rank $r of 4 .*sum of ranks = 6$" "$TMP/out" || { cat "$TMP/out"; fail "$1: rank $r"; }
   done
-  # Ranks 0,1 on nsa and 2,3 on nsb: Unix within a host, TCP across.
-  grep -q "^\[0\] .*transports: unix 1; tcp 2,3 (host nsa/" "$TMP/out" || { cat "$TMP/out"; fail "$1: rank 0's transports"; }
-  grep -q "^\[3\] .*transports: unix 2; tcp 0,1 (host nsb/" "$TMP/out" || { cat "$TMP/out"; fail "$1: rank 3's transports"; }
+  # Ranks 0,1 on nsa and 2,3 on nsb: shared memory within a host, TCP across.
+  grep -q "^\[0\] .*transports: shm 1; tcp 2,3 (host nsa/" "$TMP/out" || { cat "$TMP/out"; fail "$1: rank 0's transports"; }
+  grep -q "^\[3\] .*transports: shm 2; tcp 0,1 (host nsb/" "$TMP/out" || { cat "$TMP/out"; fail "$1: rank 3's transports"; }
   grep -q "^\[2\] .*listening on tcp $NET.2:" "$TMP/out" || { cat "$TMP/out"; fail "$1: rank 2 not on nsb's address"; }
 }
 run_train() { # $1: label, $2: parameters file

@@ -1,7 +1,8 @@
 #!/bin/sh
 # rlxrun --stats: the table's calls and bytes per collective match what the
 # scripted program called, on every rank; algorithms are named by size band;
-# connections are counted by transport (unix on one host, tcp when forced);
+# connections are counted by transport (shm on one host, unix or tcp when
+# forced);
 # a failed call shows in the errors column and a killed rank has no row.
 . "$(dirname "$0")/lib.sh"
 
@@ -9,7 +10,7 @@ row() { # output rank collective -> "calls bytes errors"
   awk -v r="$2" -v c="$3" '$1 == "rlxrun:" && $2 == r && $3 == c { print $4, $5, $7 }' "$1"
 }
 
-for tr in unix tcp; do
+for tr in shm unix tcp; do
   RLX_TRANSPORT=$tr timeout 60 "$RLXRUN" --stats -n 3 "$OBSERVE" script >"$TMP/out" 2>&1 ||
     { cat "$TMP/out"; fail "job with --stats failed ($tr)"; }
   cat "$TMP/out"
@@ -20,7 +21,11 @@ for tr in unix tcp; do
     [ "$(row "$TMP/out" $r rlx_allgather)" = "1 64 0" ] || fail "rank $r allgather row ($tr)"
     grep -q "^rlxrun:  *$r  rlx_allreduce .* <=1KiB:[a-z-]*\*5;<=1MiB:[a-z-]*\*3$" "$TMP/out" ||
       fail "rank $r: allreduce algorithms by band ($tr)"
-    if [ $tr = unix ]; then want="2 unix, 0 tcp"; else want="0 unix, 2 tcp"; fi
+    case $tr in
+    shm) want="2 shm, 0 unix, 0 tcp" ;;
+    unix) want="0 shm, 2 unix, 0 tcp" ;;
+    *) want="0 shm, 0 unix, 2 tcp" ;;
+    esac
     grep -q "^rlxrun:  *$r  connections: $want; tcp retransmits [0-9]*; strangers dropped 0; corrupt frames 0$" \
       "$TMP/out" || fail "rank $r connections ($tr)"
   done

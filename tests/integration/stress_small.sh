@@ -3,7 +3,7 @@
 # ranks (4 oversubscribes this 2-core machine: the yielding path).
 . "$(dirname "$0")/lib.sh"
 for n in 2 4; do
-  for tr in unix tcp; do
+  for tr in shm unix tcp; do
     start=$(date +%s)
     RLX_TRANSPORT=$tr timeout 120 "$RLXRUN" -n $n --timeout 100 "$CHECK" --stress 2000 >"$TMP/out" 2>&1 ||
       { tail -20 "$TMP/out"; fail "stress n=$n $tr"; }

@@ -51,7 +51,7 @@ timeout 60 "$RLXRUN" -n 4 --trace "$TMP/job.json" "$OBSERVE" script >"$TMP/out" 
   { cat "$TMP/out"; fail "traced job failed"; }
 cat "$TMP/out"
 grep -q "rlxrun: trace: [0-9]* events of 4 rank(s) in $TMP/job.json" "$TMP/out" || fail "no merge line"
-check_trace "$TMP/job.json" 4 unix
+check_trace "$TMP/job.json" 4 shm
 ls "$TMP"/job.json.* 2>/dev/null && fail "per-rank parts left behind"
 
 RLX_TRANSPORT=tcp timeout 60 "$RLXRUN" -n 3 --trace "$TMP/tcp.json" "$OBSERVE" script \

@@ -208,6 +208,28 @@ START_TEST(no_lost_wakeup) {
 }
 END_TEST
 
+/* The other way: a writer that found the ring full is told once the
+ * reader has made room, and not when room is there already. */
+START_TEST(room_handshake) {
+  const size_t cap = 4096;
+  struct rlx__shm_ring *r = aligned_alloc(64, rlx__shm_ring_bytes(cap));
+  memset(r, 0, rlx__shm_ring_bytes(cap));
+  struct rlx__shm_end e;
+  rlx__shm_ring_init(&e, r, cap);
+  static unsigned char big[8192], out[100];
+  struct iovec iov = {big, sizeof big};
+  ck_assert_uint_eq(rlx__shm_ring_write(&e, &iov, 1), cap); /* full */
+  ck_assert_int_eq(rlx__shm_ring_want_room(&e), 0);         /* no room: wait to be told */
+  ck_assert_uint_eq(rlx__shm_ring_read(&e, out, sizeof out), sizeof out);
+  ck_assert_int_eq(rlx__shm_ring_room_wake_needed(&e), 1); /* the reader must tell it */
+  ck_assert_int_eq(rlx__shm_ring_room_wake_needed(&e), 0); /* once */
+  ck_assert_int_eq(rlx__shm_ring_want_room(&e), 1);        /* room there: write again now */
+  ck_assert_uint_eq(rlx__shm_ring_read(&e, out, sizeof out), sizeof out);
+  ck_assert_int_eq(rlx__shm_ring_room_wake_needed(&e), 0); /* nobody waits */
+  free(r);
+}
+END_TEST
+
 Suite *shm_ring_suite(void) {
   Suite *s = suite_create("shm_ring");
   TCase *t = tcase_create("ring");
@@ -216,6 +238,7 @@ Suite *shm_ring_suite(void) {
   tcase_add_test(t, across_processes_with_sleep);
   tcase_add_test(t, hostile_header_refused);
   tcase_add_test(t, no_lost_wakeup);
+  tcase_add_test(t, room_handshake);
   suite_add_tcase(s, t);
   return s;
 }

@@ -1,0 +1,267 @@
+/* Shared memory under a Unix-socket connection: once two ranks of one
+ * host have authenticated, the dialer's last handshake bytes carry a
+ * memfd (SCM_RIGHTS) holding a ring each way, and from then on every frame
+ * between them (DATA, by-reference descriptors, ACK, PING, ABORT) goes
+ * through the rings: a memcpy, no syscall, read by whoever drives the loop
+ * (rlx__shm_progress, called by the engine between its libuv polls). The
+ * socket stays as the control channel: a process that dies closes it,
+ * which is how its peers learn (after reading what it left in the ring),
+ * and a reader that is about to sleep in poll() says so in the ring, so
+ * the writer rings it with one byte on the socket; a writer that found a
+ * ring full is rung the same way when room comes.
+ *
+ * No CRC on frames that cross shared memory: the bytes never leave this
+ * host's RAM, and a peer that wanted to corrupt them could write our
+ * memory anyway; the headers are still checked field by field. */
+#include <errno.h>
+#include <fcntl.h>
+#include <unistd.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <rlxcoll/errors.h>
+#include "../internal.h"
+#include "../tuning.h"
+#include "p2p_internal.h"
+
+/* A frame that did not fit in the ring: what is left of it. */
+struct shm_wait {
+  struct rlx__list link;
+  struct rlx__xfer *x; /* the caller's frame, done once all of it is in; NULL: a copy */
+  const uint8_t *part[2];
+  size_t len[2], off;
+  uint8_t copy[RLX__FRAME_HDR_SIZE];
+};
+
+static void ring_doorbell(struct rlx__p2p_conn *c) {
+  uv_buf_t b = uv_buf_init("", 1);
+  /* EAGAIN: the socket holds unread doorbells, so the peer wakes anyway; an
+   * error: the end of the stream tells us the rest */
+  (void)uv_try_write(&c->h.stream, &b, 1);
+}
+
+long rlx__shm_offer(struct rlx__p2p_conn *c, const uint8_t *bytes, size_t len) {
+  uv_os_fd_t fd;
+  struct rlx__shm_seg *s;
+  if (!c->p->shm || !c->tr->same_host || uv_stream_get_write_queue_size(&c->h.stream) != 0 ||
+      uv_fileno(&c->h.handle, &fd) != 0 || (s = calloc(1, sizeof(*s))) == NULL)
+    return 0;
+  int rc = rlx__shm_seg_create(s, RLX__SHM_RING_BYTES);
+  long n = rc == 0 ? rlx__shm_seg_send(s, fd, bytes, len) : rc;
+  if (n <= 0) {
+    rlx__debug("no shared memory with rank %d: %s", c->peer, strerror(n == 0 ? EIO : (int)-n));
+    if (rc == 0)
+      rlx__shm_seg_close(s);
+    free(s);
+    return 0;
+  }
+  close(s->memfd); /* the peer holds it now; the mapping is all we keep */
+  s->memfd = -1;
+  c->shm = s;
+  return n;
+}
+
+static void free_handle(uv_handle_t *h) { free(h); }
+
+int rlx__shm_accept(struct rlx__p2p_conn *c) {
+  if (c->h.handle.type != UV_NAMED_PIPE || uv_pipe_pending_count(&c->h.pipe) == 0)
+    return RLX_OK;
+  /* libuv keeps a received descriptor for uv_accept; a pipe handle takes
+   * any descriptor, and we keep a duplicate of it. uv_accept also stops
+   * reading the connection; conn_ready starts it again. */
+  uv_pipe_t *tmp = malloc(sizeof(*tmp));
+  uv_os_fd_t fd = -1;
+  int dupfd = -1;
+  if (tmp == NULL)
+    return rlx__err(RLX_ERR_NOMEM, "no memory to take the shared segment");
+  uv_pipe_init(c->p->loop, tmp, 0);
+  if (uv_accept(&c->h.stream, (uv_stream_t *)tmp) == 0 && uv_fileno((uv_handle_t *)tmp, &fd) == 0)
+    dupfd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+  uv_close((uv_handle_t *)tmp, free_handle);
+  struct rlx__shm_seg *s = calloc(1, sizeof(*s));
+  int rc = dupfd < 0 ? -EBADF : s == NULL ? -ENOMEM : rlx__shm_seg_map(s, dupfd);
+  if (rc != 0) {
+    if (dupfd >= 0 && s == NULL)
+      close(dupfd);
+    free(s);
+    return rlx__err(rc == -ENOMEM ? RLX_ERR_NOMEM : RLX_ERR_PEER_LOST,
+                    "rank %d sent a shared segment we cannot use: %s", c->peer,
+                    rc == -EPROTO ? "not a sealed memfd of sane rings" : strerror(-rc));
+  }
+  c->shm = s;
+  return RLX_OK;
+}
+
+/* ---- writing ------------------------------------------------------------------ */
+
+/* Copy what fits of w into the ring; 1 when all of it is in. */
+static int put_some(struct rlx__p2p_conn *c, struct shm_wait *w) {
+  struct iovec iov[2];
+  int n = 0;
+  size_t skip = w->off;
+  for (int i = 0; i < 2; i++) {
+    if (skip >= w->len[i]) {
+      skip -= w->len[i];
+      continue;
+    }
+    iov[n].iov_base = (void *)(w->part[i] + skip);
+    iov[n++].iov_len = w->len[i] - skip;
+    skip = 0;
+  }
+  size_t k = n ? rlx__shm_ring_write(&c->shm->out, iov, n) : 0;
+  w->off += k;
+  if (k && rlx__shm_ring_wake_needed(&c->shm->out))
+    ring_doorbell(c);
+  return w->off == w->len[0] + w->len[1];
+}
+
+int rlx__shm_put(struct rlx__p2p_conn *c, struct rlx__xfer *x, const uint8_t *hdr,
+                 const void *payload, size_t plen) {
+  struct shm_wait w = {.x = x, .part = {hdr, payload}, .len = {RLX__FRAME_HDR_SIZE, plen}};
+  c->last_tx = rlx__now_ns();
+  /* Never completes x through its callback from here: the caller is
+   * still posting it (a collective's round), and learns from the return. */
+  while (rlx__list_empty(&c->shm_out)) {
+    if (put_some(c, &w))
+      return 1;
+    if (!rlx__shm_ring_want_room(&c->shm->out))
+      break; /* the reader rings us when it has made room */
+  }
+  struct shm_wait *q = malloc(sizeof(*q));
+  if (q == NULL)
+    return -1;
+  *q = w;
+  if (x == NULL) { /* a control frame on the caller's stack: keep a copy */
+    memcpy(q->copy, hdr, RLX__FRAME_HDR_SIZE);
+    q->part[0] = q->copy;
+  } else {
+    x->writing = 1;
+  }
+  rlx__list_push(&c->shm_out, &q->link);
+  return 0;
+}
+
+size_t rlx__shm_flush(struct rlx__p2p_conn *c) {
+  size_t moved = 0;
+  while (c->state == C_READY && !rlx__list_empty(&c->shm_out)) {
+    struct shm_wait *w = rlx__container_of(c->shm_out.next, struct shm_wait, link);
+    size_t before = w->off;
+    int whole = put_some(c, w);
+    moved += w->off - before;
+    if (!whole) {
+      if (rlx__shm_ring_want_room(&c->shm->out))
+        continue; /* room came meanwhile */
+      break;      /* the reader rings us when it has made room */
+    }
+    rlx__list_remove(&w->link);
+    struct rlx__xfer *x = w->x;
+    free(w);
+    if (x) {
+      x->writing = 0;
+      rlx__write_done(c, x);
+    }
+  }
+  return moved;
+}
+
+/* The connection closes: frames still waiting for room fail with it. */
+void rlx__shm_drop(struct rlx__p2p_conn *c, int err) {
+  while (!rlx__list_empty(&c->shm_out)) {
+    struct shm_wait *w = rlx__container_of(c->shm_out.next, struct shm_wait, link);
+    rlx__list_remove(&w->link);
+    struct rlx__xfer *x = w->x;
+    free(w);
+    if (x == NULL)
+      continue;
+    x->writing = 0;
+    if (x->ref == RLX__REF_WAIT_ACK)
+      rlx__list_remove(&x->link);
+    x->ref = RLX__REF_NONE;
+    rlx__xfer_finish(x, err);
+  }
+  if (c->shm) {
+    rlx__shm_ring_close(&c->shm->out);
+    rlx__shm_seg_close(c->shm);
+    free(c->shm);
+    c->shm = NULL;
+  }
+}
+
+/* ---- reading ------------------------------------------------------------------ */
+
+/* Read what the peer put in our in ring into the frame reader. */
+static size_t drain(struct rlx__p2p_conn *c) {
+  size_t moved = 0;
+  while (c->state == C_READY && c->shm) {
+    uv_buf_t b;
+    rlx__read_alloc(&c->h.handle, 0, &b);
+    size_t n = rlx__shm_ring_read(&c->shm->in, b.base, b.len);
+    if (n == 0)
+      break;
+    if (rlx__shm_ring_room_wake_needed(&c->shm->in))
+      ring_doorbell(c);
+    moved += n;
+    rlx__read_bytes(c, n);
+  }
+  if (moved)
+    c->last_rx = rlx__now_ns();
+  return moved;
+}
+
+size_t rlx__shm_progress(struct rlx__p2p *p) {
+  size_t moved = 0;
+  /* by index, looked up afresh each time: a callback may close any of them */
+  for (int i = 0; i < p->nshm; i++) {
+    struct rlx__p2p_conn *c = p->shm_conn[i];
+    moved += rlx__shm_flush(c);
+    if (i < p->nshm && p->shm_conn[i] == c)
+      moved += drain(c);
+  }
+  return moved;
+}
+
+int rlx__shm_sleep(struct rlx__p2p *p, int sleeping) {
+  for (int i = 0; i < p->nshm; i++) {
+    struct rlx__shm_end *in = &p->shm_conn[i]->shm->in;
+    if (!sleeping) {
+      rlx__shm_ring_awake(in);
+    } else if (rlx__shm_ring_prepare_sleep(in)) {
+      rlx__shm_sleep(p, 0); /* bytes came: nobody sleeps */
+      return 1;
+    }
+  }
+  return 0;
+}
+
+/* ---- the socket under a shared-memory connection -------------------------------- */
+
+static void bell_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf) {
+  struct rlx__p2p_conn *c = h->data;
+  (void)suggested;
+  *buf = uv_buf_init((char *)c->bell, sizeof(c->bell));
+}
+
+/* Doorbells: their arrival woke the loop, and the engine reads the rings
+ * after it. The end of the stream: the peer is gone, after what it put in
+ * the ring (an ABORT saying why, say), which is read first. */
+static void bell_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
+  struct rlx__p2p_conn *c = s->data;
+  (void)buf;
+  if (nread >= 0 || c->state != C_READY)
+    return;
+  c->last_rx = rlx__now_ns();
+  rlx__shm_flush(c);
+  drain(c);
+  if (c->state != C_READY)
+    return;
+  char why[160];
+  snprintf(why, sizeof(why), "connection to rank %d %s", c->peer,
+           nread == UV_EOF ? "closed by the peer (process exited or was killed?)"
+                           : uv_strerror((int)nread));
+  rlx__conn_fail(c, RLX_ERR_PEER_LOST, why);
+}
+
+int rlx__shm_ready(struct rlx__p2p_conn *c) {
+  uv_read_stop(&c->h.stream);
+  return uv_read_start(&c->h.stream, bell_alloc, bell_read);
+}
