@@ -192,11 +192,14 @@ static void on_usr1(uv_signal_t *h, int sig) {
   rlx__flight_dump("SIGUSR1", rlx__exec_waiting_for);
 }
 
+static int usr1_ignored_by_us; /* teardown set SIGUSR1 to SIG_IGN */
+
 /* Take SIGUSR1 unless the program has a use for it already. */
 static void catch_usr1(struct rlx__runtime *rt) {
   struct sigaction sa;
-  if (sigaction(SIGUSR1, NULL, &sa) != 0 || sa.sa_handler != SIG_DFL ||
-      (sa.sa_flags & SA_SIGINFO))
+  /* (ignored by our own last rlx_finalize: ours to take again) */
+  if (sigaction(SIGUSR1, NULL, &sa) != 0 || (sa.sa_flags & SA_SIGINFO) ||
+      !(sa.sa_handler == SIG_DFL || (sa.sa_handler == SIG_IGN && usr1_ignored_by_us)))
     return;
   if (uv_signal_init(&rt->engine.loop, &rt->usr1) != 0)
     return;
@@ -225,8 +228,13 @@ static void teardown(struct rlx__runtime *rt) {
   if (rt->engine_up) {
     rlx__engine_stop(&rt->engine);
     rlx__engine_lock(&rt->engine);
-    if (rt->usr1_on)
+    if (rt->usr1_on) {
       uv_close((uv_handle_t *)&rt->usr1, NULL);
+      /* rlxrun may still ask for a flight record (another rank failed
+       * while this one finalized): that must not kill us now. */
+      signal(SIGUSR1, SIG_IGN);
+      usr1_ignored_by_us = 1;
+    }
     rt->usr1_on = 0;
     if (rt->p2p_up)
       rlx__p2p_close(&rt->p2p);

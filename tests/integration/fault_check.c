@@ -196,6 +196,7 @@ int main(int argc, char **argv) {
     printf("fault_check: rank %d: the next call gave %s, not revoked\n", rank, rlx_strerror(again));
     ok = 0;
   }
+  fflush(stdout);
   free(big);
   rlx_finalize();
   int left = shm_left();

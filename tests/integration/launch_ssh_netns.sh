@@ -110,9 +110,9 @@ run_hello() { # $1: label
   grep -q "^\[2\] .*listening on tcp $NET.2:" "$TMP/out" || { cat "$TMP/out"; fail "$1: rank 2 not on nsb's address"; }
 }
 run_train() { # $1: label, $2: parameters file
-  in_c "cd $top_builddir && $RLXRUN $HOSTS -n 4 --timeout 150 $TRAIN --backend cpu --steps 30 --train-limit 8192 --hidden 64 --dump-params $2" \
+  in_c "cd $top_builddir && $RLXRUN $HOSTS -n 4 --timeout 150 $TRAIN --backend cpu --steps 10 --train-limit 4096 --hidden 64 --dump-params $2" \
     >"$TMP/out" 2>&1 || { cat "$TMP/out"; fail "$1: train across hosts"; }
-  grep -q "stopped after step 30 (--steps)" "$TMP/out" || { cat "$TMP/out"; fail "$1: train steps"; }
+  grep -q "stopped after step 10 (--steps)" "$TMP/out" || { cat "$TMP/out"; fail "$1: train steps"; }
 }
 run_hello clean
 run_train clean "$TMP/p.clean"

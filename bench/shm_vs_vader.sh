@@ -1,0 +1,49 @@
+#!/bin/bash
+# rlxcoll on one host (shared memory, the default) against Open MPI's
+# shared-memory path (--mca pml ob1 --mca btl vader,self), and rlxcoll with
+# frames on the Unix socket (RLX_TRANSPORT=unix), interleaved round by
+# round on the same sizes (OSU-style float32 sum, bench/osu_allreduce.c).
+# BUILD is a folder with bin/rlxrun, bin/osu_allreduce_rlx and lib/, as
+# bench/ab_builds.sh describes (runs on a machine without the build tree);
+# DEPS holds runtime libraries the machine may lack. Prints per size the
+# median of each and rlxcoll/vader.
+#   DEPS=.devb/deps NS="2 4 8" ROUNDS=3 MAXB=67108864 bench/shm_vs_vader.sh .devb/shm
+set -uo pipefail
+build=${1:?build folder}
+src=$(cd "$(dirname "$0")/.." && pwd)
+NS=${NS:-"2 4"}
+ROUNDS=${ROUNDS:-3}
+MAXB=${MAXB:-67108864}
+out=$(mktemp -d)
+trap 'rm -rf "$out"' EXIT
+MPICC=$(command -v mpicc || command -v mpicc.openmpi)
+MPIRUN=$(command -v mpirun || command -v mpirun.openmpi)
+"$MPICC" -O2 -DUSE_MPI -o "$out/osu_mpi" "$src/bench/osu_allreduce.c" || exit 1
+# Only our binaries get DEPS: Open MPI's mpirun must not pick up the PMIx
+# or libevent carried for them.
+rlx() { env LD_LIBRARY_PATH="${DEPS:-}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" "$@"; }
+for n in $NS; do
+  for r in $(seq 1 "$ROUNDS"); do
+    rlx timeout 600 "$build/bin/rlxrun" -n "$n" --no-tag-output "$build/bin/osu_allreduce_rlx" "$MAXB" |
+      sed "s/^[a-z]*/$n shm/"
+    rlx RLX_TRANSPORT=unix timeout 600 "$build/bin/rlxrun" -n "$n" --no-tag-output \
+      "$build/bin/osu_allreduce_rlx" "$MAXB" | sed "s/^[a-z]*/$n unix/"
+    timeout 600 "$MPIRUN" --allow-run-as-root --oversubscribe --bind-to core --mca pml ob1 \
+      --mca btl vader,self -n "$n" "$out/osu_mpi" "$MAXB" | sed "s/^[A-Za-z_]*/$n vader/"
+  done
+done >"$out/runs"
+python3 - "$out/runs" <<'PY'
+import collections, statistics, sys
+d = collections.defaultdict(list)
+for line in open(sys.argv[1]):
+    f = line.split()
+    if len(f) == 4:
+        d[(int(f[0]), f[1], int(f[2]))].append(float(f[3]))
+for n in sorted({k[0] for k in d}):
+    print(f"n={n}  bytes        shm us     unix us    vader us   shm/vader")
+    for s in sorted({k[2] for k in d if k[0] == n}):
+        m = {v: statistics.median(d[(n, v, s)]) for v in ("shm", "unix", "vader") if d[(n, v, s)]}
+        if "shm" in m and "vader" in m:
+            print(f"      {s:>9} {m['shm']:>11.2f} {m.get('unix', float('nan')):>11.2f} "
+                  f"{m['vader']:>11.2f} {m['shm'] / m['vader']:>10.2f}")
+PY
