@@ -52,7 +52,7 @@ done
 CHECK="$top_builddir/tests/integration/coll_check"
 for n in 2 3; do
   RLX_CMA=on RLX_FAULT_CMA=deny RLX_LOG=info timeout 120 "$RLXRUN" -n $n --timeout 100 "$CHECK" \
-    --counts 65536,1048579 >"$TMP/out" 2>"$TMP/err" || { tail -30 "$TMP/err"; fail "deny n=$n"; }
+    --counts 65536,262147 >"$TMP/out" 2>"$TMP/err" || { tail -30 "$TMP/err"; fail "deny n=$n"; }
   grep -q "0 failures in all" "$TMP/out" || { tail -30 "$TMP/err"; fail "deny n=$n: wrong results"; }
   refs=$(sed -n 's/.*copied by reference: \([0-9]*\).*/\1/p' "$TMP/err" | sort -n | tail -1)
   again=$(sed -n 's/.*sent on the socket after a failed copy: \([0-9]*\).*/\1/p' "$TMP/err" | sort -n | tail -1)
