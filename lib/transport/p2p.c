@@ -41,11 +41,9 @@ void rlx__peer_fail(struct rlx__p2p *p, int peer, int err, const char *why) {
       rlx__xfer_finish(x, err);
     }
   }
-  while (!rlx__list_empty(&pe->unexpected)) {
-    struct rlx__umsg *m = rlx__container_of(pe->unexpected.next, struct rlx__umsg, link);
-    rlx__list_remove(&m->link);
-    rlx__umsg_put(p, m);
-  }
+  /* Frames that arrived whole stay for the receives still to come: a peer
+   * that sent its part and then exited (or was finalized) is lost to
+   * what it did not send, not to what it did. */
   if (pe->conn)
     rlx__conn_close(pe->conn);
   if (pe->pending)
@@ -257,6 +255,14 @@ void rlx__p2p_free(struct rlx__p2p *p) {
 #ifdef RLX_FAULT_INJECTION
   rlx__fault_free(); /* written by then: the connections are closed */
 #endif
+  for (int i = 0; p->peers && i < p->size; i++) {
+    struct rlx__list *u = &p->peers[i].unexpected;
+    while (!rlx__list_empty(u)) {
+      struct rlx__list *l = u->next;
+      rlx__list_remove(l);
+      free(rlx__container_of(l, struct rlx__umsg, link));
+    }
+  }
   rlx__pool_free(p);
   free(p->peers);
   free(p->shm_conn);
