@@ -60,7 +60,10 @@ for keep in 256 0; do
   RLX_FLIGHT=$keep "$OBSERVE" sleep 8 >"$TMP/o" 2>"$TMP/e" &
   p=$!
   i=0
-  until grep -q sleeping "$TMP/o" || [ $i -ge 100 ]; do sleep 0.2; i=$((i + 1)); done
+  limit=$(awk -v k="${RLX_TEST_TIME_SCALE:-1}" 'BEGIN { print int(100 * k) }')
+  until grep -q sleeping "$TMP/o" || [ $i -ge $limit ]; do sleep 0.2; i=$((i + 1)); done
+  # (not there yet: the signal would find SIGUSR1 not taken and kill it)
+  grep -q sleeping "$TMP/o" || { kill $p; fail "RLX_FLIGHT=$keep: the program never got to its nap"; }
   kill -USR1 $p
   wait $p || fail "SIGUSR1 killed the program"
   cat "$TMP/e"
