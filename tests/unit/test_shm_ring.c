@@ -17,6 +17,14 @@
 
 static unsigned char pattern(uint64_t pos) { return (unsigned char)((pos * 2654435761u) >> 13); }
 
+/* A ring in this process's own memory, laid out for capacity cap. */
+static struct rlx__shm_ring *local_ring(struct rlx__shm_end *e, size_t cap) {
+  struct rlx__shm_ring *r = aligned_alloc(64, rlx__shm_ring_bytes(cap));
+  memset(r, 0, rlx__shm_ring_bytes(cap));
+  rlx__shm_ring_init(e, r, cap);
+  return r;
+}
+
 /* 0 when buf holds the pattern from pos on (one check per call: an
  * assertion per byte is what made this slow under the sanitizers). */
 static int differs(const unsigned char *buf, size_t n, uint64_t pos) {
@@ -35,10 +43,8 @@ static uint64_t next_rand(uint64_t *s) {
 
 START_TEST(wraps_and_takes_what_fits) {
   const size_t cap = 4096;
-  struct rlx__shm_ring *r = aligned_alloc(64, rlx__shm_ring_bytes(cap));
-  memset(r, 0, rlx__shm_ring_bytes(cap));
   struct rlx__shm_end e, peer;
-  rlx__shm_ring_init(&e, r, cap);
+  struct rlx__shm_ring *r = local_ring(&e, cap);
   ck_assert_int_eq(rlx__shm_ring_attach(&peer, r, rlx__shm_ring_bytes(cap)), 0);
   ck_assert_uint_eq(peer.cap, cap);
   unsigned char src[3000], dst[3000];
@@ -188,10 +194,8 @@ END_TEST
  * its announcement are seen, so it never blocks on data already there. */
 START_TEST(no_lost_wakeup) {
   const size_t cap = 4096;
-  struct rlx__shm_ring *r = aligned_alloc(64, rlx__shm_ring_bytes(cap));
-  memset(r, 0, rlx__shm_ring_bytes(cap));
   struct rlx__shm_end e;
-  rlx__shm_ring_init(&e, r, cap);
+  struct rlx__shm_ring *r = local_ring(&e, cap);
   unsigned char b = 1;
   struct iovec iov = {&b, 1};
   ck_assert_int_eq(rlx__shm_ring_prepare_sleep(&e), 0); /* empty: may sleep */
@@ -212,10 +216,8 @@ END_TEST
  * reader has made room, and not when room is there already. */
 START_TEST(room_handshake) {
   const size_t cap = 4096;
-  struct rlx__shm_ring *r = aligned_alloc(64, rlx__shm_ring_bytes(cap));
-  memset(r, 0, rlx__shm_ring_bytes(cap));
   struct rlx__shm_end e;
-  rlx__shm_ring_init(&e, r, cap);
+  struct rlx__shm_ring *r = local_ring(&e, cap);
   static unsigned char big[8192], out[100];
   struct iovec iov = {big, sizeof big};
   ck_assert_uint_eq(rlx__shm_ring_write(&e, &iov, 1), cap); /* full */
