@@ -100,8 +100,12 @@ rendezvous_done:
   if ((rc = pick_tcp_ip(rt, rdv_ip, tcp_ip, sizeof(tcp_ip))) != RLX_OK)
     goto fail;
 
-  /* A private run directory for our Unix socket. */
-  const char *tmp = getenv("TMPDIR");
+  /* A private run directory for our Unix socket: in the job directory
+   * rlxrun gives its local ranks (RLX_RUNDIR, removed when it exits, so a
+   * rank killed with SIGKILL leaves nothing), else under TMPDIR or /tmp. */
+  const char *tmp = getenv("RLX_RUNDIR");
+  if (tmp == NULL || *tmp == '\0')
+    tmp = getenv("TMPDIR");
   snprintf(rt->rundir, sizeof(rt->rundir), "%s/rlx-%d-XXXXXX",
            tmp && *tmp && strlen(tmp) < 64 ? tmp : "/tmp", cfg->rank);
   if (mkdtemp(rt->rundir) == NULL) {

@@ -3,6 +3,7 @@
  * (never in argv), forwards output and signals, and when a rank fails says
  * which and how, stops the rest and exits non-zero. */
 #include <signal.h>
+#include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -231,13 +232,38 @@ static void on_timeout(uv_timer_t *t) {
     stop_job(SIGTERM);
 }
 
+/* The ranks of this host keep their run directories (their Unix sockets)
+ * in one job directory that rlxrun removes when it exits: a rank killed
+ * with SIGKILL cannot remove its own, and leaves nothing behind so. */
+static char job_dir[128];
+
+static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw) {
+  (void)st;
+  (void)flag;
+  (void)ftw;
+  remove(path);
+  return 0;
+}
+
+static void make_job_dir(void) {
+  const char *t = getenv("TMPDIR");
+  snprintf(job_dir, sizeof job_dir, "%s/rlxrun-XXXXXX", t && *t && strlen(t) < 40 ? t : "/tmp");
+  if (mkdtemp(job_dir) == NULL)
+    job_dir[0] = '\0'; /* the ranks use TMPDIR or /tmp themselves */
+}
+
+static void remove_job_dir(void) {
+  if (job_dir[0])
+    nftw(job_dir, remove_entry, 8, FTW_DEPTH | FTW_PHYS);
+}
+
 /* The rank's environment: ours, less any RLX_ launch variables we set, plus
  * the launch variables (r >= 0; none for srun, whose ranks ask PMIx) and
  * -x exports. */
 static char **rank_env(int r, const char *rdv, const char *key, size_t *owned_from) {
   static const char *const ours[] = {"RLX_RANK=",      "RLX_SIZE=",    "RLX_LOCAL_RANK=",
                                      "RLX_LOCAL_SIZE=", "RLX_RENDEZVOUS=", "RLX_JOB_KEY=",
-                                     "RLX_LAUNCHER="};
+                                     "RLX_LAUNCHER=",  "RLX_RUNDIR="};
   size_t n = 0;
   while (environ[n])
     n++;
@@ -277,6 +303,8 @@ static char **rank_env(int r, const char *rdv, const char *key, size_t *owned_fr
     SETV("RLX_JOB_KEY=%s", key);
     SETV("RLX_LAUNCHER=rlxrun");
   }
+  if (r >= 0 && rank_is_local && rank_is_local[r] && job_dir[0])
+    SETV("RLX_RUNDIR=%s", job_dir);
   /* What rlxrun reads back from the ranks (report.h). A failed call
    * writes the flight recorder unless the user said otherwise. */
   if (opts.trace)
@@ -458,6 +486,8 @@ int main(int argc, char **argv) {
     }
     if (rank_is_local && !via_srun)
       rank_is_local[r] = 1;
+    if (!via_srun && job_dir[0] == '\0')
+      make_job_dir();
     if (binder && binder_apply(binder, local_rank, opts.report_bindings) != 0) {
       job.failed_rank = r;
       job.exit_code = 1;
@@ -485,6 +515,7 @@ int main(int argc, char **argv) {
   finish_if_done();
   uv_run(job.loop, UV_RUN_DEFAULT);
   job_flush(&job);
+  remove_job_dir();
   rlx__rdv_server_stop(server);
   free(srun_argv);
   report_print_flight(stderr, "written by ranks whose call failed");

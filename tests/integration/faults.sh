@@ -9,7 +9,8 @@
 # by SIGKILL makes the call fail with RLX_ERR_PEER_LOST within 2 s, its
 # partners naming rank 1, also 30 ms into a 64 MiB allreduce; the
 # communicator is revoked afterwards, and once a survivor has finalized
-# it holds no descriptor or mapping of a shared segment (fault_check).
+# it holds no descriptor or mapping of a shared segment (fault_check), and
+# nothing of the job is left in /tmp or /dev/shm after rlxrun exits.
 . "$(dirname "$0")/lib.sh"
 FAULT="$top_builddir/tests/integration/fault_check"
 for n in 2 3 4 5; do
@@ -42,14 +43,22 @@ for n in 2 3; do
   awk -v k="${RLX_TEST_TIME_SCALE:-1}" '/peer lost after/ { split($0, a, "after "); split(a[2], b, " s"); if (b[1] + 0 > 12.0 * k) bad = 1 }
        END { exit bad }' "$TMP/out" || fail "a survivor took more than 12 s to miss the heartbeats (n=$n)"
 done
+# What a job may leave on this host: run directories and rlxrun's job
+# directory (under TMPDIR, here one of the test's own), anything in
+# /dev/shm. A killed rank must leave none of them.
+mkdir -p "$TMP/t"
+leftovers() { ls -d "$TMP"/t/* /dev/shm/* 2>/dev/null | sort; }
 for n in 2 3 4; do
   RLX_TIMEOUT=2 timeout 60 "$RLXRUN" -n $n "$FAULT" timeout >"$TMP/out" 2>&1
   cat "$TMP/out"
   [ "$(grep -c 'fault_check: rank [0-9]*: PASS' "$TMP/out")" -eq $((n - 1)) ] || fail "timeout n=$n"
   grep -q "timed out after 2 s (RLX_TIMEOUT) waiting for rank 1" "$TMP/out" || fail "timeout message n=$n"
 
-  timeout 60 "$RLXRUN" -n $n --grace 10 "$FAULT" kill >"$TMP/out" 2>&1
+  leftovers >"$TMP/before"
+  TMPDIR="$TMP/t" timeout 60 "$RLXRUN" -n $n --grace 10 "$FAULT" kill >"$TMP/out" 2>&1
   cat "$TMP/out"
+  leftovers | comm -13 "$TMP/before" - >"$TMP/left"
+  [ ! -s "$TMP/left" ] || { cat "$TMP/left"; fail "kill n=$n: the job left files behind"; }
   [ "$(grep -c 'fault_check: rank [0-9]*: PASS' "$TMP/out")" -eq $((n - 1)) ] || fail "kill n=$n"
   grep -q "rank 1 (pid [0-9]*) was killed by signal 9" "$TMP/out" || fail "rlxrun did not report the kill"
   grep -q "lost rank 1 during rlx_allreduce" "$TMP/out" || fail "no survivor named rank 1 (n=$n)"
