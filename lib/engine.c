@@ -152,10 +152,12 @@ int rlx__engine_wait(struct rlx__engine *e, const atomic_int *done, const atomic
     }
     if (pthread_mutex_trylock(&e->loop_mtx) == 0) {
       /* Shared-memory rings first, without a syscall; libuv's sockets and
-       * timers every uv_every turns that brought nothing (every turn when
-       * some peer is on a socket), and every 256 turns regardless. */
+       * timers every turn when some peer is on a socket, else every
+       * uv_every turns that brought nothing and every 256 that did. */
       size_t moved = e->poll ? e->poll(e->ctx) : 0;
-      unsigned every = moved ? 256 : atomic_load_explicit(&e->uv_every, memory_order_relaxed);
+      unsigned every = atomic_load_explicit(&e->uv_every, memory_order_relaxed);
+      if (every > 1 && moved)
+        every = 256;
       if (++turns % (every ? every : 1) == 0)
         run_once(e);
       if (!atomic_load_explicit(done, memory_order_acquire) && now - spin_start >= e->spin_ns &&
