@@ -25,19 +25,4 @@ for n in $NS; do
     done
   done
 done >"$out/runs"
-python3 - "$out/runs" <<'PY'
-import collections, statistics, sys
-d = collections.defaultdict(list)
-for line in open(sys.argv[1]):
-    f = line.split()
-    if len(f) == 4:
-        d[(int(f[0]), f[1], int(f[2]))].append(float(f[3]))
-for n in sorted({k[0] for k in d}):
-    print(f"n={n}   bytes      new us      old us   new/old   (spread new | old)")
-    for s in sorted({k[2] for k in d if k[0] == n}):
-        a, b = d[(n, "new", s)], d[(n, "old", s)]
-        if not a or not b:
-            continue
-        ma, mb = statistics.median(a), statistics.median(b)
-        print(f"{s:>12} {ma:11.2f} {mb:11.2f} {ma / mb:9.2f}   ({min(a):.1f}-{max(a):.1f} | {min(b):.1f}-{max(b):.1f})")
-PY
+python3 "$(dirname "$0")/median_table.py" "$out/runs" new old

@@ -32,18 +32,4 @@ for n in $NS; do
       --mca btl vader,self -n "$n" "$out/osu_mpi" "$MAXB" | sed "s/^[A-Za-z_]*/$n vader/"
   done
 done >"$out/runs"
-python3 - "$out/runs" <<'PY'
-import collections, statistics, sys
-d = collections.defaultdict(list)
-for line in open(sys.argv[1]):
-    f = line.split()
-    if len(f) == 4:
-        d[(int(f[0]), f[1], int(f[2]))].append(float(f[3]))
-for n in sorted({k[0] for k in d}):
-    print(f"n={n}  bytes        shm us     unix us    vader us   shm/vader")
-    for s in sorted({k[2] for k in d if k[0] == n}):
-        m = {v: statistics.median(d[(n, v, s)]) for v in ("shm", "unix", "vader") if d[(n, v, s)]}
-        if "shm" in m and "vader" in m:
-            print(f"      {s:>9} {m['shm']:>11.2f} {m.get('unix', float('nan')):>11.2f} "
-                  f"{m['vader']:>11.2f} {m['shm'] / m['vader']:>10.2f}")
-PY
+python3 "$src/bench/median_table.py" "$out/runs" shm vader unix
