@@ -159,7 +159,7 @@ int rlx__engine_wait(struct rlx__engine *e, const atomic_int *done, const atomic
       if (every > 1 && moved)
         every = 256;
       if (++turns % (every ? every : 1) == 0)
-        run_once(e);
+        uv_run(&e->loop, UV_RUN_NOWAIT); /* the rings were just polled */
       if (!atomic_load_explicit(done, memory_order_acquire) && now - spin_start >= e->spin_ns &&
           atomic_load(progress) == seen) {
         /* Spin budget spent: sleep in the kernel until the loop has work,

@@ -164,8 +164,9 @@ fail:
 static size_t shm_poll(void *ctx) {
   struct rlx__p2p *p = ctx;
   size_t moved = rlx__shm_progress(p);
-  atomic_store_explicit(&rlx__rt.engine.uv_every, p->nready > 0 && p->nready == p->nshm ? 32 : 1,
-                        memory_order_relaxed);
+  unsigned every = p->nready > 0 && p->nready == p->nshm ? 32 : 1;
+  if (atomic_load_explicit(&rlx__rt.engine.uv_every, memory_order_relaxed) != every)
+    atomic_store_explicit(&rlx__rt.engine.uv_every, every, memory_order_relaxed);
   return moved;
 }
 

@@ -20,8 +20,7 @@ static void send_ping(struct rlx__p2p_conn *c) {
   h.type = RLX__FT_PING;
   h.src = (uint32_t)c->p->rank;
   rlx__frame_encode(&h, bytes);
-  rlx__write_ctl(c, bytes);
-  c->last_tx = rlx__now_ns();
+  rlx__write_ctl(c, bytes); /* stamps last_tx */
 }
 
 /* Bytes the peer sent that this process has not read yet: proof of life
