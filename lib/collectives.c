@@ -63,8 +63,13 @@ static void note_choice(const struct rlx__op *op, size_t bytes, int n) {
     rlx__info("%s: %zu bytes on %d ranks: %s", op->call, bytes, n, op->algo->name);
 }
 
-static int pick(struct rlx__op *op, rlx_comm_t *c, size_t bytes, const char *forced) {
-  op->algo = rlx__select(op->kind, bytes, c->size, forced);
+/* blocking: the call may run in the communicator's shared segment. */
+static int pick(struct rlx__op *op, rlx_comm_t *c, size_t bytes, const char *forced,
+                int blocking) {
+  int shm = 0;
+  if (blocking && (shm = rlx__comm_shm(c)) < 0)
+    return shm;
+  op->algo = rlx__select(op->kind, bytes, c->size, forced, shm);
   if (op->algo == NULL)
     return rlx__err(RLX_ERR_ARG, "%s: no algorithm \"%s\" (try %s)", op->call, forced,
                     rlx__algo_names(op->kind));
@@ -116,6 +121,22 @@ static int start(rlx_comm_t *c, struct rlx_request *rq) {
     return rc;
   }
   rq->deadline = rt->cfg.timeout_s > 0 ? op->t_start + (uint64_t)(rt->cfg.timeout_s * 1e9) : 0;
+  op->deadline = rq->deadline;
+  if (op->algo->run != NULL) { /* in the shared segment, on this thread */
+    op->shm = c->shm;
+    rlx__engine_lock(&rt->engine);
+    rlx__exec_begin(op);
+    rlx__engine_unlock(&rt->engine);
+    /* an ABORT that came first may have ended it already */
+    rc = atomic_load(&op->done) ? op->status : op->algo->run(op);
+    rlx__engine_lock(&rt->engine);
+    if (rc != RLX_OK && !op->finished)
+      snprintf(op->msg, sizeof(op->msg), "%s failed in shared memory on rank %d", op->call,
+               op->rank);
+    rlx__exec_end(op, rc);
+    rlx__engine_unlock(&rt->engine);
+    return RLX_OK;
+  }
   rlx__engine_lock(&rt->engine);
   rlx__exec_start(op);
   if (rq->nonblocking) /* let the loop register what the start asked for */
@@ -283,7 +304,7 @@ static int allreduce(const char *call, const void *sendbuf, void *recvbuf, size_
     rq.half = req != NULL ? half : NULL; /* a nonblocking request owns its copy */
     es = 2;
   }
-  if ((rc = pick(&rq.op, c, count * es, rlx__rt.cfg.allreduce_algo)) != RLX_OK) {
+  if ((rc = pick(&rq.op, c, count * es, rlx__rt.cfg.allreduce_algo, req == NULL)) != RLX_OK) {
     free(rq.half);
     return rc;
   }
@@ -316,7 +337,7 @@ static int bcast(const char *call, void *buf, size_t count, rlx_dtype_t dt, int 
   if (buf == NULL)
     return rlx__err(RLX_ERR_ARG, "%s: buf is NULL with count %zu", call, count);
   fill(&rq, RLX__CK_BCAST, call, dt, RLX_SUM, count, es, root, buf, buf);
-  if ((rc = pick(&rq.op, c, count * es, rlx__rt.cfg.bcast_algo)) != RLX_OK)
+  if ((rc = pick(&rq.op, c, count * es, rlx__rt.cfg.bcast_algo, req == NULL)) != RLX_OK)
     return rc;
   return launch(c, &rq, req);
 }
@@ -352,7 +373,7 @@ int rlx_reduce(const void *sendbuf, void *recvbuf, size_t count, rlx_dtype_t dt,
                                                  : "RLX_IN_PLACE is for the root only");
   fill(&rq, RLX__CK_REDUCE, call, dt, op, count, es, root,
        sendbuf == RLX_IN_PLACE ? recvbuf : sendbuf, is_root ? recvbuf : NULL);
-  if ((rc = pick(&rq.op, c, count * es, "")) != RLX_OK)
+  if ((rc = pick(&rq.op, c, count * es, "", 1)) != RLX_OK)
     return rc;
   return launch(c, &rq, NULL);
 }
@@ -372,7 +393,7 @@ int rlx_allgather(const void *sendbuf, void *recvbuf, size_t count, rlx_dtype_t 
   const void *src = sendbuf == RLX_IN_PLACE ? (char *)recvbuf + (size_t)c->rank * count * es
                                             : sendbuf;
   fill(&rq, RLX__CK_ALLGATHER, call, dt, RLX_SUM, count, es, 0, src, recvbuf);
-  if ((rc = pick(&rq.op, c, count * es * (size_t)c->size, rlx__rt.cfg.allgather_algo)) != RLX_OK)
+  if ((rc = pick(&rq.op, c, count * es * (size_t)c->size, rlx__rt.cfg.allgather_algo, 1)) != RLX_OK)
     return rc;
   return launch(c, &rq, NULL);
 }
@@ -403,7 +424,7 @@ int rlx_reduce_scatter(const void *sendbuf, void *recvbuf, size_t recvcount, rlx
     src = in_copy;
   }
   fill(&rq, RLX__CK_REDUCE_SCATTER, call, dt, op, recvcount, es, 0, src, recvbuf);
-  if ((rc = pick(&rq.op, c, recvcount * es * (size_t)c->size, "")) == RLX_OK)
+  if ((rc = pick(&rq.op, c, recvcount * es * (size_t)c->size, "", 1)) == RLX_OK)
     rc = launch(c, &rq, NULL);
   free(in_copy);
   return rc;
@@ -417,7 +438,8 @@ int rlx_barrier(rlx_comm_t *c) {
   if (c->size == 1)
     return RLX_OK;
   fill(&rq, RLX__CK_BARRIER, "rlx_barrier", RLX_UINT8, RLX_SUM, 0, 1, 0, NULL, NULL);
-  rq.op.algo = &rlx__barrier_dissemination;
+  if ((rc = pick(&rq.op, c, 0, "", 1)) != RLX_OK)
+    return rc;
   return launch(c, &rq, NULL);
 }
 

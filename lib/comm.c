@@ -174,6 +174,7 @@ int rlx_comm_dup(rlx_comm_t *c, rlx_comm_t **out) {
 }
 
 void rlx__comm_release(rlx_comm_t *c) {
+  rlx__comm_shm_free(c);
   free(c->world);
   free(c->scratch);
   free(c->wire);

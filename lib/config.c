@@ -137,17 +137,18 @@ int rlx__config_load(struct rlx__config *cfg) {
   static const char *const transports[] = {"auto", "tcp", "unix", "shm"};
   static const struct {
     const char *var, *accepts;
-    const char *const words[5];
+    const char *const words[6];
     int n;
     size_t off;
   } algos[] = {
-      {"RLX_ALLREDUCE_ALGO", "one of auto, recursive-doubling (or rd), rabenseifner, ring",
-       {"auto", "recursive-doubling", "rd", "rabenseifner", "ring"}, 5,
+      {"RLX_ALLREDUCE_ALGO", "one of auto, recursive-doubling (or rd), rabenseifner, ring, shm",
+       {"auto", "recursive-doubling", "rd", "rabenseifner", "ring", "shm"}, 6,
        offsetof(struct rlx__config, allreduce_algo)},
-      {"RLX_BCAST_ALGO", "one of auto, binomial, scatter-allgather",
-       {"auto", "binomial", "scatter-allgather"}, 3, offsetof(struct rlx__config, bcast_algo)},
-      {"RLX_ALLGATHER_ALGO", "one of auto, recursive-doubling (or rd), ring",
-       {"auto", "recursive-doubling", "rd", "ring"}, 4,
+      {"RLX_BCAST_ALGO", "one of auto, binomial, scatter-allgather, shm",
+       {"auto", "binomial", "scatter-allgather", "shm"}, 4,
+       offsetof(struct rlx__config, bcast_algo)},
+      {"RLX_ALLGATHER_ALGO", "one of auto, recursive-doubling (or rd), ring, shm",
+       {"auto", "recursive-doubling", "rd", "ring", "shm"}, 5,
        offsetof(struct rlx__config, allgather_algo)},
   };
   static const char *const wires[] = {"f32", "f16", "bf16"};
@@ -186,6 +187,13 @@ int rlx__config_load(struct rlx__config *cfg) {
     if (pick(s, algos[a].words, algos[a].n) < 0)
       return bad(algos[a].var, s, algos[a].accepts);
     snprintf((char *)cfg + algos[a].off, 24, "%s", s);
+  }
+  cfg->shm_coll = 1;
+  if ((s = getenv("RLX_SHM_COLL")) != NULL) {
+    static const char *const offauto[] = {"off", "auto"};
+    if ((i = pick(s, offauto, 2)) < 0)
+      return bad("RLX_SHM_COLL", s, "auto or off");
+    cfg->shm_coll = i;
   }
   if ((s = getenv("RLX_SPIN_US")) != NULL && strcmp(s, "auto") != 0) {
     long v;

@@ -10,6 +10,7 @@
 #include <unistd.h>
 #include <sodium.h>
 #include "observe.h"
+#include "coll/shm_group.h"
 #include "runtime.h"
 
 struct rlx__runtime rlx__rt;
@@ -71,6 +72,12 @@ static int pick_tcp_ip(struct rlx__runtime *rt, const char *rdv_ip, char *ip, si
     return rlx__err(RLX_ERR_BOOTSTRAP, "the job spans hosts but this one has no IPv4 interface "
                     "besides lo, docker* and virbr*; set RLX_IFACE");
   return RLX_OK;
+}
+
+/* A lost peer fails the shared segments of the communicators it is in. */
+static void on_lost(void *ctx, int peer, const char *why) {
+  (void)ctx;
+  rlx__shmg_on_lost(peer, why);
 }
 
 static int bootstrap(struct rlx__runtime *rt) {
@@ -136,6 +143,7 @@ rendezvous_done:
     goto fail;
 
   rt->p2p.on_abort = rlx__exec_on_abort;
+  rt->p2p.on_lost = on_lost;
   rt->p2p.abort_ctx = rt;
   rlx__info("listening on tcp %s and unix %s", mine.tcp, mine.unix_path);
   if (rt->pmix) {
@@ -231,6 +239,7 @@ static void teardown(struct rlx__runtime *rt) {
   atomic_store(&rlx__stats_on, 0);
   rlx__trace_close();
   if (rt->engine_up) {
+    rlx__comm_shm_free(&rt->world); /* its lock goes with the engine */
     rlx__engine_stop(&rt->engine);
     rlx__engine_lock(&rt->engine);
     if (rt->usr1_on) {

@@ -23,6 +23,11 @@ struct rlx_comm {
   void *wire; /* RLX_WIRE's half-width copy, for blocking calls */
   size_t wire_len;
   uint32_t children; /* communicators made from this one (split, dup) */
+  /* Its shared segment, when every member runs on this host (made at its
+   * first blocking collective; lib/coll/shm_group.h); shm_state 0 not
+   * tried yet, 1 made, -1 none. */
+  struct rlx__shm_group *shm;
+  int shm_state;
   pthread_mutex_t mtx; /* serialises calls on this communicator */
 };
 
@@ -78,6 +83,11 @@ void rlx__pmix_finalize(void);
 int rlx__run_op(rlx_comm_t *c, struct rlx__op *op);
 /* comm.c: index in world[] of the member with the lowest election id. */
 int rlx__elect(const int *world, int n);
+/* comm_shm.c: does c run its blocking collectives in a shared segment?
+ * Makes it at the first call: 1 yes, 0 no, or the error of the members'
+ * agreement (rlx_errmsg says). Free: at the communicator's release. */
+int rlx__comm_shm(rlx_comm_t *c);
+void rlx__comm_shm_free(rlx_comm_t *c);
 /* Free a communicator's storage (not the world's struct itself). */
 void rlx__comm_release(rlx_comm_t *c);
 

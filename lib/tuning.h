@@ -75,4 +75,15 @@
 #define RLX__BCAST_BINOMIAL_MAX (512u * 1024u)
 #define RLX__AG_RD_MAX (64u * 1024u) /* recursive doubling (power-of-two p) */
 
+/* ---- collectives in a communicator's shared segment (the _shm.c files) ---
+ * A data slot per rank and parity, and the chunk a step moves: up to
+ * FLAT_MAX bytes every rank reduces every slot (one wait); above it the
+ * chunk is n x CHUNK_PER_RANK, at least CHUNK_MIN, at most a slot, and each
+ * rank reduces its slice. First values, to be measured with
+ * bench/shm_vs_vader.sh. */
+#define RLX__SHMG_SLOT (256u * 1024u)
+#define RLX__SHMG_FLAT_MAX (8u * 1024u)
+#define RLX__SHMG_CHUNK_PER_RANK (16u * 1024u)
+#define RLX__SHMG_CHUNK_MIN (64u * 1024u)
+
 #endif

@@ -41,6 +41,8 @@ static inline long rlx__ceil_lg(long n) {
 #include "../transport/p2p.h"
 #include "call.h"
 
+struct rlx__shm_group;
+
 #define RLX__ROUND_MAX 4
 #define RLX__LANES_MAX 4
 
@@ -85,6 +87,10 @@ struct rlx__algo {
    * round k. Lanes run independently of each other, so one lane's
    * transfers proceed while another reduces (pipelining). */
   int (*round)(struct rlx__op *op, int lane, int k, struct rlx__round *r);
+  /* Or: the whole operation, run on the caller's thread in the
+   * communicator's shared segment (op->shm; shm_group.h); RLX_OK or the
+   * error, op->msg saying why. Only for blocking calls. */
+  int (*run)(struct rlx__op *op);
 };
 
 /* One independent sequence of rounds of an operation. */
@@ -113,6 +119,8 @@ struct rlx__op {
   int rank, size;
   uint32_t comm_id;
   uint64_t seq;
+  struct rlx__shm_group *shm; /* the communicator's shared segment (algo->run) */
+  uint64_t deadline;          /* rlx__now_ns() of RLX_TIMEOUT, 0 = none */
   /* the algorithm and its state */
   const struct rlx__algo *algo;
   void *tmp;
@@ -139,6 +147,13 @@ struct rlx__op {
  * caller from algo->setup). Runs under the engine's loop lock; on_done is
  * called once, from there too. */
 void rlx__exec_start(struct rlx__op *op);
+/* An operation that runs on the caller's thread (algo->run): begin puts
+ * it with the operations in flight, so an ABORT for it finishes it
+ * (op->done set, op->status and op->msg say why; begin may do so at once,
+ * for an ABORT that came first); end finishes it with status unless that
+ * happened. Both under the loop lock. */
+void rlx__exec_begin(struct rlx__op *op);
+void rlx__exec_end(struct rlx__op *op, int status);
 /* Fail an unfinished operation (deadline passed): withdraws its transfers.
  * (Failures seen in a transfer are sent to the other members as ABORT
  * frames; a deadline is not.) An operation that had lost a peer and was
@@ -167,12 +182,24 @@ extern const struct rlx__algo rlx__allgather_ring;
 extern const struct rlx__algo rlx__allgather_rd;
 extern const struct rlx__algo rlx__reduce_scatter_ring;
 extern const struct rlx__algo rlx__barrier_dissemination;
+/* in the communicator's shared segment (shm_group.h) */
+extern const struct rlx__algo rlx__allreduce_shm;
+extern const struct rlx__algo rlx__bcast_shm;
+extern const struct rlx__algo rlx__reduce_shm;
+extern const struct rlx__algo rlx__allgather_shm;
+extern const struct rlx__algo rlx__reduce_scatter_shm;
+extern const struct rlx__algo rlx__barrier_shm;
+/* allreduce_shm.c's steps, for rlx_reduce too (all = 0: the root alone
+ * copies the result out) */
+int rlx__shm_reduce_run(struct rlx__op *op, int all);
 
 /* Selection (select.c): the one table of crossovers. kind is an
  * enum rlx__coll_kind, bytes the whole vector, forced an algorithm's name
- * or alias ("" or "auto" = automatic). Returns NULL when forced names no
- * algorithm of kind. */
-const struct rlx__algo *rlx__select(int kind, size_t bytes, int nranks, const char *forced);
+ * or alias ("" or "auto" = automatic); shm: the communicator has a shared
+ * segment (else "shm" falls back to automatic). Returns NULL when forced
+ * names no algorithm of kind. */
+const struct rlx__algo *rlx__select(int kind, size_t bytes, int nranks, const char *forced,
+                                    int shm);
 /* The algorithm names of a collective, for messages: "rd, ring, ...". */
 const char *rlx__algo_names(int kind);
 

@@ -239,7 +239,9 @@ static void revoked_msg(struct rlx__op *op, uint64_t seq, const char *reason) {
            "completed, failed elsewhere: %s", mine, op->rank, (unsigned long long)seq, reason);
 }
 
-void rlx__exec_start(struct rlx__op *op) {
+/* What every operation does first: its signature, an ABORT that came
+ * before it (then it is finished here: 1), its place in the list. */
+static int enter(struct rlx__op *op) {
   struct rlx__call call = {op->kind, (int)op->dt, (int)op->rop, op->root, op->count};
   rlx__call_encode(&call, op->sig);
   op->finished = 0;
@@ -248,6 +250,8 @@ void rlx__exec_start(struct rlx__op *op) {
   op->active.next = op->active.prev = NULL;
   op->settle = NULL;
   memset(op->heard, 0, sizeof(op->heard));
+  memset(op->lane, 0, sizeof(op->lane));
+  atomic_store(&op->done, 0);
   for (int i = 0; i < nearly; i++) {
     if (early[i].comm_id == op->comm_id && early[i].seq <= op->seq) {
       /* A member failed this operation before we entered it; or failed
@@ -260,24 +264,36 @@ void rlx__exec_start(struct rlx__op *op) {
         revoked_msg(op, early[i].seq, early[i].reason);
         err = RLX_ERR_REVOKED;
       }
-      op->nlanes = 1;
-      memset(op->lane, 0, sizeof(op->lane));
-      atomic_store(&op->done, 0);
       early[i] = early[--nearly];
       finish(op, err);
-      return;
+      return 1;
     }
   }
   rlx__list_push(&active_ops, &op->active);
+  return 0;
+}
+
+void rlx__exec_start(struct rlx__op *op) {
   if (op->nlanes < 1 || op->nlanes > RLX__LANES_MAX)
     op->nlanes = 1;
+  if (enter(op))
+    return;
   op->lanes_left = op->nlanes;
-  memset(op->lane, 0, sizeof(op->lane));
-  atomic_store(&op->done, 0);
   for (int l = 0; l < op->nlanes; l++)
     op->lane[l].k = -1;
   for (int l = 0; l < op->nlanes && !op->finished; l++)
     advance(op, l);
+}
+
+void rlx__exec_begin(struct rlx__op *op) {
+  op->nlanes = 0; /* no transfers of ours to withdraw */
+  op->lanes_left = 0;
+  enter(op);
+}
+
+void rlx__exec_end(struct rlx__op *op, int status) {
+  if (!op->finished)
+    finish(op, status);
 }
 
 void rlx__exec_abort(struct rlx__op *op, int err, const char *msg) {

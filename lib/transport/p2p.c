@@ -29,6 +29,8 @@ void rlx__peer_fail(struct rlx__p2p *p, int peer, int err, const char *why) {
   snprintf(pe->why, sizeof(pe->why), "%s", why);
   if (!p->closing)
     rlx__info("lost rank %d: %s", peer, why);
+  if (p->on_lost)
+    p->on_lost(p->abort_ctx, peer, why);
   struct rlx__list *lists[3] = {&pe->posted, &pe->sendq, &pe->cma_wait};
   for (int i = 0; i < 3; i++) {
     while (!rlx__list_empty(lists[i])) {

@@ -79,6 +79,8 @@ struct rlx__p2p {
   void (*on_abort)(void *ctx, int from, const struct rlx__frame_hdr *h, int err,
                    const char *reason);
   void *abort_ctx;
+  /* A peer was lost (why says how); NULL: nobody to tell. */
+  void (*on_lost)(void *ctx, int peer, const char *why);
   unsigned long cma_copies, cma_fallbacks;
   unsigned long corrupt; /* frames whose CRC32C did not match */
   /* For RLX_STATS: connections that completed the handshake, by transport
@@ -133,6 +135,15 @@ unsigned long rlx__p2p_retransmissions(struct rlx__p2p *p);
  * (sleeping 0), take that back. */
 size_t rlx__shm_progress(struct rlx__p2p *p);
 int rlx__shm_sleep(struct rlx__p2p *p, int sleeping);
+/* Descriptors between ranks of a host (the collectives' group segments,
+ * lib/coll/shm_group.c), under the loop lock. shm_state: 1 when peer has
+ * a ready shared-memory connection, 0 while it is being made (this call
+ * starts it), -1 when there will be none (lost, or not shared memory).
+ * send_fd: fd goes to peer with a doorbell byte (0 or -errno). take_fd:
+ * the oldest descriptor peer sent, ours to close; -EAGAIN: none yet. */
+int rlx__p2p_shm_state(struct rlx__p2p *p, int peer);
+int rlx__p2p_send_fd(struct rlx__p2p *p, int peer, int fd);
+int rlx__p2p_take_fd(struct rlx__p2p *p, int peer);
 /* Close every handle; the loop must then run until they are closed. */
 void rlx__p2p_close(struct rlx__p2p *p);
 void rlx__p2p_free(struct rlx__p2p *p);

@@ -63,23 +63,33 @@ long rlx__shm_offer(struct rlx__p2p_conn *c, const uint8_t *bytes, size_t len) {
 
 static void free_handle(uv_handle_t *h) { free(h); }
 
-int rlx__shm_accept(struct rlx__p2p_conn *c) {
+/* The oldest descriptor that came with the connection's bytes: ours to
+ * keep (a duplicate; libuv's copy is closed), or -errno (-EAGAIN: none). */
+static int take_fd(struct rlx__p2p_conn *c) {
   if (c->h.handle.type != UV_NAMED_PIPE || uv_pipe_pending_count(&c->h.pipe) == 0)
-    return RLX_OK;
+    return -EAGAIN;
   /* libuv keeps a received descriptor for uv_accept; a pipe handle takes
-   * any descriptor, and we keep a duplicate of it. uv_accept also stops
-   * reading the connection; conn_ready starts it again. */
+   * any descriptor, and we keep a duplicate of it. */
   uv_pipe_t *tmp = malloc(sizeof(*tmp));
   uv_os_fd_t fd = -1;
-  int dupfd = -1;
+  int dupfd = -EBADF;
   if (tmp == NULL)
-    return rlx__err(RLX_ERR_NOMEM, "no memory to take the shared segment");
+    return -ENOMEM;
   uv_pipe_init(c->p->loop, tmp, 0);
   if (uv_accept(&c->h.stream, (uv_stream_t *)tmp) == 0 && uv_fileno((uv_handle_t *)tmp, &fd) == 0)
-    dupfd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+    if ((dupfd = fcntl(fd, F_DUPFD_CLOEXEC, 0)) < 0)
+      dupfd = -errno;
   uv_close((uv_handle_t *)tmp, free_handle);
+  return dupfd;
+}
+
+int rlx__shm_accept(struct rlx__p2p_conn *c) {
+  int dupfd = take_fd(c);
+  if (dupfd == -EAGAIN)
+    return RLX_OK;
+  /* uv_accept stopped reading the connection; conn_ready starts it again */
   struct rlx__shm_seg *s = calloc(1, sizeof(*s));
-  int rc = dupfd < 0 ? -EBADF : s == NULL ? -ENOMEM : rlx__shm_seg_map(s, dupfd);
+  int rc = dupfd < 0 ? dupfd : s == NULL ? -ENOMEM : rlx__shm_seg_map(s, dupfd);
   if (rc != 0) {
     if (dupfd >= 0 && s == NULL)
       close(dupfd);
@@ -264,4 +274,48 @@ static void bell_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
 int rlx__shm_ready(struct rlx__p2p_conn *c) {
   uv_read_stop(&c->h.stream);
   return uv_read_start(&c->h.stream, bell_alloc, bell_read);
+}
+
+/* ---- descriptors for the collectives' group segments ----------------------------- */
+
+static struct rlx__p2p_conn *shm_conn_of(struct rlx__p2p *p, int peer) {
+  struct rlx__p2p_conn *c = peer >= 0 && peer < p->size ? p->peers[peer].conn : NULL;
+  return c != NULL && c->state == C_READY && c->shm != NULL ? c : NULL;
+}
+
+int rlx__p2p_shm_state(struct rlx__p2p *p, int peer) {
+  if (peer < 0 || peer >= p->size || peer == p->rank)
+    return -1;
+  if (p->peers[peer].lost)
+    return -1;
+  struct rlx__p2p_conn *c = p->peers[peer].conn;
+  if (c == NULL) {
+    rlx__conn_ensure(p, peer);
+    return 0;
+  }
+  if (c->state != C_READY)
+    return 0;
+  return c->shm != NULL ? 1 : -1;
+}
+
+int rlx__p2p_send_fd(struct rlx__p2p *p, int peer, int fd) {
+  struct rlx__p2p_conn *c = shm_conn_of(p, peer);
+  uv_os_fd_t sock;
+  if (c == NULL || uv_fileno(&c->h.handle, &sock) != 0)
+    return -ENOTCONN;
+  /* a doorbell byte carries it: the socket under a shared-memory
+   * connection holds nothing else, so nothing is interleaved */
+  struct rlx__shm_seg s = {.memfd = fd};
+  long n = rlx__shm_seg_send(&s, sock, "", 1);
+  return n == 1 ? 0 : n < 0 ? (int)n : -EIO;
+}
+
+int rlx__p2p_take_fd(struct rlx__p2p *p, int peer) {
+  struct rlx__p2p_conn *c = shm_conn_of(p, peer);
+  if (c == NULL)
+    return -ENOTCONN;
+  int fd = take_fd(c);
+  if (fd != -EAGAIN)
+    rlx__shm_ready(c); /* uv_accept may have stopped reading the socket */
+  return fd;
 }

@@ -23,7 +23,8 @@ static int unix_listen(uv_loop_t *loop, union rlx__stream_handle *h, const char 
 static int unix_connect(uv_loop_t *loop, union rlx__stream_handle *h, uv_connect_t *req,
                         const char *addr, uv_connect_cb cb) {
   int rc;
-  if ((rc = uv_pipe_init(loop, &h->pipe, 0)) != 0)
+  /* ipc too: the collectives' group segments come either way (shm.c) */
+  if ((rc = uv_pipe_init(loop, &h->pipe, 1)) != 0)
     return rc;
   uv_pipe_connect(req, &h->pipe, addr, cb);
   return 0;

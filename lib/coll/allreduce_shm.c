@@ -1,0 +1,104 @@
+/* Allreduce in a communicator's shared segment (shm_group.h), for members
+ * of one host. Up to RLX__SHMG_FLAT_MAX bytes: every rank posts its vector
+ * and reduces all of them (one step, one wait: latency is the cost). Above
+ * it, in chunks, pipelined: every rank posts a chunk, reduces its own
+ * slice of it straight from every rank's slot into the shared result, and
+ * copies the whole reduced chunk out, while posting the next chunk. Every
+ * element is reduced by one rank in rank order, so all ranks get the same
+ * bits. rlx_reduce runs the same steps and only the root copies out. */
+#include <string.h>
+#include "../tuning.h"
+#include "coll.h"
+#include "shm_group.h"
+
+/* out = slot[0] op slot[1] op ... over count elements at byte offset off. */
+static void reduce_slots(struct rlx__op *op, struct rlx__shm_group *g, uint64_t step, size_t off,
+                         size_t count, void *out) {
+  if (count == 0)
+    return;
+  rlx__reduce(out, rlx__shmg_slot(g, 0, step) + off, rlx__shmg_slot(g, 1, step) + off, count,
+              op->dt, op->rop);
+  for (int r = 2; r < g->n; r++)
+    rlx__reduce(out, out, rlx__shmg_slot(g, r, step) + off, count, op->dt, op->rop);
+  if (op->rop == RLX_AVG)
+    rlx__avg_finish(out, count, op->dt, g->n);
+}
+
+static int flat(struct rlx__op *op, struct rlx__shm_group *g, int all) {
+  size_t bytes = op->count * op->esize;
+  uint64_t s = ++g->step;
+  int rc;
+  if ((rc = rlx__shmg_wait_room(g, op, s)) != RLX_OK)
+    return rc;
+  memcpy(rlx__shmg_slot(g, g->me, s), op->src, bytes);
+  rlx__shmg_arrive(g, s);
+  if (!all && g->me != op->root)
+    return RLX_OK; /* the root reads our slot before it posts again */
+  if ((rc = rlx__shmg_wait_arrived(g, op, -1, s)) != RLX_OK)
+    return rc;
+  reduce_slots(op, g, s, 0, op->count, op->dst);
+  return RLX_OK;
+}
+
+/* Elements of chunk k, and bytes of a whole chunk. */
+static size_t chunk_bytes(const struct rlx__op *op, const struct rlx__shm_group *g) {
+  size_t c = (size_t)g->n * RLX__SHMG_CHUNK_PER_RANK;
+  if (c < RLX__SHMG_CHUNK_MIN)
+    c = RLX__SHMG_CHUNK_MIN;
+  if (c > g->slot)
+    c = g->slot;
+  return c / op->esize * op->esize;
+}
+
+static void post(struct rlx__op *op, struct rlx__shm_group *g, uint64_t s, size_t off, size_t len) {
+  memcpy(rlx__shmg_slot(g, g->me, s), (const char *)op->src + off, len);
+  rlx__shmg_arrive(g, s);
+}
+
+static int sliced(struct rlx__op *op, struct rlx__shm_group *g, int all) {
+  size_t es = op->esize, total = op->count * es, cb = chunk_bytes(op, g);
+  size_t nchunks = (total + cb - 1) / cb;
+  int rc, copy_out = all || g->me == op->root;
+  uint64_t s = ++g->step;
+  if ((rc = rlx__shmg_wait_room(g, op, s)) != RLX_OK)
+    return rc;
+  post(op, g, s, 0, total < cb ? total : cb);
+  for (size_t k = 0; k < nchunks; k++) {
+    size_t off = k * cb, len = total - off < cb ? total - off : cb, cnt = len / es;
+    size_t per = cnt / (size_t)g->n, extra = cnt % (size_t)g->n, me = (size_t)g->me;
+    size_t first = me * per + (me < extra ? me : extra), mine = per + (me < extra);
+    if ((rc = rlx__shmg_wait_arrived(g, op, -1, s)) != RLX_OK)
+      return rc;
+    reduce_slots(op, g, s, first * es, mine, rlx__shmg_result(g, s) + first * es);
+    rlx__shmg_reduced(g, s);
+    uint64_t next = s;
+    if (k + 1 < nchunks) { /* the next chunk goes in while the others reduce */
+      next = ++g->step;
+      size_t noff = off + cb;
+      if ((rc = rlx__shmg_wait_room(g, op, next)) != RLX_OK)
+        return rc;
+      post(op, g, next, noff, total - noff < cb ? total - noff : cb);
+    }
+    if (copy_out) {
+      if ((rc = rlx__shmg_wait_reduced(g, op, -1, s)) != RLX_OK)
+        return rc;
+      memcpy((char *)op->dst + off, rlx__shmg_result(g, s), len);
+    }
+    s = next;
+  }
+  return RLX_OK;
+}
+
+int rlx__shm_reduce_run(struct rlx__op *op, int all) {
+  struct rlx__shm_group *g = op->shm;
+  rlx__shmg_begin(g, op);
+  return op->count * op->esize <= RLX__SHMG_FLAT_MAX ? flat(op, g, all) : sliced(op, g, all);
+}
+
+static int run(struct rlx__op *op) { return rlx__shm_reduce_run(op, 1); }
+static size_t setup(struct rlx__op *op) {
+  (void)op;
+  return 0;
+}
+
+const struct rlx__algo rlx__allreduce_shm = {"shm", NULL, setup, NULL, run};

@@ -1,0 +1,36 @@
+/* Broadcast in a communicator's shared segment (shm_group.h): the root
+ * posts a chunk in its slot, the others copy it out; with two slots the
+ * root runs up to a chunk ahead of the slowest reader. */
+#include <string.h>
+#include "coll.h"
+#include "shm_group.h"
+
+static int run(struct rlx__op *op) {
+  struct rlx__shm_group *g = op->shm;
+  size_t total = op->count * op->esize, cb = g->slot / op->esize * op->esize;
+  int rc;
+  rlx__shmg_begin(g, op);
+  for (size_t off = 0; off < total; off += cb) {
+    size_t len = total - off < cb ? total - off : cb;
+    uint64_t s = ++g->step;
+    if (g->me == op->root) {
+      if ((rc = rlx__shmg_wait_room(g, op, s)) != RLX_OK)
+        return rc;
+      memcpy(rlx__shmg_slot(g, g->me, s), (const char *)op->src + off, len);
+      rlx__shmg_arrive(g, s);
+    } else {
+      rlx__shmg_arrive(g, s); /* here: the root may reuse what we read at s - 2 */
+      if ((rc = rlx__shmg_wait_arrived(g, op, op->root, s)) != RLX_OK)
+        return rc;
+      memcpy((char *)op->dst + off, rlx__shmg_slot(g, op->root, s), len);
+    }
+  }
+  return RLX_OK;
+}
+
+static size_t setup(struct rlx__op *op) {
+  (void)op;
+  return 0;
+}
+
+const struct rlx__algo rlx__bcast_shm = {"shm", NULL, setup, NULL, run};

@@ -1,0 +1,250 @@
+/* A communicator's shared segment: made by its rank 0, handed to the
+ * other members over their Unix-socket connections, agreed on by all
+ * (shm_group.h says the layout and why). */
+#include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include "../engine.h"
+#include "../internal.h"
+#include "../tuning.h"
+#include "../transport/p2p.h"
+#include "shm_group.h"
+
+#define SHMG_MAGIC 0x31474d48534c5852ull /* "RXLSHMG1" */
+#define SHMG_PAGE 4096u
+
+_Static_assert(sizeof(struct rlx__shmg_hdr) <= SHMG_PAGE, "header fits its page");
+_Static_assert(sizeof(struct rlx__shmg_line) <= RLX__SHMG_LINE, "a rank's line fits");
+
+/* Live groups, for peer losses; under the loop lock. */
+static struct rlx__list groups = {&groups, &groups};
+
+static size_t lines_span(int n) {
+  return ((size_t)n * RLX__SHMG_LINE + SHMG_PAGE - 1) & ~(size_t)(SHMG_PAGE - 1);
+}
+
+static size_t seg_len(int n, size_t slot) {
+  return SHMG_PAGE + lines_span(n) + ((size_t)n * 2 + 2) * slot;
+}
+
+static void place(struct rlx__shm_group *g) {
+  g->hdr = g->base;
+  g->line = (void *)((char *)g->base + SHMG_PAGE);
+  g->data = (unsigned char *)g->base + SHMG_PAGE + lines_span(g->n);
+  g->result = g->data + (size_t)g->n * 2 * g->slot;
+}
+
+/* Rank 0: a sealed memfd of the whole segment, mapped, header written. */
+static int create(struct rlx__shm_group *g, int *memfd) {
+  int fd = memfd_create("rlxcoll-group", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+  if (fd < 0)
+    return -errno;
+  if (ftruncate(fd, (off_t)g->len) != 0 ||
+      fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) != 0) {
+    int rc = -errno;
+    close(fd);
+    return rc;
+  }
+  void *b = mmap(NULL, g->len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  if (b == MAP_FAILED) {
+    int rc = -errno;
+    close(fd);
+    return rc;
+  }
+  g->base = b;
+  place(g);
+  g->hdr->magic = SHMG_MAGIC;
+  g->hdr->n = (uint32_t)g->n;
+  g->hdr->comm_id = g->comm_id;
+  g->hdr->slot = g->slot;
+  g->hdr->len = g->len;
+  *memfd = fd;
+  return 0;
+}
+
+/* The others: map what rank 0 sent, if it is the segment we expect. */
+static int attach(struct rlx__shm_group *g, int fd) {
+  struct stat st;
+  int rc = 0;
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || (size_t)st.st_size != g->len ||
+      fcntl(fd, F_GET_SEALS) != (F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL)) {
+    close(fd);
+    return -EPROTO;
+  }
+  void *b = mmap(NULL, g->len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  if (b == MAP_FAILED)
+    rc = -errno;
+  close(fd);
+  if (rc != 0)
+    return rc;
+  g->base = b;
+  place(g);
+  if (g->hdr->magic != SHMG_MAGIC || g->hdr->n != (uint32_t)g->n ||
+      g->hdr->comm_id != g->comm_id || g->hdr->slot != g->slot || g->hdr->len != g->len)
+    return -EPROTO; /* a segment of another communicator: nothing to trust */
+  return 0;
+}
+
+static void cpu_rest(void) {
+  struct timespec ts = {0, 20 * 1000};
+  nanosleep(&ts, NULL);
+}
+
+/* Drive the loop until every connection the group needs is a ready
+ * shared-memory one (1), one of them will not be (0), or the deadline. */
+static int connect_all(struct rlx__shm_group *g, uint64_t deadline) {
+  for (;;) {
+    int waiting = 0, bad = 0;
+    rlx__engine_lock(g->engine);
+    uv_run(&g->engine->loop, UV_RUN_NOWAIT);
+    for (int r = g->me == 0 ? 1 : 0; r < (g->me == 0 ? g->n : 1); r++) {
+      int st = rlx__p2p_shm_state(g->p2p, g->world[r]);
+      waiting += st == 0;
+      bad += st < 0;
+    }
+    rlx__engine_unlock(g->engine);
+    if (bad)
+      return 0;
+    if (!waiting)
+      return 1;
+    if (rlx__now_ns() >= deadline)
+      return 0;
+    cpu_rest();
+  }
+}
+
+/* Rank 0 sends the segment to every member; a full socket is tried again. */
+static int send_all(struct rlx__shm_group *g, int memfd, uint64_t deadline) {
+  for (int r = 1; r < g->n; r++) {
+    int rc;
+    for (;;) {
+      rlx__engine_lock(g->engine);
+      rc = rlx__p2p_send_fd(g->p2p, g->world[r], memfd);
+      rlx__engine_unlock(g->engine);
+      if (rc != -EAGAIN || rlx__now_ns() >= deadline)
+        break;
+      cpu_rest();
+    }
+    if (rc != 0) {
+      rlx__debug("no shared segment for rank %d: %s", r, strerror(-rc));
+      return 0;
+    }
+  }
+  return 1;
+}
+
+/* A member takes what rank 0 sent (it may still be on its way). */
+static int take(struct rlx__shm_group *g, uint64_t deadline) {
+  int fd;
+  for (;;) {
+    rlx__engine_lock(g->engine);
+    uv_run(&g->engine->loop, UV_RUN_NOWAIT);
+    fd = rlx__p2p_take_fd(g->p2p, g->world[0]);
+    rlx__engine_unlock(g->engine);
+    if (fd != -EAGAIN || rlx__now_ns() >= deadline)
+      break;
+    cpu_rest();
+  }
+  int rc = fd < 0 ? fd : attach(g, fd);
+  if (rc != 0)
+    rlx__debug("no shared segment from rank 0: %s",
+               rc == -EPROTO ? "not a sealed segment of this communicator" : strerror(-rc));
+  return rc == 0;
+}
+
+struct rlx__shm_group *rlx__shmg_setup(struct rlx__engine *e, struct rlx__p2p *p,
+                                       uint32_t comm_id, const int *world, int n, int me,
+                                       uint64_t deadline, int (*run_agree)(void *ctx, int *ok),
+                                       void *ctx, int *err) {
+  struct rlx__shm_group *g = calloc(1, sizeof(*g));
+  int *w = malloc(sizeof(int) * (size_t)n);
+  int ok = g != NULL && w != NULL, memfd = -1;
+  *err = 0;
+  if (ok) {
+    memcpy(w, world, sizeof(int) * (size_t)n);
+    g->world = w;
+    g->n = n;
+    g->me = me;
+    g->comm_id = comm_id;
+    g->slot = RLX__SHMG_SLOT;
+    g->len = seg_len(n, g->slot);
+    g->engine = e;
+    g->p2p = p;
+  } else {
+    free(w);
+  }
+  /* The members' setup waits are bounded even without RLX_TIMEOUT: a
+   * member that cannot get the segment says so in the agreement. */
+  uint64_t cap = rlx__now_ns() + 30ull * 1000000000ull;
+  if (deadline == 0 || deadline > cap)
+    deadline = cap;
+  if (ok)
+    ok = connect_all(g, deadline);
+  if (ok && me == 0) {
+    int rc = create(g, &memfd);
+    if (rc != 0)
+      rlx__debug("no shared segment for the communicator: %s", strerror(-rc));
+    ok = rc == 0;
+  }
+  if ((*err = run_agree(ctx, &ok)) != 0 || !ok)
+    goto none;
+  ok = me == 0 ? send_all(g, memfd, deadline) : take(g, deadline);
+  if ((*err = run_agree(ctx, &ok)) != 0 || !ok)
+    goto none;
+  if (memfd >= 0)
+    close(memfd); /* the mappings keep it; nothing of it outlives the processes */
+  rlx__engine_lock(e);
+  rlx__list_push(&groups, &g->link);
+  rlx__engine_unlock(e);
+  return g;
+none:
+  if (memfd >= 0)
+    close(memfd);
+  if (g != NULL) {
+    g->link.next = NULL;
+    rlx__shmg_free(g);
+  }
+  return NULL;
+}
+
+void rlx__shmg_free(struct rlx__shm_group *g) {
+  if (g == NULL)
+    return;
+  if (g->link.next != NULL) {
+    rlx__engine_lock(g->engine);
+    rlx__list_remove(&g->link);
+    rlx__engine_unlock(g->engine);
+  }
+  if (g->base != NULL)
+    munmap(g->base, g->len);
+  free(g->world);
+  free(g);
+}
+
+void rlx__shmg_fail(struct rlx__shm_group *g, int err, int lost, const char *why) {
+  uint32_t none = 0;
+  if (!atomic_compare_exchange_strong(&g->hdr->claim, &none, 1u))
+    return; /* the first failure is the one every member reports */
+  g->hdr->err = err;
+  g->hdr->lost = lost;
+  snprintf(g->hdr->why, sizeof(g->hdr->why), "%s", why);
+  atomic_store_explicit(&g->hdr->failed, 1u, memory_order_release);
+  rlx__shmg_wake(g);
+}
+
+void rlx__shmg_on_lost(int world_rank, const char *why) {
+  for (struct rlx__list *l = groups.next; l != &groups; l = l->next) {
+    struct rlx__shm_group *g = rlx__container_of(l, struct rlx__shm_group, link);
+    for (int r = 0; r < g->n; r++) {
+      if (g->world[r] != world_rank || r == g->me)
+        continue;
+      rlx__shmg_fail(g, RLX_ERR_PEER_LOST, r, why);
+    }
+  }
+}

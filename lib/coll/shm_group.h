@@ -1,0 +1,119 @@
+/* A communicator's shared segment, for collectives that work in shared
+ * memory when every member runs on one host (DESIGN section 5: transport
+ * by reach). The member with communicator rank 0 makes a memfd and hands
+ * it to each other member over their (already authenticated) Unix-socket
+ * connection with SCM_RIGHTS: no name anyone could open, nothing left
+ * once the processes are gone.
+ *
+ * Layout: a header page (identity, the futex a sleeping waiter waits on,
+ * the failure word), one control line per rank (its step counters and the
+ * signature of its current call), then per rank two data slots, then two
+ * result slots. Every collective on it is a series of steps numbered alike
+ * on all ranks; step g uses slot parity g & 1, and a rank writes a slot
+ * only once every rank has arrived at step g - 1, so every rank is done
+ * with what step g - 2 left there: two steps in flight, no extra wait.
+ * Each process keeps its own copy of the sizes it maps: a member writing
+ * nonsense into the header cannot make another read outside its mapping. */
+#ifndef RLX_SHM_GROUP_H
+#define RLX_SHM_GROUP_H
+
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+#include "../transport/list.h"
+#include "../transport/frame.h"
+
+struct rlx__engine;
+struct rlx__p2p;
+struct rlx__op;
+
+#define RLX__SHMG_LINE 128 /* two cache lines: the adjacent-line prefetcher stays out */
+
+struct rlx__shmg_line {
+  _Atomic uint64_t arrive;  /* the last step whose data this rank has posted */
+  _Atomic uint64_t reduced; /* the last step whose slice it has reduced */
+  _Atomic uint64_t first;   /* the first step of its current call */
+  _Atomic uint64_t sig[2];  /* that call's signature (RLX__SIG_SIZE bytes) */
+  _Atomic uint64_t opseq;   /* and its sequence number on the communicator */
+};
+
+struct rlx__shmg_hdr {
+  uint64_t magic;
+  uint32_t n, comm_id;
+  uint64_t slot, len;
+  /* a waiter past its spin budget sleeps on bell (a futex) after counting
+   * itself in sleepers; whoever publishes a step then rings it */
+  _Alignas(128) _Atomic uint32_t sleepers;
+  _Atomic uint32_t bell;
+  /* the first failure of any member (a lost rank, a mismatch): every
+   * waiter reads it and fails its call with it */
+  _Alignas(128) _Atomic uint32_t failed;
+  _Atomic uint32_t claim;
+  int32_t err;
+  int32_t lost; /* the comm rank lost, or -1 */
+  char why[600];
+};
+
+struct rlx__shm_group {
+  struct rlx__list link; /* in the list of live groups (for peer losses) */
+  void *base;
+  size_t len, slot; /* the mapping; bytes of one data slot */
+  int n, me;
+  uint32_t comm_id;
+  int *world; /* comm rank -> world rank (a copy) */
+  struct rlx__shmg_hdr *hdr;
+  struct rlx__shmg_line *line; /* line[r]: rank r's */
+  unsigned char *data;         /* data(g, r, p) */
+  unsigned char *result;
+  uint64_t step;     /* the last step this rank took */
+  uint64_t first;    /* the first step of the call in progress */
+  uint64_t sig[2];   /* and its signature */
+  uint64_t min_seen; /* every other rank has arrived at least here */
+  struct rlx__engine *engine;
+  struct rlx__p2p *p2p;
+};
+
+static inline unsigned char *rlx__shmg_slot(struct rlx__shm_group *g, int r, uint64_t step) {
+  return g->data + ((size_t)r * 2 + (step & 1)) * g->slot;
+}
+static inline unsigned char *rlx__shmg_result(struct rlx__shm_group *g, uint64_t step) {
+  return g->result + (step & 1) * g->slot;
+}
+
+/* Make the group of a communicator whose n members all run on this host
+ * (world: comm rank -> world rank): rank 0 makes the segment and sends it,
+ * the others take it; then all agree (two small allreduces through
+ * run_agree, which returns the minimum of every rank's ok). Returns the
+ * group, or NULL when shared memory cannot be used (the reason logged at
+ * debug; the communicator keeps its point-to-point algorithms). An error
+ * of the agreement itself (a lost member) is returned in *err. */
+struct rlx__shm_group *rlx__shmg_setup(struct rlx__engine *e, struct rlx__p2p *p,
+                                       uint32_t comm_id, const int *world, int n, int me,
+                                       uint64_t deadline, int (*run_agree)(void *ctx, int *ok),
+                                       void *ctx, int *err);
+void rlx__shmg_free(struct rlx__shm_group *g);
+/* Fail the group for every member: err, the comm rank lost (or -1), why.
+ * The first failure stays. */
+void rlx__shmg_fail(struct rlx__shm_group *g, int err, int lost, const char *why);
+/* Wake the members sleeping on the group's futex. */
+void rlx__shmg_wake(struct rlx__shm_group *g);
+/* p2p's on_lost: every live group with that world rank fails. Under the
+ * loop lock. */
+void rlx__shmg_on_lost(int world_rank, const char *why);
+
+/* ---- steps (shm_wait.c), on the caller's thread -------------------------- */
+
+/* Begin a call: take its first step number (*first) and publish the
+ * call's signature. */
+void rlx__shmg_begin(struct rlx__shm_group *g, const struct rlx__op *op);
+/* Before writing the slots of step: wait until every rank arrived at
+ * step - 1. RLX_OK or the error that ended the call (op->msg says). */
+int rlx__shmg_wait_room(struct rlx__shm_group *g, struct rlx__op *op, uint64_t step);
+/* Publish: this rank's data (or its arrival) for step is in place. */
+void rlx__shmg_arrive(struct rlx__shm_group *g, uint64_t step);
+void rlx__shmg_reduced(struct rlx__shm_group *g, uint64_t step);
+/* Wait until rank r (-1: every rank) has arrived at / reduced step. */
+int rlx__shmg_wait_arrived(struct rlx__shm_group *g, struct rlx__op *op, int r, uint64_t step);
+int rlx__shmg_wait_reduced(struct rlx__shm_group *g, struct rlx__op *op, int r, uint64_t step);
+
+#endif

@@ -1,0 +1,230 @@
+/* Steps of a collective in a communicator's shared segment: publish a
+ * step, wait for the others' steps. The caller's thread waits on the
+ * other ranks' counters directly: no lock, no syscall while ranks fit the
+ * cores (it yields between looks when they do not); past the spin budget
+ * it sleeps on the segment's futex, which a publisher rings only when
+ * someone sleeps. The progress thread keeps the connections alive
+ * meanwhile: a lost member fails the segment (shm_group.c), an ABORT
+ * finishes the operation (exec.c); every 64 looks the waiter checks both,
+ * and its deadline. */
+#include <limits.h>
+#include <linux/futex.h>
+#include <sched.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+#include "../engine.h"
+#include "../internal.h"
+#include "coll.h"
+#include "shm_group.h"
+
+enum { ARRIVE, REDUCED };
+
+static void cpu_relax(void) {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#endif
+}
+
+void rlx__shmg_wake(struct rlx__shm_group *g) {
+  atomic_fetch_add(&g->hdr->bell, 1);
+  syscall(SYS_futex, &g->hdr->bell, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
+}
+
+static void publish(struct rlx__shm_group *g, _Atomic uint64_t *w, uint64_t step) {
+  atomic_store(w, step); /* sequentially consistent: ordered before the look at sleepers */
+  if (atomic_load(&g->hdr->sleepers) != 0)
+    rlx__shmg_wake(g);
+}
+
+void rlx__shmg_arrive(struct rlx__shm_group *g, uint64_t step) {
+  publish(g, &g->line[g->me].arrive, step);
+}
+
+void rlx__shmg_reduced(struct rlx__shm_group *g, uint64_t step) {
+  publish(g, &g->line[g->me].reduced, step);
+}
+
+void rlx__shmg_begin(struct rlx__shm_group *g, const struct rlx__op *op) {
+  struct rlx__shmg_line *l = &g->line[g->me];
+  uint64_t sig[2];
+  memcpy(sig, op->sig, sizeof(sig));
+  g->first = g->step + 1;
+  g->sig[0] = sig[0];
+  g->sig[1] = sig[1];
+  /* a seqlock: first is 0 while the signature changes (check_call) */
+  atomic_store_explicit(&l->first, 0, memory_order_relaxed);
+  atomic_thread_fence(memory_order_release);
+  atomic_store_explicit(&l->sig[0], sig[0], memory_order_relaxed);
+  atomic_store_explicit(&l->sig[1], sig[1], memory_order_relaxed);
+  atomic_store_explicit(&l->opseq, op->seq, memory_order_relaxed);
+  atomic_store_explicit(&l->first, g->first, memory_order_release);
+}
+
+static _Atomic uint64_t *field(struct rlx__shm_group *g, int which, int r) {
+  return which == ARRIVE ? &g->line[r].arrive : &g->line[r].reduced;
+}
+
+/* Has rank r (every rank from *from on, for r < 0) reached step? */
+static int reached(struct rlx__shm_group *g, int which, int r, uint64_t step, int *from) {
+  if (r >= 0)
+    return atomic_load_explicit(field(g, which, r), memory_order_acquire) >= step;
+  for (; *from < g->n; (*from)++)
+    if (*from != g->me &&
+        atomic_load_explicit(field(g, which, *from), memory_order_acquire) < step)
+      return 0;
+  return 1;
+}
+
+/* End the call with err unless something ended it first (an ABORT, under
+ * the loop lock); the error it ended with. */
+static int end_call(struct rlx__shm_group *g, struct rlx__op *op, int err, const char *msg) {
+  rlx__engine_lock(g->engine);
+  if (!op->finished) {
+    snprintf(op->msg, sizeof(op->msg), "%.*s", (int)sizeof(op->msg) - 1, msg);
+    rlx__exec_end(op, err);
+  }
+  rlx__engine_unlock(g->engine);
+  return op->status;
+}
+
+/* Rank r's call, if it differs from ours; 0 when it matches, or r has
+ * moved past ours (then it compared). */
+static int check_call(struct rlx__shm_group *g, struct rlx__op *op, int r) {
+  struct rlx__shmg_line *l = &g->line[r];
+  uint64_t f = atomic_load_explicit(&l->first, memory_order_acquire);
+  uint64_t s[2] = {atomic_load_explicit(&l->sig[0], memory_order_relaxed),
+                   atomic_load_explicit(&l->sig[1], memory_order_relaxed)};
+  atomic_thread_fence(memory_order_acquire);
+  /* r past our call (or starting its next one: first 0) compared itself */
+  if (atomic_load_explicit(&l->first, memory_order_relaxed) != f || f == 0 || f > g->first)
+    return 0;
+  if (f == g->first && s[0] == g->sig[0] && s[1] == g->sig[1])
+    return 0;
+  /* A call with other arguments, or one that began before ours and is
+   * still going (it takes more steps): either way not ours. */
+  uint8_t sig[RLX__SIG_SIZE];
+  struct rlx__call got;
+  char mine[160], theirs[160], msg[600];
+  memcpy(sig, s, sizeof(sig));
+  rlx__call_decode(sig, &got);
+  rlx__call_describe(theirs, sizeof(theirs), NULL, &got);
+  rlx__exec_describe(op, mine, sizeof(mine));
+  snprintf(msg, sizeof(msg), "rank %d called %s where rank %d called %s", r, theirs, g->me, mine);
+  rlx__shmg_fail(g, RLX_ERR_MISMATCH, -1, msg);
+  return end_call(g, op, RLX_ERR_MISMATCH, msg);
+}
+
+/* The segment failed (a member lost, a mismatch seen elsewhere), or an
+ * ABORT ended the call: its error, else 0. */
+static int check_failed(struct rlx__shm_group *g, struct rlx__op *op) {
+  if (atomic_load_explicit(&op->done, memory_order_acquire))
+    return op->status != RLX_OK ? op->status : RLX_ERR_PEER_LOST;
+  if (!atomic_load_explicit(&g->hdr->failed, memory_order_acquire))
+    return 0;
+  char mine[160], msg[1024];
+  rlx__exec_describe(op, mine, sizeof(mine));
+  int err = g->hdr->err, lost = g->hdr->lost;
+  if (err >= 0 || err < RLX_ERR_SYS)
+    err = RLX_ERR_PEER_LOST;
+  if (err == RLX_ERR_PEER_LOST && lost >= 0 && lost < g->n)
+    snprintf(msg, sizeof(msg), "rank %d lost rank %d during %s: %.600s", g->me, lost, mine,
+             g->hdr->why);
+  else
+    snprintf(msg, sizeof(msg), "%.600s", g->hdr->why);
+  return end_call(g, op, err, msg);
+}
+
+static int timed_out(struct rlx__shm_group *g, struct rlx__op *op, int which, int r,
+                     uint64_t step) {
+  char mine[160], who[300], msg[640];
+  size_t used = 0;
+  who[0] = '\0';
+  for (int k = r >= 0 ? r : 0; k < (r >= 0 ? r + 1 : g->n) && used < sizeof(who) - 40; k++) {
+    if (k == g->me || atomic_load(field(g, which, k)) >= step)
+      continue;
+    used += (size_t)snprintf(who + used, sizeof(who) - used, "%srank %d (%s)", used ? ", " : "", k,
+                             which == ARRIVE ? "has not arrived" : "has not reduced its slice");
+  }
+  rlx__exec_describe(op, mine, sizeof(mine));
+  snprintf(msg, sizeof(msg), "%s on rank %d timed out after %g s (RLX_TIMEOUT) waiting for %s",
+           mine, g->me, (double)(op->deadline - op->t_start) / 1e9, who[0] ? who : "nobody");
+  return end_call(g, op, RLX_ERR_TIMEOUT, msg);
+}
+
+static void futex_sleep(struct rlx__shm_group *g, uint32_t bell, uint64_t deadline) {
+  uint64_t ns = 20 * 1000 * 1000; /* and look around again */
+  uint64_t now = rlx__now_ns();
+  if (deadline && deadline > now && deadline - now < ns)
+    ns = deadline - now;
+  struct timespec ts = {(time_t)(ns / 1000000000u), (long)(ns % 1000000000u)};
+  syscall(SYS_futex, &g->hdr->bell, FUTEX_WAIT, bell, &ts, NULL, 0);
+}
+
+static int wait_for(struct rlx__shm_group *g, struct rlx__op *op, int which, int r,
+                    uint64_t step) {
+  int from = 0, rc;
+  if (!reached(g, which, r, step, &from)) {
+    struct rlx__engine *e = g->engine;
+    uint64_t t0 = rlx__now_ns();
+    for (unsigned turn = 1;; turn++) {
+      if (e->yield)
+        sched_yield();
+      else
+        cpu_relax();
+      if (reached(g, which, r, step, &from))
+        break;
+      if (turn % 64 != 0)
+        continue;
+      if ((rc = check_failed(g, op)) != 0)
+        return rc;
+      uint64_t now = rlx__now_ns();
+      if (op->deadline != 0 && now >= op->deadline)
+        return timed_out(g, op, which, r, step);
+      if (now - t0 < e->spin_ns)
+        continue;
+      atomic_fetch_add(&g->hdr->sleepers, 1);
+      uint32_t bell = atomic_load(&g->hdr->bell);
+      if (!reached(g, which, r, step, &from) && !atomic_load(&g->hdr->failed))
+        futex_sleep(g, bell, op->deadline);
+      atomic_fetch_sub(&g->hdr->sleepers, 1);
+    }
+  }
+  if (which == ARRIVE && r < 0 && step == g->first) {
+    for (int k = 0; k < g->n; k++)
+      if (k != g->me && (rc = check_call(g, op, k)) != 0)
+        return rc;
+  } else if (which == ARRIVE && r >= 0 && step == g->first && (rc = check_call(g, op, r)) != 0) {
+    return rc;
+  }
+  if (which == ARRIVE && r < 0)
+    g->min_seen = step;
+  return RLX_OK;
+}
+
+int rlx__shmg_wait_arrived(struct rlx__shm_group *g, struct rlx__op *op, int r, uint64_t step) {
+  return wait_for(g, op, ARRIVE, r, step);
+}
+
+int rlx__shmg_wait_reduced(struct rlx__shm_group *g, struct rlx__op *op, int r, uint64_t step) {
+  return wait_for(g, op, REDUCED, r, step);
+}
+
+int rlx__shmg_wait_room(struct rlx__shm_group *g, struct rlx__op *op, uint64_t step) {
+  if (step < 2 || g->min_seen >= step - 1)
+    return RLX_OK;
+  /* not a look at the others' calls: their step - 1 may be another call */
+  int from = 0, rc;
+  if (!reached(g, ARRIVE, -1, step - 1, &from)) {
+    uint64_t first = g->first;
+    g->first = 0;
+    rc = wait_for(g, op, ARRIVE, -1, step - 1);
+    g->first = first;
+    if (rc != RLX_OK)
+      return rc;
+  }
+  g->min_seen = step - 1;
+  return RLX_OK;
+}

@@ -1,0 +1,69 @@
+/* When a communicator gets a shared segment for its collectives: every
+ * member on this host, shared memory allowed (RLX_TRANSPORT auto or shm,
+ * RLX_SHM_COLL not off), at its first blocking collective (all members
+ * make that call, so all set the segment up at the same point). The
+ * decision is the same on every rank; the setup agrees on the outcome. */
+#include <stdlib.h>
+#include <string.h>
+#include "coll/shm_group.h"
+#include "runtime.h"
+
+static int eligible(const rlx_comm_t *c) {
+  const struct rlx__runtime *rt = &rlx__rt;
+  if (!rt->cfg.shm_coll || !rt->p2p_up || !rt->p2p.shm || c->size < 2)
+    return 0;
+  const struct rlx__card *me = &rt->cards[c->world[c->rank]];
+  for (int r = 0; r < c->size; r++) {
+    const struct rlx__card *them = &rt->cards[c->world[r]];
+    if (them->unix_path[0] == '\0' || strcmp(them->host, me->host) != 0)
+      return 0;
+  }
+  return 1;
+}
+
+/* Every member's ok, the least of them: a small allreduce on c. */
+static int agree(void *ctx, int *ok) {
+  rlx_comm_t *c = ctx;
+  int32_t mine = *ok, all = 0;
+  struct rlx__op op;
+  memset(&op, 0, sizeof(op));
+  op.kind = RLX__CK_COMM;
+  op.call = "rlx_comm (shared segment)";
+  op.dt = RLX_INT32;
+  op.rop = RLX_MIN;
+  op.esize = 4;
+  op.count = 1;
+  op.src = &mine;
+  op.dst = &all;
+  op.algo = &rlx__allreduce_rd;
+  int rc = rlx__run_op(c, &op);
+  *ok = rc == RLX_OK && all != 0;
+  return rc;
+}
+
+int rlx__comm_shm(rlx_comm_t *c) {
+  if (c->shm_state != 0)
+    return c->shm_state > 0;
+  if (!eligible(c)) {
+    c->shm_state = -1;
+    return 0;
+  }
+  struct rlx__runtime *rt = &rlx__rt;
+  uint64_t deadline =
+      rt->cfg.timeout_s > 0 ? rlx__now_ns() + (uint64_t)(rt->cfg.timeout_s * 1e9) : 0;
+  int err = 0;
+  c->shm = rlx__shmg_setup(&rt->engine, &rt->p2p, c->id, c->world, c->size, c->rank, deadline,
+                           agree, c, &err);
+  c->shm_state = c->shm != NULL ? 1 : -1;
+  if (err != 0)
+    return err;
+  rlx__info("communicator %u: %d ranks, collectives %s", c->id, c->size,
+            c->shm ? "in shared memory" : "point to point (no shared segment)");
+  return c->shm != NULL;
+}
+
+void rlx__comm_shm_free(rlx_comm_t *c) {
+  rlx__shmg_free(c->shm);
+  c->shm = NULL;
+  c->shm_state = 0;
+}
