@@ -2,6 +2,7 @@
  * pick the algorithm, start the operation on the progress engine, wait for
  * it with its deadline, and turn a failure into an error that names the
  * ranks and the call. */
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -59,7 +60,9 @@ static int grow(void **buf, size_t *cap, size_t len) {
  * choice changes (per kind, so rlx_iallreduce and rlx_allreduce share). */
 static void note_choice(const struct rlx__op *op, size_t bytes, int n) {
   static const struct rlx__algo *_Atomic last[RLX__CK_MAX + 1];
-  if (op->kind > 0 && op->kind <= RLX__CK_MAX && atomic_exchange(&last[op->kind], op->algo) != op->algo)
+  if (op->kind > 0 && op->kind <= RLX__CK_MAX &&
+      atomic_load_explicit(&last[op->kind], memory_order_relaxed) != op->algo &&
+      atomic_exchange(&last[op->kind], op->algo) != op->algo)
     rlx__info("%s: %zu bytes on %d ranks: %s", op->call, bytes, n, op->algo->name);
 }
 
@@ -124,17 +127,12 @@ static int start(rlx_comm_t *c, struct rlx_request *rq) {
   op->deadline = rq->deadline;
   if (op->algo->run != NULL) { /* in the shared segment, on this thread */
     op->shm = c->shm;
-    rlx__engine_lock(&rt->engine);
-    rlx__exec_begin(op);
-    rlx__engine_unlock(&rt->engine);
-    /* an ABORT that came first may have ended it already */
-    rc = atomic_load(&op->done) ? op->status : op->algo->run(op);
-    rlx__engine_lock(&rt->engine);
-    if (rc != RLX_OK && !op->finished)
-      snprintf(op->msg, sizeof(op->msg), "%s failed in shared memory on rank %d", op->call,
-               op->rank);
-    rlx__exec_end(op, rc);
-    rlx__engine_unlock(&rt->engine);
+    /* an ABORT that came first fails it at once */
+    rc = rlx__exec_begin(op, &rt->engine) ? op->status : op->algo->run(op);
+    char msg[160];
+    if (rc != RLX_OK) /* (the algorithm's own message, when it ended the call, stays) */
+      snprintf(msg, sizeof(msg), "%s failed in shared memory on rank %d", op->call, op->rank);
+    rlx__exec_end(op, rc, rc != RLX_OK ? msg : NULL);
     return RLX_OK;
   }
   rlx__engine_lock(&rt->engine);
@@ -241,7 +239,9 @@ static int launch(rlx_comm_t *c, struct rlx_request *rq, rlx_request_t **req) {
 
 static void fill(struct rlx_request *rq, int kind, const char *call, rlx_dtype_t dt, rlx_op_t op,
                  size_t count, size_t es, int root, const void *src, void *dst) {
-  memset(rq, 0, sizeof(*rq));
+  /* not the op's lanes (9 KiB): exec_start clears them when they are used */
+  memset(&rq->op, 0, offsetof(struct rlx__op, lane));
+  memset((char *)rq + sizeof(rq->op), 0, sizeof(*rq) - sizeof(rq->op));
   rq->op.kind = kind;
   rq->op.call = call;
   rq->op.dt = dt;

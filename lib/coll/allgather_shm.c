@@ -14,14 +14,14 @@ static int run(struct rlx__op *op) {
     uint64_t s = ++g->step;
     if ((rc = rlx__shmg_wait_room(g, op, s)) != RLX_OK)
       return rc;
-    memcpy(rlx__shmg_slot(g, g->me, s), (const char *)op->src + off, len);
+    memcpy(rlx__shmg_data(g, g->me, s, block), (const char *)op->src + off, len);
     rlx__shmg_arrive(g, s);
     if ((rc = rlx__shmg_wait_arrived(g, op, -1, s)) != RLX_OK)
       return rc;
     for (int r = 0; r < g->n; r++) {
       char *to = (char *)op->dst + (size_t)r * block + off;
       if (to != (const char *)op->src + off) /* in place: our block is there */
-        memcpy(to, rlx__shmg_slot(g, r, s), len);
+        memcpy(to, rlx__shmg_data(g, r, s, block), len);
     }
   }
   return RLX_OK;

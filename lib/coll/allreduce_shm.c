@@ -11,15 +11,16 @@
 #include "coll.h"
 #include "shm_group.h"
 
-/* out = slot[0] op slot[1] op ... over count elements at byte offset off. */
-static void reduce_slots(struct rlx__op *op, struct rlx__shm_group *g, uint64_t step, size_t off,
-                         size_t count, void *out) {
+/* out = data[0] op data[1] op ... over count elements at byte offset
+ * off of the ranks' data of step, whose whole size is bytes. */
+static void reduce_slots(struct rlx__op *op, struct rlx__shm_group *g, uint64_t step, size_t bytes,
+                         size_t off, size_t count, void *out) {
   if (count == 0)
     return;
-  rlx__reduce(out, rlx__shmg_slot(g, 0, step) + off, rlx__shmg_slot(g, 1, step) + off, count,
-              op->dt, op->rop);
+  rlx__reduce(out, rlx__shmg_data(g, 0, step, bytes) + off,
+              rlx__shmg_data(g, 1, step, bytes) + off, count, op->dt, op->rop);
   for (int r = 2; r < g->n; r++)
-    rlx__reduce(out, out, rlx__shmg_slot(g, r, step) + off, count, op->dt, op->rop);
+    rlx__reduce(out, out, rlx__shmg_data(g, r, step, bytes) + off, count, op->dt, op->rop);
   if (op->rop == RLX_AVG)
     rlx__avg_finish(out, count, op->dt, g->n);
 }
@@ -30,13 +31,13 @@ static int flat(struct rlx__op *op, struct rlx__shm_group *g, int all) {
   int rc;
   if ((rc = rlx__shmg_wait_room(g, op, s)) != RLX_OK)
     return rc;
-  memcpy(rlx__shmg_slot(g, g->me, s), op->src, bytes);
+  memcpy(rlx__shmg_data(g, g->me, s, bytes), op->src, bytes);
   rlx__shmg_arrive(g, s);
   if (!all && g->me != op->root)
     return RLX_OK; /* the root reads our slot before it posts again */
   if ((rc = rlx__shmg_wait_arrived(g, op, -1, s)) != RLX_OK)
     return rc;
-  reduce_slots(op, g, s, 0, op->count, op->dst);
+  reduce_slots(op, g, s, bytes, 0, op->count, op->dst);
   return RLX_OK;
 }
 
@@ -69,7 +70,7 @@ static int sliced(struct rlx__op *op, struct rlx__shm_group *g, int all) {
     size_t first = me * per + (me < extra ? me : extra), mine = per + (me < extra);
     if ((rc = rlx__shmg_wait_arrived(g, op, -1, s)) != RLX_OK)
       return rc;
-    reduce_slots(op, g, s, first * es, mine, rlx__shmg_result(g, s) + first * es);
+    reduce_slots(op, g, s, cb, first * es, mine, rlx__shmg_result(g, s) + first * es);
     rlx__shmg_reduced(g, s);
     uint64_t next = s;
     if (k + 1 < nchunks) { /* the next chunk goes in while the others reduce */

@@ -16,13 +16,13 @@ static int run(struct rlx__op *op) {
     if (g->me == op->root) {
       if ((rc = rlx__shmg_wait_room(g, op, s)) != RLX_OK)
         return rc;
-      memcpy(rlx__shmg_slot(g, g->me, s), (const char *)op->src + off, len);
+      memcpy(rlx__shmg_data(g, g->me, s, total), (const char *)op->src + off, len);
       rlx__shmg_arrive(g, s);
     } else {
       rlx__shmg_arrive(g, s); /* here: the root may reuse what we read at s - 2 */
       if ((rc = rlx__shmg_wait_arrived(g, op, op->root, s)) != RLX_OK)
         return rc;
-      memcpy((char *)op->dst + off, rlx__shmg_slot(g, op->root, s), len);
+      memcpy((char *)op->dst + off, rlx__shmg_data(g, op->root, s, total), len);
     }
   }
   return RLX_OK;

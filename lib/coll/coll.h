@@ -127,7 +127,6 @@ struct rlx__op {
   size_t tmp_len;
   long a[8]; /* the algorithm's precomputed values */
   int nlanes, lanes_left, finished;
-  struct rlx__lane lane[RLX__LANES_MAX];
   /* the outcome */
   int status;
   char msg[640];
@@ -141,19 +140,25 @@ struct rlx__op {
   uint64_t t_start, t_done; /* rlx__now_ns() when started and when finished */
   uint64_t ticket;          /* its entry in the flight recorder */
   uint8_t heard[32];        /* comm ranks < 256 we have received from in this call */
+  /* Last and big (9 KiB): only round-based operations use them, and
+   * exec_start clears them; a shared-memory call never touches them. */
+  struct rlx__lane lane[RLX__LANES_MAX];
 };
 
 /* Start an operation whose fields above are filled (tmp sized by the
  * caller from algo->setup). Runs under the engine's loop lock; on_done is
  * called once, from there too. */
 void rlx__exec_start(struct rlx__op *op);
-/* An operation that runs on the caller's thread (algo->run): begin puts
- * it with the operations in flight, so an ABORT for it finishes it
- * (op->done set, op->status and op->msg say why; begin may do so at once,
- * for an ABORT that came first); end finishes it with status unless that
- * happened. Both under the loop lock. */
-void rlx__exec_begin(struct rlx__op *op);
-void rlx__exec_end(struct rlx__op *op, int status);
+/* An operation that runs on the caller's thread (algo->run), without the
+ * loop lock on its way (a small call is a few hundred nanoseconds): begin
+ * readies it, and fails it at once (1, op->status and op->msg say why)
+ * for an ABORT that came before it; while it waits, claim_abort says
+ * whether an ABORT for it has come since (1, the same); end finishes it.
+ * ABORTs for it wait with the ones that came early (exec_on_abort). */
+struct rlx__engine;
+int rlx__exec_begin(struct rlx__op *op, struct rlx__engine *e);
+int rlx__exec_claim_abort(struct rlx__op *op, struct rlx__engine *e);
+void rlx__exec_end(struct rlx__op *op, int status, const char *msg);
 /* Fail an unfinished operation (deadline passed): withdraws its transfers.
  * (Failures seen in a transfer are sent to the other members as ABORT
  * frames; a deadline is not.) An operation that had lost a peer and was

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "../engine.h"
 #include "../internal.h"
 #include "../observe.h"
 #include "coll.h"
@@ -28,6 +29,7 @@ struct early_abort {
 #define EARLY_MAX 16
 static struct early_abort early[EARLY_MAX];
 static int nearly;
+static atomic_int nearly_any; /* nearly, for a look without the lock */
 
 /* Tell every other member that this operation failed, and why. A member
  * that gets it fails its part at once instead of waiting for a deadline,
@@ -239,19 +241,9 @@ static void revoked_msg(struct rlx__op *op, uint64_t seq, const char *reason) {
            "completed, failed elsewhere: %s", mine, op->rank, (unsigned long long)seq, reason);
 }
 
-/* What every operation does first: its signature, an ABORT that came
- * before it (then it is finished here: 1), its place in the list. */
-static int enter(struct rlx__op *op) {
-  struct rlx__call call = {op->kind, (int)op->dt, (int)op->rop, op->root, op->count};
-  rlx__call_encode(&call, op->sig);
-  op->finished = 0;
-  op->status = RLX_OK;
-  op->msg[0] = '\0';
-  op->active.next = op->active.prev = NULL;
-  op->settle = NULL;
-  memset(op->heard, 0, sizeof(op->heard));
-  memset(op->lane, 0, sizeof(op->lane));
-  atomic_store(&op->done, 0);
+/* An ABORT that came for op (or for an earlier call on its communicator,
+ * which revokes it): take it, fail op with it. Under the loop lock. */
+static int take_early(struct rlx__op *op) {
   for (int i = 0; i < nearly; i++) {
     if (early[i].comm_id == op->comm_id && early[i].seq <= op->seq) {
       /* A member failed this operation before we entered it; or failed
@@ -265,19 +257,35 @@ static int enter(struct rlx__op *op) {
         err = RLX_ERR_REVOKED;
       }
       early[i] = early[--nearly];
+      atomic_store(&nearly_any, nearly);
       finish(op, err);
       return 1;
     }
   }
-  rlx__list_push(&active_ops, &op->active);
   return 0;
+}
+
+/* What every operation does first: its signature, its outcome cleared. */
+static void ready(struct rlx__op *op) {
+  struct rlx__call call = {op->kind, (int)op->dt, (int)op->rop, op->root, op->count};
+  rlx__call_encode(&call, op->sig);
+  op->finished = 0;
+  op->status = RLX_OK;
+  op->msg[0] = '\0';
+  op->active.next = op->active.prev = NULL;
+  op->settle = NULL;
+  memset(op->heard, 0, sizeof(op->heard));
+  atomic_store(&op->done, 0);
 }
 
 void rlx__exec_start(struct rlx__op *op) {
   if (op->nlanes < 1 || op->nlanes > RLX__LANES_MAX)
     op->nlanes = 1;
-  if (enter(op))
+  ready(op);
+  memset(op->lane, 0, sizeof(op->lane));
+  if (take_early(op))
     return;
+  rlx__list_push(&active_ops, &op->active);
   op->lanes_left = op->nlanes;
   for (int l = 0; l < op->nlanes; l++)
     op->lane[l].k = -1;
@@ -285,15 +293,28 @@ void rlx__exec_start(struct rlx__op *op) {
     advance(op, l);
 }
 
-void rlx__exec_begin(struct rlx__op *op) {
+int rlx__exec_begin(struct rlx__op *op, struct rlx__engine *e) {
   op->nlanes = 0; /* no transfers of ours to withdraw */
   op->lanes_left = 0;
-  enter(op);
+  ready(op);
+  return rlx__exec_claim_abort(op, e);
 }
 
-void rlx__exec_end(struct rlx__op *op, int status) {
-  if (!op->finished)
-    finish(op, status);
+int rlx__exec_claim_abort(struct rlx__op *op, struct rlx__engine *e) {
+  if (atomic_load_explicit(&nearly_any, memory_order_acquire) == 0)
+    return 0;
+  rlx__engine_lock(e);
+  int taken = !op->finished && take_early(op);
+  rlx__engine_unlock(e);
+  return taken;
+}
+
+void rlx__exec_end(struct rlx__op *op, int status, const char *msg) {
+  if (op->finished)
+    return;
+  if (msg != NULL)
+    snprintf(op->msg, sizeof(op->msg), "%s", msg);
+  finish(op, status);
 }
 
 void rlx__exec_abort(struct rlx__op *op, int err, const char *msg) {
@@ -350,6 +371,7 @@ void rlx__exec_on_abort(void *ctx, int from, const struct rlx__frame_hdr *h, int
   early[nearly].err = err;
   snprintf(early[nearly].reason, sizeof(early[nearly].reason), "%s", reason);
   nearly++;
+  atomic_store_explicit(&nearly_any, nearly, memory_order_release);
 }
 
 void rlx__exec_waiting_for(uint32_t comm_id, uint64_t seq, char *buf, size_t len) {

@@ -29,12 +29,18 @@ struct rlx__op;
 
 #define RLX__SHMG_LINE 128 /* two cache lines: the adjacent-line prefetcher stays out */
 
+/* What a reader of this line needs for a small call sits in its first
+ * cache line: the step, the call, and payloads of up to
+ * RLX__SHMG_INLINE bytes (one area per step parity), so one miss brings
+ * all of it. */
+#define RLX__SHMG_INLINE 16
 struct rlx__shmg_line {
   _Atomic uint64_t arrive;  /* the last step whose data this rank has posted */
-  _Atomic uint64_t reduced; /* the last step whose slice it has reduced */
   _Atomic uint64_t first;   /* the first step of its current call */
   _Atomic uint64_t sig[2];  /* that call's signature (RLX__SIG_SIZE bytes) */
-  _Atomic uint64_t opseq;   /* and its sequence number on the communicator */
+  unsigned char small[2][RLX__SHMG_INLINE];
+  _Alignas(64) _Atomic uint64_t reduced; /* the last step whose slice it has reduced */
+  _Atomic uint64_t opseq;   /* its call's sequence number on the communicator */
 };
 
 struct rlx__shmg_hdr {
@@ -75,6 +81,12 @@ struct rlx__shm_group {
 
 static inline unsigned char *rlx__shmg_slot(struct rlx__shm_group *g, int r, uint64_t step) {
   return g->data + ((size_t)r * 2 + (step & 1)) * g->slot;
+}
+/* Where rank r's data of step is: inline in its line when it is that
+ * small, else its slot. */
+static inline unsigned char *rlx__shmg_data(struct rlx__shm_group *g, int r, uint64_t step,
+                                            size_t bytes) {
+  return bytes <= RLX__SHMG_INLINE ? g->line[r].small[step & 1] : rlx__shmg_slot(g, r, step);
 }
 static inline unsigned char *rlx__shmg_result(struct rlx__shm_group *g, uint64_t step) {
   return g->result + (step & 1) * g->slot;

@@ -5,7 +5,7 @@
  * it sleeps on the segment's futex, which a publisher rings only when
  * someone sleeps. The progress thread keeps the connections alive
  * meanwhile: a lost member fails the segment (shm_group.c), an ABORT
- * finishes the operation (exec.c); every 64 looks the waiter checks both,
+ * waits for the call in exec.c; every 64 looks the waiter checks both,
  * and its deadline. */
 #include <limits.h>
 #include <linux/futex.h>
@@ -78,15 +78,10 @@ static int reached(struct rlx__shm_group *g, int which, int r, uint64_t step, in
   return 1;
 }
 
-/* End the call with err unless something ended it first (an ABORT, under
- * the loop lock); the error it ended with. */
-static int end_call(struct rlx__shm_group *g, struct rlx__op *op, int err, const char *msg) {
-  rlx__engine_lock(g->engine);
-  if (!op->finished) {
-    snprintf(op->msg, sizeof(op->msg), "%.*s", (int)sizeof(op->msg) - 1, msg);
-    rlx__exec_end(op, err);
-  }
-  rlx__engine_unlock(g->engine);
+/* End the call with err; the error it ended with (an ABORT claimed
+ * first keeps its own). */
+static int end_call(struct rlx__op *op, int err, const char *msg) {
+  rlx__exec_end(op, err, msg);
   return op->status;
 }
 
@@ -114,14 +109,14 @@ static int check_call(struct rlx__shm_group *g, struct rlx__op *op, int r) {
   rlx__exec_describe(op, mine, sizeof(mine));
   snprintf(msg, sizeof(msg), "rank %d called %s where rank %d called %s", r, theirs, g->me, mine);
   rlx__shmg_fail(g, RLX_ERR_MISMATCH, -1, msg);
-  return end_call(g, op, RLX_ERR_MISMATCH, msg);
+  return end_call(op, RLX_ERR_MISMATCH, msg);
 }
 
 /* The segment failed (a member lost, a mismatch seen elsewhere), or an
  * ABORT ended the call: its error, else 0. */
 static int check_failed(struct rlx__shm_group *g, struct rlx__op *op) {
-  if (atomic_load_explicit(&op->done, memory_order_acquire))
-    return op->status != RLX_OK ? op->status : RLX_ERR_PEER_LOST;
+  if (rlx__exec_claim_abort(op, g->engine))
+    return op->status;
   if (!atomic_load_explicit(&g->hdr->failed, memory_order_acquire))
     return 0;
   char mine[160], msg[1024];
@@ -134,7 +129,7 @@ static int check_failed(struct rlx__shm_group *g, struct rlx__op *op) {
              g->hdr->why);
   else
     snprintf(msg, sizeof(msg), "%.600s", g->hdr->why);
-  return end_call(g, op, err, msg);
+  return end_call(op, err, msg);
 }
 
 static int timed_out(struct rlx__shm_group *g, struct rlx__op *op, int which, int r,
@@ -151,7 +146,7 @@ static int timed_out(struct rlx__shm_group *g, struct rlx__op *op, int which, in
   rlx__exec_describe(op, mine, sizeof(mine));
   snprintf(msg, sizeof(msg), "%s on rank %d timed out after %g s (RLX_TIMEOUT) waiting for %s",
            mine, g->me, (double)(op->deadline - op->t_start) / 1e9, who[0] ? who : "nobody");
-  return end_call(g, op, RLX_ERR_TIMEOUT, msg);
+  return end_call(op, RLX_ERR_TIMEOUT, msg);
 }
 
 static void futex_sleep(struct rlx__shm_group *g, uint32_t bell, uint64_t deadline) {
