@@ -76,14 +76,24 @@
 #define RLX__AG_RD_MAX (64u * 1024u) /* recursive doubling (power-of-two p) */
 
 /* ---- collectives in a communicator's shared segment (the _shm.c files) ---
- * A data slot per rank and parity, and the chunk a step moves: up to
- * FLAT_MAX bytes every rank reduces every slot (one wait); above it the
- * chunk is n x CHUNK_PER_RANK, at least CHUNK_MIN, at most a slot, and each
- * rank reduces its slice. First values, to be measured with
- * bench/shm_vs_vader.sh. */
+ * A data slot per rank and parity, and the chunk a step moves. Flat (every
+ * rank reduces every rank's data: one wait) while n x bytes is at most
+ * FLAT_READ, up to FLAT_MAX; above it in chunks of n x CHUNK_PER_RANK (at
+ * least CHUNK_MIN, at most a slot), each rank reducing its slice (two
+ * waits). bench/shm_vs_vader.sh on 16 cores (bench/results/
+ * shm-coll-h200-2026-12-01.txt): flat at n = 16 took 12.0 us at 4 KiB and
+ * 20.8 at 8 KiB where the sliced steps took 12.8 at 16 KiB; at n = 8 flat
+ * 6.9 us at 4 KiB, 11.9 at 8 KiB, sliced 10.7 at 16 KiB; on 2 cores, n = 2
+ * flat 2.3 us at 8 KiB, sliced 4.7 at 16 KiB. */
 #define RLX__SHMG_SLOT (256u * 1024u)
+#define RLX__SHMG_FLAT_READ (32u * 1024u)
 #define RLX__SHMG_FLAT_MAX (8u * 1024u)
 #define RLX__SHMG_CHUNK_PER_RANK (16u * 1024u)
 #define RLX__SHMG_CHUNK_MIN (64u * 1024u)
+/* On 2 ranks the point-to-point algorithms, whose by-reference copies
+ * move fewer bytes than posting, reducing and copying out, win from
+ * 256 KiB (2 cores: 1 MiB 145 us against 181 in shared memory; on 4 and
+ * more ranks shared memory won at every size, up to 0.6x). */
+#define RLX__SHMG_P2P_FROM_2 (256u * 1024u)
 
 #endif

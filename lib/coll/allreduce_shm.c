@@ -1,11 +1,12 @@
 /* Allreduce in a communicator's shared segment (shm_group.h), for members
- * of one host. Up to RLX__SHMG_FLAT_MAX bytes: every rank posts its vector
+ * of one host. Small vectors: every rank posts its vector
  * and reduces all of them (one step, one wait: latency is the cost). Above
  * it, in chunks, pipelined: every rank posts a chunk, reduces its own
  * slice of it straight from every rank's slot into the shared result, and
  * copies the whole reduced chunk out, while posting the next chunk. Every
  * element is reduced by one rank in rank order, so all ranks get the same
- * bits. rlx_reduce runs the same steps and only the root copies out. */
+ * bits. rlx_reduce runs the same steps and only the root copies out.
+ * (lib/tuning.h says where the two meet.) */
 #include <string.h>
 #include "../tuning.h"
 #include "coll.h"
@@ -93,7 +94,9 @@ static int sliced(struct rlx__op *op, struct rlx__shm_group *g, int all) {
 int rlx__shm_reduce_run(struct rlx__op *op, int all) {
   struct rlx__shm_group *g = op->shm;
   rlx__shmg_begin(g, op);
-  return op->count * op->esize <= RLX__SHMG_FLAT_MAX ? flat(op, g, all) : sliced(op, g, all);
+  size_t bytes = op->count * op->esize;
+  int flat_ok = bytes <= RLX__SHMG_FLAT_MAX && bytes * (size_t)g->n <= RLX__SHMG_FLAT_READ;
+  return flat_ok || bytes <= RLX__SHMG_INLINE ? flat(op, g, all) : sliced(op, g, all);
 }
 
 static int run(struct rlx__op *op) { return rlx__shm_reduce_run(op, 1); }

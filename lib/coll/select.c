@@ -74,7 +74,8 @@ const struct rlx__algo *rlx__select(int kind, size_t bytes, int nranks, const ch
   int is_shm = forced != NULL && strcmp(forced, "shm") == 0;
   if (forced != NULL && forced[0] != '\0' && strcmp(forced, "auto") != 0 && !is_shm)
     return by_name(kind, forced, nranks);
-  if (shm && kind != RLX__CK_COMM && kind != RLX__CK_FINALIZE)
+  if (shm && kind != RLX__CK_COMM && kind != RLX__CK_FINALIZE &&
+      (is_shm || !(kind == RLX__CK_ALLREDUCE && nranks == 2 && bytes >= RLX__SHMG_P2P_FROM_2)))
     return shm_algo(table(kind));
   switch (kind) {
   case RLX__CK_ALLREDUCE:
