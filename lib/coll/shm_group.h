@@ -27,20 +27,24 @@ struct rlx__engine;
 struct rlx__p2p;
 struct rlx__op;
 
-#define RLX__SHMG_LINE 128 /* two cache lines: the adjacent-line prefetcher stays out */
+/* A rank's cells, one per step parity, each a cache line: what a reader
+ * of a small call needs (the step, the call, payloads of up to
+ * RLX__SHMG_INLINE bytes) comes in one miss, and the writer's next step
+ * goes to the other cell, so it does not take the line from a reader
+ * still on this one. */
+#define RLX__SHMG_INLINE 32
+struct rlx__shmg_cell {
+  _Atomic uint64_t arrive; /* the last step of this parity whose data is posted */
+  _Atomic uint64_t first;  /* the first step of the call that began in this cell */
+  _Atomic uint64_t sig[2]; /* that call's signature (RLX__SIG_SIZE bytes) */
+  unsigned char small[RLX__SHMG_INLINE];
+};
+_Static_assert(sizeof(struct rlx__shmg_cell) == 64, "a cell is a cache line");
 
-/* What a reader of this line needs for a small call sits in its first
- * cache line: the step, the call, and payloads of up to
- * RLX__SHMG_INLINE bytes (one area per step parity), so one miss brings
- * all of it. */
-#define RLX__SHMG_INLINE 16
+#define RLX__SHMG_LINE 256 /* a rank's cells and counters; a line pair apart */
 struct rlx__shmg_line {
-  _Atomic uint64_t arrive;  /* the last step whose data this rank has posted */
-  _Atomic uint64_t first;   /* the first step of its current call */
-  _Atomic uint64_t sig[2];  /* that call's signature (RLX__SIG_SIZE bytes) */
-  unsigned char small[2][RLX__SHMG_INLINE];
+  struct rlx__shmg_cell cell[2];
   _Alignas(64) _Atomic uint64_t reduced; /* the last step whose slice it has reduced */
-  _Atomic uint64_t opseq;   /* its call's sequence number on the communicator */
 };
 
 struct rlx__shmg_hdr {
@@ -86,7 +90,7 @@ static inline unsigned char *rlx__shmg_slot(struct rlx__shm_group *g, int r, uin
  * small, else its slot. */
 static inline unsigned char *rlx__shmg_data(struct rlx__shm_group *g, int r, uint64_t step,
                                             size_t bytes) {
-  return bytes <= RLX__SHMG_INLINE ? g->line[r].small[step & 1] : rlx__shmg_slot(g, r, step);
+  return bytes <= RLX__SHMG_INLINE ? g->line[r].cell[step & 1].small : rlx__shmg_slot(g, r, step);
 }
 static inline unsigned char *rlx__shmg_result(struct rlx__shm_group *g, uint64_t step) {
   return g->result + (step & 1) * g->slot;

@@ -40,7 +40,7 @@ static void publish(struct rlx__shm_group *g, _Atomic uint64_t *w, uint64_t step
 }
 
 void rlx__shmg_arrive(struct rlx__shm_group *g, uint64_t step) {
-  publish(g, &g->line[g->me].arrive, step);
+  publish(g, &g->line[g->me].cell[step & 1].arrive, step);
 }
 
 void rlx__shmg_reduced(struct rlx__shm_group *g, uint64_t step) {
@@ -48,32 +48,35 @@ void rlx__shmg_reduced(struct rlx__shm_group *g, uint64_t step) {
 }
 
 void rlx__shmg_begin(struct rlx__shm_group *g, const struct rlx__op *op) {
-  struct rlx__shmg_line *l = &g->line[g->me];
   uint64_t sig[2];
   memcpy(sig, op->sig, sizeof(sig));
   g->first = g->step + 1;
   g->sig[0] = sig[0];
   g->sig[1] = sig[1];
-  /* a seqlock: first is 0 while the signature changes (check_call) */
-  atomic_store_explicit(&l->first, 0, memory_order_relaxed);
-  atomic_thread_fence(memory_order_release);
-  atomic_store_explicit(&l->sig[0], sig[0], memory_order_relaxed);
-  atomic_store_explicit(&l->sig[1], sig[1], memory_order_relaxed);
-  atomic_store_explicit(&l->opseq, op->seq, memory_order_relaxed);
-  atomic_store_explicit(&l->first, g->first, memory_order_release);
+  /* in the cell of the call's first step; a seqlock: first is 0 while the
+   * signature changes (check_call) */
+  struct rlx__shmg_cell *c = &g->line[g->me].cell[g->first & 1];
+  if (atomic_load_explicit(&c->sig[0], memory_order_relaxed) != sig[0] ||
+      atomic_load_explicit(&c->sig[1], memory_order_relaxed) != sig[1]) {
+    atomic_store_explicit(&c->first, 0, memory_order_relaxed);
+    atomic_thread_fence(memory_order_release);
+    atomic_store_explicit(&c->sig[0], sig[0], memory_order_relaxed);
+    atomic_store_explicit(&c->sig[1], sig[1], memory_order_relaxed);
+  }
+  atomic_store_explicit(&c->first, g->first, memory_order_release);
 }
 
-static _Atomic uint64_t *field(struct rlx__shm_group *g, int which, int r) {
-  return which == ARRIVE ? &g->line[r].arrive : &g->line[r].reduced;
+static _Atomic uint64_t *field(struct rlx__shm_group *g, int which, int r, uint64_t step) {
+  return which == ARRIVE ? &g->line[r].cell[step & 1].arrive : &g->line[r].reduced;
 }
 
 /* Has rank r (every rank from *from on, for r < 0) reached step? */
 static int reached(struct rlx__shm_group *g, int which, int r, uint64_t step, int *from) {
   if (r >= 0)
-    return atomic_load_explicit(field(g, which, r), memory_order_acquire) >= step;
+    return atomic_load_explicit(field(g, which, r, step), memory_order_acquire) >= step;
   for (; *from < g->n; (*from)++)
     if (*from != g->me &&
-        atomic_load_explicit(field(g, which, *from), memory_order_acquire) < step)
+        atomic_load_explicit(field(g, which, *from, step), memory_order_acquire) < step)
       return 0;
   return 1;
 }
@@ -88,7 +91,7 @@ static int end_call(struct rlx__op *op, int err, const char *msg) {
 /* Rank r's call, if it differs from ours; 0 when it matches, or r has
  * moved past ours (then it compared). */
 static int check_call(struct rlx__shm_group *g, struct rlx__op *op, int r) {
-  struct rlx__shmg_line *l = &g->line[r];
+  struct rlx__shmg_cell *l = &g->line[r].cell[g->first & 1];
   uint64_t f = atomic_load_explicit(&l->first, memory_order_acquire);
   uint64_t s[2] = {atomic_load_explicit(&l->sig[0], memory_order_relaxed),
                    atomic_load_explicit(&l->sig[1], memory_order_relaxed)};
@@ -138,7 +141,7 @@ static int timed_out(struct rlx__shm_group *g, struct rlx__op *op, int which, in
   size_t used = 0;
   who[0] = '\0';
   for (int k = r >= 0 ? r : 0; k < (r >= 0 ? r + 1 : g->n) && used < sizeof(who) - 40; k++) {
-    if (k == g->me || atomic_load(field(g, which, k)) >= step)
+    if (k == g->me || atomic_load(field(g, which, k, step)) >= step)
       continue;
     used += (size_t)snprintf(who + used, sizeof(who) - used, "%srank %d (%s)", used ? ", " : "", k,
                              which == ARRIVE ? "has not arrived" : "has not reduced its slice");
