@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "coll/shm_group.h"
 #include "observe.h"
 #include "runtime.h"
 
@@ -69,10 +70,15 @@ static void note_choice(const struct rlx__op *op, size_t bytes, int n) {
 /* blocking: the call may run in the communicator's shared segment. */
 static int pick(struct rlx__op *op, rlx_comm_t *c, size_t bytes, const char *forced,
                 int blocking) {
-  int shm = 0;
-  if (blocking && (shm = rlx__comm_shm(c)) < 0)
+  /* Every rank makes the segment at its first collective, blocking or not
+   * (a nonblocking one waits for that once), so that all do it at the
+   * same call whatever they call; only blocking calls run in it. */
+  int shm = rlx__comm_shm(c);
+  if (shm < 0)
     return shm;
-  op->algo = rlx__select(op->kind, bytes, c->size, forced, shm);
+  op->algo = shm && blocking ? rlx__select_shm(op->kind, bytes, c->size, forced) : NULL;
+  if (op->algo == NULL)
+    op->algo = rlx__select(op->kind, bytes, c->size, forced);
   if (op->algo == NULL)
     return rlx__err(RLX_ERR_ARG, "%s: no algorithm \"%s\" (try %s)", op->call, forced,
                     rlx__algo_names(op->kind));
@@ -100,7 +106,8 @@ static int start(rlx_comm_t *c, struct rlx_request *rq) {
   op->rank = c->rank;
   op->size = c->size;
   op->comm_id = c->id;
-  op->seq = c->seq++;
+  if (!(op->seq & RLX__SEQ_INTERNAL)) /* (the library's own calls bring theirs) */
+    op->seq = c->seq++;
   op->t_start = rlx__now_ns();
   op->ticket = rlx__flight_enter(op->comm_id, op->seq, op->kind, op->call, op->dt, op->rop,
                                  op->root, op->count, op->algo->name, op->t_start);
@@ -135,6 +142,8 @@ static int start(rlx_comm_t *c, struct rlx_request *rq) {
     rlx__exec_end(op, rc, rc != RLX_OK ? msg : NULL);
     return RLX_OK;
   }
+  if (c->shm != NULL) /* blocking calls of other ranks wait for ours in the segment */
+    rlx__shmg_p2p_call(c->shm, op->seq);
   rlx__engine_lock(&rt->engine);
   rlx__exec_start(op);
   if (rq->nonblocking) /* let the loop register what the start asked for */
@@ -150,8 +159,9 @@ static int start(rlx_comm_t *c, struct rlx_request *rq) {
 static void record(const struct rlx__op *op, int rc) {
   uint64_t end = op->t_done ? op->t_done : rlx__now_ns();
   size_t bytes = op->count * op->esize;
+  int mine = !(op->seq & RLX__SEQ_INTERNAL); /* else the library's own: flight recorder only */
   rlx__flight_leave(op->ticket, rc, end);
-  if (RLX__TRACING()) {
+  if (RLX__TRACING() && mine) {
     char args[256];
     snprintf(args, sizeof(args),
              "\"comm\":%u,\"seq\":%llu,\"count\":%zu,\"dtype\":\"%s\",\"bytes\":%zu,"
@@ -160,7 +170,7 @@ static void record(const struct rlx__op *op, int rc) {
              op->algo->name, rc == RLX_OK ? "ok" : rlx__err_name(rc));
     rlx__trace_span(RLX__TRACK_CALLS, "collective", op->call, op->t_start, end, args);
   }
-  if (RLX__STATS_ON() && op->kind != RLX__CK_FINALIZE)
+  if (RLX__STATS_ON() && op->kind != RLX__CK_FINALIZE && mine)
     rlx__stats_call(op->kind, bytes, op->algo->name, end - op->t_start, rc);
   /* rlx_finalize's barrier failing is not the program's failure (it
    * returns RLX_OK): no table for it. */

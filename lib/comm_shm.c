@@ -36,6 +36,7 @@ static int agree(void *ctx, int *ok) {
   op.src = &mine;
   op.dst = &all;
   op.algo = &rlx__allreduce_rd;
+  op.seq = RLX__SEQ_INTERNAL | c->internal_seq++;
   int rc = rlx__run_op(c, &op);
   *ok = rc == RLX_OK && all != 0;
   return rc;

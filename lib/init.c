@@ -242,6 +242,7 @@ static void teardown(struct rlx__runtime *rt) {
     rlx__comm_shm_free(&rt->world); /* its lock goes with the engine */
     rlx__engine_stop(&rt->engine);
     rlx__engine_lock(&rt->engine);
+    rlx__shmg_unmap_all(); /* communicators the program did not free */
     if (rt->usr1_on) {
       uv_close((uv_handle_t *)&rt->usr1, NULL);
       /* rlxrun may still ask for a flight record (another rank failed

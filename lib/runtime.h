@@ -16,6 +16,7 @@ struct rlx_comm {
   int *world; /* comm rank -> world rank */
   int leader; /* comm rank of the member with the lowest election id */
   uint64_t seq;
+  uint64_t internal_seq; /* the library's own calls on it (RLX__SEQ_INTERNAL | n) */
   int revoked; /* the error that revoked it, 0 while usable */
   char revoked_why[640];
   void *scratch; /* blocking calls' scratch, grown as needed */

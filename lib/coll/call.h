@@ -28,6 +28,11 @@ enum rlx__coll_kind {
   RLX__CK_MAX = 8
 };
 
+/* Sequence numbers of calls the library makes on a communicator for
+ * itself (the shared segment's agreement): apart from the program's, so
+ * the program's calls keep their numbers, and out of traces and stats. */
+#define RLX__SEQ_INTERNAL (1ull << 63)
+
 /* The arguments that must agree on every rank of a call. */
 struct rlx__call {
   int kind; /* enum rlx__coll_kind */

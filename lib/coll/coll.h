@@ -159,6 +159,9 @@ struct rlx__engine;
 int rlx__exec_begin(struct rlx__op *op, struct rlx__engine *e);
 int rlx__exec_claim_abort(struct rlx__op *op, struct rlx__engine *e);
 void rlx__exec_end(struct rlx__op *op, int status, const char *msg);
+/* Tell every other member that op failed (an ABORT with op->status and
+ * op->msg). Under the loop lock. */
+void rlx__exec_tell(struct rlx__op *op);
 /* Fail an unfinished operation (deadline passed): withdraws its transfers.
  * (Failures seen in a transfer are sent to the other members as ABORT
  * frames; a deadline is not.) An operation that had lost a peer and was
@@ -200,11 +203,12 @@ int rlx__shm_reduce_run(struct rlx__op *op, int all);
 
 /* Selection (select.c): the one table of crossovers. kind is an
  * enum rlx__coll_kind, bytes the whole vector, forced an algorithm's name
- * or alias ("" or "auto" = automatic); shm: the communicator has a shared
- * segment (else "shm" falls back to automatic). Returns NULL when forced
- * names no algorithm of kind. */
-const struct rlx__algo *rlx__select(int kind, size_t bytes, int nranks, const char *forced,
-                                    int shm);
+ * or alias ("" or "auto" = automatic; "shm" without a shared segment is
+ * automatic too). Returns NULL when forced names no algorithm of kind.
+ * select_shm.c: for a communicator with a shared segment, its algorithm,
+ * or NULL where select.c's table decides. */
+const struct rlx__algo *rlx__select(int kind, size_t bytes, int nranks, const char *forced);
+const struct rlx__algo *rlx__select_shm(int kind, size_t bytes, int nranks, const char *forced);
 /* The algorithm names of a collective, for messages: "rd, ring, ...". */
 const char *rlx__algo_names(int kind);
 

@@ -9,6 +9,7 @@
 #include "../internal.h"
 #include "../observe.h"
 #include "coll.h"
+#include "shm_group.h"
 
 
 void rlx__exec_describe(const struct rlx__op *op, char *buf, size_t len) {
@@ -162,7 +163,7 @@ static void xfer_done(struct rlx__xfer *x) {
   int l = lane_of(op, x);
   struct rlx__lane *ln = &op->lane[l];
   ln->active[x - ln->xf] = 0;
-  if (RLX__TRACING() && ln->posted[x - ln->xf])
+  if (RLX__TRACING() && ln->posted[x - ln->xf] && !(op->seq & RLX__SEQ_INTERNAL))
     trace_wait(op, l, (int)(x - ln->xf));
   if (op->finished)
     return;
@@ -309,6 +310,8 @@ int rlx__exec_claim_abort(struct rlx__op *op, struct rlx__engine *e) {
   return taken;
 }
 
+void rlx__exec_tell(struct rlx__op *op) { tell_members(op, -1); }
+
 void rlx__exec_end(struct rlx__op *op, int status, const char *msg) {
   if (op->finished)
     return;
@@ -383,6 +386,7 @@ void rlx__exec_waiting_for(uint32_t comm_id, uint64_t seq, char *buf, size_t len
       return;
     }
   }
+  rlx__shmg_waiting_for(comm_id, seq, buf, len); /* a call in a shared segment */
 }
 
 void rlx__exec_waiting_on(const struct rlx__op *op, char *buf, size_t len) {

@@ -6,26 +6,14 @@
 #include "coll.h"
 
 static const struct rlx__algo *const allreduce_algos[] = {
-    &rlx__allreduce_rd, &rlx__allreduce_rabenseifner, &rlx__allreduce_ring, &rlx__allreduce_shm,
-    NULL};
-static const struct rlx__algo *const bcast_algos[] = {
-    &rlx__bcast_binomial, &rlx__bcast_scatter_allgather, &rlx__bcast_shm, NULL};
+    &rlx__allreduce_rd, &rlx__allreduce_rabenseifner, &rlx__allreduce_ring, NULL};
+static const struct rlx__algo *const bcast_algos[] = {&rlx__bcast_binomial,
+                                                      &rlx__bcast_scatter_allgather, NULL};
 static const struct rlx__algo *const allgather_algos[] = {&rlx__allgather_rd,
-                                                          &rlx__allgather_ring, &rlx__allgather_shm,
-                                                          NULL};
-static const struct rlx__algo *const reduce_algos[] = {&rlx__reduce_binomial, &rlx__reduce_shm,
-                                                       NULL};
-static const struct rlx__algo *const reduce_scatter_algos[] = {&rlx__reduce_scatter_ring,
-                                                               &rlx__reduce_scatter_shm, NULL};
-static const struct rlx__algo *const barrier_algos[] = {&rlx__barrier_dissemination,
-                                                        &rlx__barrier_shm, NULL};
-
-/* The shared-memory algorithm of a kind (the last of its table). */
-static const struct rlx__algo *shm_algo(const struct rlx__algo *const *t) {
-  while (t[1] != NULL)
-    t++;
-  return *t;
-}
+                                                          &rlx__allgather_ring, NULL};
+static const struct rlx__algo *const reduce_algos[] = {&rlx__reduce_binomial, NULL};
+static const struct rlx__algo *const reduce_scatter_algos[] = {&rlx__reduce_scatter_ring, NULL};
+static const struct rlx__algo *const barrier_algos[] = {&rlx__barrier_dissemination, NULL};
 
 /* The algorithms of a kind, NULL-terminated. */
 static const struct rlx__algo *const *table(int kind) {
@@ -69,14 +57,11 @@ static const struct rlx__algo *by_name(int kind, const char *forced, int nranks)
   return NULL;
 }
 
-const struct rlx__algo *rlx__select(int kind, size_t bytes, int nranks, const char *forced,
-                                    int shm) {
-  int is_shm = forced != NULL && strcmp(forced, "shm") == 0;
-  if (forced != NULL && forced[0] != '\0' && strcmp(forced, "auto") != 0 && !is_shm)
+const struct rlx__algo *rlx__select(int kind, size_t bytes, int nranks, const char *forced) {
+  /* "shm" without a shared segment (select_shm.c): the automatic choice */
+  if (forced != NULL && forced[0] != '\0' && strcmp(forced, "auto") != 0 &&
+      strcmp(forced, "shm") != 0)
     return by_name(kind, forced, nranks);
-  if (shm && kind != RLX__CK_COMM && kind != RLX__CK_FINALIZE &&
-      (is_shm || !(kind == RLX__CK_ALLREDUCE && nranks == 2 && bytes >= RLX__SHMG_P2P_FROM_2)))
-    return shm_algo(table(kind));
   switch (kind) {
   case RLX__CK_ALLREDUCE:
     if (nranks == 1 || bytes > rabenseifner_max(nranks))

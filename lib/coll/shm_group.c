@@ -227,15 +227,39 @@ void rlx__shmg_free(struct rlx__shm_group *g) {
   free(g);
 }
 
-void rlx__shmg_fail(struct rlx__shm_group *g, int err, int lost, const char *why) {
+void rlx__shmg_unmap_all(void) {
+  while (!rlx__list_empty(&groups)) {
+    struct rlx__shm_group *g = rlx__container_of(groups.next, struct rlx__shm_group, link);
+    rlx__list_remove(&g->link);
+    g->link.next = NULL;
+    if (g->base != NULL)
+      munmap(g->base, g->len);
+    g->base = NULL;
+  }
+}
+
+void rlx__shmg_fail(struct rlx__shm_group *g, int err, int lost, uint64_t seq, const char *why) {
   uint32_t none = 0;
   if (!atomic_compare_exchange_strong(&g->hdr->claim, &none, 1u))
     return; /* the first failure is the one every member reports */
   g->hdr->err = err;
   g->hdr->lost = lost;
+  g->hdr->seq = seq;
   snprintf(g->hdr->why, sizeof(g->hdr->why), "%s", why);
   atomic_store_explicit(&g->hdr->failed, 1u, memory_order_release);
   rlx__shmg_wake(g);
+}
+
+void rlx__shmg_waiting_for(uint32_t comm_id, uint64_t seq, char *buf, size_t len) {
+  buf[0] = '\0';
+  for (struct rlx__list *l = groups.next; l != &groups; l = l->next) {
+    struct rlx__shm_group *g = rlx__container_of(l, struct rlx__shm_group, link);
+    if (g->comm_id != comm_id || atomic_load(&g->w_seq) != seq + 1)
+      continue;
+    rlx__shmg_describe_wait(g, atomic_load(&g->w_which), atomic_load(&g->w_rank),
+                            atomic_load(&g->w_step), buf, len);
+    return;
+  }
 }
 
 void rlx__shmg_on_lost(int world_rank, const char *why) {
@@ -244,7 +268,7 @@ void rlx__shmg_on_lost(int world_rank, const char *why) {
     for (int r = 0; r < g->n; r++) {
       if (g->world[r] != world_rank || r == g->me)
         continue;
-      rlx__shmg_fail(g, RLX_ERR_PEER_LOST, r, why);
+      rlx__shmg_fail(g, RLX_ERR_PEER_LOST, r, UINT64_MAX, why);
     }
   }
 }

@@ -45,6 +45,7 @@ _Static_assert(sizeof(struct rlx__shmg_cell) == 64, "a cell is a cache line");
 struct rlx__shmg_line {
   struct rlx__shmg_cell cell[2];
   _Alignas(64) _Atomic uint64_t reduced; /* the last step whose slice it has reduced */
+  _Atomic uint64_t p2p_seq; /* 1 + the seq of its last call run point to point */
 };
 
 struct rlx__shmg_hdr {
@@ -61,6 +62,7 @@ struct rlx__shmg_hdr {
   _Atomic uint32_t claim;
   int32_t err;
   int32_t lost; /* the comm rank lost, or -1 */
+  uint64_t seq; /* the call that failed (UINT64_MAX: whichever is in progress) */
   char why[600];
 };
 
@@ -81,6 +83,11 @@ struct rlx__shm_group {
   uint64_t min_seen; /* every other rank has arrived at least here */
   struct rlx__engine *engine;
   struct rlx__p2p *p2p;
+  /* What the caller's thread waits for now, for the flight recorder (read
+   * by the loop's thread): the call's seq + 1 (0: not waiting), then the
+   * counter (0 arrive, 1 reduced), the rank (-1 every rank) and the step. */
+  _Atomic uint64_t w_seq, w_step;
+  _Atomic int w_which, w_rank;
 };
 
 static inline unsigned char *rlx__shmg_slot(struct rlx__shm_group *g, int r, uint64_t step) {
@@ -108,14 +115,26 @@ struct rlx__shm_group *rlx__shmg_setup(struct rlx__engine *e, struct rlx__p2p *p
                                        uint64_t deadline, int (*run_agree)(void *ctx, int *ok),
                                        void *ctx, int *err);
 void rlx__shmg_free(struct rlx__shm_group *g);
-/* Fail the group for every member: err, the comm rank lost (or -1), why.
+/* rlx_finalize: unmap every group still live (communicators the program
+ * did not free keep their storage, which rlx_comm_free then frees). Under
+ * the loop lock. */
+void rlx__shmg_unmap_all(void);
+/* Fail the group for every member: err, the comm rank lost (or -1), the
+ * call that failed (its seq; UINT64_MAX: whichever is in progress), why.
  * The first failure stays. */
-void rlx__shmg_fail(struct rlx__shm_group *g, int err, int lost, const char *why);
+void rlx__shmg_fail(struct rlx__shm_group *g, int err, int lost, uint64_t seq, const char *why);
 /* Wake the members sleeping on the group's futex. */
 void rlx__shmg_wake(struct rlx__shm_group *g);
 /* p2p's on_lost: every live group with that world rank fails. Under the
  * loop lock. */
 void rlx__shmg_on_lost(int world_rank, const char *why);
+/* The ranks call seq on communicator comm_id waits for in its segment
+ * ("rank 1 (has not arrived)"), or "" when it does not wait there (the
+ * flight recorder's question; under the loop lock). describe_wait: the
+ * same for one group (shm_wait.c). */
+void rlx__shmg_waiting_for(uint32_t comm_id, uint64_t seq, char *buf, size_t len);
+void rlx__shmg_describe_wait(struct rlx__shm_group *g, int which, int r, uint64_t step, char *buf,
+                             size_t len);
 
 /* ---- steps (shm_wait.c), on the caller's thread -------------------------- */
 
@@ -125,6 +144,10 @@ void rlx__shmg_begin(struct rlx__shm_group *g, const struct rlx__op *op);
 /* Before writing the slots of step: wait until every rank arrived at
  * step - 1. RLX_OK or the error that ended the call (op->msg says). */
 int rlx__shmg_wait_room(struct rlx__shm_group *g, struct rlx__op *op, uint64_t step);
+/* A call of this rank on the communicator runs point to point (a
+ * nonblocking one): a rank waiting for it in the segment learns why it
+ * does not come. */
+void rlx__shmg_p2p_call(struct rlx__shm_group *g, uint64_t seq);
 /* Publish: this rank's data (or its arrival) for step is in place. */
 void rlx__shmg_arrive(struct rlx__shm_group *g, uint64_t step);
 void rlx__shmg_reduced(struct rlx__shm_group *g, uint64_t step);

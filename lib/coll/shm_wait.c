@@ -17,6 +17,7 @@
 #include <unistd.h>
 #include "../engine.h"
 #include "../internal.h"
+#include "../observe.h"
 #include "coll.h"
 #include "shm_group.h"
 
@@ -111,7 +112,7 @@ static int check_call(struct rlx__shm_group *g, struct rlx__op *op, int r) {
   rlx__call_describe(theirs, sizeof(theirs), NULL, &got);
   rlx__exec_describe(op, mine, sizeof(mine));
   snprintf(msg, sizeof(msg), "rank %d called %s where rank %d called %s", r, theirs, g->me, mine);
-  rlx__shmg_fail(g, RLX_ERR_MISMATCH, -1, msg);
+  rlx__shmg_fail(g, RLX_ERR_MISMATCH, -1, op->seq, msg);
   return end_call(op, RLX_ERR_MISMATCH, msg);
 }
 
@@ -125,9 +126,17 @@ static int check_failed(struct rlx__shm_group *g, struct rlx__op *op) {
   char mine[160], msg[1024];
   rlx__exec_describe(op, mine, sizeof(mine));
   int err = g->hdr->err, lost = g->hdr->lost;
+  uint64_t seq = g->hdr->seq;
   if (err >= 0 || err < RLX_ERR_SYS)
     err = RLX_ERR_PEER_LOST;
-  if (err == RLX_ERR_PEER_LOST && lost >= 0 && lost < g->n)
+  if (seq < op->seq) {
+    /* a call this rank had completed failed on another: revoked */
+    err = RLX_ERR_REVOKED;
+    snprintf(msg, sizeof(msg),
+             "%s on rank %d: the communicator is revoked: call #%llu, which this rank had "
+             "completed, failed elsewhere: %.600s",
+             mine, g->me, (unsigned long long)seq, g->hdr->why);
+  } else if (err == RLX_ERR_PEER_LOST && lost >= 0 && lost < g->n)
     snprintf(msg, sizeof(msg), "rank %d lost rank %d during %s: %.600s", g->me, lost, mine,
              g->hdr->why);
   else
@@ -135,21 +144,60 @@ static int check_failed(struct rlx__shm_group *g, struct rlx__op *op) {
   return end_call(op, err, msg);
 }
 
+void rlx__shmg_describe_wait(struct rlx__shm_group *g, int which, int r, uint64_t step, char *buf,
+                             size_t len) {
+  size_t used = 0;
+  buf[0] = '\0';
+  for (int k = r >= 0 ? r : 0; k < (r >= 0 ? r + 1 : g->n) && k < g->n; k++) {
+    if (k == g->me || atomic_load(field(g, which, k, step)) >= step)
+      continue;
+    int n = snprintf(buf + used, len - used, "%srank %d (%s)", used ? ", " : "", k,
+                     which == ARRIVE ? "has not arrived" : "has not reduced its slice");
+    if (n < 0 || (size_t)n >= len - used)
+      return;
+    used += (size_t)n;
+  }
+}
+
 static int timed_out(struct rlx__shm_group *g, struct rlx__op *op, int which, int r,
                      uint64_t step) {
   char mine[160], who[300], msg[640];
-  size_t used = 0;
-  who[0] = '\0';
-  for (int k = r >= 0 ? r : 0; k < (r >= 0 ? r + 1 : g->n) && used < sizeof(who) - 40; k++) {
-    if (k == g->me || atomic_load(field(g, which, k, step)) >= step)
-      continue;
-    used += (size_t)snprintf(who + used, sizeof(who) - used, "%srank %d (%s)", used ? ", " : "", k,
-                             which == ARRIVE ? "has not arrived" : "has not reduced its slice");
-  }
+  rlx__shmg_describe_wait(g, which, r, step, who, sizeof(who));
   rlx__exec_describe(op, mine, sizeof(mine));
   snprintf(msg, sizeof(msg), "%s on rank %d timed out after %g s (RLX_TIMEOUT) waiting for %s",
            mine, g->me, (double)(op->deadline - op->t_start) / 1e9, who[0] ? who : "nobody");
   return end_call(op, RLX_ERR_TIMEOUT, msg);
+}
+
+void rlx__shmg_p2p_call(struct rlx__shm_group *g, uint64_t seq) {
+  atomic_store_explicit(&g->line[g->me].p2p_seq, seq + 1, memory_order_release);
+}
+
+/* A rank we wait for runs this very call point to point (rlx_iallreduce
+ * against our rlx_allreduce): they cannot meet. Say so now rather than at
+ * the deadline, to the other ranks too (an ABORT reaches its
+ * point-to-point call). */
+static int check_p2p_caller(struct rlx__shm_group *g, struct rlx__op *op, int which, int r0,
+                            uint64_t step) {
+  int r = -1;
+  for (int k = r0 >= 0 ? r0 : 0; k < (r0 >= 0 ? r0 + 1 : g->n) && r < 0; k++)
+    if (k != g->me && atomic_load(field(g, which, k, step)) < step &&
+        atomic_load_explicit(&g->line[k].p2p_seq, memory_order_acquire) == op->seq + 1)
+      r = k;
+  if (r < 0)
+    return 0;
+  char mine[160], msg[640];
+  rlx__exec_describe(op, mine, sizeof(mine));
+  snprintf(msg, sizeof(msg),
+           "rank %d made call #%llu nonblocking (point to point) where rank %d called %s in "
+           "shared memory: a nonblocking collective does not match a blocking one",
+           r, (unsigned long long)op->seq, g->me, mine);
+  rlx__shmg_fail(g, RLX_ERR_MISMATCH, -1, op->seq, msg);
+  int rc = end_call(op, RLX_ERR_MISMATCH, msg);
+  rlx__engine_lock(g->engine);
+  rlx__exec_tell(op);
+  rlx__engine_unlock(g->engine);
+  return rc;
 }
 
 static void futex_sleep(struct rlx__shm_group *g, uint32_t bell, uint64_t deadline) {
@@ -161,12 +209,29 @@ static void futex_sleep(struct rlx__shm_group *g, uint32_t bell, uint64_t deadli
   syscall(SYS_futex, &g->hdr->bell, FUTEX_WAIT, bell, &ts, NULL, 0);
 }
 
+/* RLX_TRACE: how long this wait in the segment took, and on whom. */
+static void trace_wait(struct rlx__shm_group *g, struct rlx__op *op, int which, int r,
+                       uint64_t step, uint64_t t0) {
+  char name[48], args[160];
+  if (r >= 0)
+    snprintf(name, sizeof(name), "%s rank %d", which == ARRIVE ? "data of" : "slice of", r);
+  else
+    snprintf(name, sizeof(name), "%s every rank", which == ARRIVE ? "data of" : "slices of");
+  snprintf(args, sizeof(args), "\"comm\":%u,\"seq\":%llu,\"step\":%llu,\"shm\":1",
+           op->comm_id, (unsigned long long)op->seq, (unsigned long long)(step - g->first));
+  rlx__trace_span(RLX__TRACK_XFER(0, 0), "wait", name, t0, rlx__now_ns(), args);
+}
+
 static int wait_for(struct rlx__shm_group *g, struct rlx__op *op, int which, int r,
                     uint64_t step) {
-  int from = 0, rc;
+  int from = 0, rc = 0;
   if (!reached(g, which, r, step, &from)) {
     struct rlx__engine *e = g->engine;
-    uint64_t t0 = rlx__now_ns();
+    uint64_t t0 = rlx__now_ns(), t_p2p = t0;
+    atomic_store(&g->w_step, step);
+    atomic_store(&g->w_which, which);
+    atomic_store(&g->w_rank, r);
+    atomic_store(&g->w_seq, op->seq + 1);
     for (unsigned turn = 1;; turn++) {
       if (e->yield)
         sched_yield();
@@ -177,10 +242,17 @@ static int wait_for(struct rlx__shm_group *g, struct rlx__op *op, int which, int
       if (turn % 64 != 0)
         continue;
       if ((rc = check_failed(g, op)) != 0)
-        return rc;
+        break;
       uint64_t now = rlx__now_ns();
-      if (op->deadline != 0 && now >= op->deadline)
-        return timed_out(g, op, which, r, step);
+      if (now - t_p2p >= 1000000u) {
+        t_p2p = now;
+        if ((rc = check_p2p_caller(g, op, which, r, step)) != 0)
+          break;
+      }
+      if (op->deadline != 0 && now >= op->deadline) {
+        rc = timed_out(g, op, which, r, step);
+        break;
+      }
       if (now - t0 < e->spin_ns)
         continue;
       atomic_fetch_add(&g->hdr->sleepers, 1);
@@ -189,6 +261,11 @@ static int wait_for(struct rlx__shm_group *g, struct rlx__op *op, int which, int
         futex_sleep(g, bell, op->deadline);
       atomic_fetch_sub(&g->hdr->sleepers, 1);
     }
+    atomic_store(&g->w_seq, 0);
+    if (rc != 0)
+      return rc;
+    if (RLX__TRACING() && !(op->seq & RLX__SEQ_INTERNAL))
+      trace_wait(g, op, which, r, step, t0);
   }
   if (which == ARRIVE && r < 0 && step == g->first) {
     for (int k = 0; k < g->n; k++)

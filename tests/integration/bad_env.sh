@@ -14,6 +14,7 @@ check RLX_ALLREDUCE_ALGO magic
 check RLX_LOG loud
 check RLX_SPIN_US -3
 check RLX_WIRE f8
+check RLX_SHM_COLL yes
 check RLX_BCAST_ALGO ring
 check RLX_RANK 5
 RLX_RANK=0 RLX_SIZE=2 RLX_RENDEZVOUS=127.0.0.1:1 timeout 10 "$HELLO" >"$TMP/out" 2>&1 && fail "no job key accepted"

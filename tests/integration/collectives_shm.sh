@@ -5,9 +5,13 @@
 # shared memory by default: results equal the reference and are bitwise
 # equal on every rank. The 1M+3 count goes with every dtype x op on 3
 # ranks, with sum for every dtype and every op for float32 elsewhere, and
-# is 256K+3 above 4 ranks (coll_flags in lib.sh). Also checks that the
-# library chose shared memory, and payloads by reference forced on and off.
-# COLL_RANKS and COLL_FLAGS narrow it (the sanitizer phases in CI).
+# is 256K+3 above 4 ranks (coll_flags in lib.sh). Checks that the blocking
+# collectives ran in the communicator's shared segment (the "shm"
+# algorithms) and the nonblocking ones point to point over the
+# shared-memory rings; then the point-to-point algorithms for every
+# collective (RLX_SHM_COLL=off, COLL_RANKS_P2P), and payloads by reference
+# forced on and off. COLL_RANKS and COLL_FLAGS narrow it (the sanitizer
+# phases in CI).
 . "$(dirname "$0")/lib.sh"
 for n in ${COLL_RANKS:-1 2 3 4 5 6 7 8}; do
   start=$(date +%s)
@@ -18,8 +22,23 @@ for n in ${COLL_RANKS:-1 2 3 4 5 6 7 8}; do
     grep -q "connected to rank [0-9]* over shm" "$TMP/err" || fail "n=$n: no connection over shm"
     ! grep "connected to rank [0-9]* over" "$TMP/err" | grep -qv "over shm$" ||
       { grep "connected to" "$TMP/err"; fail "n=$n: a local peer did not use shm"; }
+    grep -q "communicator 0: $n ranks, collectives in shared memory" "$TMP/err" ||
+      fail "n=$n: no shared segment for the world"
+    for call in rlx_allreduce rlx_reduce rlx_bcast rlx_allgather rlx_reduce_scatter rlx_barrier; do
+      grep -q "$call: .* bytes on $n ranks: shm" "$TMP/err" || fail "n=$n: $call not in shared memory"
+    done
+    grep -q "rlx_iallreduce: .* bytes on $n ranks: recursive-doubling" "$TMP/err" ||
+      fail "n=$n: rlx_iallreduce did not run point to point"
   fi
   echo "n=$n shm: $(grep 'coll_check:' "$TMP/out" | sed 's/^\[0\] //') ($(( $(date +%s) - start )) s)"
+done
+# Point to point for every collective, over the shared-memory rings.
+for n in ${COLL_RANKS_P2P-2 5}; do
+  RLX_SHM_COLL=off RLX_LOG=info timeout 300 "$RLXRUN" -n $n --timeout 280 "$CHECK" \
+    $(coll_flags $n) >"$TMP/out" 2>"$TMP/err" || { tail -30 "$TMP/err"; fail "n=$n point to point"; }
+  grep -q "0 failures in all" "$TMP/out" || fail "n=$n point to point: no summary"
+  ! grep -q "bytes on $n ranks: shm" "$TMP/err" || fail "RLX_SHM_COLL=off still used the segment"
+  echo "n=$n point to point: $(grep 'coll_check:' "$TMP/out" | sed 's/^\[0\] //')"
 done
 # Payloads by reference (process_vm_readv) forced on with ranks that
 # outnumber the cores here, and forced off.

@@ -48,7 +48,7 @@ static int shm_left(void) {
     ssize_t k = readlink(path, target, sizeof target - 1);
     if (k > 0) {
       target[k] = '\0';
-      n += strstr(target, "rlxcoll-shm") != NULL;
+      n += strstr(target, "memfd:rlxcoll-") != NULL; /* a pair's rings, a group's segment */
     }
   }
   if (d)
@@ -56,7 +56,7 @@ static int shm_left(void) {
   FILE *f = fopen("/proc/self/maps", "r");
   char line[512];
   while (f && fgets(line, sizeof line, f))
-    n += strstr(line, "rlxcoll-shm") != NULL;
+    n += strstr(line, "memfd:rlxcoll-") != NULL;
   if (f)
     fclose(f);
   return n;
@@ -146,6 +146,26 @@ int main(int argc, char **argv) {
     printf("fault_check: rank %d: %s\n", rank, ok ? "PASS" : "FAIL");
     fflush(stdout);
     return ok ? 0 : 1; /* no rlx_finalize: its barrier would wait for the lost */
+  }
+  if (argc > 1 && strcmp(argv[1], "mixed") == 0) {
+    /* Rank 1 calls the nonblocking allreduce (point to point), the others
+     * the blocking one (in the shared segment): every rank fails with a
+     * mismatch that says so, within 3 s. */
+    double v = 1, t0 = now();
+    rlx_request_t *rq = NULL;
+    int rc = rank == 1 ? rlx_iallreduce(RLX_IN_PLACE, &v, 1, RLX_FLOAT64, RLX_SUM, w, &rq)
+                       : rlx_allreduce(RLX_IN_PLACE, &v, 1, RLX_FLOAT64, RLX_SUM, w);
+    if (rank == 1 && rc == RLX_OK)
+      rc = rlx_wait(&rq);
+    double took = now() - t0;
+    const char *m = rlx_errmsg();
+    int ok = rc == RLX_ERR_MISMATCH && took < bound(3.0) &&
+             strstr(m, "a nonblocking collective does not match a blocking one") != NULL;
+    printf("fault_check: rank %d: %s after %.2f s: %s\n", rank, rlx_strerror(rc), took, m);
+    printf("fault_check: rank %d: %s\n", rank, ok ? "PASS" : "FAIL");
+    fflush(stdout);
+    rlx_finalize();
+    return ok ? 0 : 1;
   }
   if (mismatch_mode) {
     double v[2] = {1, 1}, t0 = now();

@@ -1,7 +1,9 @@
 #!/bin/sh
 # Ranks that pass different counts all fail with RLX_ERR_MISMATCH within
 # 2 s, the message naming both calls (the ABORT frame carries it to ranks
-# that did not see the bad frame themselves).
+# that did not see the bad frame themselves, the shared segment to those
+# that did not see the other's call); so do ranks of which one made a
+# nonblocking call and the others a blocking one.
 # A peer that never calls (but is alive: heartbeats flow) makes its
 # partners' calls fail with
 # RLX_ERR_TIMEOUT (RLX_TIMEOUT=2) naming rank 1 (ranks further away fail on
@@ -18,6 +20,14 @@ for n in 2 3 4 5; do
   timeout 60 "$RLXRUN" -n $n "$FAULT" mismatch >"$TMP/out" 2>&1
   cat "$TMP/out"
   [ "$(grep -c 'fault_check: rank [0-9]*: PASS' "$TMP/out")" -eq $n ] || fail "mismatch n=$n"
+done
+# A nonblocking call (point to point) against blocking ones (in the shared
+# segment): every rank fails with a mismatch that says so, within 3 s, not
+# at the deadline.
+for n in 2 3; do
+  timeout 60 "$RLXRUN" -n $n "$FAULT" mixed >"$TMP/out" 2>&1
+  cat "$TMP/out"
+  [ "$(grep -c 'fault_check: rank [0-9]*: PASS' "$TMP/out")" -eq $n ] || fail "mixed n=$n"
 done
 # A call fails on one rank after another completed it (a bcast whose last
 # rank passes another count; rank 1 has its data already): the next call

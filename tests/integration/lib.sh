@@ -13,6 +13,7 @@ TMP=$(mktemp -d "${TMPDIR:-/tmp}/rlxtest.XXXXXX")
 trap 'rm -rf "$TMP"' EXIT
 unset RLX_RANK RLX_SIZE RLX_LOCAL_RANK RLX_LOCAL_SIZE RLX_RENDEZVOUS RLX_JOB_KEY RLX_LAUNCHER
 unset RLX_TRANSPORT RLX_LOG RLX_TIMEOUT RLX_ALLREDUCE_ALGO RLX_TRACE RLX_STATS RLX_FLIGHT RLX_FLIGHT_DUMP
+unset RLX_SHM_COLL RLX_BCAST_ALGO RLX_ALLGATHER_ALGO
 
 # coll_check's flags for n ranks: every dtype x op at the 1M+3 count on 3
 # ranks (not a power of two: every algorithm's path); elsewhere the big

@@ -32,7 +32,8 @@ for r in range(n):
     assert all(e["dur"] >= 0 for e in mine if e["ph"] == "X"), "an end before its start"
     assert all(e["args"]["status"] == "ok" for e in calls)
     algos = {e["args"]["algorithm"] for e in calls}
-    assert "ring" in algos or "rabenseifner" in algos or "recursive-doubling" in algos, algos
+    want = {"shm"} if transport == "shm" else {"ring", "rabenseifner", "recursive-doubling"}
+    assert algos & want, algos
     waits = [e for e in mine if e["ph"] == "X" and e["cat"] == "wait"]
     assert waits, f"rank {r}: no waits recorded"
     for w in waits:  # every wait lies inside a call of the same sequence number

@@ -473,7 +473,7 @@ END_TEST
 /* ---- selection --------------------------------------------------------------- */
 
 static const char *sel(int kind, size_t bytes, int n, const char *forced) {
-  const struct rlx__algo *a = rlx__select(kind, bytes, n, forced, 0);
+  const struct rlx__algo *a = rlx__select(kind, bytes, n, forced);
   return a ? a->name : "(none)";
 }
 

@@ -7,7 +7,7 @@
 #include "internal.h"
 
 static const char *vars[] = {"RLX_TIMEOUT", "RLX_INIT_TIMEOUT", "RLX_TRANSPORT", "RLX_ALLREDUCE_ALGO", "RLX_LOG",
-                             "RLX_SPIN_US", "RLX_WIRE", "RLX_CMA", "RLX_BCAST_ALGO", "RLX_ALLGATHER_ALGO", "RLX_IFACE", "RLX_RANK", "RLX_SIZE",
+                             "RLX_SPIN_US", "RLX_WIRE", "RLX_CMA", "RLX_SHM_COLL", "RLX_BCAST_ALGO", "RLX_ALLGATHER_ALGO", "RLX_IFACE", "RLX_RANK", "RLX_SIZE",
                              "RLX_LOCAL_RANK", "RLX_LOCAL_SIZE", "RLX_RENDEZVOUS", "RLX_JOB_KEY",
                              "RLX_TRACE", "RLX_FLIGHT", "RLX_FLIGHT_DUMP", "RLX_STATS"};
 
@@ -23,6 +23,7 @@ START_TEST(defaults) {
   ck_assert(c.timeout_s == 300.0);
   ck_assert(c.init_timeout_s == 300.0);
   ck_assert_str_eq(c.transport, "");
+  ck_assert_int_eq(c.shm_coll, 1); /* collectives in shared memory where they can be */
   ck_assert_int_eq(c.has_launch, 0);
   ck_assert_int_eq(c.rank, 0);
   ck_assert_int_eq(c.size, 1);
@@ -61,6 +62,7 @@ START_TEST(good_values) {
   setenv("RLX_TRANSPORT", "tcp", 1);
   setenv("RLX_ALLREDUCE_ALGO", "ring", 1);
   setenv("RLX_BCAST_ALGO", "scatter-allgather", 1);
+  setenv("RLX_SHM_COLL", "off", 1);
   setenv("RLX_WIRE", "bf16", 1);
   setenv("RLX_LOG", "debug", 1);
   setenv("RLX_SPIN_US", "150", 1);
@@ -84,6 +86,7 @@ START_TEST(good_values) {
   ck_assert_int_eq(c.log_level, RLX__LOG_DEBUG);
   ck_assert_str_eq(c.bcast_algo, "scatter-allgather");
   ck_assert_int_eq(c.wire, RLX__WIRE_BF16);
+  ck_assert_int_eq(c.shm_coll, 0);
   ck_assert_int_eq(c.spin_us, 150);
   ck_assert_int_eq(c.rank, 2);
   ck_assert_int_eq(c.size, 4);
@@ -126,6 +129,7 @@ START_TEST(bad_values) {
   expect_bad("RLX_SPIN_US", "1e3", "RLX_SPIN_US");
   expect_bad("RLX_WIRE", "f8", "RLX_WIRE");
   expect_bad("RLX_CMA", "maybe", "RLX_CMA");
+  expect_bad("RLX_SHM_COLL", "on", "RLX_SHM_COLL");
   expect_bad("RLX_BCAST_ALGO", "ring", "RLX_BCAST_ALGO");
   expect_bad("RLX_ALLGATHER_ALGO", "bruck", "RLX_ALLGATHER_ALGO");
   expect_bad("RLX_IFACE", "", "RLX_IFACE");

@@ -1,0 +1,22 @@
+/* Selection for a communicator with a shared segment (shm_group.h): its
+ * algorithm of each collective, unless a point-to-point one is named or
+ * wins (lib/tuning.h says where). The rest of the table is select.c's. */
+#include <string.h>
+#include "../tuning.h"
+#include "coll.h"
+
+const struct rlx__algo *rlx__select_shm(int kind, size_t bytes, int nranks, const char *forced) {
+  int named = forced != NULL && strcmp(forced, "shm") == 0;
+  if (forced != NULL && forced[0] != '\0' && strcmp(forced, "auto") != 0 && !named)
+    return NULL;
+  switch (kind) {
+  case RLX__CK_ALLREDUCE:
+    return named || nranks != 2 || bytes < RLX__SHMG_P2P_FROM_2 ? &rlx__allreduce_shm : NULL;
+  case RLX__CK_BCAST: return &rlx__bcast_shm;
+  case RLX__CK_REDUCE: return &rlx__reduce_shm;
+  case RLX__CK_ALLGATHER: return &rlx__allgather_shm;
+  case RLX__CK_REDUCE_SCATTER: return &rlx__reduce_scatter_shm;
+  case RLX__CK_BARRIER: return &rlx__barrier_shm;
+  default: return NULL;
+  }
+}
