@@ -62,7 +62,9 @@ static int round_exchange(const rlx_comm_t *c, uint32_t id, uint64_t round, cons
   rlx_comm_t *t = calloc(1, sizeof(*t));
   if (t == NULL)
     return rlx__err(RLX_ERR_NOMEM, "rlx_comm_shrink: no memory");
-  t->id = id;
+  /* an id of the round's own: an ABORT of a failed round (for its seq)
+   * would otherwise revoke every later round on the same id */
+  t->id = id ^ (uint32_t)(round * 0x9e3779b9u);
   t->seq = round;
   t->rank = me;
   t->size = nalive;

@@ -17,6 +17,7 @@
 #include <unistd.h>
 #include "../engine.h"
 #include "../internal.h"
+#include "../transport/p2p.h"
 #include "../observe.h"
 #include "coll.h"
 #include "shm_group.h"
@@ -129,6 +130,17 @@ static int check_failed(struct rlx__shm_group *g, struct rlx__op *op) {
   uint64_t seq = g->hdr->seq;
   if (err >= 0 || err < RLX_ERR_SYS)
     err = RLX_ERR_PEER_LOST;
+  if (err == RLX_ERR_PEER_LOST && lost >= 0 && lost < g->n) {
+    /* Another member saw it go: so does our transport now, before its own
+     * socket says so, and rlx_comm_shrink starts from the same view on
+     * every survivor. */
+    rlx__engine_lock(g->engine);
+    char why[160];
+    snprintf(why, sizeof(why), "%.150s", g->hdr->why); /* (another process wrote it) */
+    if (rlx__p2p_lost_reason(g->p2p, g->world[lost]) == NULL)
+      rlx__p2p_mark_lost(g->p2p, g->world[lost], why);
+    rlx__engine_unlock(g->engine);
+  }
   if (seq < op->seq) {
     /* a call this rank had completed failed on another: revoked */
     err = RLX_ERR_REVOKED;

@@ -13,6 +13,7 @@
  *   rank must fail with that error, and none may return wrong data)
  *   fault_check revoke   (a rank that completed a call another failed finds
  *   its next call revoked at once) */
+#include <pthread.h>
 #include <signal.h>
 #include <dirent.h>
 #include <stdio.h>
@@ -60,6 +61,18 @@ static int shm_left(void) {
   if (f)
     fclose(f);
   return n;
+}
+
+struct big_call {
+  float *v;
+  size_t n;
+  rlx_comm_t *w;
+};
+
+static void *call_big(void *arg) {
+  struct big_call *b = arg;
+  rlx_allreduce(RLX_IN_PLACE, b->v, b->n, RLX_FLOAT32, RLX_SUM, b->w);
+  return NULL;
 }
 
 int main(int argc, char **argv) {
@@ -184,10 +197,11 @@ int main(int argc, char **argv) {
     return ok ? 0 : 1;
   }
   if (rank == 1) {
-    if (big_mode) { /* die with the call under way */
-      rlx_request_t *rq;
+    if (big_mode) { /* die with the call under way: the same blocking call as the others */
+      pthread_t th;
       struct timespec ts = {0, 30 * 1000 * 1000};
-      rlx_iallreduce(RLX_IN_PLACE, big, big_count, RLX_FLOAT32, RLX_SUM, w, &rq);
+      struct big_call bc = {big, big_count, w};
+      pthread_create(&th, NULL, call_big, &bc);
       nanosleep(&ts, NULL);
     }
     if (kill_mode)
