@@ -249,8 +249,8 @@ static int launch(rlx_comm_t *c, struct rlx_request *rq, rlx_request_t **req) {
 
 static void fill(struct rlx_request *rq, int kind, const char *call, rlx_dtype_t dt, rlx_op_t op,
                  size_t count, size_t es, int root, const void *src, void *dst) {
-  /* not the op's lanes (9 KiB): exec_start clears them when they are used */
-  memset(&rq->op, 0, offsetof(struct rlx__op, lane));
+  /* not the op's message and lanes (coll.h: exec clears what it uses) */
+  memset(&rq->op, 0, offsetof(struct rlx__op, msg));
   memset((char *)rq + sizeof(rq->op), 0, sizeof(*rq) - sizeof(rq->op));
   rq->op.kind = kind;
   rq->op.call = call;

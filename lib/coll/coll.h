@@ -129,7 +129,6 @@ struct rlx__op {
   int nlanes, lanes_left, finished;
   /* the outcome */
   int status;
-  char msg[640];
   atomic_int done;
   atomic_uint progress;
   void (*on_done)(struct rlx__op *op);
@@ -140,8 +139,11 @@ struct rlx__op {
   uint64_t t_start, t_done; /* rlx__now_ns() when started and when finished */
   uint64_t ticket;          /* its entry in the flight recorder */
   uint8_t heard[32];        /* comm ranks < 256 we have received from in this call */
-  /* Last and big (9 KiB): only round-based operations use them, and
-   * exec_start clears them; a shared-memory call never touches them. */
+  /* Last, and not cleared with the rest by a call (fill()): the message
+   * (set when the call fails; exec clears its first byte) and the lanes
+   * (9 KiB: only round-based operations use them, and exec_start clears
+   * them). */
+  char msg[640];
   struct rlx__lane lane[RLX__LANES_MAX];
 };
 

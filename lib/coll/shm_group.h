@@ -27,21 +27,22 @@ struct rlx__engine;
 struct rlx__p2p;
 struct rlx__op;
 
-/* A rank's cells, one per step parity, each a cache line: what a reader
- * of a small call needs (the step, the call, payloads of up to
- * RLX__SHMG_INLINE bytes) comes in one miss, and the writer's next step
- * goes to the other cell, so it does not take the line from a reader
- * still on this one. */
-#define RLX__SHMG_INLINE 32
+/* A rank's cells, one per step parity, each a 128-byte aligned pair of
+ * cache lines (which the adjacent-line prefetcher fetches together): what
+ * a reader of a small call needs (the step, the call, payloads of up to
+ * RLX__SHMG_INLINE bytes) comes with the miss on the step, and the
+ * writer's next step goes to the other cell, so it does not take the
+ * lines from a reader still on this one. */
+#define RLX__SHMG_INLINE 96
 struct rlx__shmg_cell {
-  _Atomic uint64_t arrive; /* the last step of this parity whose data is posted */
+  _Alignas(128) _Atomic uint64_t arrive; /* the last step of this parity whose data is posted */
   _Atomic uint64_t first;  /* the first step of the call that began in this cell */
   _Atomic uint64_t sig[2]; /* that call's signature (RLX__SIG_SIZE bytes) */
   unsigned char small[RLX__SHMG_INLINE];
 };
-_Static_assert(sizeof(struct rlx__shmg_cell) == 64, "a cell is a cache line");
+_Static_assert(sizeof(struct rlx__shmg_cell) == 128, "a cell is a pair of cache lines");
 
-#define RLX__SHMG_LINE 256 /* a rank's cells and counters; a line pair apart */
+#define RLX__SHMG_LINE 512 /* a rank's cells and counters */
 struct rlx__shmg_line {
   struct rlx__shmg_cell cell[2];
   _Alignas(64) _Atomic uint64_t reduced; /* the last step whose slice it has reduced */

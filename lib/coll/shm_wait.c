@@ -36,8 +36,23 @@ void rlx__shmg_wake(struct rlx__shm_group *g) {
 }
 
 static void publish(struct rlx__shm_group *g, _Atomic uint64_t *w, uint64_t step) {
-  atomic_store(w, step); /* sequentially consistent: ordered before the look at sleepers */
-  if (atomic_load(&g->hdr->sleepers) != 0)
+  if (g->engine->yield) {
+    /* Ranks outnumber cores: waiters sleep often. Sequentially consistent,
+     * so the look at sleepers cannot pass the store, and a waiter that
+     * counted itself in and then missed the step is always rung. */
+    atomic_store(w, step);
+    if (atomic_load(&g->hdr->sleepers) != 0)
+      rlx__shmg_wake(g);
+    return;
+  }
+  /* Ranks fit the cores: waiters spin, and sleep only past the spin budget
+   * (20 ms by default). A release store lets this rank go on to its own
+   * wait while the line travels (a locked store would stall here for it);
+   * the price is that a waiter that went to sleep in the instant before
+   * the store was seen may sleep out its 20 ms futex timeout, after having
+   * waited that long already. */
+  atomic_store_explicit(w, step, memory_order_release);
+  if (atomic_load_explicit(&g->hdr->sleepers, memory_order_relaxed) != 0)
     rlx__shmg_wake(g);
 }
 
