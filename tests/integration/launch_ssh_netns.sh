@@ -116,7 +116,12 @@ run_train() { # $1: label, $2: parameters file
 }
 run_hello clean
 run_train clean "$TMP/p.clean"
-echo "clean: hello and train across 2 hosts in $(( $(date +%s) - start )) s"
+# Every collective right across the hosts (shared-memory rings within
+# each, TCP between; a communicator across hosts runs point to point).
+in_c "cd $top_builddir && $RLXRUN $HOSTS -n 4 --timeout 150 $CHECK --random --counts 0,1,7,1023,65537" \
+  >"$TMP/out" 2>&1 || { tail -30 "$TMP/out"; fail "collectives across hosts"; }
+grep -q "0 failures in all" "$TMP/out" || { tail -30 "$TMP/out"; fail "collectives across hosts: no summary"; }
+echo "clean: hello, train and every collective across 2 hosts in $(( $(date +%s) - start )) s"
 
 # 2% loss on every packet into nsa and nsb, and 100 Mbit/s out of them.
 for h in a b; do
