@@ -7,7 +7,9 @@
 # BUILD is a folder with bin/rlxrun, bin/osu_allreduce_rlx and lib/
 # (bench/pack_build.sh makes one; it runs on a machine without the build
 # tree); DEPS holds runtime libraries the machine may lack. Prints per
-# size the median of each and rlxcoll/vader.
+# size the median of each and rlxcoll/vader. RLX_ENV sets variables for
+# the main rlxcoll column, MPI_BTL Open MPI's transports (the TCP path:
+# RLX_ENV=RLX_TRANSPORT=tcp MPI_BTL=tcp,self COLS=).
 #   DEPS=.devb/deps NS="2 4 8" ROUNDS=3 MAXB=67108864 bench/shm_vs_vader.sh .devb/now
 set -uo pipefail
 build=${1:?build folder}
@@ -29,14 +31,15 @@ for n in $NS; do
   bind=core # as rlxrun binds; Open MPI refuses core binding past the cores
   [ "$n" -gt "$cores" ] && bind=none
   for r in $(seq 1 "$ROUNDS"); do
-    rlx timeout 600 "$build/bin/rlxrun" -n "$n" --no-tag-output "$build/bin/osu_allreduce_rlx" "$MAXB" |
-      sed "s/^[a-z]*/$n shm/"
+    # shellcheck disable=SC2086
+    rlx env ${RLX_ENV:-} timeout 600 "$build/bin/rlxrun" -n "$n" --no-tag-output \
+      "$build/bin/osu_allreduce_rlx" "$MAXB" | sed "s/^[a-z]*/$n shm/"
     for col in $COLS; do
       rlx env "${col#*:}" timeout 600 "$build/bin/rlxrun" -n "$n" --no-tag-output \
         "$build/bin/osu_allreduce_rlx" "$MAXB" | sed "s/^[a-z]*/$n ${col%%:*}/"
     done
     timeout 600 "$MPIRUN" --allow-run-as-root --oversubscribe --bind-to $bind --mca pml ob1 \
-      --mca btl vader,self -n "$n" "$out/osu_mpi" "$MAXB" | sed "s/^[A-Za-z_]*/$n vader/"
+      --mca btl "${MPI_BTL:-vader,self}" -n "$n" "$out/osu_mpi" "$MAXB" | sed "s/^[A-Za-z_]*/$n vader/"
   done
 done >"$out/runs"
 [ -n "${KEEP:-}" ] && cp "$out/runs" "$KEEP"
