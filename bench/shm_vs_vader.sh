@@ -1,7 +1,7 @@
 #!/bin/bash
 # rlxcoll on one host (shared memory, the default) against Open MPI's
 # shared-memory path (--mca pml ob1 --mca btl vader,self), and rlxcoll
-# variants (COLS: name:VAR=value ...; default point-to-point algorithms
+# variants (COLS: name:VAR=value[+VAR=value] ...; default point-to-point algorithms
 # over the shared-memory rings, RLX_SHM_COLL=off), interleaved round by
 # round on the same sizes (OSU-style float32 sum, bench/osu_allreduce.c).
 # BUILD is a folder with bin/rlxrun, bin/osu_allreduce_rlx and lib/
@@ -35,7 +35,8 @@ for n in $NS; do
     rlx env ${RLX_ENV:-} timeout 600 "$build/bin/rlxrun" -n "$n" --no-tag-output \
       "$build/bin/osu_allreduce_rlx" "$MAXB" | sed "s/^[a-z]*/$n shm/"
     for col in $COLS; do
-      rlx env "${col#*:}" timeout 600 "$build/bin/rlxrun" -n "$n" --no-tag-output \
+      # shellcheck disable=SC2046
+      rlx env $(echo "${col#*:}" | tr '+' ' ') timeout 600 "$build/bin/rlxrun" -n "$n" --no-tag-output \
         "$build/bin/osu_allreduce_rlx" "$MAXB" | sed "s/^[a-z]*/$n ${col%%:*}/"
     done
     timeout 600 "$MPIRUN" --allow-run-as-root --oversubscribe --bind-to $bind --mca pml ob1 \
