@@ -46,6 +46,14 @@ static int check_root(const char *call, int root, rlx_comm_t *c) {
   return RLX_OK;
 }
 
+/* RLX_IN_PLACE goes in sendbuf only (or rlx_reduce's on the root): as a
+ * destination it is no buffer at all. */
+static int not_in_place(const char *call, const char *name, const void *buf) {
+  if (buf == RLX_IN_PLACE)
+    return rlx__err(RLX_ERR_ARG, "%s: %s cannot be RLX_IN_PLACE (only sendbuf can)", call, name);
+  return RLX_OK;
+}
+
 static int grow(void **buf, size_t *cap, size_t len) {
   if (len <= *cap)
     return RLX_OK;
@@ -289,6 +297,8 @@ static int allreduce(const char *call, const void *sendbuf, void *recvbuf, size_
   if (recvbuf == NULL || sendbuf == NULL)
     return rlx__err(RLX_ERR_ARG, "%s: %s is NULL with count %zu", call,
                     recvbuf == NULL ? "recvbuf" : "sendbuf", count);
+  if ((rc = not_in_place(call, "recvbuf", recvbuf)) != RLX_OK)
+    return rc;
   const void *src = sendbuf == RLX_IN_PLACE ? recvbuf : sendbuf;
   fill(&rq, RLX__CK_ALLREDUCE, call, dt, op, count, es, 0, src, recvbuf);
   int wire = rlx__rt.cfg.wire;
@@ -346,6 +356,8 @@ static int bcast(const char *call, void *buf, size_t count, rlx_dtype_t dt, int 
     return done_request(req);
   if (buf == NULL)
     return rlx__err(RLX_ERR_ARG, "%s: buf is NULL with count %zu", call, count);
+  if ((rc = not_in_place(call, "buf", buf)) != RLX_OK)
+    return rc;
   fill(&rq, RLX__CK_BCAST, call, dt, RLX_SUM, count, es, root, buf, buf);
   if ((rc = pick(&rq.op, c, count * es, rlx__rt.cfg.bcast_algo, req == NULL)) != RLX_OK)
     return rc;
@@ -381,6 +393,8 @@ int rlx_reduce(const void *sendbuf, void *recvbuf, size_t count, rlx_dtype_t dt,
                     sendbuf == NULL ? "sendbuf is NULL"
                     : is_root && recvbuf == NULL ? "recvbuf is NULL on the root"
                                                  : "RLX_IN_PLACE is for the root only");
+  if (is_root && (rc = not_in_place(call, "recvbuf", recvbuf)) != RLX_OK)
+    return rc;
   fill(&rq, RLX__CK_REDUCE, call, dt, op, count, es, root,
        sendbuf == RLX_IN_PLACE ? recvbuf : sendbuf, is_root ? recvbuf : NULL);
   if ((rc = pick(&rq.op, c, count * es, "", 1)) != RLX_OK)
@@ -400,6 +414,8 @@ int rlx_allgather(const void *sendbuf, void *recvbuf, size_t count, rlx_dtype_t 
     return RLX_OK;
   if (sendbuf == NULL || recvbuf == NULL)
     return rlx__err(RLX_ERR_ARG, "%s: %s is NULL", call, sendbuf == NULL ? "sendbuf" : "recvbuf");
+  if ((rc = not_in_place(call, "recvbuf", recvbuf)) != RLX_OK)
+    return rc;
   const void *src = sendbuf == RLX_IN_PLACE ? (char *)recvbuf + (size_t)c->rank * count * es
                                             : sendbuf;
   fill(&rq, RLX__CK_ALLGATHER, call, dt, RLX_SUM, count, es, 0, src, recvbuf);
@@ -422,6 +438,8 @@ int rlx_reduce_scatter(const void *sendbuf, void *recvbuf, size_t recvcount, rlx
     return RLX_OK;
   if (sendbuf == NULL || recvbuf == NULL)
     return rlx__err(RLX_ERR_ARG, "%s: %s is NULL", call, sendbuf == NULL ? "sendbuf" : "recvbuf");
+  if ((rc = not_in_place(call, "recvbuf", recvbuf)) != RLX_OK)
+    return rc;
   /* In place: recvbuf holds all p blocks on entry and block 0.. gets the result. */
   const void *src = sendbuf == RLX_IN_PLACE ? recvbuf : sendbuf;
   void *in_copy = NULL;

@@ -360,6 +360,38 @@ static void check_bcast(rlx_dtype_t dt, size_t count, int root) {
   free(buf);
 }
 
+/* RLX_IN_PLACE where no call takes it (a destination; bcast's buffer):
+ * RLX_ERR_ARG with a message on every rank, no crash, and the
+ * communicator still works (every rank makes the same mistake here, so
+ * nobody waits for a call that never started; rlx_reduce's root recvbuf
+ * is checked on the root alone, whose partners then see a mismatch). */
+static void check_misuse(void) {
+  rlx_comm_t *w = rlx_comm_world();
+  float in[4] = {1, 2, 3, 4};
+  void *ip = (void *)RLX_IN_PLACE;
+  struct {
+    const char *what;
+    int rc;
+  } t[] = {
+      {"allreduce recvbuf", rlx_allreduce(in, ip, 4, RLX_FLOAT32, RLX_SUM, w)},
+      {"bcast buf", rlx_bcast(ip, 4, RLX_FLOAT32, 0, w)},
+      {"allgather recvbuf", rlx_allgather(in, ip, 1, RLX_FLOAT32, w)},
+      {"reduce_scatter recvbuf", rlx_reduce_scatter(in, ip, 1, RLX_FLOAT32, RLX_SUM, w)},
+  };
+  for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+    checks++;
+    if (t[i].rc != RLX_ERR_ARG)
+      FAIL("RLX_IN_PLACE as %s returned %s", t[i].what, rlx_strerror(t[i].rc));
+  }
+  rlx_request_t *rq = NULL;
+  checks++;
+  if (rlx_iallreduce(in, ip, 4, RLX_FLOAT32, RLX_SUM, w, &rq) != RLX_ERR_ARG || rq != NULL)
+    FAIL("RLX_IN_PLACE as rlx_iallreduce's recvbuf was taken");
+  checks++;
+  if (rlx_barrier(w) != RLX_OK)
+    FAIL("the communicator does not work after argument errors: %s", rlx_errmsg());
+}
+
 static void stress(int n) {
   for (int it = 0; it < n; it++) {
     int64_t v = rank + it, want = (int64_t)size * it + (int64_t)size * (size - 1) / 2;
@@ -436,6 +468,8 @@ int main(int argc, char **argv) {
   checks++;
   if (lmax != leader || leader < 0 || leader >= size)
     FAIL("leader disagreement: %d here, max %d", leader, lmax);
+  if (size > 1) /* (on one rank rlx_reduce's root check would be the only one left) */
+    check_misuse();
 
   for (int c = 0; c < ncounts; c++) {
     for (int dt = 0; dt < RLX_DTYPE_COUNT; dt++) {
