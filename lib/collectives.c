@@ -251,6 +251,7 @@ static int launch(rlx_comm_t *c, struct rlx_request *rq, rlx_request_t **req) {
     free(h);
     return rc;
   }
+  atomic_fetch_add(&c->in_flight, 1); /* rlx_comm_free refuses until rlx_wait */
   *req = h;
   return RLX_OK;
 }
@@ -484,6 +485,8 @@ int rlx_wait(rlx_request_t **req) {
     return rlx__err(RLX_ERR_ARG, "rlx_wait: no request");
   struct rlx_request *h = *req;
   int rc = h->comm ? finish(h) : RLX_OK;
+  if (h->comm)
+    atomic_fetch_sub(&h->comm->in_flight, 1);
   free_request(h);
   *req = NULL;
   return rc;

@@ -189,6 +189,11 @@ int rlx_comm_free(rlx_comm_t **c) {
     return rlx__err(RLX_ERR_ARG, "rlx_comm_free: no communicator");
   if (*c == &rlx__rt.world)
     return rlx__err(RLX_ERR_ARG, "rlx_comm_free: the world communicator cannot be freed");
+  int n = atomic_load(&(*c)->in_flight);
+  if (n > 0) /* they would go on writing into what we free */
+    return rlx__err(RLX_ERR_STATE,
+                    "rlx_comm_free: %d nonblocking operation(s) still in flight on this "
+                    "communicator; rlx_wait for them first", n);
   rlx__comm_release(*c);
   free(*c);
   *c = NULL;

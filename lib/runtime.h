@@ -29,6 +29,7 @@ struct rlx_comm {
    * tried yet, 1 made, -1 none. */
   struct rlx__shm_group *shm;
   int shm_state;
+  atomic_int in_flight; /* nonblocking requests not yet waited for */
   pthread_mutex_t mtx; /* serialises calls on this communicator */
 };
 

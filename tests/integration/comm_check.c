@@ -122,6 +122,28 @@ static void check_threads(void) {
   rlx_comm_free(&w[1].comm);
 }
 
+/* A communicator with a nonblocking call in flight is not freed: the call
+ * would write into freed memory. RLX_ERR_STATE, the communicator intact;
+ * after rlx_wait it frees. */
+static void check_free_in_flight(void) {
+  rlx_comm_t *d = NULL;
+  float x = 1, y = 0;
+  rlx_request_t *rq = NULL;
+  if (rlx_comm_dup(rlx_comm_world(), &d) != RLX_OK ||
+      rlx_iallreduce(&x, &y, 1, RLX_FLOAT32, RLX_SUM, d, &rq) != RLX_OK) {
+    FAIL("dup/iallreduce: %s", rlx_errmsg());
+    return;
+  }
+  int rc = rlx_comm_free(&d);
+  if (rc != RLX_ERR_STATE || d == NULL || strstr(rlx_errmsg(), "still in flight") == NULL)
+    FAIL("rlx_comm_free with an iallreduce in flight gave %s (%s)", rlx_strerror(rc),
+         rlx_errmsg());
+  if (rlx_wait(&rq) != RLX_OK || y != (float)size)
+    FAIL("the iallreduce after the refused free: %s, %g", rlx_errmsg(), (double)y);
+  if (d != NULL && rlx_comm_free(&d) != RLX_OK)
+    FAIL("rlx_comm_free after rlx_wait: %s", rlx_errmsg());
+}
+
 static void check_overlap(void) {
   size_t n = 4u << 20; /* 16 MiB of float32 */
   float *in = malloc(n * 4), *out = malloc(n * 4);
@@ -224,6 +246,7 @@ int main(int argc, char **argv) {
   } else {
     check_split();
     check_threads();
+    check_free_in_flight();
     check_overlap();
   }
   int bad = failures, total = 0;
