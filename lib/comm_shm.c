@@ -1,8 +1,9 @@
 /* When a communicator gets a shared segment for its collectives: every
  * member on this host, shared memory allowed (RLX_TRANSPORT auto or shm,
- * RLX_SHM_COLL not off), at its first blocking collective (all members
- * make that call, so all set the segment up at the same point). The
- * decision is the same on every rank; the setup agrees on the outcome. */
+ * RLX_SHM_COLL not off), at its first collective, blocking or not (all
+ * members make that call, so all set the segment up at the same point;
+ * only blocking calls then run in it). The decision is the same on every
+ * rank; the setup agrees on the outcome. */
 #include <stdlib.h>
 #include <string.h>
 #include "coll/shm_group.h"

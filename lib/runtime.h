@@ -25,7 +25,7 @@ struct rlx_comm {
   size_t wire_len;
   uint32_t children; /* communicators made from this one (split, dup) */
   /* Its shared segment, when every member runs on this host (made at its
-   * first blocking collective; lib/coll/shm_group.h); shm_state 0 not
+   * first collective; lib/coll/shm_group.h); shm_state 0 not
    * tried yet, 1 made, -1 none. */
   struct rlx__shm_group *shm;
   int shm_state;

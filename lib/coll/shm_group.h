@@ -6,8 +6,8 @@
  * once the processes are gone.
  *
  * Layout: a header page (identity, the futex a sleeping waiter waits on,
- * the failure word), one control line per rank (its step counters and the
- * signature of its current call), then per rank two data slots, then two
+ * the failure word), per rank two cells (its step counters and the
+ * signature of its current call, below) and two data slots, then two
  * result slots. Every collective on it is a series of steps numbered alike
  * on all ranks; step g uses slot parity g & 1, and a rank writes a slot
  * only once every rank has arrived at step g - 1, so every rank is done
