@@ -144,6 +144,7 @@ rendezvous_done:
 
   rt->p2p.on_abort = rlx__exec_on_abort;
   rt->p2p.on_lost = on_lost;
+  rt->p2p.on_early = rlx__exec_on_early;
   rt->p2p.abort_ctx = rt;
   rlx__info("listening on tcp %s and unix %s", mine.tcp, mine.unix_path);
   if (rt->pmix) {

@@ -173,6 +173,9 @@ void rlx__exec_abort(struct rlx__op *op, int err, const char *msg);
  * and reason, or remember it for when we start that operation. */
 void rlx__exec_on_abort(void *ctx, int from, const struct rlx__frame_hdr *h, int err,
                         const char *reason);
+/* p2p's on_early: a DATA frame no receive wanted; if it is for an
+ * operation in flight with another signature, that fails as a mismatch. */
+void rlx__exec_on_early(void *ctx, int from, const struct rlx__frame_hdr *h);
 /* Describe the operation's call: "rlx_allreduce(count=8, float32, sum)". */
 void rlx__exec_describe(const struct rlx__op *op, char *buf, size_t len);
 /* Ranks (communicator ranks) the current round still waits on. */

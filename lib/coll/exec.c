@@ -43,9 +43,26 @@ static void tell_members(struct rlx__op *op, int skip_world_rank) {
 
 static void settle_closed(uv_handle_t *h) { free(h); }
 
+/* The calls completed here lately, for frames that come after their call
+ * is over (a root whose bcast was done before the other root's frame came):
+ * what this rank called at that seq. Under the loop lock. */
+#define DONE_MAX 64
+static struct {
+  uint32_t comm_id;
+  uint64_t seq;
+  int me; /* our world rank */
+  uint8_t sig[RLX__SIG_SIZE];
+} done_ops[DONE_MAX];
+static unsigned ndone;
+
 static void finish(struct rlx__op *op, int status) {
   if (op->finished)
     return;
+  unsigned d = ndone++ % DONE_MAX;
+  done_ops[d].comm_id = op->comm_id;
+  done_ops[d].seq = op->seq;
+  done_ops[d].me = op->world ? op->world[op->rank] : -1;
+  memcpy(done_ops[d].sig, op->sig, RLX__SIG_SIZE);
   op->finished = 1;
   op->status = status;
   op->t_done = rlx__now_ns();
@@ -81,22 +98,76 @@ static void settle_expired(uv_timer_t *t) {
   finish(op, op->settle_err);
 }
 
-static void fail_from_xfer(struct rlx__op *op, struct rlx__xfer *x) {
+/* op->msg for a partner (comm rank peer) whose call had signature sig. */
+static void mismatch_msg(struct rlx__op *op, int peer, const uint8_t sig[RLX__SIG_SIZE]) {
   char mine[160], theirs[160];
+  struct rlx__call got;
+  rlx__exec_describe(op, mine, sizeof(mine));
+  rlx__call_decode(sig, &got);
+  rlx__call_describe(theirs, sizeof(theirs), NULL, &got);
+  snprintf(op->msg, sizeof(op->msg), "rank %d called %s where rank %d called %s", peer, theirs,
+           op->rank, mine);
+}
+
+static int comm_rank_of(const struct rlx__op *op, int world_rank) {
+  for (int r = 0; r < op->size; r++)
+    if (op->world[r] == world_rank)
+      return r;
+  return -1;
+}
+
+/* A partner's frame for op carries another call: fail op (and tell the
+ * others), whether or not a receive of ours lines up with the frame. */
+static void fail_mismatch(struct rlx__op *op, int from_world, const uint8_t sig[RLX__SIG_SIZE]) {
+  if (op->finished)
+    return;
+  mismatch_msg(op, comm_rank_of(op, from_world), sig);
+  op->status = RLX_ERR_MISMATCH;
+  tell_members(op, -1);
+  finish(op, RLX_ERR_MISMATCH);
+}
+
+void rlx__exec_on_early(void *ctx, int from, const struct rlx__frame_hdr *h) {
+  for (struct rlx__list *l = active_ops.next; l != &active_ops; l = l->next) {
+    struct rlx__op *op = rlx__container_of(l, struct rlx__op, active);
+    if (op->comm_id == h->comm_id && op->seq == h->seq) {
+      if (memcmp(op->sig, h->sig, RLX__SIG_SIZE) != 0)
+        fail_mismatch(op, from, h->sig);
+      return;
+    }
+  }
+  /* For a call completed here: if it was another call, the communicator
+   * is revoked, as if the sender had sent an ABORT for it (the call in
+   * flight after it fails now, or the next one at its start). */
+  for (unsigned i = 0; i < DONE_MAX && i < ndone; i++) {
+    if (done_ops[i].comm_id != h->comm_id || done_ops[i].seq != h->seq)
+      continue;
+    if (memcmp(done_ops[i].sig, h->sig, RLX__SIG_SIZE) == 0)
+      return;
+    struct rlx__call got, mine;
+    char theirs[160], ours[160], why[400];
+    rlx__call_decode(h->sig, &got);
+    rlx__call_decode(done_ops[i].sig, &mine);
+    rlx__call_describe(theirs, sizeof(theirs), NULL, &got);
+    rlx__call_describe(ours, sizeof(ours), NULL, &mine);
+    snprintf(why, sizeof(why), "world rank %d called %s where world rank %d called %s", from,
+             theirs, done_ops[i].me, ours);
+    rlx__exec_on_abort(ctx, from, h, RLX_ERR_MISMATCH, why);
+    return;
+  }
+}
+
+static void fail_from_xfer(struct rlx__op *op, struct rlx__xfer *x) {
+  char mine[160];
   int peer = -1;
   for (int r = 0; r < op->size; r++)
     if (op->world[r] == x->peer)
       peer = r;
   rlx__exec_describe(op, mine, sizeof(mine));
   switch (x->status) {
-  case RLX_ERR_MISMATCH: {
-    struct rlx__call got;
-    rlx__call_decode(x->got.sig, &got);
-    rlx__call_describe(theirs, sizeof(theirs), NULL, &got);
-    snprintf(op->msg, sizeof(op->msg), "rank %d called %s where rank %d called %s", peer, theirs,
-             op->rank, mine);
+  case RLX_ERR_MISMATCH:
+    mismatch_msg(op, peer, x->got.sig);
     break;
-  }
   case RLX_ERR_CORRUPT:
     snprintf(op->msg, sizeof(op->msg),
              "rank %d received a corrupt frame from rank %d during %s (CRC32C mismatch)",
@@ -287,6 +358,12 @@ void rlx__exec_start(struct rlx__op *op) {
   if (take_early(op))
     return;
   rlx__list_push(&active_ops, &op->active);
+  struct rlx__frame_hdr early_h;
+  int from = rlx__p2p_early_mismatch(op->p2p, op->comm_id, op->seq, op->sig, &early_h);
+  if (from >= 0) { /* a partner called something else and sent first */
+    fail_mismatch(op, from, early_h.sig);
+    return;
+  }
   op->lanes_left = op->nlanes;
   for (int l = 0; l < op->nlanes; l++)
     op->lane[l].k = -1;

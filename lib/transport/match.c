@@ -100,6 +100,8 @@ void rlx__match_arrived(struct rlx__p2p_conn *c, struct rlx__umsg *m) {
   struct rlx__xfer *x = rlx__find_posted(pe, &m->hdr);
   if (x == NULL) {
     rlx__list_push(&pe->unexpected, &m->link);
+    if (m->hdr.type == RLX__FT_DATA && c->p->on_early != NULL)
+      c->p->on_early(c->p->abort_ctx, c->peer, &m->hdr);
     return;
   }
   rlx__list_remove(&x->link);
@@ -117,4 +119,20 @@ struct rlx__umsg *rlx__match_take_early(struct rlx__p2p_peer *pe, const struct r
     }
   }
   return NULL;
+}
+
+int rlx__p2p_early_mismatch(struct rlx__p2p *p, uint32_t comm_id, uint64_t seq,
+                            const uint8_t sig[RLX__SIG_SIZE], struct rlx__frame_hdr *h) {
+  for (int i = 0; i < p->size; i++) {
+    struct rlx__list *u = &p->peers[i].unexpected;
+    for (struct rlx__list *l = u->next; l != NULL && l != u; l = l->next) {
+      const struct rlx__umsg *m = rlx__container_of(l, struct rlx__umsg, link);
+      if (m->hdr.type == RLX__FT_DATA && m->hdr.comm_id == comm_id && m->hdr.seq == seq &&
+          memcmp(m->hdr.sig, sig, RLX__SIG_SIZE) != 0) {
+        *h = m->hdr;
+        return i;
+      }
+    }
+  }
+  return -1;
 }

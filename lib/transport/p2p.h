@@ -79,6 +79,10 @@ struct rlx__p2p {
   void (*on_abort)(void *ctx, int from, const struct rlx__frame_hdr *h, int err,
                    const char *reason);
   void *abort_ctx;
+  /* A DATA frame came that no posted receive wanted (yet): the operation
+   * it belongs to may be in flight here with another signature (a call
+   * whose pattern differs, as bcasts with different roots). NULL: none. */
+  void (*on_early)(void *ctx, int from, const struct rlx__frame_hdr *h);
   /* A peer was lost (why says how); NULL: nobody to tell. */
   void (*on_lost)(void *ctx, int peer, const char *why);
   unsigned long cma_copies, cma_fallbacks;
@@ -144,6 +148,12 @@ int rlx__shm_sleep(struct rlx__p2p *p, int sleeping);
 int rlx__p2p_shm_state(struct rlx__p2p *p, int peer);
 int rlx__p2p_send_fd(struct rlx__p2p *p, int peer, int fd);
 int rlx__p2p_take_fd(struct rlx__p2p *p, int peer);
+/* A DATA frame held for operation (comm_id, seq) whose signature is not
+ * sig: its sender's world rank (the frame's header in *h), or -1. Under
+ * the loop lock. (An operation looks at its start: a partner that called
+ * something else may have sent first.) */
+int rlx__p2p_early_mismatch(struct rlx__p2p *p, uint32_t comm_id, uint64_t seq,
+                            const uint8_t sig[RLX__SIG_SIZE], struct rlx__frame_hdr *h);
 /* Close every handle; the loop must then run until they are closed. */
 void rlx__p2p_close(struct rlx__p2p *p);
 void rlx__p2p_free(struct rlx__p2p *p);

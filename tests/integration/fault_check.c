@@ -160,6 +160,39 @@ int main(int argc, char **argv) {
     fflush(stdout);
     return ok ? 0 : 1; /* no rlx_finalize: its barrier would wait for the lost */
   }
+  if (argc > 1 && (strcmp(argv[1], "roots") == 0 || strcmp(argv[1], "bcastreduce") == 0)) {
+    /* Calls whose patterns differ, so that no receive lines up with the
+     * odd rank's frames: rank size-1 names another root (roots), or rank
+     * 1 calls rlx_reduce where the others call rlx_bcast. Every rank fails
+     * the call as a mismatch, or completes it and finds its next call
+     * revoked; none waits for a deadline. */
+    int size = rlx_comm_size(w), ints[1000] = {0};
+    double t0 = now();
+    int rc1;
+    if (strcmp(argv[1], "roots") == 0) {
+      rc1 = rlx_bcast(ints, 1000, RLX_INT32, rank == size - 1 ? 1 : 0, w);
+    } else if (rank == 1) {
+      int out[1000];
+      rc1 = rlx_reduce(ints, out, 1000, RLX_INT32, RLX_SUM, 0, w);
+    } else {
+      rc1 = rlx_bcast(ints, 1000, RLX_INT32, 0, w);
+    }
+    char m1[700];
+    snprintf(m1, sizeof m1, "%s", rlx_errmsg());
+    int rc2 = rc1 == RLX_OK ? rlx_barrier(w) : rc1;
+    double took = now() - t0;
+    int ok = (rc1 == RLX_ERR_MISMATCH && strstr(m1, " called ") != NULL) ||
+             (rc1 == RLX_OK && (rc2 == RLX_ERR_REVOKED || rc2 == RLX_ERR_MISMATCH));
+    ok = ok && took < bound(3.0);
+    printf("fault_check: rank %d: %s after %.2f s: %s%s%s\n", rank, rlx_strerror(rc1), took,
+           rc1 ? m1 : "then ", rc1 ? "" : rlx_strerror(rc2), rc1 ? "" : ": ");
+    if (rc1 == RLX_OK)
+      printf("fault_check: rank %d: %s\n", rank, rlx_errmsg());
+    printf("fault_check: rank %d: %s\n", rank, ok ? "PASS" : "FAIL");
+    fflush(stdout);
+    rlx_finalize();
+    return ok ? 0 : 1;
+  }
   if (argc > 1 && strcmp(argv[1], "mixed") == 0) {
     /* Rank 1 calls the nonblocking allreduce (point to point), the others
      * the blocking one (in the shared segment): every rank fails with a

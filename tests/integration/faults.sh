@@ -29,6 +29,21 @@ for n in 2 3; do
   cat "$TMP/out"
   [ "$(grep -c 'fault_check: rank [0-9]*: PASS' "$TMP/out")" -eq $n ] || fail "mixed n=$n"
 done
+# Calls whose communication patterns differ (bcasts naming different
+# roots; a reduce against bcasts), point to point: a frame that no receive
+# lines up with is still compared with the call it belongs to, so every
+# rank fails the call as a mismatch (or, having completed it, finds the
+# next one revoked) within 3 s instead of waiting for RLX_TIMEOUT. (In a
+# shared segment a root does not wait for the others: RLX_SHM_COLL=off.)
+for mode in roots bcastreduce; do
+  for n in 2 3 5; do
+    RLX_SHM_COLL=off timeout 60 "$RLXRUN" -n $n "$FAULT" $mode >"$TMP/out" 2>&1
+    cat "$TMP/out"
+    [ "$(grep -c 'fault_check: rank [0-9]*: PASS' "$TMP/out")" -eq $n ] || fail "$mode n=$n"
+    grep -q "rank [0-9]* called rlx_.* where .*rank [0-9]* called rlx_" "$TMP/out" ||
+      fail "$mode n=$n: no rank named the other call"
+  done
+done
 # A call fails on one rank after another completed it (a bcast whose last
 # rank passes another count; rank 1 has its data already): the next call
 # on the rank that went on fails with RLX_ERR_REVOKED at once instead of
