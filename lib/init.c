@@ -244,6 +244,7 @@ static void teardown(struct rlx__runtime *rt) {
     rlx__engine_stop(&rt->engine);
     rlx__engine_lock(&rt->engine);
     rlx__shmg_unmap_all(); /* communicators the program did not free */
+    rlx__unwatch_launcher();
     if (rt->usr1_on) {
       uv_close((uv_handle_t *)&rt->usr1, NULL);
       /* rlxrun may still ask for a flight record (another rank failed
@@ -371,6 +372,7 @@ static int init_locked(struct rlx__runtime *rt) {
   if ((rc = start_observing(rt, t_init)) != RLX_OK)
     goto fail;
   catch_usr1(rt);
+  rlx__watch_launcher(&rt->engine.loop);
   if ((rc = rlx__engine_start(&rt->engine)) != RLX_OK)
     goto fail;
   rlx__info("rank %d of %d, local %d of %d on %d cores (%s; %s), leader %d, spin %ld us, "

@@ -81,6 +81,11 @@ int rlx__pmix_exchange(const struct rlx__card *mine, struct rlx__card *cards, in
                        double timeout_s);
 void rlx__pmix_finalize(void);
 
+/* launcher.c: a rank rlxrun started exits when rlxrun is gone
+ * (RLX_LAUNCHER_FD); unwatch at teardown, under the loop lock. */
+void rlx__watch_launcher(uv_loop_t *loop);
+void rlx__unwatch_launcher(void);
+
 /* collectives.c: run one operation to completion on c. */
 int rlx__run_op(rlx_comm_t *c, struct rlx__op *op);
 /* comm.c: index in world[] of the member with the lowest election id. */

@@ -2,6 +2,7 @@
  * the rendezvous, gives every rank the job key in its environment only
  * (never in argv), forwards output and signals, and when a rank fails says
  * which and how, stops the rest and exits non-zero. */
+#include <fcntl.h>
 #include <signal.h>
 #include <ftw.h>
 #include <stdio.h>
@@ -252,6 +253,16 @@ static void make_job_dir(void) {
     job_dir[0] = '\0'; /* the ranks use TMPDIR or /tmp themselves */
 }
 
+/* The pipe whose end tells local ranks that rlxrun is gone (lib/launcher.c):
+ * rlxrun holds the write end and never writes; both ends close on exec,
+ * the read end is each rank's descriptor 3 (job_spawn). */
+static int life_pipe[2] = {-1, -1};
+
+static void make_life_pipe(void) {
+  if (life_pipe[0] < 0 && pipe2(life_pipe, O_CLOEXEC) != 0)
+    life_pipe[0] = life_pipe[1] = -1;
+}
+
 static void remove_job_dir(void) {
   if (job_dir[0])
     nftw(job_dir, remove_entry, 8, FTW_DEPTH | FTW_PHYS);
@@ -263,7 +274,7 @@ static void remove_job_dir(void) {
 static char **rank_env(int r, const char *rdv, const char *key, size_t *owned_from) {
   static const char *const ours[] = {"RLX_RANK=",      "RLX_SIZE=",    "RLX_LOCAL_RANK=",
                                      "RLX_LOCAL_SIZE=", "RLX_RENDEZVOUS=", "RLX_JOB_KEY=",
-                                     "RLX_LAUNCHER=",  "RLX_RUNDIR="};
+                                     "RLX_LAUNCHER=",  "RLX_RUNDIR=", "RLX_LAUNCHER_FD="};
   size_t n = 0;
   while (environ[n])
     n++;
@@ -305,6 +316,8 @@ static char **rank_env(int r, const char *rdv, const char *key, size_t *owned_fr
   }
   if (r >= 0 && rank_is_local && rank_is_local[r] && job_dir[0])
     SETV("RLX_RUNDIR=%s", job_dir);
+  if (r >= 0 && rank_is_local && rank_is_local[r] && life_pipe[0] >= 0)
+    SETV("RLX_LAUNCHER_FD=3"); /* job_spawn puts the pipe there */
   /* What rlxrun reads back from the ranks (report.h). A failed call
    * writes the flight recorder unless the user said otherwise. */
   if (opts.trace)
@@ -348,7 +361,7 @@ static int spawn_remote(int r, const char *host, const char *rdv, const char *ke
     kv[k] = NULL;
     snprintf(keyline, sizeof keyline, "%s\n", key);
     char **argv = remote_argv(getenv("RLX_RSH"), host, getcwd(cwd, sizeof cwd), kv, opts.argv);
-    rc = argv ? job_spawn(&job, r, argv, env, keyline) : UV_ENOMEM;
+    rc = argv ? job_spawn(&job, r, argv, env, keyline, -1) : UV_ENOMEM;
     if (rc != 0)
       fprintf(stderr, "rlxrun: cannot start rank %d on %s through %s: %s\n", r, host,
               getenv("RLX_RSH") ? getenv("RLX_RSH") : "ssh", uv_strerror(rc));
@@ -488,6 +501,8 @@ int main(int argc, char **argv) {
       rank_is_local[r] = 1;
     if (!via_srun && job_dir[0] == '\0')
       make_job_dir();
+    if (!via_srun)
+      make_life_pipe();
     if (binder && binder_apply(binder, local_rank, opts.report_bindings) != 0) {
       job.failed_rank = r;
       job.exit_code = 1;
@@ -496,7 +511,8 @@ int main(int argc, char **argv) {
     }
     char **env = rank_env(via_srun ? -1 : r, rdv, key, &owned);
     char **argv_r = via_srun ? srun_argv : opts.argv;
-    if (env == NULL || (rc = job_spawn(&job, r, argv_r, env, NULL)) != 0) {
+    if (env == NULL ||
+        (rc = job_spawn(&job, r, argv_r, env, NULL, via_srun ? -1 : life_pipe[0])) != 0) {
       fprintf(stderr, "rlxrun: cannot start %s %d (%s): %s\n", via_srun ? "srun for rank" : "rank",
               r, argv_r[0], env ? uv_strerror(rc) : "out of memory");
       job.failed_rank = r;

@@ -101,10 +101,10 @@ static void in_written(uv_write_t *w, int status) {
   uv_close((uv_handle_t *)w->handle, in_closed);
 }
 
-int job_spawn(struct job *j, int r, char **argv, char **env, const char *stdin_data) {
+int job_spawn(struct job *j, int r, char **argv, char **env, const char *stdin_data, int life_fd) {
   struct rank_proc *rp = &j->ranks[r];
   uv_process_options_t opt;
-  uv_stdio_container_t stdio[3];
+  uv_stdio_container_t stdio[4];
   int rc;
   memset(rp, 0, sizeof(*rp));
   rp->rank = r;
@@ -133,6 +133,11 @@ int job_spawn(struct job *j, int r, char **argv, char **env, const char *stdin_d
   opt.env = env;
   opt.stdio = stdio;
   opt.stdio_count = 3;
+  if (life_fd >= 0) {
+    stdio[3].flags = UV_INHERIT_FD;
+    stdio[3].data.fd = life_fd;
+    opt.stdio_count = 4;
+  }
   opt.exit_cb = on_exit_cb;
   opt.flags = UV_PROCESS_DETACHED; /* own session and process group */
   rp->proc.data = rp;

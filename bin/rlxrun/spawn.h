@@ -45,8 +45,11 @@ struct job {
 
 /* Spawn rank r with the given environment. stdin_data, when not NULL, is
  * written to its standard input, which is then closed (a remote rank reads
- * its job key there: never on a command line). Returns 0 or a libuv error. */
-int job_spawn(struct job *j, int r, char **argv, char **env, const char *stdin_data);
+ * its job key there: never on a command line). life_fd >= 0 becomes the
+ * rank's descriptor 3 (RLX_LAUNCHER_FD: the read end of a pipe only
+ * rlxrun writes to, whose end tells the rank rlxrun is gone). Returns 0
+ * or a libuv error. */
+int job_spawn(struct job *j, int r, char **argv, char **env, const char *stdin_data, int life_fd);
 /* Send sig to every rank still running (to its whole process group). */
 void job_signal(struct job *j, int sig);
 /* Flush what is left of partial lines. */

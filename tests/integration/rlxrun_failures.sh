@@ -39,6 +39,28 @@ rc=$?
 cat "$TMP/out"
 [ $rc -eq 143 ] || fail "SIGTERM: expected exit 143, got $rc"
 
+# rlxrun killed (kill -9; dying of SIGPIPE when its output's reader left
+# is the same to its ranks): the ranks it started exit within 3 s, saying
+# why, instead of running on as orphans; their run directories go.
+mkdir -p "$TMP/t"
+TMPDIR="$TMP/t" "$RLXRUN" -n 2 "$OBSERVE" sleep 60 >"$TMP/out" 2>"$TMP/err" &
+pid=$!
+i=0
+until [ "$(grep -c sleeping "$TMP/out")" -eq 2 ]; do
+  i=$((i + 1)); [ $i -lt 100 ] || { kill -9 $pid; cat "$TMP/out" "$TMP/err"; fail "ranks did not start"; }
+  sleep 0.1
+done
+kill -9 $pid
+# (living ones: an exited rank stays a zombie until this host's init reaps it)
+alive() { ps -C observe_check -o stat= | grep -qv '^Z'; }
+i=0
+while alive; do
+  i=$((i + 1))
+  [ $i -lt 30 ] || { pgrep -a -x observe_check; pkill -9 -x observe_check; fail "ranks outlived rlxrun"; }
+  sleep 0.1
+done
+ls -d "$TMP"/t/*/rlx-* 2>/dev/null && fail "a rank's run directory was left behind"
+echo "rlxrun killed: its ranks exited within $((i / 10)).$((i % 10)) s"
 # Tagged, line by line output; a clean job exits 0.
 timeout 30 "$RLXRUN" -n 3 sh -c 'echo "line from $RLX_RANK"' >"$TMP/out" 2>&1 || fail "clean job failed"
 for r in 0 1 2; do grep -qx "\[$r\] line from $r" "$TMP/out" || fail "missing tagged line of rank $r"; done
