@@ -12,12 +12,47 @@
 #include "coll.h"
 #include "shm_group.h"
 
+/* Half precision: every rank's values widened and combined in float32,
+ * rounded to the half type once at the end (a step-by-step half sum
+ * loses what falls under half an ulp at each step: 2048 + 1 + 1 stays
+ * 2048 in float16, though 2050 is representable). */
+static void reduce_half(struct rlx__op *op, struct rlx__shm_group *g, uint64_t step, size_t bytes,
+                        size_t off, size_t count, void *out) {
+  enum { BLOCK = 256 };
+  float acc[BLOCK], in[BLOCK];
+  int bf = op->dt == RLX_BFLOAT16;
+  for (size_t i = 0; i < count; i += BLOCK) {
+    size_t k = count - i < BLOCK ? count - i : BLOCK, at = off + i * 2;
+    for (int r = 0; r < g->n; r++) {
+      const uint16_t *h = (const uint16_t *)(rlx__shmg_data(g, r, step, bytes) + at);
+      float *dst = r == 0 ? acc : in;
+      if (bf)
+        rlx__bf16_to_f32_n(dst, h, k);
+      else
+        rlx__f16_to_f32_n(dst, h, k);
+      if (r > 0)
+        rlx__reduce(acc, acc, in, k, RLX_FLOAT32, op->rop);
+    }
+    if (op->rop == RLX_AVG)
+      rlx__avg_finish(acc, k, RLX_FLOAT32, g->n);
+    uint16_t *o = (uint16_t *)((char *)out + i * 2);
+    if (bf)
+      rlx__f32_to_bf16_n(o, acc, k);
+    else
+      rlx__f32_to_f16_n(o, acc, k);
+  }
+}
+
 /* out = data[0] op data[1] op ... over count elements at byte offset
  * off of the ranks' data of step, whose whole size is bytes. */
-static void reduce_slots(struct rlx__op *op, struct rlx__shm_group *g, uint64_t step, size_t bytes,
-                         size_t off, size_t count, void *out) {
+void rlx__shm_reduce_slots(struct rlx__op *op, struct rlx__shm_group *g, uint64_t step,
+                           size_t bytes, size_t off, size_t count, void *out) {
   if (count == 0)
     return;
+  if (op->dt == RLX_FLOAT16 || op->dt == RLX_BFLOAT16) {
+    reduce_half(op, g, step, bytes, off, count, out);
+    return;
+  }
   rlx__reduce(out, rlx__shmg_data(g, 0, step, bytes) + off,
               rlx__shmg_data(g, 1, step, bytes) + off, count, op->dt, op->rop);
   for (int r = 2; r < g->n; r++)
@@ -38,7 +73,7 @@ static int flat(struct rlx__op *op, struct rlx__shm_group *g, int all) {
     return RLX_OK; /* the root reads our slot before it posts again */
   if ((rc = rlx__shmg_wait_arrived(g, op, -1, s)) != RLX_OK)
     return rc;
-  reduce_slots(op, g, s, bytes, 0, op->count, op->dst);
+  rlx__shm_reduce_slots(op, g, s, bytes, 0, op->count, op->dst);
   return RLX_OK;
 }
 
@@ -71,7 +106,7 @@ static int sliced(struct rlx__op *op, struct rlx__shm_group *g, int all) {
     size_t first = me * per + (me < extra ? me : extra), mine = per + (me < extra);
     if ((rc = rlx__shmg_wait_arrived(g, op, -1, s)) != RLX_OK)
       return rc;
-    reduce_slots(op, g, s, cb, first * es, mine, rlx__shmg_result(g, s) + first * es);
+    rlx__shm_reduce_slots(op, g, s, cb, first * es, mine, rlx__shmg_result(g, s) + first * es);
     rlx__shmg_reduced(g, s);
     uint64_t next = s;
     if (k + 1 < nchunks) { /* the next chunk goes in while the others reduce */

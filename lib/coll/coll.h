@@ -205,6 +205,12 @@ extern const struct rlx__algo rlx__barrier_shm;
 /* allreduce_shm.c's steps, for rlx_reduce too (all = 0: the root alone
  * copies the result out) */
 int rlx__shm_reduce_run(struct rlx__op *op, int all);
+/* out = every rank's data of step combined in rank order over count
+ * elements at byte offset off (bytes: the size that says whether the data
+ * are inline or in the slots); half precision combined in float32 and
+ * rounded once. */
+void rlx__shm_reduce_slots(struct rlx__op *op, struct rlx__shm_group *g, uint64_t step,
+                           size_t bytes, size_t off, size_t count, void *out);
 
 /* Selection (select.c): the one table of crossovers. kind is an
  * enum rlx__coll_kind, bytes the whole vector, forced an algorithm's name

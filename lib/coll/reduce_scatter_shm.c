@@ -22,14 +22,9 @@ static int run(struct rlx__op *op) {
     rlx__shmg_arrive(g, s);
     if ((rc = rlx__shmg_wait_arrived(g, op, -1, s)) != RLX_OK)
       return rc;
-    size_t at = (size_t)g->me * len, cnt = len / es;
-    char *out = (char *)op->dst + off;
-    rlx__reduce(out, rlx__shmg_slot(g, 0, s) + at, rlx__shmg_slot(g, 1, s) + at, cnt, op->dt,
-                op->rop);
-    for (int r = 2; r < g->n; r++)
-      rlx__reduce(out, out, rlx__shmg_slot(g, r, s) + at, cnt, op->dt, op->rop);
-    if (op->rop == RLX_AVG)
-      rlx__avg_finish(out, cnt, op->dt, g->n);
+    /* (g->slot as the size: the pieces are in the slots, never inline) */
+    rlx__shm_reduce_slots(op, g, s, g->slot, (size_t)g->me * len, len / es,
+                          (char *)op->dst + off);
   }
   return RLX_OK;
 }

@@ -392,6 +392,35 @@ static void check_misuse(void) {
     FAIL("the communicator does not work after argument errors: %s", rlx_errmsg());
 }
 
+/* --half-exact (a communicator in one shared segment): half-precision
+ * sums are combined in float32 and rounded once, so base + 1 + 1 + ... is
+ * the exact sum rounded once (float16 2048 + 1 + 1 = 2050, bfloat16
+ * 256 + 1 + 1 = 258), which a step-by-step half sum loses (2048, 256). */
+static void check_half_exact(void) {
+  static const struct {
+    rlx_dtype_t dt;
+    float base;
+  } t[] = {{RLX_FLOAT16, 2048}, {RLX_BFLOAT16, 256}};
+  for (int i = 0; i < 2; i++) {
+    float mine = rank == 0 ? t[i].base : 1, exact = t[i].base + (float)(size - 1);
+    /* the exact sum, rounded once to the half type */
+    float want = t[i].dt == RLX_FLOAT16 ? rlx__f16_to_f32(rlx__f32_to_f16(exact))
+                                        : rlx__bf16_to_f32(rlx__f32_to_bf16(exact));
+    uint16_t in[64], out[64];
+    for (int k = 0; k < 64; k++)
+      in[k] = t[i].dt == RLX_FLOAT16 ? rlx__f32_to_f16(mine) : rlx__f32_to_bf16(mine);
+    checks++;
+    if (rlx_allreduce(in, out, 64, t[i].dt, RLX_SUM, rlx_comm_world()) != RLX_OK) {
+      FAIL("%s sum: %s", rlx_dtype_name(t[i].dt), rlx_errmsg());
+      continue;
+    }
+    float got = t[i].dt == RLX_FLOAT16 ? rlx__f16_to_f32(out[0]) : rlx__bf16_to_f32(out[0]);
+    if (got != want)
+      FAIL("%s: %g + %d x 1 gave %g, not %g", rlx_dtype_name(t[i].dt), (double)t[i].base,
+           size - 1, (double)got, (double)want);
+  }
+}
+
 static void stress(int n) {
   for (int it = 0; it < n; it++) {
     int64_t v = rank + it, want = (int64_t)size * it + (int64_t)size * (size - 1) / 2;
@@ -414,7 +443,7 @@ int main(int argc, char **argv) {
   mallopt(M_MMAP_THRESHOLD, 256 << 20);
   mallopt(M_TRIM_THRESHOLD, 1 << 30);
   size_t counts[16] = {0, 1, 7, 1023, 1048579};
-  int ncounts = 5, nstress = 0, random_floats = 0, big_all = 0;
+  int ncounts = 5, nstress = 0, random_floats = 0, big_all = 0, half_exact = 0;
   int want_dt[RLX_DTYPE_COUNT];
   for (int d = 0; d < RLX_DTYPE_COUNT; d++)
     want_dt[d] = 1;
@@ -431,6 +460,9 @@ int main(int argc, char **argv) {
       random_floats = 1;
     } else if (strcmp(argv[i], "--pause") == 0 && i + 1 < argc) {
       pause_s = atof(argv[++i]);
+    } else if (strcmp(argv[i], "--half-exact") == 0) {
+      half_exact = 1;
+      ncounts = 0;
     } else if (strcmp(argv[i], "--big-all") == 0) {
       big_all = 1;
     } else if (strcmp(argv[i], "--dtypes") == 0 && i + 1 < argc) {
@@ -468,8 +500,10 @@ int main(int argc, char **argv) {
   checks++;
   if (lmax != leader || leader < 0 || leader >= size)
     FAIL("leader disagreement: %d here, max %d", leader, lmax);
-  if (size > 1) /* (on one rank rlx_reduce's root check would be the only one left) */
+  if (size > 1 && !half_exact)
     check_misuse();
+  if (half_exact)
+    check_half_exact();
 
   for (int c = 0; c < ncounts; c++) {
     for (int dt = 0; dt < RLX_DTYPE_COUNT; dt++) {

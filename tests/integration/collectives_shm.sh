@@ -32,6 +32,12 @@ for n in ${COLL_RANKS:-1 2 3 4 5 6 7 8}; do
   fi
   echo "n=$n shm: $(grep 'coll_check:' "$TMP/out" | sed 's/^\[0\] //') ($(( $(date +%s) - start )) s)"
 done
+# Half precision in the segment: combined in float32, rounded once.
+for n in 3 4; do
+  timeout 60 "$RLXRUN" -n $n "$CHECK" --half-exact >"$TMP/out" 2>&1 || { cat "$TMP/out"; fail "n=$n half sums"; }
+  grep -q "0 failures in all" "$TMP/out" || { cat "$TMP/out"; fail "n=$n half sums: no summary"; }
+done
+echo "half-precision sums in the segment: exact where the half type holds them (n = 3, 4)"
 # Point to point for every collective, over the shared-memory rings.
 for n in ${COLL_RANKS_P2P-2 5}; do
   RLX_SHM_COLL=off RLX_LOG=info timeout 300 "$RLXRUN" -n $n --timeout 280 "$CHECK" \
