@@ -58,11 +58,15 @@ static unsigned ndone;
 static void finish(struct rlx__op *op, int status) {
   if (op->finished)
     return;
-  unsigned d = ndone++ % DONE_MAX;
-  done_ops[d].comm_id = op->comm_id;
-  done_ops[d].seq = op->seq;
-  done_ops[d].me = op->world ? op->world[op->rank] : -1;
-  memcpy(done_ops[d].sig, op->sig, RLX__SIG_SIZE);
+  if (op->nlanes > 0) { /* round-based: under the loop lock (a shared-memory
+                           * call finishes on its own thread, and exchanges
+                           * no frames to look back at) */
+    unsigned d = ndone++ % DONE_MAX;
+    done_ops[d].comm_id = op->comm_id;
+    done_ops[d].seq = op->seq;
+    done_ops[d].me = op->world ? op->world[op->rank] : -1;
+    memcpy(done_ops[d].sig, op->sig, RLX__SIG_SIZE);
+  }
   op->finished = 1;
   op->status = status;
   op->t_done = rlx__now_ns();
@@ -440,6 +444,23 @@ void rlx__exec_on_abort(void *ctx, int from, const struct rlx__frame_hdr *h, int
     tell_members(op, from);
     finish(op, RLX_ERR_REVOKED);
     return;
+  }
+  /* Or in an earlier one: the sender completed it and failed a later
+   * call, so the communicator is revoked; this call may wait for a rank
+   * that has moved on (or will leave): fail it now too. The ABORT also
+   * waits below for the later call. */
+  for (struct rlx__list *l = active_ops.next; l != &active_ops; l = l->next) {
+    struct rlx__op *op = rlx__container_of(l, struct rlx__op, active);
+    if (op->comm_id != h->comm_id || op->seq >= h->seq || op->finished)
+      continue;
+    char mine[160];
+    rlx__exec_describe(op, mine, sizeof(mine));
+    snprintf(op->msg, sizeof(op->msg),
+             "%s on rank %d: the communicator is revoked: a later call (#%llu) failed on another "
+             "rank: %.300s", mine, op->rank, (unsigned long long)h->seq, reason);
+    op->status = RLX_ERR_REVOKED;
+    finish(op, RLX_ERR_REVOKED);
+    break;
   }
   for (int i = 0; i < nearly; i++)
     if (early[i].comm_id == h->comm_id && early[i].seq == h->seq)
