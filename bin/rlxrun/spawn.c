@@ -1,6 +1,10 @@
 /* Spawning ranks with libuv and forwarding their output. Each rank runs in
  * its own session (so a terminal's Ctrl-C reaches rlxrun alone, which
- * forwards it once), with stdout and stderr on pipes read line by line. */
+ * forwards it once), with stdout and stderr on pipes read line by line.
+ * The ranks' bytes go out unchanged: a tag only at the start of a line,
+ * NULs and binary kept, no newline added (a last line without one stays
+ * so), and a line too long to hold goes out in pieces, the tag on its
+ * first piece alone. */
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -8,15 +12,19 @@
 #include <sodium.h>
 #include "spawn.h"
 
-static void emit(struct rank_out *o, const char *line, size_t len) {
+/* Write len bytes of a line (ended: its newline follows them). */
+static void emit(struct rank_out *o, const char *line, size_t len, int ended) {
   FILE *f = o->is_err ? stderr : stdout;
-  if (o->is_err && o->rp->job->filter && o->rp->job->filter(line, len))
-    return;
-  if (o->rp->job->tag)
-    fprintf(f, "[%d] %.*s\n", o->rp->rank, (int)len, line);
-  else
-    fprintf(f, "%.*s\n", (int)len, line);
+  if (!o->midline && ended && o->is_err && o->rp->job->filter &&
+      o->rp->job->filter(line, len))
+    return; /* a whole line of the ranks' reports to rlxrun */
+  if (o->rp->job->tag && !o->midline)
+    fprintf(f, "[%d] ", o->rp->rank);
+  fwrite(line, 1, len, f);
+  if (ended)
+    fputc('\n', f);
   fflush(f);
+  o->midline = !ended;
 }
 
 static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf) {
@@ -44,7 +52,7 @@ static void out_closed(uv_handle_t *h) {
 
 static void flush_partial(struct rank_out *o) {
   if (o->len > 0) {
-    emit(o, o->buf, o->len);
+    emit(o, o->buf, o->len, 0);
     o->len = 0;
   }
 }
@@ -65,14 +73,15 @@ static void on_read(uv_stream_t *s, ssize_t n, const uv_buf_t *b) {
   size_t start = 0;
   for (size_t i = 0; i < o->len; i++) {
     if (o->buf[i] == '\n') {
-      emit(o, o->buf + start, i - start);
+      emit(o, o->buf + start, i - start, 1);
       start = i + 1;
     }
   }
   memmove(o->buf, o->buf + start, o->len - start);
   o->len -= start;
-  /* A line longer than 64 KiB goes out in pieces rather than growing forever. */
-  if (o->len > 65536)
+  /* A line longer than 1 MiB goes out in pieces rather than growing
+   * forever (another rank's lines may then come between them). */
+  if (o->len > (1u << 20))
     flush_partial(o);
 }
 

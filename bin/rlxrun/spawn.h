@@ -12,6 +12,7 @@ struct rank_out {
   int open;
   char *buf; /* a partial line */
   size_t len, cap;
+  int midline; /* a piece of this line went out already (untagged from here) */
 };
 
 struct rank_proc {

@@ -61,6 +61,29 @@ while alive; do
 done
 ls -d "$TMP"/t/*/rlx-* 2>/dev/null && fail "a rank's run directory was left behind"
 echo "rlxrun killed: its ranks exited within $((i / 10)).$((i % 10)) s"
+# Output passes through unchanged: 1 MiB of random bytes, and NULs, a
+# 100 KiB line and a last line without a newline, byte for byte with one
+# rank (untagged by default) and --no-tag-output; tagged, each line of
+# each rank gets its tag at its start and nothing else changes.
+head -c 1048576 /dev/urandom >"$TMP/bin"
+python3 -c 'import sys; sys.stdout.buffer.write(b"a\0b\n" + b"x" * 100000 + b"\nlast without newline")' \
+  >"$TMP/lines"
+for f in bin lines; do
+  timeout 30 "$RLXRUN" -n 1 cat "$TMP/$f" >"$TMP/out" 2>/dev/null || fail "cat $f"
+  cmp -s "$TMP/$f" "$TMP/out" || fail "rlxrun -n 1 changed $f"
+  timeout 30 "$RLXRUN" -n 2 --no-tag-output sh -c "[ \$RLX_RANK = 0 ] && cat $TMP/$f; true" \
+    >"$TMP/out" 2>/dev/null || fail "cat $f, 2 ranks"
+  cmp -s "$TMP/$f" "$TMP/out" || fail "rlxrun --no-tag-output changed $f"
+done
+timeout 30 "$RLXRUN" -n 2 --tag-output sh -c "[ \$RLX_RANK = 1 ] && cat $TMP/lines; true" >"$TMP/out" 2>/dev/null ||
+  fail "tagged cat"
+python3 - "$TMP/lines" "$TMP/out" <<'PY' || fail "tagged output is not the lines with their tags"
+import sys
+src, out = (open(p, "rb").read() for p in sys.argv[1:3])
+want = b"".join(b"[1] " + l + b"\n" for l in src.split(b"\n")[:-1]) + b"[1] " + src.split(b"\n")[-1]
+sys.exit(0 if out == want else 1)
+PY
+echo "rlxrun output: byte for byte (binary, NULs, a 100 KiB line, no last newline)"
 # Tagged, line by line output; a clean job exits 0.
 timeout 30 "$RLXRUN" -n 3 sh -c 'echo "line from $RLX_RANK"' >"$TMP/out" 2>&1 || fail "clean job failed"
 for r in 0 1 2; do grep -qx "\[$r\] line from $r" "$TMP/out" || fail "missing tagged line of rank $r"; done
