@@ -445,23 +445,6 @@ void rlx__exec_on_abort(void *ctx, int from, const struct rlx__frame_hdr *h, int
     finish(op, RLX_ERR_REVOKED);
     return;
   }
-  /* Or in an earlier one: the sender completed it and failed a later
-   * call, so the communicator is revoked; this call may wait for a rank
-   * that has moved on (or will leave): fail it now too. The ABORT also
-   * waits below for the later call. */
-  for (struct rlx__list *l = active_ops.next; l != &active_ops; l = l->next) {
-    struct rlx__op *op = rlx__container_of(l, struct rlx__op, active);
-    if (op->comm_id != h->comm_id || op->seq >= h->seq || op->finished)
-      continue;
-    char mine[160];
-    rlx__exec_describe(op, mine, sizeof(mine));
-    snprintf(op->msg, sizeof(op->msg),
-             "%s on rank %d: the communicator is revoked: a later call (#%llu) failed on another "
-             "rank: %.300s", mine, op->rank, (unsigned long long)h->seq, reason);
-    op->status = RLX_ERR_REVOKED;
-    finish(op, RLX_ERR_REVOKED);
-    break;
-  }
   for (int i = 0; i < nearly; i++)
     if (early[i].comm_id == h->comm_id && early[i].seq == h->seq)
       return;

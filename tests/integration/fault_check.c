@@ -181,9 +181,12 @@ int main(int argc, char **argv) {
     snprintf(m1, sizeof m1, "%s", rlx_errmsg());
     int rc2 = rc1 == RLX_OK ? rlx_barrier(w) : rc1;
     double took = now() - t0;
-    /* (a rank still in the call when another found it revoked fails it
-     * as revoked, with the mismatch as the reason) */
-    int ok = ((rc1 == RLX_ERR_MISMATCH || rc1 == RLX_ERR_REVOKED) && strstr(m1, " called ") != NULL) ||
+    /* A rank still waiting in the call for data from a rank that completed
+     * it (its part was not what the others expected) and then left loses
+     * that rank: the ABORT that would say why goes only to ranks in later
+     * calls so far (issue 14 keeps that open). */
+    int ok = (rc1 == RLX_ERR_MISMATCH && strstr(m1, " called ") != NULL) ||
+             (rc1 == RLX_ERR_PEER_LOST && strstr(m1, "lost rank") != NULL) ||
              (rc1 == RLX_OK && (rc2 == RLX_ERR_REVOKED || rc2 == RLX_ERR_MISMATCH));
     ok = ok && took < bound(3.0);
     printf("fault_check: rank %d: %s after %.2f s: %s%s%s\n", rank, rlx_strerror(rc1), took,

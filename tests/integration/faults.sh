@@ -32,9 +32,10 @@ done
 # Calls whose communication patterns differ (bcasts naming different
 # roots; a reduce against bcasts), point to point: a frame that no receive
 # lines up with is still compared with the call it belongs to, so every
-# rank fails the call as a mismatch (or as revoked by a rank that found
-# it, or, having completed it, finds the next one revoked) within 3 s
-# instead of waiting for RLX_TIMEOUT. (In a
+# rank fails the call as a mismatch (or, having completed it, finds the
+# next one revoked; or, waiting on a rank that completed it and left,
+# loses that rank) within 3 s instead of waiting for RLX_TIMEOUT; at
+# least one names both calls. (In a
 # shared segment a root does not wait for the others: RLX_SHM_COLL=off.)
 for mode in roots bcastreduce; do
   for n in 2 3 5; do
