@@ -246,10 +246,18 @@ static void teardown(struct rlx__runtime *rt) {
     rlx__shmg_unmap_all(); /* communicators the program did not free */
     rlx__unwatch_launcher();
     if (rt->usr1_on) {
-      uv_close((uv_handle_t *)&rt->usr1, NULL);
       /* rlxrun may still ask for a flight record (another rank failed
-       * while this one finalized): that must not kill us now. */
+       * while this one finalized): that must not kill us now. libuv puts
+       * the default action (terminate) back when its handle goes, so the
+       * signal stays blocked on this thread until it is ignored (the
+       * progress thread, the other one of ours, has been joined). */
+      sigset_t usr1, old;
+      sigemptyset(&usr1);
+      sigaddset(&usr1, SIGUSR1);
+      pthread_sigmask(SIG_BLOCK, &usr1, &old);
+      uv_close((uv_handle_t *)&rt->usr1, NULL);
       signal(SIGUSR1, SIG_IGN);
+      pthread_sigmask(SIG_SETMASK, &old, NULL);
       usr1_ignored_by_us = 1;
     }
     rt->usr1_on = 0;
