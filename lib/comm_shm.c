@@ -14,11 +14,9 @@ static int eligible(const rlx_comm_t *c) {
   if (!rt->cfg.shm_coll || !rt->p2p_up || !rt->p2p.shm || c->size < 2)
     return 0;
   const struct rlx__card *me = &rt->cards[c->world[c->rank]];
-  for (int r = 0; r < c->size; r++) {
-    const struct rlx__card *them = &rt->cards[c->world[r]];
-    if (them->unix_path[0] == '\0' || strcmp(them->host, me->host) != 0)
+  for (int r = 0; r < c->size; r++) /* reached over a Unix socket: this host */
+    if (!rlx__unix_transport.reaches(me, &rt->cards[c->world[r]]))
       return 0;
-  }
   return 1;
 }
 

@@ -12,11 +12,8 @@ static int run(struct rlx__op *op) {
   for (size_t off = 0; off < block; off += cb) {
     size_t len = block - off < cb ? block - off : cb;
     uint64_t s = ++g->step;
-    if ((rc = rlx__shmg_wait_room(g, op, s)) != RLX_OK)
-      return rc;
-    memcpy(rlx__shmg_data(g, g->me, s, block), (const char *)op->src + off, len);
-    rlx__shmg_arrive(g, s);
-    if ((rc = rlx__shmg_wait_arrived(g, op, -1, s)) != RLX_OK)
+    if ((rc = rlx__shmg_post(g, op, s, (const char *)op->src + off, len, block)) != RLX_OK ||
+        (rc = rlx__shmg_wait_arrived(g, op, -1, s)) != RLX_OK)
       return rc;
     for (int r = 0; r < g->n; r++) {
       char *to = (char *)op->dst + (size_t)r * block + off;

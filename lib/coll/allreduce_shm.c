@@ -65,10 +65,8 @@ static int flat(struct rlx__op *op, struct rlx__shm_group *g, int all) {
   size_t bytes = op->count * op->esize;
   uint64_t s = ++g->step;
   int rc;
-  if ((rc = rlx__shmg_wait_room(g, op, s)) != RLX_OK)
+  if ((rc = rlx__shmg_post(g, op, s, op->src, bytes, bytes)) != RLX_OK)
     return rc;
-  memcpy(rlx__shmg_data(g, g->me, s, bytes), op->src, bytes);
-  rlx__shmg_arrive(g, s);
   if (!all && g->me != op->root)
     return RLX_OK; /* the root reads our slot before it posts again */
   if ((rc = rlx__shmg_wait_arrived(g, op, -1, s)) != RLX_OK)

@@ -14,10 +14,8 @@ static int run(struct rlx__op *op) {
     size_t len = total - off < cb ? total - off : cb;
     uint64_t s = ++g->step;
     if (g->me == op->root) {
-      if ((rc = rlx__shmg_wait_room(g, op, s)) != RLX_OK)
+      if ((rc = rlx__shmg_post(g, op, s, (const char *)op->src + off, len, total)) != RLX_OK)
         return rc;
-      memcpy(rlx__shmg_data(g, g->me, s, total), (const char *)op->src + off, len);
-      rlx__shmg_arrive(g, s);
     } else {
       rlx__shmg_arrive(g, s); /* here: the root may reuse what we read at s - 2 */
       if ((rc = rlx__shmg_wait_arrived(g, op, op->root, s)) != RLX_OK)

@@ -149,6 +149,10 @@ int rlx__shmg_wait_room(struct rlx__shm_group *g, struct rlx__op *op, uint64_t s
  * nonblocking one): a rank waiting for it in the segment learns why it
  * does not come. */
 void rlx__shmg_p2p_call(struct rlx__shm_group *g, uint64_t seq);
+/* Wait for room, copy len bytes of src in as this rank's data of step
+ * (bytes: the size that puts it inline or in the slot), publish. */
+int rlx__shmg_post(struct rlx__shm_group *g, struct rlx__op *op, uint64_t step, const void *src,
+                   size_t len, size_t bytes);
 /* Publish: this rank's data (or its arrival) for step is in place. */
 void rlx__shmg_arrive(struct rlx__shm_group *g, uint64_t step);
 void rlx__shmg_reduced(struct rlx__shm_group *g, uint64_t step);

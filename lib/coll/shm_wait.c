@@ -56,6 +56,16 @@ static void publish(struct rlx__shm_group *g, _Atomic uint64_t *w, uint64_t step
     rlx__shmg_wake(g);
 }
 
+int rlx__shmg_post(struct rlx__shm_group *g, struct rlx__op *op, uint64_t step, const void *src,
+                   size_t len, size_t bytes) {
+  int rc = rlx__shmg_wait_room(g, op, step);
+  if (rc != RLX_OK)
+    return rc;
+  memcpy(rlx__shmg_data(g, g->me, step, bytes), src, len);
+  rlx__shmg_arrive(g, step);
+  return RLX_OK;
+}
+
 void rlx__shmg_arrive(struct rlx__shm_group *g, uint64_t step) {
   publish(g, &g->line[g->me].cell[step & 1].arrive, step);
 }
@@ -249,8 +259,10 @@ static void trace_wait(struct rlx__shm_group *g, struct rlx__op *op, int which, 
   rlx__trace_span(RLX__TRACK_XFER(0, 0), "wait", name, t0, rlx__now_ns(), args);
 }
 
+/* calls: compare the ranks' calls once they reach the call's first step
+ * (not for wait_room, whose step - 1 may be another call's). */
 static int wait_for(struct rlx__shm_group *g, struct rlx__op *op, int which, int r,
-                    uint64_t step) {
+                    uint64_t step, int calls) {
   int from = 0, rc = 0;
   if (!reached(g, which, r, step, &from)) {
     struct rlx__engine *e = g->engine;
@@ -294,11 +306,12 @@ static int wait_for(struct rlx__shm_group *g, struct rlx__op *op, int which, int
     if (RLX__TRACING() && !(op->seq & RLX__SEQ_INTERNAL))
       trace_wait(g, op, which, r, step, t0);
   }
-  if (which == ARRIVE && r < 0 && step == g->first) {
+  if (calls && which == ARRIVE && r < 0 && step == g->first) {
     for (int k = 0; k < g->n; k++)
       if (k != g->me && (rc = check_call(g, op, k)) != 0)
         return rc;
-  } else if (which == ARRIVE && r >= 0 && step == g->first && (rc = check_call(g, op, r)) != 0) {
+  } else if (calls && which == ARRIVE && r >= 0 && step == g->first &&
+             (rc = check_call(g, op, r)) != 0) {
     return rc;
   }
   if (which == ARRIVE && r < 0)
@@ -307,26 +320,15 @@ static int wait_for(struct rlx__shm_group *g, struct rlx__op *op, int which, int
 }
 
 int rlx__shmg_wait_arrived(struct rlx__shm_group *g, struct rlx__op *op, int r, uint64_t step) {
-  return wait_for(g, op, ARRIVE, r, step);
+  return wait_for(g, op, ARRIVE, r, step, 1);
 }
 
 int rlx__shmg_wait_reduced(struct rlx__shm_group *g, struct rlx__op *op, int r, uint64_t step) {
-  return wait_for(g, op, REDUCED, r, step);
+  return wait_for(g, op, REDUCED, r, step, 0);
 }
 
 int rlx__shmg_wait_room(struct rlx__shm_group *g, struct rlx__op *op, uint64_t step) {
   if (step < 2 || g->min_seen >= step - 1)
     return RLX_OK;
-  /* not a look at the others' calls: their step - 1 may be another call */
-  int from = 0, rc;
-  if (!reached(g, ARRIVE, -1, step - 1, &from)) {
-    uint64_t first = g->first;
-    g->first = 0;
-    rc = wait_for(g, op, ARRIVE, -1, step - 1);
-    g->first = first;
-    if (rc != RLX_OK)
-      return rc;
-  }
-  g->min_seen = step - 1;
-  return RLX_OK;
+  return wait_for(g, op, ARRIVE, -1, step - 1, 0); /* (sets min_seen) */
 }

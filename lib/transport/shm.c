@@ -305,8 +305,7 @@ int rlx__p2p_send_fd(struct rlx__p2p *p, int peer, int fd) {
     return -ENOTCONN;
   /* a doorbell byte carries it: the socket under a shared-memory
    * connection holds nothing else, so nothing is interleaved */
-  struct rlx__shm_seg s = {.memfd = fd};
-  long n = rlx__shm_seg_send(&s, sock, "", 1);
+  long n = rlx__send_with_fd(sock, fd, "", 1);
   return n == 1 ? 0 : n < 0 ? (int)n : -EIO;
 }
 

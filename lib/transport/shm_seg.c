@@ -53,6 +53,10 @@ fail:
 }
 
 long rlx__shm_seg_send(const struct rlx__shm_seg *s, int sock, const void *data, size_t len) {
+  return rlx__send_with_fd(sock, s->memfd, data, len);
+}
+
+long rlx__send_with_fd(int sock, int fd, const void *data, size_t len) {
   union {
     char buf[CMSG_SPACE(sizeof(int))];
     struct cmsghdr align;
@@ -65,7 +69,7 @@ long rlx__shm_seg_send(const struct rlx__shm_seg *s, int sock, const void *data,
   c->cmsg_level = SOL_SOCKET;
   c->cmsg_type = SCM_RIGHTS;
   c->cmsg_len = CMSG_LEN(sizeof(int));
-  memcpy(CMSG_DATA(c), &s->memfd, sizeof(int));
+  memcpy(CMSG_DATA(c), &fd, sizeof(int));
   ssize_t n;
   do
     n = sendmsg(sock, &m, MSG_NOSIGNAL | MSG_DONTWAIT);

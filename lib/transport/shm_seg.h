@@ -28,6 +28,8 @@ int rlx__shm_seg_create(struct rlx__shm_seg *s, size_t capacity);
  * (the memfd went with the first), or -errno (-EAGAIN: nothing sent). The
  * memfd stays open here until rlx__shm_seg_close. */
 long rlx__shm_seg_send(const struct rlx__shm_seg *s, int sock, const void *data, size_t len);
+/* The same for any descriptor fd (a collective's group segment). */
+long rlx__send_with_fd(int sock, int fd, const void *data, size_t len);
 /* Map a memfd received from the creator as the other side (its out ring
  * is our in ring). Takes fd: it is closed whatever happens. 0; -EPROTO
  * when it is not a memfd sealed at its size or its header is not sane (a
