@@ -27,7 +27,8 @@ static size_t chunk_len(const struct rlx__op *op, int c) {
 }
 
 static size_t setup(struct rlx__op *op) {
-  size_t seg = (!op->p2p->cma                ? RLX__RING_SEG
+  int by_ref = rlx__p2p_by_ref(op->p2p);
+  size_t seg = (!by_ref                     ? RLX__RING_SEG
                 : op->p2p->oversubscribed ? RLX__RING_SEG_CMA_OVERSUBSCRIBED
                                           : RLX__RING_SEG_CMA) /
                op->esize;
@@ -36,7 +37,7 @@ static size_t setup(struct rlx__op *op) {
     seg = 1;
   op->a[A_SEGELEMS] = (long)seg;
   op->a[A_NSEG] = biggest == 0 ? 1 : (long)((biggest + seg - 1) / seg);
-  op->nlanes = op->size > 1 && op->a[A_NSEG] >= RLX__RING_LANES_FROM && !op->p2p->cma ? RLX__RING_LANES : 1;
+  op->nlanes = op->size > 1 && op->a[A_NSEG] >= RLX__RING_LANES_FROM && !by_ref ? RLX__RING_LANES : 1;
   return (size_t)op->nlanes * seg * op->esize; /* a receive segment per lane */
 }
 

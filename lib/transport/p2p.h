@@ -125,6 +125,9 @@ void rlx__p2p_mark_lost(struct rlx__p2p *p, int peer, const char *why);
 void rlx__p2p_cancel(struct rlx__p2p *p, struct rlx__xfer *x);
 /* The transport a peer is reached by ("unix"/"tcp"), and why a lost peer
  * was lost (NULL when it is not). */
+/* Whether large payloads to same-host peers go by reference: RLX_CMA on,
+ * and no transport forced that cannot (RLX_TRANSPORT=tcp never does). */
+int rlx__p2p_by_ref(const struct rlx__p2p *p);
 const char *rlx__p2p_transport_of(struct rlx__p2p *p, int peer);
 const char *rlx__p2p_lost_reason(struct rlx__p2p *p, int peer);
 /* Connections over transport (by name) that completed the handshake over
