@@ -172,8 +172,8 @@ fail:
  * only every 32 turns. */
 static size_t shm_poll(void *ctx) {
   struct rlx__p2p *p = ctx;
-  size_t moved = rlx__shm_progress(p);
-  unsigned every = p->nready > 0 && p->nready == p->nshm ? 32 : 1;
+  size_t moved = rlx__shm_progress(p) + rlx__sock_poll(p);
+  unsigned every = p->nready > 0 && p->nready == p->nshm ? 32 : p->nwatch > 0 && p->nwriting == 0 ? 16 : 1;
   if (atomic_load_explicit(&rlx__rt.engine.uv_every, memory_order_relaxed) != every)
     atomic_store_explicit(&rlx__rt.engine.uv_every, every, memory_order_relaxed);
   return moved;

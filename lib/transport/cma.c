@@ -26,13 +26,6 @@ void rlx__cma_enable(void) {
   prctl(PR_SET_PTRACER, PR_SET_PTRACER_ANY, 0, 0, 0);
 }
 
-int rlx__p2p_by_ref(const struct rlx__p2p *p) {
-  /* Fixed once the job started and the same on every rank (RLX_CMA and
-   * RLX_TRANSPORT are job-wide), so algorithms may size their segments
-   * by it without a lock and still agree. */
-  return p->cma && (p->forced == NULL || p->forced->same_host);
-}
-
 int rlx__cma_prepare(struct rlx__p2p *p, struct rlx__xfer *x) {
   struct rlx__p2p_peer *pe = &p->peers[x->peer];
   if (!p->cma || pe->no_cma || x->len < (size_t)RLX__CMA_MIN || !pe->tr->same_host)

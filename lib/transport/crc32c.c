@@ -165,12 +165,31 @@ static crc_fn choose(void) {
   return crc_sw;
 }
 
+static uint32_t crc_native(uint32_t crc, const void *data, size_t n) {
+  crc_fn f = __atomic_load_n(&impl, __ATOMIC_ACQUIRE);
+  if (f == NULL) {
+    f = choose();
+    __atomic_store_n(&impl, f, __ATOMIC_RELEASE);
+  }
+  return ~f(~crc, (const unsigned char *)data, n);
+}
+
+/* Below this, the crc32-instruction loop even where ISA-L is there. */
+#define RLX__CRC_ISAL_FROM (8u * 1024u)
+
 uint32_t rlx__crc32c_update(uint32_t crc, const void *data, size_t n) {
 #ifdef RLX_HAVE_ISAL
   /* ISA-L's crc32_iscsi folds with PCLMULQDQ (VPCLMULQDQ on AVX-512),
    * chosen at run time: 57 GB/s here against 32 for the crc32-instruction
-   * loop below, which matters where every payload on a socket is
-   * checksummed on both sides. Same polynomial and register. */
+   * loop, which matters where every payload on a socket is checksummed on
+   * both sides. Same polynomial and register. But its AVX-512 path (from
+   * 256 bytes) is slow when called a few microseconds apart, as a socket
+   * path calls it (most likely the 512-bit units waking up): a 256-byte
+   * allreduce on 2 ranks over TCP spent 6 times the samples of a 128-byte
+   * one there, and took 5.8 us instead of 5.1 with the loop below (2
+   * cores, bench/ab_builds.sh); the loop wins up to 8 KiB. */
+  if (n < RLX__CRC_ISAL_FROM)
+    return crc_native(crc, data, n);
   uint32_t reg = ~crc;
   const unsigned char *p = data;
   while (n > 0) {
@@ -181,12 +200,7 @@ uint32_t rlx__crc32c_update(uint32_t crc, const void *data, size_t n) {
   }
   return ~reg;
 #else
-  crc_fn f = __atomic_load_n(&impl, __ATOMIC_ACQUIRE);
-  if (f == NULL) {
-    f = choose();
-    __atomic_store_n(&impl, f, __ATOMIC_RELEASE);
-  }
-  return ~f(~crc, (const unsigned char *)data, n);
+  return crc_native(crc, data, n);
 #endif
 }
 

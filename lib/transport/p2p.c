@@ -75,6 +75,7 @@ int rlx__p2p_recv(struct rlx__p2p *p, struct rlx__xfer *x) {
   x->queued = 1;
   rlx__list_push(&pe->posted, &x->link);
   rlx__conn_ensure(p, x->peer);
+  rlx__sock_watch(p, x->peer);
   return 0;
 }
 
@@ -181,7 +182,8 @@ int rlx__p2p_init(struct rlx__p2p *p, uv_loop_t *loop, int rank, int size, const
   rlx__list_init(&p->pool);
   p->peers = calloc((size_t)size, sizeof(*p->peers));
   p->shm_conn = calloc((size_t)size, sizeof(*p->shm_conn));
-  if (p->peers == NULL || p->shm_conn == NULL)
+  p->watch = calloc((size_t)size, sizeof(*p->watch));
+  if (p->peers == NULL || p->shm_conn == NULL || p->watch == NULL)
     return rlx__err(RLX_ERR_NOMEM, "no memory for %d peers", size);
   for (int i = 0; i < size; i++) {
     rlx__list_init(&p->peers[i].posted);
@@ -268,6 +270,8 @@ void rlx__p2p_free(struct rlx__p2p *p) {
   rlx__pool_free(p);
   free(p->peers);
   free(p->shm_conn);
+  free(p->watch);
   p->peers = NULL;
   p->shm_conn = NULL;
+  p->watch = NULL;
 }

@@ -96,6 +96,10 @@ struct rlx__p2p {
    * may close one while it goes through them), nshm of them. */
   struct rlx__p2p_conn **shm_conn;
   int nshm;
+  /* Peers whose TCP socket a waiting caller reads itself (sock_poll.c). */
+  int *watch;
+  int nwatch;
+  int nwriting; /* frames in a queued uv_write (the stream did not take them at once) */
 };
 
 /* Open a listener for every transport *mine offers: its address field
@@ -126,8 +130,13 @@ void rlx__p2p_cancel(struct rlx__p2p *p, struct rlx__xfer *x);
 /* The transport a peer is reached by ("unix"/"tcp"), and why a lost peer
  * was lost (NULL when it is not). */
 /* Whether large payloads to same-host peers go by reference: RLX_CMA on,
- * and no transport forced that cannot (RLX_TRANSPORT=tcp never does). */
-int rlx__p2p_by_ref(const struct rlx__p2p *p);
+ * and no transport forced that cannot (RLX_TRANSPORT=tcp never does).
+ * Fixed once the job started and the same on every rank (RLX_CMA and
+ * RLX_TRANSPORT are job-wide), so algorithms may size their segments by
+ * it without a lock and still agree. */
+static inline int rlx__p2p_by_ref(const struct rlx__p2p *p) {
+  return p->cma && (p->forced == NULL || p->forced->same_host);
+}
 const char *rlx__p2p_transport_of(struct rlx__p2p *p, int peer);
 const char *rlx__p2p_lost_reason(struct rlx__p2p *p, int peer);
 /* Connections over transport (by name) that completed the handshake over
@@ -142,6 +151,9 @@ unsigned long rlx__p2p_retransmissions(struct rlx__p2p *p);
  * (sleeping 0), take that back. */
 size_t rlx__shm_progress(struct rlx__p2p *p);
 int rlx__shm_sleep(struct rlx__p2p *p, int sleeping);
+/* Read the TCP sockets of peers with a receive posted, without libuv;
+ * returns the bytes read. */
+size_t rlx__sock_poll(struct rlx__p2p *p);
 /* Descriptors between ranks of a host (the collectives' group segments,
  * lib/coll/shm_group.c), under the loop lock. shm_state: 1 when peer has
  * a ready shared-memory connection, 0 while it is being made (this call

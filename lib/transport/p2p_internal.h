@@ -9,6 +9,7 @@
  *   cma.c        payloads by reference (descriptor, copy, ACK/NACK, resend)
  *   abort.c      the ABORT frame's payload codec and sending
  *   shm.c        shared-memory rings under a same-host connection
+ *   sock_poll.c  a waiting caller's own reads of the TCP sockets it waits on
  *   fault.c      fault hooks, compiled only with --enable-fault-injection
  * Everything runs under the engine's loop lock. */
 #ifndef RLX_P2P_INTERNAL_H
@@ -23,6 +24,11 @@
  * per read() if they are there; bigger remainders go straight into their
  * destination. */
 #define RLX__STAGE_SIZE (64u * 1024u)
+/* From this many payload bytes a frame for a posted receive is read with
+ * its header alone first, and then straight into the receive's buffer:
+ * the extra read() costs less than copying the payload out of the stage
+ * (2 ranks over TCP, bench/ab_builds.sh). */
+#define RLX__DIRECT_MIN (32u * 1024u)
 
 enum rlx__conn_state { C_CONNECTING, C_HS_CLIENT, C_HS_HELLO, C_HS_PROOF, C_READY, C_CLOSING };
 enum rlx__read_state { R_HS, R_HDR, R_PAYLOAD, R_CMA };
@@ -80,6 +86,7 @@ struct rlx__p2p_peer {
   struct rlx__list posted, unexpected, sendq;
   struct rlx__list cma_wait; /* sent by reference, waiting for the ACK */
   int no_cma;                /* a copy from us failed once: use the stream */
+  int watched;               /* in p->watch (sock_poll.c) */
   int lost;
   char why[160];
   const struct rlx__transport_ops *tr;
@@ -122,6 +129,10 @@ void rlx__read_next(struct rlx__p2p_conn *c);
 /* ---- read.c */
 /* n more bytes are where rlx__read_alloc said: parse them. */
 void rlx__read_bytes(struct rlx__p2p_conn *c, size_t n);
+
+/* ---- sock_poll.c */
+/* A receive from peer is posted: read its socket directly while waiting. */
+void rlx__sock_watch(struct rlx__p2p *p, int peer);
 
 /* ---- write.c */
 int rlx__write_frame(struct rlx__p2p *p, struct rlx__xfer *x, int type);

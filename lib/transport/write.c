@@ -37,10 +37,11 @@ static const uint8_t *wire_payload(const struct rlx__xfer *x, size_t *len);
 
 static void on_write(uv_write_t *req, int status) {
   struct rlx__xfer *x = req->data;
+  struct rlx__p2p_conn *c = req->handle->data; /* freed only after its writes' callbacks */
   x->writing = 0;
+  c->p->nwriting--;
   if (status < 0) {
-    struct rlx__p2p_conn *c = req->handle->data;
-    if (c != NULL && park_if_closed(c, x, status))
+    if (park_if_closed(c, x, status))
       return;
     if (x->ref == RLX__REF_WAIT_ACK)
       rlx__list_remove(&x->link);
@@ -48,7 +49,7 @@ static void on_write(uv_write_t *req, int status) {
     rlx__xfer_finish(x, RLX_ERR_PEER_LOST);
     return;
   }
-  rlx__write_done(req->handle->data, x);
+  rlx__write_done(c, x);
 }
 
 void rlx__write_done(struct rlx__p2p_conn *c, struct rlx__xfer *x) {
@@ -157,10 +158,12 @@ void rlx__write_start(struct rlx__p2p_conn *c, struct rlx__xfer *x, size_t skip)
     bufs[n++] = uv_buf_init((char *)payload + skip, (unsigned)(plen - skip));
   x->wreq.data = x;
   x->writing = 1;
+  c->p->nwriting++;
   started(c->p, x);
   int rc = uv_write(&x->wreq, &c->h.stream, bufs, (unsigned)n, on_write);
   if (rc != 0) {
     x->writing = 0;
+    c->p->nwriting--;
     if (x->ref == RLX__REF_WAIT_ACK)
       rlx__list_remove(&x->link);
     x->ref = RLX__REF_NONE;
