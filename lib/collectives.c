@@ -150,8 +150,10 @@ static int start(rlx_comm_t *c, struct rlx_request *rq) {
     rlx__exec_end(op, rc, rc != RLX_OK ? msg : NULL);
     return RLX_OK;
   }
-  if (c->shm != NULL) /* blocking calls of other ranks wait for ours in the segment */
-    rlx__shmg_p2p_call(c->shm, op->seq);
+  if (c->shm != NULL) { /* blocking calls of other ranks wait for ours in the segment */
+    rlx__exec_sign(op);
+    rlx__shmg_p2p_call(c->shm, op->seq, op->sig);
+  }
   rlx__engine_lock(&rt->engine);
   rlx__exec_start(op);
   if (rq->nonblocking) /* let the loop register what the start asked for */

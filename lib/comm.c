@@ -111,7 +111,10 @@ int rlx_comm_split(rlx_comm_t *c, int color, int key, rlx_comm_t **out) {
       return rlx__err(RLX_ERR_REVOKED, "rlx_comm_split: the communicator was revoked: %s",
                       c->revoked_why);
     }
-    if ((rc = rlx__run_op(c, &op)) != RLX_OK) {
+    /* The shared segment first, as every collective's first call makes
+     * it: a rank that splits while the others call a collective then
+     * meets them there and both learn of the mismatch. */
+    if ((rc = rlx__comm_shm(c)) < 0 || (rc = rlx__run_op(c, &op)) != RLX_OK) {
       free(all);
       return rc;
     }

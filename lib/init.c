@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 #include <sodium.h>
 #include "observe.h"
@@ -231,6 +232,30 @@ static void catch_usr1(struct rlx__runtime *rt) {
     fprintf(stderr, "rlxcoll[%d] pid\t%d\n", rt->cfg.rank, (int)getpid());
 }
 
+/* Before closing: let frames still queued go out, above all the ABORTs
+ * of a call that just failed here (the program may finalize and exit at
+ * once; a peer not yet connected to us would otherwise see only the
+ * closed connection, "peer lost", instead of the cause). Bounded: a peer
+ * that never takes them does not hold us. */
+#define FLUSH_NS (1000ull * 1000ull * 1000ull)
+static void flush_frames(struct rlx__runtime *rt) {
+  uint64_t deadline = rlx__now_ns() + FLUSH_NS;
+  for (;;) {
+    rlx__engine_lock(&rt->engine);
+    int left = rlx__p2p_unsent(&rt->p2p);
+    if (left) {
+      uv_run(&rt->engine.loop, UV_RUN_NOWAIT);
+      if (rt->engine.poll)
+        rt->engine.poll(rt->engine.ctx);
+    }
+    rlx__engine_unlock(&rt->engine);
+    if (!left || rlx__now_ns() >= deadline)
+      return;
+    struct timespec ts = {0, 200 * 1000};
+    nanosleep(&ts, NULL);
+  }
+}
+
 static void teardown(struct rlx__runtime *rt) {
   if (rt->p2p_up)
     rlx__info("payloads copied by reference: %lu, sent on the socket after a failed copy: %lu",
@@ -239,6 +264,8 @@ static void teardown(struct rlx__runtime *rt) {
     print_stats(rt);
   atomic_store(&rlx__stats_on, 0);
   rlx__trace_close();
+  if (rt->engine_up && rt->p2p_up)
+    flush_frames(rt);
   if (rt->engine_up) {
     rlx__comm_shm_free(&rt->world); /* its lock goes with the engine */
     rlx__engine_stop(&rt->engine);

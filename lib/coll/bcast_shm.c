@@ -1,6 +1,7 @@
 /* Broadcast in a communicator's shared segment (shm_group.h): the root
  * posts a chunk in its slot, the others copy it out; with two slots the
- * root runs up to a chunk ahead of the slowest reader. */
+ * root runs up to a chunk ahead of the slowest reader, and leaves once
+ * every rank has entered the call. */
 #include <string.h>
 #include "coll.h"
 #include "shm_group.h"
@@ -23,6 +24,13 @@ static int run(struct rlx__op *op) {
       memcpy((char *)op->dst + off, rlx__shmg_data(g, op->root, s, total), len);
     }
   }
+  /* The root waits until every rank has entered the call and compares
+   * their calls with its own: nobody else reads every rank's, and a rank
+   * naming another root (which then posts and leaves as well) would go
+   * unseen. A rank that already left with the data fails its next call
+   * (the segment is failed). Past the first chunk this has held already. */
+  if (g->me == op->root)
+    return rlx__shmg_wait_arrived(g, op, -1, g->first);
   return RLX_OK;
 }
 

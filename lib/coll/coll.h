@@ -176,6 +176,8 @@ void rlx__exec_on_abort(void *ctx, int from, const struct rlx__frame_hdr *h, int
 /* p2p's on_early: a DATA frame no receive wanted; if it is for an
  * operation in flight with another signature, that fails as a mismatch. */
 void rlx__exec_on_early(void *ctx, int from, const struct rlx__frame_hdr *h);
+/* Fill op->sig from the call's fields (every start does it too). */
+void rlx__exec_sign(struct rlx__op *op);
 /* Describe the operation's call: "rlx_allreduce(count=8, float32, sum)". */
 void rlx__exec_describe(const struct rlx__op *op, char *buf, size_t len);
 /* Ranks (communicator ranks) the current round still waits on. */

@@ -341,10 +341,14 @@ static int take_early(struct rlx__op *op) {
   return 0;
 }
 
-/* What every operation does first: its signature, its outcome cleared. */
-static void ready(struct rlx__op *op) {
+void rlx__exec_sign(struct rlx__op *op) {
   struct rlx__call call = {op->kind, (int)op->dt, (int)op->rop, op->root, op->count};
   rlx__call_encode(&call, op->sig);
+}
+
+/* What every operation does first: its signature, its outcome cleared. */
+static void ready(struct rlx__op *op) {
+  rlx__exec_sign(op);
   op->finished = 0;
   op->status = RLX_OK;
   op->msg[0] = '\0';

@@ -47,6 +47,7 @@ struct rlx__shmg_line {
   struct rlx__shmg_cell cell[2];
   _Alignas(64) _Atomic uint64_t reduced; /* the last step whose slice it has reduced */
   _Atomic uint64_t p2p_seq; /* 1 + the seq of its last call run point to point */
+  _Atomic uint64_t p2p_sig[2]; /* and that call's signature (RLX__SIG_SIZE bytes) */
 };
 
 struct rlx__shmg_hdr {
@@ -146,9 +147,9 @@ void rlx__shmg_begin(struct rlx__shm_group *g, const struct rlx__op *op);
  * step - 1. RLX_OK or the error that ended the call (op->msg says). */
 int rlx__shmg_wait_room(struct rlx__shm_group *g, struct rlx__op *op, uint64_t step);
 /* A call of this rank on the communicator runs point to point (a
- * nonblocking one): a rank waiting for it in the segment learns why it
- * does not come. */
-void rlx__shmg_p2p_call(struct rlx__shm_group *g, uint64_t seq);
+ * nonblocking one, rlx_comm_split): a rank waiting for it in the segment
+ * learns why it does not come, and which call it is. */
+void rlx__shmg_p2p_call(struct rlx__shm_group *g, uint64_t seq, const uint8_t sig[RLX__SIG_SIZE]);
 /* Wait for room, copy len bytes of src in as this rank's data of step
  * (bytes: the size that puts it inline or in the slot), publish. */
 int rlx__shmg_post(struct rlx__shm_group *g, struct rlx__op *op, uint64_t step, const void *src,

@@ -206,7 +206,11 @@ static int timed_out(struct rlx__shm_group *g, struct rlx__op *op, int which, in
   return end_call(op, RLX_ERR_TIMEOUT, msg);
 }
 
-void rlx__shmg_p2p_call(struct rlx__shm_group *g, uint64_t seq) {
+void rlx__shmg_p2p_call(struct rlx__shm_group *g, uint64_t seq, const uint8_t sig[RLX__SIG_SIZE]) {
+  uint64_t s[2];
+  memcpy(s, sig, sizeof(s));
+  atomic_store_explicit(&g->line[g->me].p2p_sig[0], s[0], memory_order_relaxed);
+  atomic_store_explicit(&g->line[g->me].p2p_sig[1], s[1], memory_order_relaxed);
   atomic_store_explicit(&g->line[g->me].p2p_seq, seq + 1, memory_order_release);
 }
 
@@ -223,12 +227,20 @@ static int check_p2p_caller(struct rlx__shm_group *g, struct rlx__op *op, int wh
       r = k;
   if (r < 0)
     return 0;
-  char mine[160], msg[640];
+  char mine[160], theirs[160], msg[640];
+  uint64_t s[2] = {atomic_load_explicit(&g->line[r].p2p_sig[0], memory_order_relaxed),
+                   atomic_load_explicit(&g->line[r].p2p_sig[1], memory_order_relaxed)};
+  uint8_t sig[RLX__SIG_SIZE];
+  struct rlx__call got;
+  memcpy(sig, s, sizeof(sig));
+  rlx__call_decode(sig, &got);
+  rlx__call_describe(theirs, sizeof(theirs), NULL, &got);
   rlx__exec_describe(op, mine, sizeof(mine));
   snprintf(msg, sizeof(msg),
-           "rank %d made call #%llu nonblocking (point to point) where rank %d called %s in "
-           "shared memory: a nonblocking collective does not match a blocking one",
-           r, (unsigned long long)op->seq, g->me, mine);
+           "rank %d called %s where rank %d called %s (call #%llu; rank %d's runs point to point, "
+           "nonblocking or a communicator call: a nonblocking collective does not match a "
+           "blocking one)",
+           r, theirs, g->me, mine, (unsigned long long)op->seq, r);
   rlx__shmg_fail(g, RLX_ERR_MISMATCH, -1, op->seq, msg);
   int rc = end_call(op, RLX_ERR_MISMATCH, msg);
   rlx__engine_lock(g->engine);

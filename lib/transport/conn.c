@@ -1,6 +1,11 @@
 /* Connection life: dialing (the higher rank of a pair dials, so two ranks
  * never race to open two), accepting and admitting, the authenticated
- * handshake as a state machine, the ready connection, and closing. */
+ * handshake as a state machine, the ready connection, and closing. A
+ * lower rank with a frame for a higher one that has not dialed (a call
+ * whose pattern differs there, an ABORT) calls up: it connects and sends
+ * only its HELLO, which asks the higher rank to dial it; that connection
+ * is then dropped, so the pair still has one connection, dialed by the
+ * higher rank. */
 #include <assert.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,6 +37,13 @@ void rlx__conn_fail(struct rlx__p2p_conn *c, int err, const char *why) {
   struct rlx__p2p *p = c->p;
   if (c->state == C_CLOSING)
     return;
+  if (c->call_up && (c->state != C_CONNECTING || p->peers[c->peer].pending != c)) {
+    /* the higher rank read our request and closed: its dial follows (one
+     * it cannot make fails there, and our frames wait for the deadline);
+     * or its dial came first and this request was left to finish */
+    rlx__conn_close(c);
+    return;
+  }
   if (c->peer >= 0 && (c->state == C_READY || c->state == C_CONNECTING || c->state == C_HS_CLIENT)) {
     rlx__peer_fail(p, c->peer, err, why);
   } else {
@@ -133,6 +145,15 @@ static void conn_ready(struct rlx__p2p_conn *c) {
     return;
   }
   pe->conn = c;
+  if (pe->pending != NULL && pe->pending->call_up) { /* answered: the request is done */
+    struct rlx__p2p_conn *req = pe->pending;
+    pe->pending = NULL;
+    /* One still connecting goes on to send its HELLO (and is dropped
+     * then): a connection closed before its first byte would count as a
+     * stranger on the other side. */
+    if (req->state != C_CONNECTING)
+      rlx__conn_close(req);
+  }
   c->last_rx = c->last_tx = rlx__now_ns();
   c->dialed = c->state == C_HS_CLIENT;
   c->state = C_READY;
@@ -158,6 +179,10 @@ static void conn_ready(struct rlx__p2p_conn *c) {
 
 /* The dialing side got the server's challenge: prove, and be ready. */
 static void hs_client(struct rlx__p2p_conn *c) {
+  if (c->call_up) { /* a request only: the higher rank dials */
+    rlx__conn_close(c);
+    return;
+  }
   int st = rlx__hs_client_challenge(&c->hs, c->hs_in, c->hs_out[1]);
   if (st != RLX__HS_OK) {
     char why[128];
@@ -182,9 +207,18 @@ static void hs_hello(struct rlx__p2p_conn *c) {
     rlx__conn_fail(c, RLX_ERR_AUTH, rlx__hs_strstatus(st));
     return;
   }
-  /* Only a higher rank of this job connects to us. */
-  if (c->hs.peer <= (uint32_t)p->rank || c->hs.peer >= (uint32_t)p->size) {
+  if (c->hs.peer == (uint32_t)p->rank || c->hs.peer >= (uint32_t)p->size) {
     rlx__conn_fail(c, RLX_ERR_AUTH, "handshake names a rank that does not connect to us");
+    return;
+  }
+  /* A lower rank calls up: it has frames for us. Dial it (the pair's one
+   * connection is ours to make) and drop the request. The HELLO is not
+   * proof of anything yet, but all it can make us do is dial a rank of
+   * our own job, which authenticates as every connection does. */
+  if (c->hs.peer < (uint32_t)p->rank) {
+    int peer = (int)c->hs.peer;
+    rlx__conn_close(c);
+    rlx__conn_ensure(p, peer, 0);
     return;
   }
   hs_write(c, 0, 0, RLX__HS_CHALLENGE_SIZE);
@@ -249,10 +283,13 @@ static void on_connect(uv_connect_t *req, int status) {
   hs_write(c, 0, 0, RLX__HS_HELLO_SIZE);
 }
 
-void rlx__conn_ensure(struct rlx__p2p *p, int peer) {
+void rlx__conn_ensure(struct rlx__p2p *p, int peer, int sending) {
   struct rlx__p2p_peer *pe = &p->peers[peer];
-  if (pe->conn || pe->pending || pe->lost || peer >= p->rank)
-    return; /* lower ranks wait for the higher one to connect */
+  if (pe->conn || pe->pending || pe->lost || peer == p->rank || p->closing)
+    return;
+  /* lower ranks wait for the higher one to connect, or call up to send */
+  if (peer > p->rank && !sending)
+    return;
   const struct rlx__transport_ops *tr = pe->tr;
   struct rlx__p2p_conn *c = conn_new(p, tr);
   char why[200];
@@ -262,6 +299,7 @@ void rlx__conn_ensure(struct rlx__p2p *p, int peer) {
   }
   c->peer = peer;
   c->state = C_CONNECTING;
+  c->call_up = peer > p->rank;
   c->creq.data = c;
   rlx__hs_init(&c->hs, p->job_key, (uint32_t)p->rank, RLX__HS_DATA);
   rlx__list_push(&p->conns, &c->link);

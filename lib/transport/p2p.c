@@ -74,7 +74,7 @@ int rlx__p2p_recv(struct rlx__p2p *p, struct rlx__xfer *x) {
   }
   x->queued = 1;
   rlx__list_push(&pe->posted, &x->link);
-  rlx__conn_ensure(p, x->peer);
+  rlx__conn_ensure(p, x->peer, 0);
   rlx__sock_watch(p, x->peer);
   return 0;
 }
@@ -232,6 +232,19 @@ int rlx__p2p_start(struct rlx__p2p *p, const struct rlx__card *cards) {
   if (rlx__log_level >= RLX__LOG_INFO)
     log_transports(p);
   return RLX_OK;
+}
+
+int rlx__p2p_unsent(const struct rlx__p2p *p) {
+  if (p->nwriting > 0)
+    return 1;
+  for (int i = 0; i < p->size; i++) {
+    const struct rlx__p2p_peer *pe = &p->peers[i];
+    if (pe->lost)
+      continue;
+    if (!rlx__list_empty(&pe->sendq) || (pe->conn && !rlx__list_empty(&pe->conn->shm_out)))
+      return 1;
+  }
+  return 0;
 }
 
 void rlx__p2p_close(struct rlx__p2p *p) {

@@ -170,6 +170,10 @@ int rlx__p2p_take_fd(struct rlx__p2p *p, int peer);
 int rlx__p2p_early_mismatch(struct rlx__p2p *p, uint32_t comm_id, uint64_t seq,
                             const uint8_t sig[RLX__SIG_SIZE], struct rlx__frame_hdr *h);
 /* Close every handle; the loop must then run until they are closed. */
+/* Frames still to go out to peers not lost: queued for a connection, in
+ * a write the stream has not taken yet, or waiting for room in a ring
+ * (rlx_finalize lets them go before it closes). Under the loop lock. */
+int rlx__p2p_unsent(const struct rlx__p2p *p);
 void rlx__p2p_close(struct rlx__p2p *p);
 void rlx__p2p_free(struct rlx__p2p *p);
 

@@ -71,6 +71,7 @@ struct rlx__p2p_conn {
   uint64_t last_rx, last_tx; /* rlx__now_ns() of the last bytes in and out */
   uint64_t t_start;          /* when we dialed or accepted it (for the trace) */
   int dialed;
+  int call_up; /* dialed a higher rank only to ask it to dial us */
   int write_dead; /* the peer closed (EPIPE): sends wait for what is left to read */
   /* Shared memory (shm.c): when set, every frame goes through its rings
    * and the socket carries only doorbells and the end of the stream. */
@@ -109,8 +110,9 @@ void rlx__peer_fail(struct rlx__p2p *p, int peer, int err, const char *why);
 void rlx__conn_close(struct rlx__p2p_conn *c);
 void rlx__conn_fail(struct rlx__p2p_conn *c, int err, const char *why);
 /* Dial peer if it is ours to dial (the higher rank of a pair dials) and
- * no connection is up or coming. */
-void rlx__conn_ensure(struct rlx__p2p *p, int peer);
+ * no connection is up or coming; sending: a lower rank with frames for
+ * a higher one asks it to dial (conn.c, "calls up"). */
+void rlx__conn_ensure(struct rlx__p2p *p, int peer, int sending);
 void rlx__conn_on_connection(uv_stream_t *server, int status);
 /* The handshake's expected bytes are in (read.c calls it). */
 void rlx__conn_hs_done(struct rlx__p2p_conn *c);

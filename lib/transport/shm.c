@@ -290,7 +290,7 @@ int rlx__p2p_shm_state(struct rlx__p2p *p, int peer) {
     return -1;
   struct rlx__p2p_conn *c = p->peers[peer].conn;
   if (c == NULL) {
-    rlx__conn_ensure(p, peer);
+    rlx__conn_ensure(p, peer, 0);
     return 0;
   }
   if (c->state != C_READY)

@@ -207,7 +207,7 @@ int rlx__write_frame(struct rlx__p2p *p, struct rlx__xfer *x, int type) {
     x->queued = 1;
     rlx__list_push(&pe->sendq, &x->link);
     if (c == NULL || c->state != C_READY)
-      rlx__conn_ensure(p, x->peer);
+      rlx__conn_ensure(p, x->peer, 1);
     return 0;
   }
   if (c->shm)
