@@ -317,11 +317,19 @@ static void revoked_msg(struct rlx__op *op, uint64_t seq, const char *reason) {
            "completed, failed elsewhere: %s", mine, op->rank, (unsigned long long)seq, reason);
 }
 
+/* The library's own calls (making a shared segment) count apart from the
+ * program's: an ABORT for one of the program's calls is not news to them,
+ * and waits for the program's next call. */
+static int same_space(uint64_t a, uint64_t b) {
+  return (a & RLX__SEQ_INTERNAL) == (b & RLX__SEQ_INTERNAL);
+}
+
 /* An ABORT that came for op (or for an earlier call on its communicator,
  * which revokes it): take it, fail op with it. Under the loop lock. */
 static int take_early(struct rlx__op *op) {
   for (int i = 0; i < nearly; i++) {
-    if (early[i].comm_id == op->comm_id && early[i].seq <= op->seq) {
+    if (early[i].comm_id == op->comm_id && same_space(early[i].seq, op->seq) &&
+        early[i].seq <= op->seq) {
       /* A member failed this operation before we entered it; or failed
        * an earlier one that we had completed: the communicator is
        * revoked for us too. */
@@ -441,7 +449,7 @@ void rlx__exec_on_abort(void *ctx, int from, const struct rlx__frame_hdr *h, int
    * come to this call (it is off to shrink, say), so fail ours now. */
   for (struct rlx__list *l = active_ops.next; l != &active_ops; l = l->next) {
     struct rlx__op *op = rlx__container_of(l, struct rlx__op, active);
-    if (op->comm_id != h->comm_id || op->seq <= h->seq)
+    if (op->comm_id != h->comm_id || !same_space(op->seq, h->seq) || op->seq <= h->seq)
       continue;
     revoked_msg(op, h->seq, reason);
     op->status = RLX_ERR_REVOKED;

@@ -1,0 +1,101 @@
+/* One rank (ODD) calls something other than the rest; every rank must
+ * find out at once, naming the calls, never by its deadline.
+ *   mismatch_check KIND ODD [exit]
+ * KIND: dtype, op, count (allreduce arguments), rs (reduce_scatter
+ * against allreduce), split (rlx_comm_split against rlx_barrier), roots
+ * (bcasts naming other roots), rroots (reduces naming other roots),
+ * bcastreduce (a reduce against bcasts).
+ * exit: the odd rank finalizes and exits right after its call.
+ * The first five kinds fail the call itself on every rank with
+ * RLX_ERR_MISMATCH; in roots, rroots and bcastreduce a rank whose part was
+ * done may return RLX_OK, and then its next call fails (revoked) at once.
+ * Prints "mismatch_check: rank R: PASS" or FAIL with what it got. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <rlxcoll/rlxcoll.h>
+
+static double now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* Time bounds stretch on slow machines (sanitizers, a loaded CI host). */
+static double bound(double s) {
+  const char *k = getenv("RLX_TEST_TIME_SCALE");
+  return s * (k ? atof(k) : 1.0);
+}
+
+static int call(const char *kind, int odd, rlx_comm_t *w, int rank) {
+  double v[8] = {1, 2, 3, 4, 5, 6, 7, 8}, out[8];
+  int me = rank == odd;
+  rlx_comm_t *c = NULL;
+  if (strcmp(kind, "dtype") == 0)
+    return rlx_allreduce(RLX_IN_PLACE, v, 2, me ? RLX_FLOAT32 : RLX_FLOAT64, RLX_SUM, w);
+  if (strcmp(kind, "op") == 0)
+    return rlx_allreduce(RLX_IN_PLACE, v, 2, RLX_FLOAT64, me ? RLX_MAX : RLX_SUM, w);
+  if (strcmp(kind, "count") == 0)
+    return rlx_allreduce(RLX_IN_PLACE, v, me ? 3 : 2, RLX_FLOAT64, RLX_SUM, w);
+  if (strcmp(kind, "rs") == 0)
+    return me ? rlx_reduce_scatter(v, out, 1, RLX_FLOAT64, RLX_SUM, w)
+              : rlx_allreduce(RLX_IN_PLACE, v, 2, RLX_FLOAT64, RLX_SUM, w);
+  if (strcmp(kind, "split") == 0) {
+    int rc = me ? rlx_comm_split(w, 0, rank, &c) : rlx_barrier(w);
+    if (c != NULL)
+      rlx_comm_free(&c);
+    return rc;
+  }
+  int size = rlx_comm_size(w), other = (odd + 1) % size;
+  if (strcmp(kind, "roots") == 0) /* (two ranks each naming the other would never send) */
+    return rlx_bcast(v, 8, RLX_FLOAT64, me ? odd : other, w);
+  if (strcmp(kind, "rroots") == 0)
+    return rlx_reduce(v, out, 8, RLX_FLOAT64, RLX_SUM, me ? other : odd, w);
+  if (strcmp(kind, "bcastreduce") == 0)
+    return me ? rlx_reduce(v, out, 8, RLX_FLOAT64, RLX_SUM, other, w)
+              : rlx_bcast(v, 8, RLX_FLOAT64, other, w);
+  fprintf(stderr, "mismatch_check: unknown kind %s\n", kind);
+  exit(2);
+}
+
+int main(int argc, char **argv) {
+  if (argc < 3) {
+    fprintf(stderr, "usage: mismatch_check KIND ODD [exit]\n");
+    return 2;
+  }
+  if (rlx_init(&argc, &argv) != RLX_OK) {
+    fprintf(stderr, "rlx_init: %s\n", rlx_errmsg());
+    return 1;
+  }
+  const char *kind = argv[1];
+  rlx_comm_t *w = rlx_comm_world();
+  int rank = rlx_comm_rank(w), odd = atoi(argv[2]) % rlx_comm_size(w);
+  int quit = argc > 3 && strcmp(argv[3], "exit") == 0 && rank == odd;
+  int loose = strcmp(kind, "roots") == 0 || strcmp(kind, "rroots") == 0 ||
+              strcmp(kind, "bcastreduce") == 0;
+  double t0 = now();
+  int rc = call(kind, odd, w, rank);
+  double took = now() - t0;
+  char msg[1024];
+  snprintf(msg, sizeof(msg), "%s", rc != RLX_OK ? rlx_errmsg() : "");
+  int ok;
+  if (rc == RLX_OK && loose && quit) {
+    ok = 1; /* its part was done and it left: the others must learn it */
+  } else if (rc == RLX_OK && loose) {
+    /* its part was done: the next call learns that the call failed */
+    double t1 = now();
+    int rc2 = rlx_barrier(w);
+    took = now() - t0;
+    snprintf(msg, sizeof(msg), "then %s: %s", rlx_strerror(rc2), rlx_errmsg());
+    ok = (rc2 == RLX_ERR_REVOKED || rc2 == RLX_ERR_MISMATCH) && now() - t1 < bound(1.0);
+  } else {
+    ok = rc == RLX_ERR_MISMATCH && strstr(msg, " called ") != NULL && took < bound(1.0);
+  }
+  printf("mismatch_check: rank %d: %s %s after %.2f s: %s\n", rank, kind, rlx_strerror(rc), took,
+         msg);
+  printf("mismatch_check: rank %d: %s\n", rank, ok ? "PASS" : "FAIL");
+  fflush(stdout);
+  rlx_finalize();
+  return ok ? 0 : 1;
+}
