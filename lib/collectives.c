@@ -21,6 +21,31 @@ static int check_comm(const char *call, rlx_comm_t *c) {
   return RLX_OK;
 }
 
+int rlx__refused(rlx_comm_t *c, int rc) {
+  struct rlx__runtime *rt = &rlx__rt;
+  if (rc != RLX_ERR_ARG || c == NULL || !rt->initialized || !rt->p2p_up || c->revoked ||
+      c->size < 2)
+    return rc;
+  char own[480], why[600];
+  snprintf(own, sizeof(own), "%s", rlx_errmsg());
+  snprintf(why, sizeof(why), "rank %d's call failed its argument check: %s", c->rank, own);
+  /* the segment is made at the first call, refused or not: the others
+   * may be making it now (its error, if any, is not this call's) */
+  if (rlx__comm_shm(c) < 0)
+    return rlx__err(rc, "%s", own);
+  pthread_mutex_lock(&c->mtx);
+  uint64_t seq = c->seq++;
+  pthread_mutex_unlock(&c->mtx);
+  uint8_t sig[RLX__SIG_SIZE] = {0};
+  rlx__engine_lock(&rt->engine);
+  rlx__exec_refused(c->id, seq);
+  for (int r = 0; r < c->size; r++)
+    if (r != c->rank)
+      rlx__p2p_abort(&rt->p2p, c->world[r], c->id, seq, sig, RLX_ERR_MISMATCH, why);
+  rlx__engine_unlock(&rt->engine);
+  return rlx__err(rc, "%s", own);
+}
+
 static int check_type(const char *call, rlx_dtype_t dt, size_t count, size_t *esize) {
   if ((unsigned)dt >= RLX_DTYPE_COUNT)
     return rlx__err(RLX_ERR_ARG, "%s: unknown dtype %d", call, (int)dt);
@@ -336,15 +361,15 @@ static int allreduce(const char *call, const void *sendbuf, void *recvbuf, size_
 
 int rlx_allreduce(const void *sendbuf, void *recvbuf, size_t count, rlx_dtype_t dt, rlx_op_t op,
                   rlx_comm_t *c) {
-  return allreduce("rlx_allreduce", sendbuf, recvbuf, count, dt, op, c, NULL);
+  return rlx__refused(c, allreduce("rlx_allreduce", sendbuf, recvbuf, count, dt, op, c, NULL));
 }
 
 int rlx_iallreduce(const void *sendbuf, void *recvbuf, size_t count, rlx_dtype_t dt, rlx_op_t op,
                    rlx_comm_t *c, rlx_request_t **req) {
   if (req == NULL)
-    return rlx__err(RLX_ERR_ARG, "rlx_iallreduce: req is NULL");
+    return rlx__refused(c, rlx__err(RLX_ERR_ARG, "rlx_iallreduce: req is NULL"));
   *req = NULL;
-  return allreduce("rlx_iallreduce", sendbuf, recvbuf, count, dt, op, c, req);
+  return rlx__refused(c, allreduce("rlx_iallreduce", sendbuf, recvbuf, count, dt, op, c, req));
 }
 
 static int bcast(const char *call, void *buf, size_t count, rlx_dtype_t dt, int root,
@@ -368,19 +393,19 @@ static int bcast(const char *call, void *buf, size_t count, rlx_dtype_t dt, int 
 }
 
 int rlx_bcast(void *buf, size_t count, rlx_dtype_t dt, int root, rlx_comm_t *c) {
-  return bcast("rlx_bcast", buf, count, dt, root, c, NULL);
+  return rlx__refused(c, bcast("rlx_bcast", buf, count, dt, root, c, NULL));
 }
 
 int rlx_ibcast(void *buf, size_t count, rlx_dtype_t dt, int root, rlx_comm_t *c,
                rlx_request_t **req) {
   if (req == NULL)
-    return rlx__err(RLX_ERR_ARG, "rlx_ibcast: req is NULL");
+    return rlx__refused(c, rlx__err(RLX_ERR_ARG, "rlx_ibcast: req is NULL"));
   *req = NULL;
-  return bcast("rlx_ibcast", buf, count, dt, root, c, req);
+  return rlx__refused(c, bcast("rlx_ibcast", buf, count, dt, root, c, req));
 }
 
-int rlx_reduce(const void *sendbuf, void *recvbuf, size_t count, rlx_dtype_t dt, rlx_op_t op,
-               int root, rlx_comm_t *c) {
+static int reduce(const void *sendbuf, void *recvbuf, size_t count, rlx_dtype_t dt, rlx_op_t op,
+                  int root, rlx_comm_t *c) {
   struct rlx_request rq;
   size_t es;
   int rc;
@@ -405,8 +430,8 @@ int rlx_reduce(const void *sendbuf, void *recvbuf, size_t count, rlx_dtype_t dt,
   return launch(c, &rq, NULL);
 }
 
-int rlx_allgather(const void *sendbuf, void *recvbuf, size_t count, rlx_dtype_t dt,
-                  rlx_comm_t *c) {
+static int allgather(const void *sendbuf, void *recvbuf, size_t count, rlx_dtype_t dt,
+                     rlx_comm_t *c) {
   struct rlx_request rq;
   size_t es;
   int rc;
@@ -427,8 +452,8 @@ int rlx_allgather(const void *sendbuf, void *recvbuf, size_t count, rlx_dtype_t 
   return launch(c, &rq, NULL);
 }
 
-int rlx_reduce_scatter(const void *sendbuf, void *recvbuf, size_t recvcount, rlx_dtype_t dt,
-                       rlx_op_t op, rlx_comm_t *c) {
+static int reduce_scatter(const void *sendbuf, void *recvbuf, size_t recvcount, rlx_dtype_t dt,
+                          rlx_op_t op, rlx_comm_t *c) {
   struct rlx_request rq;
   size_t es;
   int rc;
@@ -459,6 +484,21 @@ int rlx_reduce_scatter(const void *sendbuf, void *recvbuf, size_t recvcount, rlx
     rc = launch(c, &rq, NULL);
   free(in_copy);
   return rc;
+}
+
+int rlx_reduce(const void *sendbuf, void *recvbuf, size_t count, rlx_dtype_t dt, rlx_op_t op,
+               int root, rlx_comm_t *c) {
+  return rlx__refused(c, reduce(sendbuf, recvbuf, count, dt, op, root, c));
+}
+
+int rlx_allgather(const void *sendbuf, void *recvbuf, size_t count, rlx_dtype_t dt,
+                  rlx_comm_t *c) {
+  return rlx__refused(c, allgather(sendbuf, recvbuf, count, dt, c));
+}
+
+int rlx_reduce_scatter(const void *sendbuf, void *recvbuf, size_t recvcount, rlx_dtype_t dt,
+                       rlx_op_t op, rlx_comm_t *c) {
+  return rlx__refused(c, reduce_scatter(sendbuf, recvbuf, recvcount, dt, op, c));
 }
 
 int rlx_barrier(rlx_comm_t *c) {

@@ -88,8 +88,9 @@ int rlx_comm_split(rlx_comm_t *c, int color, int key, rlx_comm_t **out) {
     return rlx__err(c == NULL ? RLX_ERR_ARG : RLX_ERR_STATE, "rlx_comm_split: %s",
                     c == NULL ? "communicator is NULL" : "rlx_init has not been called");
   if (color < 0 && color != RLX_UNDEFINED)
-    return rlx__err(RLX_ERR_ARG, "rlx_comm_split: color %d is negative (RLX_UNDEFINED excepted)",
-                    color);
+    return rlx__refused(c, rlx__err(RLX_ERR_ARG,
+                                    "rlx_comm_split: color %d is negative (RLX_UNDEFINED excepted)",
+                                    color));
   /* Everyone learns everyone's (color, key): an allgather on the parent. */
   int mine[2] = {color, key};
   int *all = malloc(sizeof(int) * 2 * (size_t)c->size);

@@ -94,6 +94,12 @@ int rlx__elect(const int *world, int n);
  * Makes it at the first call: 1 yes, 0 no, or the error of the members'
  * agreement (rlx_errmsg says). Free: at the communicator's release. */
 int rlx__comm_shm(rlx_comm_t *c);
+/* rc of a call on c: when the call failed its argument check
+ * (RLX_ERR_ARG), it still takes its place in c's sequence of calls and
+ * the other members hear why (an ABORT), so a call they made meanwhile
+ * fails at once, naming it; a refusal every member made alike leaves c
+ * usable. Returns rc, rlx_errmsg kept. */
+int rlx__refused(rlx_comm_t *c, int rc);
 void rlx__comm_shm_free(rlx_comm_t *c);
 /* Free a communicator's storage (not the world's struct itself). */
 void rlx__comm_release(rlx_comm_t *c);

@@ -173,6 +173,10 @@ void rlx__exec_abort(struct rlx__op *op, int err, const char *msg);
  * and reason, or remember it for when we start that operation. */
 void rlx__exec_on_abort(void *ctx, int from, const struct rlx__frame_hdr *h, int err,
                         const char *reason);
+/* This rank refused call (comm_id, seq) by its arguments and told the
+ * others: their ABORTs for it (the same refusal) are ignored. Under the
+ * loop lock. */
+void rlx__exec_refused(uint32_t comm_id, uint64_t seq);
 /* p2p's on_early: a DATA frame no receive wanted; if it is for an
  * operation in flight with another signature, that fails as a mismatch. */
 void rlx__exec_on_early(void *ctx, int from, const struct rlx__frame_hdr *h);

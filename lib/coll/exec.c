@@ -429,9 +429,34 @@ void rlx__exec_abort(struct rlx__op *op, int err, const char *msg) {
    * view of whom it waits for, which names the culprit better. */
 }
 
+/* Calls this rank refused by their arguments (rlx__refused): an ABORT for
+ * one of them is the same refusal elsewhere, not news. */
+#define REFUSED_MAX 16
+static struct {
+  uint32_t comm_id;
+  uint64_t seq;
+} refused[REFUSED_MAX];
+static unsigned nrefused;
+
+void rlx__exec_refused(uint32_t comm_id, uint64_t seq) {
+  refused[nrefused % REFUSED_MAX].comm_id = comm_id;
+  refused[nrefused % REFUSED_MAX].seq = seq;
+  nrefused++;
+  for (int i = 0; i < nearly;) { /* ABORTs for it that came first */
+    if (early[i].comm_id == comm_id && early[i].seq == seq)
+      early[i] = early[--nearly];
+    else
+      i++;
+  }
+  atomic_store(&nearly_any, nearly);
+}
+
 void rlx__exec_on_abort(void *ctx, int from, const struct rlx__frame_hdr *h, int err,
                         const char *reason) {
   (void)ctx;
+  for (unsigned i = 0; i < nrefused && i < REFUSED_MAX; i++)
+    if (refused[i].comm_id == h->comm_id && refused[i].seq == h->seq)
+      return;
   if (err >= 0 || err < RLX_ERR_SYS)
     err = RLX_ERR_PEER_LOST; /* not an error code we know: still a failure */
   for (struct rlx__list *l = active_ops.next; l != &active_ops; l = l->next) {

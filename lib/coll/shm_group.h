@@ -83,6 +83,7 @@ struct rlx__shm_group {
   uint64_t first;    /* the first step of the call in progress */
   uint64_t sig[2];   /* and its signature */
   uint64_t min_seen; /* every other rank has arrived at least here */
+  uint64_t lost_seen; /* when this call first saw a member lost (rlx__now_ns), 0: not */
   struct rlx__engine *engine;
   struct rlx__p2p *p2p;
   /* What the caller's thread waits for now, for the flight recorder (read

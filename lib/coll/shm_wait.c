@@ -78,6 +78,7 @@ void rlx__shmg_begin(struct rlx__shm_group *g, const struct rlx__op *op) {
   uint64_t sig[2];
   memcpy(sig, op->sig, sizeof(sig));
   g->first = g->step + 1;
+  g->lost_seen = 0;
   g->sig[0] = sig[0];
   g->sig[1] = sig[1];
   /* in the cell of the call's first step; a seqlock: first is 0 while the
@@ -142,6 +143,8 @@ static int check_call(struct rlx__shm_group *g, struct rlx__op *op, int r) {
   return end_call(op, RLX_ERR_MISMATCH, msg);
 }
 
+#define SETTLE_NS (200ull * 1000ull * 1000ull)
+
 /* The segment failed (a member lost, a mismatch seen elsewhere), or an
  * ABORT ended the call: its error, else 0. */
 static int check_failed(struct rlx__shm_group *g, struct rlx__op *op) {
@@ -155,6 +158,16 @@ static int check_failed(struct rlx__shm_group *g, struct rlx__op *op) {
   uint64_t seq = g->hdr->seq;
   if (err >= 0 || err < RLX_ERR_SYS)
     err = RLX_ERR_PEER_LOST;
+  /* A member gone may have left on purpose, after failing this call for
+   * a reason its ABORT (or one passed on by the others) is bringing us:
+   * give that 200 ms to come, as point-to-point calls do (exec.c). */
+  if (err == RLX_ERR_PEER_LOST && seq >= op->seq && g->n > 2) {
+    uint64_t now = rlx__now_ns();
+    if (g->lost_seen == 0)
+      g->lost_seen = now;
+    if (now - g->lost_seen < SETTLE_NS)
+      return 0;
+  }
   if (err == RLX_ERR_PEER_LOST && lost >= 0 && lost < g->n) {
     /* Another member saw it go: so does our transport now, before its own
      * socket says so, and rlx_comm_shrink starts from the same view on

@@ -4,7 +4,10 @@
  * KIND: dtype, op, count (allreduce arguments), rs (reduce_scatter
  * against allreduce), split (rlx_comm_split against rlx_barrier), roots
  * (bcasts naming other roots), rroots (reduces naming other roots),
- * bcastreduce (a reduce against bcasts).
+ * bcastreduce (a reduce against bcasts), argcheck (the odd rank's call
+ * fails its own argument check: the others learn it), argsym (every rank
+ * makes the same invalid call: each gets RLX_ERR_ARG, and the communicator
+ * stays usable).
  * exit: the odd rank finalizes and exits right after its call.
  * The first five kinds fail the call itself on every rank with
  * RLX_ERR_MISMATCH; in roots, rroots and bcastreduce a rank whose part was
@@ -55,6 +58,10 @@ static int call(const char *kind, int odd, rlx_comm_t *w, int rank) {
   if (strcmp(kind, "bcastreduce") == 0)
     return me ? rlx_reduce(v, out, 8, RLX_FLOAT64, RLX_SUM, other, w)
               : rlx_bcast(v, 8, RLX_FLOAT64, other, w);
+  if (strcmp(kind, "argcheck") == 0) /* RLX_AVG of integers is refused */
+    return rlx_allreduce(RLX_IN_PLACE, v, 2, RLX_INT32, me ? RLX_AVG : RLX_SUM, w);
+  if (strcmp(kind, "argsym") == 0)
+    return rlx_allreduce(RLX_IN_PLACE, v, 2, RLX_INT32, RLX_AVG, w);
   fprintf(stderr, "mismatch_check: unknown kind %s\n", kind);
   exit(2);
 }
@@ -80,7 +87,19 @@ int main(int argc, char **argv) {
   char msg[1024];
   snprintf(msg, sizeof(msg), "%s", rc != RLX_OK ? rlx_errmsg() : "");
   int ok;
-  if (rc == RLX_OK && loose && quit) {
+  if (strcmp(kind, "argsym") == 0) {
+    /* every rank refused the same call by itself; the next one works */
+    int iv[2] = {rank, 1};
+    int rc2 = rlx_allreduce(RLX_IN_PLACE, iv, 2, RLX_INT32, RLX_SUM, w);
+    int n = rlx_comm_size(w);
+    ok = rc == RLX_ERR_ARG && rc2 == RLX_OK && iv[0] == n * (n - 1) / 2 && iv[1] == n;
+    if (rc2 != RLX_OK)
+      snprintf(msg, sizeof(msg), "the next call failed: %s", rlx_errmsg());
+  } else if (strcmp(kind, "argcheck") == 0 && rank == odd) {
+    ok = rc == RLX_ERR_ARG && took < bound(1.0);
+  } else if (strcmp(kind, "argcheck") == 0) {
+    ok = rc == RLX_ERR_MISMATCH && strstr(msg, "argument check") != NULL && took < bound(1.0);
+  } else if (rc == RLX_OK && loose && quit) {
     ok = 1; /* its part was done and it left: the others must learn it */
   } else if (rc == RLX_OK && loose) {
     /* its part was done: the next call learns that the call failed */
