@@ -67,8 +67,11 @@ static int flat(struct rlx__op *op, struct rlx__shm_group *g, int all) {
   int rc;
   if ((rc = rlx__shmg_post(g, op, s, op->src, bytes, bytes)) != RLX_OK)
     return rc;
+  /* The root reads our slot before it posts again; we only wait until it
+   * entered the call, to compare its call with ours: a root that names
+   * another root would otherwise go unseen (both would just post). */
   if (!all && g->me != op->root)
-    return RLX_OK; /* the root reads our slot before it posts again */
+    return rlx__shmg_wait_arrived(g, op, op->root, s);
   if ((rc = rlx__shmg_wait_arrived(g, op, -1, s)) != RLX_OK)
     return rc;
   rlx__shm_reduce_slots(op, g, s, bytes, 0, op->count, op->dst);

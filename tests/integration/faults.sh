@@ -35,8 +35,8 @@ done
 # rank fails the call as a mismatch (or, having completed it, finds the
 # next one revoked; or, waiting on a rank that completed it and left,
 # loses that rank) within 3 s instead of waiting for RLX_TIMEOUT; at
-# least one names both calls. (In a
-# shared segment a root does not wait for the others: RLX_SHM_COLL=off.)
+# least one names both calls. (Point to point here, RLX_SHM_COLL=off;
+# mismatches.sh has these patterns in shared memory too.)
 for mode in roots bcastreduce; do
   for n in 2 3 5; do
     RLX_SHM_COLL=off timeout 60 "$RLXRUN" -n $n "$FAULT" $mode >"$TMP/out" 2>&1

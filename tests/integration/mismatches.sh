@@ -9,15 +9,13 @@
 # still reaches ranks it was not connected to. A rank whose own call fails
 # its argument check tells the others (their call fails naming its
 # reason); when every rank makes the same mistake, the communicator stays
-# usable. (Not here yet: reduces naming
-# other roots where every rank's part is done at once, two ranks, shared
-# segment: both complete and the next call in the segment does not see
-# the frames that say so; and calls where no rank sends at all, which end
-# at RLX_TIMEOUT naming the ranks.)
+# usable. (Not here: calls where no rank would send a byte, two ranks
+# each naming the other as a bcast's root: they end at RLX_TIMEOUT, naming
+# the ranks waited for.)
 . "$(dirname "$0")/lib.sh"
 CHECK="$top_builddir/tests/integration/mismatch_check"
 i=0
-for kind in dtype op count rs split roots bcastreduce argcheck argsym; do
+for kind in dtype op count rs split roots rroots bcastreduce argcheck argsym; do
   for n in 2 3 5 8; do
     case $n in
       2) odds="0 1" ;;
