@@ -31,7 +31,13 @@ int rlx__refused(rlx_comm_t *c, int rc) {
   snprintf(why, sizeof(why), "rank %d's call failed its argument check: %s", c->rank, own);
   /* the segment is made at the first call, refused or not: the others
    * may be making it now (its error, if any, is not this call's) */
-  if (rlx__comm_shm(c) < 0)
+  int took;
+  if (rlx__comm_take(c, "", 1, &took) != RLX_OK)
+    return rlx__err(rc, "%s", own);
+  int shm = rlx__comm_shm(c);
+  if (took)
+    rlx__comm_give(c);
+  if (shm < 0)
     return rlx__err(rc, "%s", own);
   pthread_mutex_lock(&c->mtx);
   uint64_t seq = c->seq++;
@@ -45,6 +51,24 @@ int rlx__refused(rlx_comm_t *c, int rc) {
   rlx__engine_unlock(&rt->engine);
   return rlx__err(rc, "%s", own);
 }
+
+int rlx__comm_take(rlx_comm_t *c, const char *call, int blocking, int *took) {
+  uintptr_t self = (uintptr_t)pthread_self(), cur = atomic_load(&c->owner);
+  *took = 0;
+  if (cur == self)
+    return RLX_OK;
+  /* One made while another thread's blocking call runs would meet the
+   * other ranks in an order nobody chose. */
+  if (cur != 0 || (blocking && !atomic_compare_exchange_strong(&c->owner, &cur, self)))
+    return rlx__err(RLX_ERR_STATE,
+                    "%s: another thread's call on this communicator is in progress (calls on one "
+                    "communicator must not overlap; give each thread its own: rlx_comm_dup)",
+                    call);
+  *took = blocking;
+  return RLX_OK;
+}
+
+void rlx__comm_give(rlx_comm_t *c) { atomic_store(&c->owner, 0); }
 
 static int check_type(const char *call, rlx_dtype_t dt, size_t count, size_t *esize) {
   if ((unsigned)dt >= RLX_DTYPE_COUNT)
@@ -103,18 +127,29 @@ static void note_choice(const struct rlx__op *op, size_t bytes, int n) {
 /* blocking: the call may run in the communicator's shared segment. */
 static int pick(struct rlx__op *op, rlx_comm_t *c, size_t bytes, const char *forced,
                 int blocking) {
+  int rc = rlx__comm_take(c, op->call, blocking, &op->comm_taken);
+  if (rc != RLX_OK)
+    return rc;
   /* Every rank makes the segment at its first collective, blocking or not
    * (a nonblocking one waits for that once), so that all do it at the
    * same call whatever they call; only blocking calls run in it. */
   int shm = rlx__comm_shm(c);
-  if (shm < 0)
+  if (shm < 0) {
+    if (op->comm_taken)
+      rlx__comm_give(c);
+    op->comm_taken = 0;
     return shm;
+  }
   op->algo = shm && blocking ? rlx__select_shm(op->kind, bytes, c->size, forced) : NULL;
   if (op->algo == NULL)
     op->algo = rlx__select(op->kind, bytes, c->size, forced);
-  if (op->algo == NULL)
+  if (op->algo == NULL) {
+    if (op->comm_taken)
+      rlx__comm_give(c);
+    op->comm_taken = 0;
     return rlx__err(RLX_ERR_ARG, "%s: no algorithm \"%s\" (try %s)", op->call, forced,
                     rlx__algo_names(op->kind));
+  }
   note_choice(op, bytes, c->size);
   return RLX_OK;
 }
@@ -131,7 +166,10 @@ static void widen(struct rlx_request *rq) {
 static int start(rlx_comm_t *c, struct rlx_request *rq) {
   struct rlx__runtime *rt = &rlx__rt;
   struct rlx__op *op = &rq->op;
-  int rc;
+  int rc, took = 0;
+  if (!op->comm_taken && (rc = rlx__comm_take(c, op->call, !rq->nonblocking, &took)) != RLX_OK)
+    return rc;
+  op->comm_taken |= took;
   pthread_mutex_lock(&c->mtx);
   rq->comm = c;
   op->p2p = &rt->p2p;
@@ -161,6 +199,9 @@ static int start(rlx_comm_t *c, struct rlx_request *rq) {
   if (rc != RLX_OK) {
     rlx__flight_leave(op->ticket, rc, rlx__now_ns());
     pthread_mutex_unlock(&c->mtx);
+    if (op->comm_taken)
+      rlx__comm_give(c);
+    op->comm_taken = 0;
     return rc;
   }
   rq->deadline = rt->cfg.timeout_s > 0 ? op->t_start + (uint64_t)(rt->cfg.timeout_s * 1e9) : 0;
@@ -247,6 +288,9 @@ static int finish(struct rlx_request *rq) {
     widen(rq);
   }
   pthread_mutex_unlock(&c->mtx);
+  if (op->comm_taken)
+    rlx__comm_give(c);
+  op->comm_taken = 0;
   return rc;
 }
 

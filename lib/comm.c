@@ -115,7 +115,16 @@ int rlx_comm_split(rlx_comm_t *c, int color, int key, rlx_comm_t **out) {
     /* The shared segment first, as every collective's first call makes
      * it: a rank that splits while the others call a collective then
      * meets them there and both learn of the mismatch. */
-    if ((rc = rlx__comm_shm(c)) < 0 || (rc = rlx__run_op(c, &op)) != RLX_OK) {
+    int took;
+    if ((rc = rlx__comm_take(c, op.call, 1, &took)) != RLX_OK) {
+      free(all);
+      return rc;
+    }
+    if ((rc = rlx__comm_shm(c)) >= 0)
+      rc = rlx__run_op(c, &op);
+    if (took)
+      rlx__comm_give(c);
+    if (rc != RLX_OK) {
       free(all);
       return rc;
     }
@@ -165,6 +174,9 @@ int rlx_comm_dup(rlx_comm_t *c, rlx_comm_t **out) {
   if (c->revoked)
     return rlx__err(RLX_ERR_REVOKED, "rlx_comm_dup: the communicator was revoked: %s",
                     c->revoked_why);
+  int took, rc = rlx__comm_take(c, "rlx_comm_dup", 0, &took); /* (a check: it sends nothing) */
+  if (rc != RLX_OK)
+    return rc;
   /* Same members, same order: no exchange needed, as long as every rank
    * dups (and splits) in the same order, which the API requires. */
   int *world = malloc(sizeof(int) * (size_t)c->size);

@@ -30,6 +30,9 @@ struct rlx_comm {
   struct rlx__shm_group *shm;
   int shm_state;
   atomic_int in_flight; /* nonblocking requests not yet waited for */
+  /* the thread whose blocking call runs on it (pthread_self), 0: none;
+   * another thread's call meanwhile is refused (rlx__comm_take) */
+  _Atomic uintptr_t owner;
   pthread_mutex_t mtx; /* serialises calls on this communicator */
 };
 
@@ -94,6 +97,13 @@ int rlx__elect(const int *world, int n);
  * Makes it at the first call: 1 yes, 0 no, or the error of the members'
  * agreement (rlx_errmsg says). Free: at the communicator's release. */
 int rlx__comm_shm(rlx_comm_t *c);
+/* Calls on one communicator do not overlap across threads: a blocking
+ * call takes c for its thread (*took 1), a nonblocking one only checks;
+ * RLX_ERR_STATE when another thread's blocking call holds it. The
+ * library's own calls inside a call of the same thread pass (*took 0).
+ * rlx__comm_give releases what a call took. */
+int rlx__comm_take(rlx_comm_t *c, const char *call, int blocking, int *took);
+void rlx__comm_give(rlx_comm_t *c);
 /* rc of a call on c: when the call failed its argument check
  * (RLX_ERR_ARG), it still takes its place in c's sequence of calls and
  * the other members hear why (an ABORT), so a call they made meanwhile

@@ -111,6 +111,7 @@ struct rlx__op {
   rlx_op_t rop;
   size_t count, esize;
   int root;
+  int comm_taken; /* the call took its communicator for its thread (rlx__comm_take) */
   const void *src; /* equals dst when in place */
   void *dst;
   /* the communicator */

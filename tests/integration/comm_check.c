@@ -1,6 +1,7 @@
 /* comm_check: communicators and concurrency, run under rlxrun.
  *   split by colors and keys (and RLX_UNDEFINED), dup, free;
- *   two threads running collectives on two communicators at once;
+ *   two threads running collectives on two communicators at once; a second
+ *   thread's call on a communicator busy with another's, refused;
  *   a 16 MiB rlx_iallreduce that completes while the caller sleeps (looked at once a second);
  *   --wire: float32 sums under RLX_WIRE, error against float64 reported. */
 #include <math.h>
@@ -120,6 +121,55 @@ static void check_threads(void) {
     printf("comm_check: two threads x 300 allreduces on two communicators: %.3f s\n", now() - t0);
   rlx_comm_free(&w[0].comm);
   rlx_comm_free(&w[1].comm);
+}
+
+/* Two threads on one communicator at once: while one thread's barrier
+ * waits (rank 1 comes 300 ms late), another thread's call on the same
+ * communicator is refused with RLX_ERR_STATE at once; the barrier still
+ * completes. */
+struct overlap_arg {
+  rlx_comm_t *c;
+  int rc;
+  char msg[400];
+};
+static void *late_call(void *arg) {
+  struct overlap_arg *a = arg;
+  struct timespec ts = {0, 100 * 1000 * 1000};
+  nanosleep(&ts, NULL);
+  int v = 1;
+  a->rc = rlx_allreduce(RLX_IN_PLACE, &v, 1, RLX_INT32, RLX_SUM, a->c);
+  snprintf(a->msg, sizeof(a->msg), "%s", rlx_errmsg()); /* (per thread) */
+  return NULL;
+}
+
+static void check_two_threads_one_comm(void) {
+  rlx_comm_t *c;
+  if (size < 2 || rlx_comm_dup(rlx_comm_world(), &c) != RLX_OK)
+    return;
+  struct overlap_arg a = {c, 0, ""};
+  pthread_t t;
+  if (rank == 0)
+    pthread_create(&t, NULL, late_call, &a);
+  if (rank == 1) {
+    struct timespec ts = {0, 300 * 1000 * 1000};
+    nanosleep(&ts, NULL);
+  }
+  int rc = rlx_barrier(c);
+  if (rank == 0) {
+    pthread_join(t, NULL);
+    if (a.rc != RLX_ERR_STATE || strstr(a.msg, "another thread's call") == NULL)
+      FAIL("a second thread's call during a barrier on the same communicator returned %s (%s), "
+           "not RLX_ERR_STATE",
+           rlx_strerror(a.rc), a.msg);
+    else
+      printf("comm_check: a second thread's call on a busy communicator: %s: %s\n",
+             rlx_strerror(a.rc), a.msg);
+  }
+  if (rc != RLX_OK)
+    FAIL("the barrier beside the refused call: %s", rlx_errmsg());
+  if (rlx_barrier(c) != RLX_OK) /* and the communicator goes on */
+    FAIL("the next barrier: %s", rlx_errmsg());
+  rlx_comm_free(&c);
 }
 
 /* A communicator with a nonblocking call in flight is not freed: the call
@@ -246,6 +296,7 @@ int main(int argc, char **argv) {
   } else {
     check_split();
     check_threads();
+    check_two_threads_one_comm();
     check_free_in_flight();
     check_overlap();
   }
