@@ -16,6 +16,7 @@
 #include "options.h"
 #include "remote.h"
 #include "report.h"
+#include "outq.h"
 #include "spawn.h"
 
 extern char **environ;
@@ -404,6 +405,8 @@ static char **srun_command(void) {
   return a;
 }
 
+static void on_output_room(void) { job_resume(&job); }
+
 int main(int argc, char **argv) {
   int rc = rlxrun_parse(argc, argv, &opts);
   char rdv[128], key[65];
@@ -459,6 +462,9 @@ int main(int argc, char **argv) {
 
   memset(&job, 0, sizeof(job));
   job.loop = uv_default_loop();
+  /* From here everything printed is queued and written by threads: the
+   * loop below never waits for whoever reads our output. */
+  outq_start(job.loop, on_output_room);
   job.n = via_srun ? 1 : opts.nranks;
   job.tag = via_srun ? 0 : opts.tag_output;
   job.failed_rank = -1;
@@ -544,9 +550,9 @@ int main(int argc, char **argv) {
   if (lost_ranks > 0 && job.failed_rank < 0 && !interrupted)
     fprintf(stderr, "rlxrun: %d rank(s) lost; the other %d finished\n", lost_ranks,
             opts.nranks - lost_ranks);
-  if (interrupted && any_rank_failed)
-    return 128 + interrupted;
+  int code = job.failed_rank >= 0 ? job.exit_code : 0;
   if (interrupted)
-    return 0;
-  return job.failed_rank >= 0 ? job.exit_code : 0;
+    code = any_rank_failed ? 128 + interrupted : 0;
+  outq_finish();
+  return code;
 }

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sodium.h>
+#include "outq.h"
 #include "spawn.h"
 
 /* Write len bytes of a line (ended: its newline follows them). */
@@ -83,6 +84,31 @@ static void on_read(uv_stream_t *s, ssize_t n, const uv_buf_t *b) {
    * forever (another rank's lines may then come between them). */
   if (o->len > (1u << 20))
     flush_partial(o);
+  if (outq_full() && !o->rp->job->paused)
+    job_pause(o->rp->job);
+}
+
+void job_pause(struct job *j) {
+  for (int r = 0; r < j->n; r++) {
+    struct rank_out *outs[2] = {&j->ranks[r].out, &j->ranks[r].err};
+    for (int i = 0; i < 2; i++)
+      if (outs[i]->open)
+        uv_read_stop((uv_stream_t *)&outs[i]->pipe);
+  }
+  j->paused = 1;
+  outq_paused();
+}
+
+void job_resume(struct job *j) {
+  if (!j->paused)
+    return;
+  j->paused = 0;
+  for (int r = 0; r < j->n; r++) {
+    struct rank_out *outs[2] = {&j->ranks[r].out, &j->ranks[r].err};
+    for (int i = 0; i < 2; i++)
+      if (outs[i]->open)
+        uv_read_start((uv_stream_t *)&outs[i]->pipe, on_alloc, on_read);
+  }
 }
 
 static void on_exit_cb(uv_process_t *p, int64_t status, int sig) {

@@ -36,6 +36,7 @@ struct job {
   int alive;      /* processes not yet exited */
   int open_pipes; /* output pipes not yet at EOF */
   int stopping;
+  int paused; /* not reading the ranks' output: rlxrun's own output is behind (outq.h) */
   int failed_rank;
   int exit_code;
   void (*on_rank_exit)(struct job *j, struct rank_proc *rp);
@@ -55,5 +56,9 @@ int job_spawn(struct job *j, int r, char **argv, char **env, const char *stdin_d
 void job_signal(struct job *j, int sig);
 /* Flush what is left of partial lines. */
 void job_flush(struct job *j);
+/* Stop reading the ranks' output while rlxrun's own is far behind; read
+ * again. */
+void job_pause(struct job *j);
+void job_resume(struct job *j);
 
 #endif

@@ -84,6 +84,19 @@ want = b"".join(b"[1] " + l + b"\n" for l in src.split(b"\n")[:-1]) + b"[1] " + 
 sys.exit(0 if out == want else 1)
 PY
 echo "rlxrun output: byte for byte (binary, NULs, a 100 KiB line, no last newline)"
+# A reader of rlxrun's output that stalls (6 s here) does not hold its
+# control loop: --timeout 2 still stops the rank (which has 40 MB to
+# write) by 4 s, and every byte written before comes out once the reader
+# reads again.
+( timeout 60 "$RLXRUN" -n 1 --timeout 2 --no-tag-output sh -c 'head -c 40000000 /dev/zero; sleep 137' |
+  { sleep 6; wc -c >"$TMP/count"; } ) 2>"$TMP/err" &
+pipeline=$!
+sleep 4
+pgrep -f "^sh -c head -c 40000000" >/dev/null && fail "a stalled reader held rlxrun: the rank outlived --timeout 2"
+wait $pipeline
+grep -q "job timed out after 2 s" "$TMP/err" || fail "no timeout message with a stalled reader"
+[ "$(cat "$TMP/count")" -gt 0 ] || fail "nothing came out after the stalled reader read again"
+echo "rlxrun with a stalled reader: the rank stopped at its --timeout, $(cat "$TMP/count") bytes out after"
 # Tagged, line by line output; a clean job exits 0.
 timeout 30 "$RLXRUN" -n 3 sh -c 'echo "line from $RLX_RANK"' >"$TMP/out" 2>&1 || fail "clean job failed"
 for r in 0 1 2; do grep -qx "\[$r\] line from $r" "$TMP/out" || fail "missing tagged line of rank $r"; done
