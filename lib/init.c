@@ -114,15 +114,13 @@ rendezvous_done:
   const char *tmp = getenv("RLX_RUNDIR");
   if (tmp == NULL || *tmp == '\0')
     tmp = getenv("TMPDIR");
-  snprintf(rt->rundir, sizeof(rt->rundir), "%s/rlx-%d-XXXXXX",
-           tmp && *tmp && strlen(tmp) < 64 ? tmp : "/tmp", cfg->rank);
-  if (mkdtemp(rt->rundir) == NULL) {
-    rc = rlx__err(RLX_ERR_SYS, "cannot create a run directory %s: %s", rt->rundir,
-                  strerror(errno));
+  int e = rlx__rundir_make(rt->rundir, sizeof(rt->rundir),
+                           tmp && *tmp && strlen(tmp) < 64 ? tmp : "/tmp", cfg->rank);
+  if (e != 0) {
+    rc = rlx__err(RLX_ERR_SYS, "cannot create a run directory %s: %s", rt->rundir, strerror(-e));
     rt->rundir[0] = '\0';
     goto fail;
   }
-  chmod(rt->rundir, 0700);
   snprintf(rt->unix_path, sizeof(rt->unix_path), "%s/s", rt->rundir);
 
   memset(&mine, 0, sizeof(mine));

@@ -85,4 +85,11 @@ int rlx__parse_double(const char *s, double lo, double hi, double *out);
 /* ---- time ---------------------------------------------------------------- */
 uint64_t rlx__now_ns(void);
 
+/* ---- run directories (rundir.c) -------------------------------------------- */
+/* Make this rank's private directory under base (rlx-RANK-PID-XXXXXX,
+ * mode 0700) into out, after removing those of this user's ranks whose
+ * process is gone. 0 or -errno. */
+int rlx__rundir_make(char *out, size_t len, const char *base, int rank);
+void rlx__rundir_sweep(const char *base);
+
 #endif

@@ -70,6 +70,26 @@ static void drop(struct rlx__rdv_server *s, int i, const char *why) {
   s->clients[i] = s->clients[--s->nclients];
 }
 
+/* Tell client i why it cannot join (in place of the cards it waits for:
+ * "RLXN" and the reason), then drop it, so the rank that made the mistake
+ * names it, not only rank 0's log. */
+static void refuse(struct rlx__rdv_server *s, int i, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void refuse(struct rlx__rdv_server *s, int i, const char *fmt, ...) {
+  uint8_t block[RLX__CARD_SIZE];
+  char why[RLX__CARD_SIZE - 4];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(why, sizeof(why), fmt, ap);
+  va_end(ap);
+  memset(block, 0, sizeof(block));
+  memcpy(block, "RLXN", 4);
+  memcpy(block + 4, why, strlen(why));
+  (void)rlx__sock_write_full(s->clients[i].fd, block, sizeof(block),
+                             rlx__bs_now_ns() + 1000000000ull);
+  drop(s, i, why);
+}
+
 static void accept_one(struct rlx__rdv_server *s) {
   struct sockaddr_storage ss;
   socklen_t sl = sizeof(ss);
@@ -131,13 +151,22 @@ static int on_message(struct rlx__rdv_server *s, int i) {
     c->need = RLX__CARD_SIZE;
     break;
   case CS_CARD:
-    if (rlx__card_decode(c->in, &card) != 0 || card.rank != c->hs.peer ||
-        card.size != (uint32_t)s->nranks || card.rank >= (uint32_t)s->nranks) {
-      drop(s, i, "malformed card, or rank/size not of this job");
+    if (rlx__card_decode(c->in, &card) != 0 || card.rank != c->hs.peer) {
+      drop(s, i, "malformed card");
+      return -1;
+    }
+    if (card.size != (uint32_t)s->nranks) {
+      refuse(s, i, "rank %u has RLX_SIZE=%u, but the job (rank 0's RLX_SIZE) has %d ranks",
+             card.rank, card.size, s->nranks);
+      return -1;
+    }
+    if (card.rank >= (uint32_t)s->nranks) {
+      refuse(s, i, "RLX_RANK=%u is not a rank of a job of %d", card.rank, s->nranks);
       return -1;
     }
     if (s->have[card.rank]) {
-      drop(s, i, "a second card for the same rank");
+      refuse(s, i, "rank %u has joined already: two processes were started with RLX_RANK=%u",
+             card.rank, card.rank);
       return -1;
     }
     memcpy(s->cards + (size_t)card.rank * RLX__CARD_SIZE, c->in, RLX__CARD_SIZE);
@@ -302,8 +331,12 @@ int rlx__rdv_connect(const char *hostport, const char *job_key, uint32_t rank, u
   struct rlx__hs hs;
   uint8_t hello[RLX__HS_HELLO_SIZE], chal[RLX__HS_CHALLENGE_SIZE], proof[RLX__HS_PROOF_SIZE];
   int fd, rc, st;
+  uint64_t t0 = rlx__bs_now_ns();
   if ((rc = rlx__sock_connect(hostport, deadline, &fd)) != 0) {
-    snprintf(why, why_len, "cannot connect to the rendezvous at %s: %s", hostport, strerror(-rc));
+    snprintf(why, why_len,
+             "cannot connect to the rendezvous at %s (RLX_RENDEZVOUS), tried for %.1f s "
+             "(RLX_INIT_TIMEOUT): %s",
+             hostport, (double)(rlx__bs_now_ns() - t0) / 1e9, strerror(-rc));
     return rc;
   }
   rlx__hs_init(&hs, job_key, rank, RLX__HS_RENDEZVOUS);
@@ -364,10 +397,20 @@ int rlx__rdv_exchange(int fd, const struct rlx__card *mine, struct rlx__card *ca
     return -ENOMEM;
   }
   rlx__card_encode(mine, buf);
+  /* the first card, or the rendezvous's reason for refusing us */
   if ((rc = rlx__sock_write_full(fd, buf, sizeof(buf), deadline)) != 0 ||
-      (rc = rlx__sock_read_full(fd, all, (size_t)size * RLX__CARD_SIZE, deadline)) != 0) {
+      (rc = rlx__sock_read_full(fd, all, RLX__CARD_SIZE, deadline)) != 0 ||
+      (memcmp(all, "RLXN", 4) != 0 &&
+       (rc = rlx__sock_read_full(fd, all + RLX__CARD_SIZE, (size_t)(size - 1) * RLX__CARD_SIZE,
+                                 deadline)) != 0)) {
     snprintf(why, why_len, "card exchange failed: %s%s", strerror(-rc),
              rc == -ETIMEDOUT ? " (not every rank reached the rendezvous within RLX_INIT_TIMEOUT)" : "");
+    goto out;
+  }
+  if (memcmp(all, "RLXN", 4) == 0) {
+    all[RLX__CARD_SIZE - 1] = 0;
+    snprintf(why, why_len, "the rendezvous refused this rank: %s", (const char *)all + 4);
+    rc = -EPROTO;
     goto out;
   }
   for (int r = 0; r < size; r++) {
