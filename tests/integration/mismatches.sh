@@ -1,12 +1,13 @@
 #!/bin/sh
 # One rank calls something else than the others (mismatch_check.c says
-# what): for n = 2, 3, 5, 8, with the odd rank at the first, a middle and
-# the last position (every position for n <= 3), every rank learns it
+# what): for n = 2..8, with the odd rank at every position (n <= 4) or at
+# the first two, a middle and the last (n > 4), every rank learns it
 # within 1 s naming both calls: the call fails with RLX_ERR_MISMATCH, or
 # (where a rank's part of a call whose pattern differs was done) its next
 # call fails; in shared memory and point to point (alternately), and with
 # the odd rank finalizing and exiting at once (alternately): its ABORT
-# still reaches ranks it was not connected to. A rank whose own call fails
+# still reaches ranks it was not connected to; nothing of the job stays in
+# TMPDIR. A rank whose own call fails
 # its argument check tells the others (their call fails naming its
 # reason); when every rank makes the same mistake, the communicator stays
 # usable. (Not here: calls where no rank would send a byte, two ranks
@@ -16,11 +17,12 @@
 CHECK="$top_builddir/tests/integration/mismatch_check"
 i=0
 for kind in dtype op count rs split roots rroots bcastreduce argcheck argsym; do
-  for n in 2 3 5 8; do
+  for n in ${MISMATCH_NS:-2 3 4 5 6 7 8}; do
     case $n in
       2) odds="0 1" ;;
       3) odds="0 1 2" ;;
-      *) odds="0 $((n / 2)) $((n - 1))" ;;
+      4) odds="0 1 2 3" ;;
+      *) odds="0 1 $((n / 2)) $((n - 1))" ;;
     esac
     for odd in $odds; do
       i=$((i + 1))
@@ -28,8 +30,10 @@ for kind in dtype op count rs split roots rroots bcastreduce argcheck argsym; do
       [ $((i % 2)) -eq 0 ] && shm=off
       quit=
       [ $(((i / 2) % 2)) -eq 0 ] && quit=exit
-      RLX_SHM_COLL=$shm RLX_TIMEOUT=30 timeout 60 "$RLXRUN" -n $n "$CHECK" $kind $odd $quit \
-        >"$TMP/out" 2>&1
+      mkdir -p "$TMP/t"
+      TMPDIR="$TMP/t" RLX_SHM_COLL=$shm RLX_TIMEOUT=30 timeout 60 "$RLXRUN" -n $n "$CHECK" $kind \
+        $odd $quit >"$TMP/out" 2>&1
+      [ -z "$(ls -A "$TMP/t")" ] || { ls -R "$TMP/t"; fail "$kind n=$n odd=$odd: the job left files in TMPDIR"; }
       if [ "$(grep -c 'mismatch_check: rank [0-9]*: PASS' "$TMP/out")" -ne $n ]; then
         cat "$TMP/out"
         fail "$kind n=$n odd=$odd RLX_SHM_COLL=$shm ${quit:-stays}"
@@ -41,5 +45,5 @@ for kind in dtype op count rs split roots rroots bcastreduce argcheck argsym; do
       esac
     done
   done
-  echo "$kind: every rank learned it, n = 2, 3, 5, 8"
+  echo "$kind: every rank learned it, n = 2..8"
 done
