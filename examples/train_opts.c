@@ -7,7 +7,7 @@
 #include "train_opts.h"
 
 static const char usage[] =
-    "usage: train [--backend auto|cpu|opencl|opencl:N] [--epochs N] [--batch B]\n"
+    "usage: train [--backend auto|cpu|gpu|opencl|opencl:N] [--epochs N] [--batch B]\n"
     "             [--lr F] [--momentum F] [--hidden N[,N...]] [--seed N]\n"
     "             [--wire f32|f16|bf16] [--data DIR] [--synthetic] [--steps N]\n"
     "             [--train-limit N] [--lr-file F] [--dump-params F] [--elastic]\n"

@@ -35,6 +35,7 @@ struct rlx__backend {
   const struct rlx__layout *lo;
   float momentum;
   char name[160];                  /* "cpu", "opencl: <device>" */
+  char note[512]; /* why it is not a GPU where one may be (an unregistered GPU library), or "" */
 };
 
 struct rlx__backend_ops {
@@ -55,15 +56,19 @@ struct rlx__backend_ops {
 int rlx__cpu_create(const struct rlx__layout *lo, float momentum, struct rlx__backend **out);
 
 /* OpenCL: which device. */
-enum rlx__device_kind { RLX__DEV_AUTO, RLX__DEV_CPU, RLX__DEV_OPENCL };
+enum rlx__device_kind { RLX__DEV_AUTO, RLX__DEV_CPU, RLX__DEV_OPENCL, RLX__DEV_GPU };
+/* index of rlx__device_choice: opencl:N, or one of these */
+#define RLX__DEV_PICK (-1)     /* GPUs first, else the first device */
+#define RLX__DEV_GPU_ONLY (-2) /* a GPU, or an error */
 struct rlx__device_choice {
   int kind;
-  int index;          /* opencl:N, -1 = pick */
+  int index;          /* opencl:N, RLX__DEV_PICK or RLX__DEV_GPU_ONLY */
 };
 int rlx__device_parse(const char *s, struct rlx__device_choice *out);
 
-/* Create on the chosen OpenCL device (index -1: GPUs first, the one
- * nearest this process among them, local_rank mod count). On failure
+/* Create on the chosen OpenCL device (index RLX__DEV_PICK: GPUs first,
+ * the one nearest this process among them, local_rank mod count;
+ * RLX__DEV_GPU_ONLY: the same among GPUs, none is an error). On failure
  * returns an error and leaves the reason in why. */
 int rlx__opencl_create(const struct rlx__layout *lo, float momentum, int index, int local_rank,
                        struct rlx__backend **out, char *why, size_t whylen);

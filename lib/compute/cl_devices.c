@@ -2,7 +2,9 @@
  * nearest its cores (hwloc), local rank i taking the i-th mod count. */
 #include <hwloc/opencl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "compute/cl_devices.h"
 
 const char *rlx__cl_errname(cl_int e) {
@@ -81,4 +83,29 @@ int rlx__cl_pick_near(hwloc_const_bitmap_t const *gpu_sets, int n, hwloc_const_b
   if (nn == 0)
     return -1;
   return near[(local_rank < 0 ? 0 : local_rank) % nn];
+}
+
+int rlx__cl_gpu_library(char *out, size_t len) {
+  static const char *const known[] = {
+      "/usr/lib/x86_64-linux-gnu/libnvidia-opencl.so.1", "/usr/lib/libnvidia-opencl.so.1",
+      "/usr/lib64/libnvidia-opencl.so.1", "/usr/lib/aarch64-linux-gnu/libnvidia-opencl.so.1",
+      "/opt/rocm/lib/libamdocl64.so", "/usr/lib/x86_64-linux-gnu/libamdocl64.so",
+      "/usr/lib/x86_64-linux-gnu/intel-opencl/libigdrcl.so", NULL};
+  const char *extra = getenv("RLX_GPU_OPENCL_LIBS");
+  if (extra && *extra) {
+    char buf[1024];
+    snprintf(buf, sizeof buf, "%s", extra);
+    for (char *save = NULL, *p = strtok_r(buf, ":", &save); p; p = strtok_r(NULL, ":", &save))
+      if (access(p, F_OK) == 0) {
+        snprintf(out, len, "%s", p);
+        return 1;
+      }
+    return 0; /* the list given replaces ours */
+  }
+  for (int i = 0; known[i]; i++)
+    if (access(known[i], F_OK) == 0) {
+      snprintf(out, len, "%s", known[i]);
+      return 1;
+    }
+  return 0;
 }

@@ -28,6 +28,12 @@ int rlx__cl_list(struct rlx__cl_device *out, int max, char *why, size_t whylen);
 int rlx__cl_pick_near(hwloc_const_bitmap_t const *gpu_sets, int n, hwloc_const_bitmap_t mine,
                       int local_rank);
 
+/* A GPU vendor's OpenCL library on disk (NVIDIA's, AMD's, Intel's, or
+ * one of RLX_GPU_OPENCL_LIBS, colon-separated paths): its path in out, 1;
+ * else 0. When no GPU device is listed, it is there but not registered
+ * with the ICD loader. */
+int rlx__cl_gpu_library(char *out, size_t len);
+
 /* "CL_OUT_OF_RESOURCES" for -5, and so on. */
 const char *rlx__cl_errname(cl_int e);
 

@@ -8,7 +8,7 @@
 #include "internal.h"
 
 int rlx__device_parse(const char *s, struct rlx__device_choice *out) {
-  out->index = -1;
+  out->index = RLX__DEV_PICK;
   if (!s || !*s || !strcmp(s, "auto")) {
     out->kind = RLX__DEV_AUTO;
     return RLX_OK;
@@ -21,6 +21,11 @@ int rlx__device_parse(const char *s, struct rlx__device_choice *out) {
     out->kind = RLX__DEV_OPENCL;
     return RLX_OK;
   }
+  if (!strcmp(s, "gpu")) {
+    out->kind = RLX__DEV_GPU;
+    out->index = RLX__DEV_GPU_ONLY;
+    return RLX_OK;
+  }
   long idx;
   if (!strncmp(s, "opencl:", 7) && rlx__parse_long(s + 7, 0, 255, &idx) == RLX_OK) {
     out->kind = RLX__DEV_OPENCL;
@@ -28,7 +33,7 @@ int rlx__device_parse(const char *s, struct rlx__device_choice *out) {
     return RLX_OK;
   }
   return rlx__err(RLX_ERR_ARG,
-                  "device '%s' is not one of auto, cpu, opencl, opencl:N (N = 0..255, the "
+                  "device '%s' is not one of auto, cpu, gpu, opencl, opencl:N (N = 0..255, the "
                   "OpenCL device's position, GPUs listed first)", s);
 }
 

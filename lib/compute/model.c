@@ -10,7 +10,7 @@ struct rlx_model {
   struct rlx__layout lo;
   struct rlx__backend *be;
   float *in_buf, *grad_buf;   /* rlx_model_input_buffer / _grad_buffer */
-  char fallback[700];
+  char fallback[1400];
 };
 
 static int local_rank_of(const rlx_model_desc_t *d) {
@@ -70,7 +70,8 @@ static void keep_faster(rlx_model_t *m, const rlx_model_desc_t *d) {
     rlx__info("compute: auto keeps the device: %s", why);
     return;
   }
-  snprintf(m->fallback, sizeof m->fallback, "auto: %s — using cpu", why);
+  snprintf(m->fallback, sizeof m->fallback, "auto: %s — using cpu%s%s", why,
+           m->be->note[0] ? "; " : "", m->be->note);
   m->be->ops->destroy(m->be);
   m->be = c;
 }
@@ -95,12 +96,22 @@ int rlx_model_create(const rlx_model_desc_t *d, rlx_model_t **out) {
   }
   if (dc.kind != RLX__DEV_CPU)
     try_opencl(m, d, dc.index);
+  if (dc.kind == RLX__DEV_GPU && !m->be) { /* asked for a GPU: no quiet fallback */
+    char *tail = strstr(m->fallback, " — using cpu");
+    if (tail)
+      *tail = '\0';
+    rc = rlx__err(RLX_ERR_DEVICE, "device gpu: %s", m->fallback);
+    free(m);
+    return rc;
+  }
   if (m->be && dc.kind == RLX__DEV_AUTO)
     keep_faster(m, d);
   if (!m->be && (rc = rlx__cpu_create(&m->lo, d->momentum, &m->be)) != RLX_OK) {
     free(m);
     return rc;
   }
+  if (!m->fallback[0] && m->be->note[0]) /* on a device, but not the GPU there may be */
+    snprintf(m->fallback, sizeof m->fallback, "%s", m->be->note);
   if (m->fallback[0])
     rlx__info("compute: %s", m->fallback);
   float *p = malloc(sizeof(float) * m->lo.nparams);

@@ -363,7 +363,7 @@ static const struct rlx__backend_ops ocl_ops = {
 /* Choose the device: index given, or GPUs (nearest this process's cores
  * first), or the first other device. */
 static int choose(const struct rlx__cl_device *devs, int n, int index, int local_rank, char *why,
-                  size_t whylen) {
+                  size_t whylen, char *note, size_t notelen) {
   if (index >= 0) {
     if (index >= n) {
       snprintf(why, whylen, "device opencl:%d asked for, but only %d OpenCL device(s)", index, n);
@@ -374,8 +374,25 @@ static int choose(const struct rlx__cl_device *devs, int n, int index, int local
   int ngpu = 0;
   while (ngpu < n && devs[ngpu].is_gpu)
     ngpu++;
-  if (ngpu == 0)
+  char lib[256], hint[512] = "";
+  if (ngpu == 0 && rlx__cl_gpu_library(lib, sizeof lib))
+    snprintf(hint, sizeof hint,
+             "%s is installed but not registered with the OpenCL ICD loader: name it in a .icd "
+             "file in /etc/OpenCL/vendors, or in one in a folder OCL_ICD_VENDORS points to",
+             lib);
+  if (ngpu == 0 && index == RLX__DEV_GPU_ONLY) {
+    size_t used = (size_t)snprintf(why, whylen, "no OpenCL GPU device (devices here:");
+    for (int i = 0; i < n && used < whylen; i++)
+      used += (size_t)snprintf(why + used, whylen - used, "%s %s", i ? "," : "", devs[i].name);
+    if (used < whylen)
+      snprintf(why + used, whylen - used, "%s)%s%s", n ? "" : " none", hint[0] ? "; " : "", hint);
+    return -1;
+  }
+  if (ngpu == 0) {
+    if (hint[0] && note)
+      snprintf(note, notelen, "OpenCL device \"%s\" is a CPU, but %s", devs[0].name, hint);
     return 0;
+  }
   hwloc_topology_t topo;
   hwloc_bitmap_t sets[RLX__CL_MAX_DEVICES] = {0}, mine = hwloc_bitmap_alloc();
   int pick = local_rank % ngpu;
@@ -442,7 +459,8 @@ int rlx__opencl_create(const struct rlx__layout *lo, float momentum, int index, 
   int n = rlx__cl_list(devs, RLX__CL_MAX_DEVICES, why, whylen);
   if (n < 0)
     return RLX_ERR_DEVICE;
-  int d = choose(devs, n, index, local_rank, why, whylen);
+  char note[512] = "";
+  int d = choose(devs, n, index, local_rank, why, whylen, note, sizeof note);
   if (d < 0)
     return RLX_ERR_DEVICE;
   struct ocl *o = calloc(1, sizeof *o);
@@ -450,6 +468,7 @@ int rlx__opencl_create(const struct rlx__layout *lo, float momentum, int index, 
     snprintf(why, whylen, "out of memory");
     return RLX_ERR_NOMEM;
   }
+  snprintf(o->base.note, sizeof o->base.note, "%s", note);
   o->base.ops = &ocl_ops;
   o->base.lo = lo;
   o->base.momentum = momentum;

@@ -45,5 +45,5 @@ for kind in dtype op count rs split roots rroots bcastreduce argcheck argsym; do
       esac
     done
   done
-  echo "$kind: every rank learned it, n = 2..8"
+  echo "$kind: every rank learned it, n = ${MISMATCH_NS:-2 3 4 5 6 7 8}"
 done

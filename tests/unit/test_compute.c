@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "compute/backend.h"
 #include "compute/cl_devices.h"
 #include "internal.h"
@@ -211,7 +212,10 @@ START_TEST(device_strings) {
   ck_assert_int_eq(c.kind, RLX__DEV_OPENCL);
   ck_assert_int_eq(c.index, 3);
   ck_assert_int_eq(rlx__device_parse("cpu", &c), RLX_OK);
-  const char *bad[] = {"gpu", "opencl:", "opencl:-1", "opencl:x", "CPU", "opencl:999"};
+  ck_assert_int_eq(rlx__device_parse("gpu", &c), RLX_OK);
+  ck_assert_int_eq(c.kind, RLX__DEV_GPU);
+  ck_assert_int_eq(c.index, RLX__DEV_GPU_ONLY);
+  const char *bad[] = {"GPU", "opencl:", "opencl:-1", "opencl:x", "CPU", "opencl:999"};
   for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
     ck_assert_int_eq(rlx__device_parse(bad[i], &c), RLX_ERR_ARG);
     ck_assert_ptr_nonnull(strstr(rlx_errmsg(), bad[i]));
@@ -270,6 +274,52 @@ START_TEST(gpu_placement) {
 }
 END_TEST
 
+/* RLX_DEVICE=gpu where OpenCL lists no GPU (PoCL's CPU device here): a
+ * clear error naming the devices there are, and, when a GPU vendor's
+ * OpenCL library is on disk (RLX_GPU_OPENCL_LIBS stands in for NVIDIA's
+ * path), how to register it; no quiet fallback to C. An OpenCL device
+ * that is a CPU while such a library is there comes with that note
+ * (rlx_model_fallback). */
+START_TEST(gpu_asked_without_gpu) {
+  struct rlx__cl_device devs[RLX__CL_MAX_DEVICES];
+  char why[256];
+  int n = rlx__cl_list(devs, RLX__CL_MAX_DEVICES, why, sizeof why);
+  if (n > 0 && devs[0].is_gpu)
+    return; /* a machine with a GPU: nothing to show */
+  const int sizes[] = {4, 2};
+  rlx_model_desc_t d = {.nsizes = 2, .sizes = sizes, .max_batch = 4, .device = "gpu",
+                        .local_rank = -1};
+  rlx_model_t *m = NULL;
+  setenv("RLX_GPU_OPENCL_LIBS", "/nonexistent/libnvidia-opencl.so.1", 1);
+  ck_assert_int_eq(rlx_model_create(&d, &m), RLX_ERR_DEVICE);
+  ck_assert_ptr_null(m);
+  ck_assert_msg(strstr(rlx_errmsg(), "device gpu: opencl: no OpenCL GPU device (devices here:") &&
+                    !strstr(rlx_errmsg(), "not registered") && !strstr(rlx_errmsg(), "using cpu"),
+                "%s", rlx_errmsg());
+  if (n > 0)
+    ck_assert_msg(strstr(rlx_errmsg(), devs[0].name) != NULL, "%s", rlx_errmsg());
+  char lib[] = "/tmp/rlx-test-libnvidia-opencl.so.1-XXXXXX";
+  int fd = mkstemp(lib);
+  ck_assert_int_ge(fd, 0);
+  close(fd);
+  setenv("RLX_GPU_OPENCL_LIBS", lib, 1);
+  ck_assert_int_eq(rlx_model_create(&d, &m), RLX_ERR_DEVICE);
+  ck_assert_msg(strstr(rlx_errmsg(), "is installed but not registered with the OpenCL ICD loader") &&
+                    strstr(rlx_errmsg(), lib) && strstr(rlx_errmsg(), "OCL_ICD_VENDORS"),
+                "%s", rlx_errmsg());
+  if (n > 0) { /* an explicit opencl runs on the CPU device, and says what it misses */
+    d.device = "opencl";
+    ck_assert_int_eq(rlx_model_create(&d, &m), RLX_OK);
+    const char *note = rlx_model_fallback(m);
+    ck_assert_msg(note && strstr(note, "is a CPU, but") && strstr(note, lib), "%s",
+                  note ? note : "(no note)");
+    rlx_model_free(&m);
+  }
+  unlink(lib);
+  unsetenv("RLX_GPU_OPENCL_LIBS");
+}
+END_TEST
+
 Suite *compute_suite(void) {
   Suite *s = suite_create("compute");
   TCase *t = tcase_create("model");
@@ -280,6 +330,7 @@ Suite *compute_suite(void) {
   tcase_add_test(t, cpu_gradient_matches_finite_differences);
   tcase_add_test(t, validation_catches_wrong_answers);
   tcase_add_test(t, device_strings);
+  tcase_add_test(t, gpu_asked_without_gpu);
   tcase_add_test(t, gpu_placement);
   tcase_add_test(t, opencl_matches_cpu_on_awkward_shapes);
   suite_add_tcase(s, t);
