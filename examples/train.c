@@ -376,17 +376,23 @@ int main(int argc, char **argv) {
       idx[j] = perm[((size_t)r.s * r.o.batch + j) * r.size + r.rank];
     float loss;
     int ok;
-    if ((rc = rlx_dataset_batch(r.train, idx, r.o.batch, x, y)) != RLX_OK ||
-        (rc = rlx_model_grad(r.m, x, y, r.o.batch, grad, &loss, &ok)) != RLX_OK)
-      fail(&r, "computing gradients", rc);
-    if ((rc = rlx_allreduce(RLX_IN_PLACE, grad, r.np, RLX_FLOAT32, RLX_AVG, r.w)) != RLX_OK) {
-      if (!recover(&r, rc))
-        fail(&r, "rlx_allreduce (gradients)", rc);
-      memset(st, 0, sizeof st);
-      continue; /* at the leader's position, on the survivors */
+    if ((rc = rlx_dataset_batch(r.train, idx, r.o.batch, x, y)) != RLX_OK)
+      fail(&r, "reading a batch", rc);
+    if (r.size == 1) { /* nothing to average: the gradient stays on the device */
+      if ((rc = rlx_model_step(r.m, x, y, r.o.batch, r.lr, &loss, &ok)) != RLX_OK)
+        fail(&r, "computing the step", rc);
+    } else {
+      if ((rc = rlx_model_grad(r.m, x, y, r.o.batch, grad, &loss, &ok)) != RLX_OK)
+        fail(&r, "computing gradients", rc);
+      if ((rc = rlx_allreduce(RLX_IN_PLACE, grad, r.np, RLX_FLOAT32, RLX_AVG, r.w)) != RLX_OK) {
+        if (!recover(&r, rc))
+          fail(&r, "rlx_allreduce (gradients)", rc);
+        memset(st, 0, sizeof st);
+        continue; /* at the leader's position, on the survivors */
+      }
+      if ((rc = rlx_model_apply(r.m, grad, r.lr)) != RLX_OK)
+        fail(&r, "applying the update", rc);
     }
-    if ((rc = rlx_model_apply(r.m, grad, r.lr)) != RLX_OK)
-      fail(&r, "applying the update", rc);
     st[0] += (double)loss * r.o.batch;
     st[1] += ok;
     st[2] += r.o.batch;

@@ -62,6 +62,11 @@ RLX_API int rlx_model_grad(rlx_model_t *m, const float *x, const int32_t *labels
 /* SGD step with the given (usually averaged) gradient:
  * v = momentum * v + grad; params -= lr * v. */
 RLX_API int rlx_model_apply(rlx_model_t *m, const float *grad, float lr);
+/* One rank's whole step, rlx_model_grad then rlx_model_apply, with the
+ * gradient kept where it is computed: on an OpenCL device nothing goes
+ * back to the host but the loss and the count. */
+RLX_API int rlx_model_step(rlx_model_t *m, const float *x, const int32_t *labels, int batch,
+                           float lr, float *loss, int *correct);
 /* Forward only: adds the summed loss of the batch to *loss_sum and the
  * number of right predictions to *correct. */
 RLX_API int rlx_model_eval(rlx_model_t *m, const float *x, const int32_t *labels, int batch,

@@ -51,6 +51,10 @@ struct rlx__backend_ops {
    * returns 0 for a pointer host_alloc did not give. */
   float *(*host_alloc)(struct rlx__backend *b, size_t nfloats);
   int (*host_free)(struct rlx__backend *b, float *p);
+  /* grad then apply with the gradient left in place (NULL: model.c does
+   * both through a host buffer) */
+  int (*step)(struct rlx__backend *b, const float *x, const int32_t *y, int batch, float lr,
+              float *loss, int *correct);
 };
 
 int rlx__cpu_create(const struct rlx__layout *lo, float momentum, struct rlx__backend **out);

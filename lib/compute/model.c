@@ -222,6 +222,24 @@ int rlx_model_apply(rlx_model_t *m, const float *g, float lr) {
   return m->be->ops->apply(m->be, g, lr);
 }
 
+int rlx_model_step(rlx_model_t *m, const float *x, const int32_t *y, int batch, float lr,
+                   float *loss, int *correct) {
+  int rc = check_batch(m, "rlx_model_step", x, y, batch);
+  if (rc != RLX_OK)
+    return rc;
+  if (!(lr >= 0.0f && lr < 1e6f))
+    return rlx__err(RLX_ERR_ARG, "rlx_model_step: learning rate %g out of range [0, 1e6)",
+                    (double)lr);
+  if (m->be->ops->step)
+    return m->be->ops->step(m->be, x, y, batch, lr, loss, correct);
+  float *g = rlx_model_grad_buffer(m);
+  if (!g)
+    return rlx__err(RLX_ERR_NOMEM, "rlx_model_step: no memory for the gradient");
+  if ((rc = m->be->ops->grad(m->be, x, y, batch, g, loss, correct)) != RLX_OK)
+    return rc;
+  return m->be->ops->apply(m->be, g, lr);
+}
+
 int rlx_model_eval(rlx_model_t *m, const float *x, const int32_t *y, int batch,
                    double *loss_sum, long *correct) {
   int rc = check_batch(m, "rlx_model_eval", x, y, batch);

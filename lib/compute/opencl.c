@@ -254,10 +254,10 @@ static int read_stats(struct ocl *o, float stats[2]) {
   return RLX_OK;
 }
 
-static int ocl_grad(struct rlx__backend *b, const float *x, const int32_t *y, int batch, float *g,
-                    float *loss, int *correct) {
-  struct ocl *o = ocl_of(b);
-  const struct rlx__layout *lo = b->lo;
+/* Forward and backward into o->grad; each layer's part is downloaded to g
+ * as soon as it is final (g NULL: it stays on the device). */
+static int backprop(struct ocl *o, const float *x, const int32_t *y, int batch, float *g) {
+  const struct rlx__layout *lo = o->base.lo;
   int rc = forward(o, x, y, batch, 1);
   if (rc != RLX_OK)
     return rc;
@@ -273,9 +273,11 @@ static int ocl_grad(struct rlx__backend *b, const float *x, const int32_t *y, in
                           0, out, o->ones, 0, 1, 0.0f, o->grad, lo->b_off[l], 1, &o->q, &done));
     /* This layer's gradient is final: download it on the second queue
      * while the compute queue goes on to the layers below. */
-    cl_int e = clEnqueueReadBuffer(o->tq, o->grad, CL_FALSE, sizeof(float) * lo->w_off[l],
-                                   sizeof(float) * (lo->b_off[l] + out - lo->w_off[l]),
-                                   g + lo->w_off[l], 1, &done, NULL);
+    cl_int e = g == NULL ? CL_SUCCESS
+                         : clEnqueueReadBuffer(o->tq, o->grad, CL_FALSE,
+                                               sizeof(float) * lo->w_off[l],
+                                               sizeof(float) * (lo->b_off[l] + out - lo->w_off[l]),
+                                               g + lo->w_off[l], 1, &done, NULL);
     clReleaseEvent(done);
     if (e != CL_SUCCESS) {
       clFinish(o->tq);
@@ -296,6 +298,18 @@ static int ocl_grad(struct rlx__backend *b, const float *x, const int32_t *y, in
     dz = dprev;
     dprev = t;
   }
+  return RLX_OK;
+}
+
+static int ocl_grad(struct rlx__backend *b, const float *x, const int32_t *y, int batch, float *g,
+                    float *loss, int *correct) {
+  struct ocl *o = ocl_of(b);
+  const struct rlx__layout *lo = b->lo;
+  int rc = backprop(o, x, y, batch, g);
+  if (rc != RLX_OK) {
+    clFinish(o->tq);
+    return rc;
+  }
   float stats[2];
   rc = read_stats(o, stats);
   cl_int e = clFinish(o->tq);
@@ -315,23 +329,49 @@ static int ocl_grad(struct rlx__backend *b, const float *x, const int32_t *y, in
   return RLX_OK;
 }
 
-static int ocl_apply(struct rlx__backend *b, const float *g, float lr) {
-  struct ocl *o = ocl_of(b);
-  cl_uint n = (cl_uint)b->lo->nparams;
-  float mu = b->momentum;
-  CL_TRY(o, "write gradient", clEnqueueWriteBuffer(o->q, o->grad, CL_FALSE, 0,
-                                                   sizeof(float) * n, g, 0, NULL, NULL));
+/* The SGD kernel on o->grad, enqueued. */
+static int sgd(struct ocl *o, float lr) {
+  cl_uint n = (cl_uint)o->base.lo->nparams;
+  float mu = o->base.momentum;
   ARG(o, K_SGD, 0, o->params);
   ARG(o, K_SGD, 1, o->velocity);
   ARG(o, K_SGD, 2, o->grad);
   ARG(o, K_SGD, 3, lr);
   ARG(o, K_SGD, 4, mu);
   ARG(o, K_SGD, 5, n);
-  int rc = launch(o, K_SGD, n);
+  return launch(o, K_SGD, n);
+}
+
+static int ocl_apply(struct rlx__backend *b, const float *g, float lr) {
+  struct ocl *o = ocl_of(b);
+  CL_TRY(o, "write gradient", clEnqueueWriteBuffer(o->q, o->grad, CL_FALSE, 0,
+                                                   sizeof(float) * b->lo->nparams, g, 0, NULL,
+                                                   NULL));
+  int rc = sgd(o, lr);
   if (rc != RLX_OK)
     return rc;
   /* The caller may reuse g as soon as we return. */
   CL_TRY(o, "clFinish", clFinish(o->q));
+  return RLX_OK;
+}
+
+/* One rank's step: the gradient never leaves the device; the loss and the
+ * count, read last, are the one wait. */
+static int ocl_step(struct rlx__backend *b, const float *x, const int32_t *y, int batch, float lr,
+                    float *loss, int *correct) {
+  struct ocl *o = ocl_of(b);
+  int rc = backprop(o, x, y, batch, NULL);
+  if (rc == RLX_OK)
+    rc = sgd(o, lr);
+  float stats[2];
+  if (rc == RLX_OK)
+    rc = read_stats(o, stats);
+  if (rc != RLX_OK)
+    return rc;
+  if (loss)
+    *loss = stats[0] / (float)batch;
+  if (correct)
+    *correct = (int)stats[1];
   return RLX_OK;
 }
 
@@ -355,6 +395,7 @@ static const struct rlx__backend_ops ocl_ops = {
     .get_params = ocl_get_params,
     .grad = ocl_grad,
     .apply = ocl_apply,
+    .step = ocl_step,
     .eval = ocl_eval,
     .host_alloc = ocl_host_alloc,
     .host_free = ocl_host_free,

@@ -22,7 +22,7 @@ grep -q RLX_JOB_KEY "$TMP/out" || fail "missing RLX_JOB_KEY not named"
 # A bad device is refused by librlxcompute, and its detail reaches
 # rlx_errmsg() in a program that links both libraries (one shared buffer).
 RLX_DEVICE=abacus timeout 30 "$TRAIN" --steps 1 >"$TMP/out" 2>&1 && fail "RLX_DEVICE=abacus accepted"
-grep -q "device 'abacus' is not one of auto, cpu, opencl" "$TMP/out" ||
+grep -q "device 'abacus' is not one of auto, cpu, gpu, opencl" "$TMP/out" ||
   { cat "$TMP/out"; fail "RLX_DEVICE=abacus: librlxcompute's detail lost"; }
 echo "RLX_DEVICE=abacus: $(tail -1 "$TMP/out")"
 echo "bad environment: ok"

@@ -59,5 +59,5 @@ for bad in "--batch 0" "--lr x" "--hidden 0" "--wire f8" "--epochs" "--frobnicat
   grep -q "usage: train" "$TMP/out" || fail "'$bad': no usage"
 done
 RLX_DEVICE=tpu timeout 20 "$TRAIN" --steps 1 >"$TMP/out" 2>&1 && fail "RLX_DEVICE=tpu accepted"
-grep -q "device 'tpu' is not one of auto, cpu, opencl" "$TMP/out" || { cat "$TMP/out"; fail "bad RLX_DEVICE message"; }
+grep -q "device 'tpu' is not one of auto, cpu, gpu, opencl" "$TMP/out" || { cat "$TMP/out"; fail "bad RLX_DEVICE message"; }
 echo "train data: ok"

@@ -180,8 +180,9 @@ static int liar_eval(struct rlx__backend *b, const float *x, const int32_t *y, i
   struct liar *l = (struct liar *)b;
   return l->real->ops->eval(l->real, x, y, n, s, ok);
 }
-static const struct rlx__backend_ops liar_ops = {NULL,       liar_set,  liar_get, liar_grad,
-                                                 liar_apply, liar_eval, NULL,     NULL};
+static const struct rlx__backend_ops liar_ops = {NULL,      liar_set,   liar_get,
+                                                 liar_grad, liar_apply, liar_eval,
+                                                 NULL,      NULL,       NULL};
 
 START_TEST(validation_catches_wrong_answers) {
   const int sizes[] = {20, 16, 10};
@@ -274,6 +275,50 @@ START_TEST(gpu_placement) {
 }
 END_TEST
 
+/* rlx_model_step (one rank: the gradient stays where it is computed)
+ * gives the parameters of rlx_model_grad then rlx_model_apply, after 6
+ * steps with momentum, on C and on OpenCL, on an awkward shape. */
+START_TEST(step_matches_grad_then_apply) {
+  const int sizes[] = {13, 9, 7, 3};
+  const int B = 11;
+  float x[11 * 13], loss_a, loss_b;
+  int32_t y[11];
+  int ok_a, ok_b;
+  const char *devs[] = {"cpu", "opencl"};
+  for (int d = 0; d < 2; d++) {
+    rlx_model_t *a = make(sizes, 4, B, devs[d], 0.9f), *b = make(sizes, 4, B, devs[d], 0.9f);
+    if (d == 1 && strncmp(rlx_model_backend(a), "opencl", 6) != 0) {
+      rlx_model_free(&a);
+      rlx_model_free(&b);
+      break; /* no OpenCL here */
+    }
+    size_t n = rlx_model_nparams(a);
+    float *g = malloc(n * sizeof *g), *pa = malloc(n * sizeof *pa), *pb = malloc(n * sizeof *pb);
+    for (int step = 0; step < 6; step++) {
+      fill(x, sizeof x / sizeof *x, 10 + (uint64_t)step, 1.0);
+      for (int i = 0; i < B; i++)
+        y[i] = (i * 7 + step) % 3;
+      ck_assert_int_eq(rlx_model_step(a, x, y, B, 0.05f, &loss_a, &ok_a), RLX_OK);
+      ck_assert_int_eq(rlx_model_grad(b, x, y, B, g, &loss_b, &ok_b), RLX_OK);
+      ck_assert_int_eq(rlx_model_apply(b, g, 0.05f), RLX_OK);
+      ck_assert_msg(fabsf(loss_a - loss_b) <= 1e-6f * fabsf(loss_b) && ok_a == ok_b,
+                    "%s step %d: loss %g against %g, correct %d against %d", devs[d], step,
+                    (double)loss_a, (double)loss_b, ok_a, ok_b);
+    }
+    ck_assert_int_eq(rlx_model_get_params(a, pa), RLX_OK);
+    ck_assert_int_eq(rlx_model_get_params(b, pb), RLX_OK);
+    ck_assert_msg(rel(pa, pb, n) <= 1e-6, "%s: parameters differ by %g", devs[d], rel(pa, pb, n));
+    ck_assert_int_eq(rlx_model_step(a, x, y, 0, 0.05f, NULL, NULL), RLX_ERR_ARG);
+    ck_assert_int_eq(rlx_model_step(a, x, y, B, -1.0f, NULL, NULL), RLX_ERR_ARG);
+    free(g);
+    free(pa);
+    free(pb);
+    rlx_model_free(&a);
+    rlx_model_free(&b);
+  }
+}
+END_TEST
+
 /* RLX_DEVICE=gpu where OpenCL lists no GPU (PoCL's CPU device here): a
  * clear error naming the devices there are, and, when a GPU vendor's
  * OpenCL library is on disk (RLX_GPU_OPENCL_LIBS stands in for NVIDIA's
@@ -331,6 +376,7 @@ Suite *compute_suite(void) {
   tcase_add_test(t, validation_catches_wrong_answers);
   tcase_add_test(t, device_strings);
   tcase_add_test(t, gpu_asked_without_gpu);
+  tcase_add_test(t, step_matches_grad_then_apply);
   tcase_add_test(t, gpu_placement);
   tcase_add_test(t, opencl_matches_cpu_on_awkward_shapes);
   suite_add_tcase(s, t);
