@@ -4,7 +4,9 @@
  * many steps. Prints one line:
  *   backend=... model=784-256-10 batch=1024 step_us=... samples_per_s=...
  * usage: train_step [--backend B] [--hidden 256[,..]] [--batch N]
- *                   [--steps N] [--warmup N] */
+ *                   [--steps N] [--warmup N] [--fused 1]
+ * --fused 1: rlx_model_step (one rank: the gradient stays on the device)
+ * instead of rlx_model_grad + rlx_model_apply; apply_us is then 0. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,13 +26,14 @@ static int cmp(const void *a, const void *b) {
 
 int main(int argc, char **argv) {
   const char *backend = "auto", *hidden = "256";
-  int batch = 256, steps = 50, warmup = 5;
+  int batch = 256, steps = 50, warmup = 5, fused = 0;
   for (int i = 1; i + 1 < argc; i += 2) {
     if (!strcmp(argv[i], "--backend")) backend = argv[i + 1];
     else if (!strcmp(argv[i], "--hidden")) hidden = argv[i + 1];
     else if (!strcmp(argv[i], "--batch")) batch = atoi(argv[i + 1]);
     else if (!strcmp(argv[i], "--steps")) steps = atoi(argv[i + 1]);
     else if (!strcmp(argv[i], "--warmup")) warmup = atoi(argv[i + 1]);
+    else if (!strcmp(argv[i], "--fused")) fused = atoi(argv[i + 1]);
     else { fprintf(stderr, "train_step: unknown flag %s\n", argv[i]); return 2; }
   }
   if (batch < 1 || steps < 1 || warmup < 0) { fprintf(stderr, "train_step: bad numbers\n"); return 2; }
@@ -61,8 +64,13 @@ int main(int argc, char **argv) {
     rlx_dataset_batch(ds, idx, batch, x, y);
     double t0 = now_us(), t1;
     float loss;
-    if ((rc = rlx_model_grad(m, x, y, batch, g, &loss, NULL)) != RLX_OK ||
-        (t1 = now_us(), rc = rlx_model_apply(m, g, 0.01f)) != RLX_OK) {
+    if (fused) {
+      rc = rlx_model_step(m, x, y, batch, 0.01f, &loss, NULL);
+      t1 = now_us();
+    }
+    if (fused ? rc != RLX_OK
+              : ((rc = rlx_model_grad(m, x, y, batch, g, &loss, NULL)) != RLX_OK ||
+                 (t1 = now_us(), rc = rlx_model_apply(m, g, 0.01f)) != RLX_OK)) {
       fprintf(stderr, "train_step: %s\n", rlx_errmsg());
       return 1;
     }
@@ -77,9 +85,9 @@ int main(int argc, char **argv) {
   int k = 0;
   for (int i = 0; i < ns; i++)
     k += snprintf(model + k, sizeof model - k, "%s%d", i ? "-" : "", sizes[i]);
-  printf("backend=\"%s\" model=%s params=%zu batch=%d step_us=%.1f apply_us=%.1f "
-         "samples_per_s=%.0f\n", rlx_model_backend(m), model, np, batch, t[steps / 2],
-         ta[steps / 2], batch / (t[steps / 2] * 1e-6));
+  printf("backend=\"%s%s\" model=%s params=%zu batch=%d step_us=%.1f apply_us=%.1f "
+         "samples_per_s=%.0f\n", rlx_model_backend(m), fused ? " fused" : "", model, np, batch,
+         t[steps / 2], ta[steps / 2], batch / (t[steps / 2] * 1e-6));
   rlx_model_free(&m);
   rlx_dataset_free(&ds);
   return 0;
