@@ -41,6 +41,19 @@ static void tell_members(struct rlx__op *op, int skip_world_rank) {
       rlx__p2p_abort(op->p2p, op->world[r], op->comm_id, op->seq, op->sig, op->status, op->msg);
 }
 
+/* op is revoked for the failure of an earlier call (seq) on its
+ * communicator: tell the members about that call too, with its own error
+ * and reason, so a member still inside it (waiting on a rank that
+ * finished its part of it and left, say) fails it now with the cause
+ * rather than losing that rank. */
+static void tell_earlier(struct rlx__op *op, uint64_t seq, int err, const char *reason,
+                         int skip_world_rank) {
+  uint8_t sig[RLX__SIG_SIZE] = {0};
+  for (int r = 0; r < op->size; r++)
+    if (r != op->rank && op->world[r] != skip_world_rank)
+      rlx__p2p_abort(op->p2p, op->world[r], op->comm_id, seq, sig, err, reason);
+}
+
 static void settle_closed(uv_handle_t *h) { free(h); }
 
 /* The calls completed here lately, for frames that come after their call
@@ -338,6 +351,7 @@ static int take_early(struct rlx__op *op) {
         snprintf(op->msg, sizeof(op->msg), "%s", early[i].reason);
       } else {
         revoked_msg(op, early[i].seq, early[i].reason);
+        tell_earlier(op, early[i].seq, early[i].err, early[i].reason, -1);
         err = RLX_ERR_REVOKED;
       }
       early[i] = early[--nearly];
@@ -479,6 +493,7 @@ void rlx__exec_on_abort(void *ctx, int from, const struct rlx__frame_hdr *h, int
     revoked_msg(op, h->seq, reason);
     op->status = RLX_ERR_REVOKED;
     tell_members(op, from);
+    tell_earlier(op, h->seq, err, reason, from);
     finish(op, RLX_ERR_REVOKED);
     return;
   }
