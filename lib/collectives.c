@@ -42,12 +42,11 @@ int rlx__refused(rlx_comm_t *c, int rc) {
   pthread_mutex_lock(&c->mtx);
   uint64_t seq = c->seq++;
   pthread_mutex_unlock(&c->mtx);
-  uint8_t sig[RLX__SIG_SIZE] = {0};
+  static const uint8_t none[RLX__SIG_SIZE];
   rlx__engine_lock(&rt->engine);
   rlx__exec_refused(c->id, seq);
-  for (int r = 0; r < c->size; r++)
-    if (r != c->rank)
-      rlx__p2p_abort(&rt->p2p, c->world[r], c->id, seq, sig, RLX_ERR_MISMATCH, why);
+  rlx__exec_abort_members(&rt->p2p, c->world, c->size, c->rank, c->id, seq, none,
+                          RLX_ERR_MISMATCH, why, -1);
   rlx__engine_unlock(&rt->engine);
   return rlx__err(rc, "%s", own);
 }
@@ -69,6 +68,13 @@ int rlx__comm_take(rlx_comm_t *c, const char *call, int blocking, int *took) {
 }
 
 void rlx__comm_give(rlx_comm_t *c) { atomic_store(&c->owner, 0); }
+
+/* The call is over (or failed on its way): what it took goes back. */
+static void give_back(rlx_comm_t *c, struct rlx__op *op) {
+  if (op->comm_taken)
+    rlx__comm_give(c);
+  op->comm_taken = 0;
+}
 
 static int check_type(const char *call, rlx_dtype_t dt, size_t count, size_t *esize) {
   if ((unsigned)dt >= RLX_DTYPE_COUNT)
@@ -135,18 +141,14 @@ static int pick(struct rlx__op *op, rlx_comm_t *c, size_t bytes, const char *for
    * same call whatever they call; only blocking calls run in it. */
   int shm = rlx__comm_shm(c);
   if (shm < 0) {
-    if (op->comm_taken)
-      rlx__comm_give(c);
-    op->comm_taken = 0;
+    give_back(c, op);
     return shm;
   }
   op->algo = shm && blocking ? rlx__select_shm(op->kind, bytes, c->size, forced) : NULL;
   if (op->algo == NULL)
     op->algo = rlx__select(op->kind, bytes, c->size, forced);
   if (op->algo == NULL) {
-    if (op->comm_taken)
-      rlx__comm_give(c);
-    op->comm_taken = 0;
+    give_back(c, op);
     return rlx__err(RLX_ERR_ARG, "%s: no algorithm \"%s\" (try %s)", op->call, forced,
                     rlx__algo_names(op->kind));
   }
@@ -199,9 +201,7 @@ static int start(rlx_comm_t *c, struct rlx_request *rq) {
   if (rc != RLX_OK) {
     rlx__flight_leave(op->ticket, rc, rlx__now_ns());
     pthread_mutex_unlock(&c->mtx);
-    if (op->comm_taken)
-      rlx__comm_give(c);
-    op->comm_taken = 0;
+    give_back(c, op);
     return rc;
   }
   rq->deadline = rt->cfg.timeout_s > 0 ? op->t_start + (uint64_t)(rt->cfg.timeout_s * 1e9) : 0;
@@ -288,9 +288,7 @@ static int finish(struct rlx_request *rq) {
     widen(rq);
   }
   pthread_mutex_unlock(&c->mtx);
-  if (op->comm_taken)
-    rlx__comm_give(c);
-  op->comm_taken = 0;
+  give_back(c, op);
   return rc;
 }
 

@@ -55,6 +55,8 @@ static size_t run_once(struct rlx__engine *e) {
   return e->poll ? e->poll(e->ctx) : 0;
 }
 
+size_t rlx__engine_turn(struct rlx__engine *e) { return run_once(e); }
+
 static void *progress_main(void *arg) {
   struct rlx__engine *e = arg;
   while (!atomic_load(&e->stop)) {

@@ -38,6 +38,9 @@ int rlx__engine_init(struct rlx__engine *e, uint64_t spin_ns, int yield);
 int rlx__engine_start(struct rlx__engine *e); /* start the progress thread */
 void rlx__engine_stop(struct rlx__engine *e); /* join it; the loop stays */
 void rlx__engine_close(struct rlx__engine *e);
+/* One turn of the loop and the work outside libuv, without waiting;
+ * under the loop lock. Returns what the outside work moved. */
+size_t rlx__engine_turn(struct rlx__engine *e);
 void rlx__engine_lock(struct rlx__engine *e);
 void rlx__engine_unlock(struct rlx__engine *e);
 /* Wait, driving the loop, until *done is set or the deadline (rlx__now_ns,

@@ -172,7 +172,9 @@ fail:
 static size_t shm_poll(void *ctx) {
   struct rlx__p2p *p = ctx;
   size_t moved = rlx__shm_progress(p) + rlx__sock_poll(p);
-  unsigned every = p->nready > 0 && p->nready == p->nshm ? 32 : p->nwatch > 0 && p->nwriting == 0 ? 16 : 1;
+  unsigned every = p->nready > 0 && p->nready == p->nshm   ? 32
+                   : p->nwatch > 0 && p->nwriting == 0 ? 16 /* sockets read directly */
+                                                       : 1;
   if (atomic_load_explicit(&rlx__rt.engine.uv_every, memory_order_relaxed) != every)
     atomic_store_explicit(&rlx__rt.engine.uv_every, every, memory_order_relaxed);
   return moved;
@@ -241,11 +243,8 @@ static void flush_frames(struct rlx__runtime *rt) {
   for (;;) {
     rlx__engine_lock(&rt->engine);
     int left = rlx__p2p_unsent(&rt->p2p);
-    if (left) {
-      uv_run(&rt->engine.loop, UV_RUN_NOWAIT);
-      if (rt->engine.poll)
-        rt->engine.poll(rt->engine.ctx);
-    }
+    if (left)
+      rlx__engine_turn(&rt->engine);
     rlx__engine_unlock(&rt->engine);
     if (!left || rlx__now_ns() >= deadline)
       return;

@@ -165,6 +165,12 @@ void rlx__exec_end(struct rlx__op *op, int status, const char *msg);
 /* Tell every other member that op failed (an ABORT with op->status and
  * op->msg). Under the loop lock. */
 void rlx__exec_tell(struct rlx__op *op);
+/* An ABORT for call (comm_id, seq) to every member of a communicator
+ * (world: comm rank -> world rank) but me and skip_world_rank. Under the
+ * loop lock. */
+void rlx__exec_abort_members(struct rlx__p2p *p, const int *world, int size, int me,
+                             uint32_t comm_id, uint64_t seq, const uint8_t sig[RLX__SIG_SIZE],
+                             int err, const char *why, int skip_world_rank);
 /* Fail an unfinished operation (deadline passed): withdraws its transfers.
  * (Failures seen in a transfer are sent to the other members as ABORT
  * frames; a deadline is not.) An operation that had lost a peer and was

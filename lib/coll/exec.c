@@ -35,10 +35,17 @@ static atomic_int nearly_any; /* nearly, for a look without the lock */
 /* Tell every other member that this operation failed, and why. A member
  * that gets it fails its part at once instead of waiting for a deadline,
  * and tells the others in turn (ranks the first one cannot reach). */
+void rlx__exec_abort_members(struct rlx__p2p *p, const int *world, int size, int me,
+                             uint32_t comm_id, uint64_t seq, const uint8_t sig[RLX__SIG_SIZE],
+                             int err, const char *why, int skip_world_rank) {
+  for (int r = 0; r < size; r++)
+    if (r != me && world[r] != skip_world_rank)
+      rlx__p2p_abort(p, world[r], comm_id, seq, sig, err, why);
+}
+
 static void tell_members(struct rlx__op *op, int skip_world_rank) {
-  for (int r = 0; r < op->size; r++)
-    if (r != op->rank && op->world[r] != skip_world_rank)
-      rlx__p2p_abort(op->p2p, op->world[r], op->comm_id, op->seq, op->sig, op->status, op->msg);
+  rlx__exec_abort_members(op->p2p, op->world, op->size, op->rank, op->comm_id, op->seq, op->sig,
+                          op->status, op->msg, skip_world_rank);
 }
 
 /* op is revoked for the failure of an earlier call (seq) on its
@@ -48,10 +55,9 @@ static void tell_members(struct rlx__op *op, int skip_world_rank) {
  * rather than losing that rank. */
 static void tell_earlier(struct rlx__op *op, uint64_t seq, int err, const char *reason,
                          int skip_world_rank) {
-  uint8_t sig[RLX__SIG_SIZE] = {0};
-  for (int r = 0; r < op->size; r++)
-    if (r != op->rank && op->world[r] != skip_world_rank)
-      rlx__p2p_abort(op->p2p, op->world[r], op->comm_id, seq, sig, err, reason);
+  static const uint8_t none[RLX__SIG_SIZE];
+  rlx__exec_abort_members(op->p2p, op->world, op->size, op->rank, op->comm_id, seq, none, err,
+                          reason, skip_world_rank);
 }
 
 static void settle_closed(uv_handle_t *h) { free(h); }

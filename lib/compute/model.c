@@ -21,18 +21,18 @@ static int local_rank_of(const rlx_model_desc_t *d) {
   return e && rlx__parse_long(e, 0, 1 << 20, &v) == RLX_OK ? (int)v : 0;
 }
 
-/* Try OpenCL; on any failure leave b NULL and say why in m->fallback. */
-static void try_opencl(rlx_model_t *m, const rlx_model_desc_t *d, int index) {
+/* Try OpenCL; on any failure leave b NULL and say why in m->fallback,
+ * followed by then (what happens instead). */
+static void try_opencl(rlx_model_t *m, const rlx_model_desc_t *d, int index, const char *then) {
   char why[400];
   struct rlx__backend *b = NULL;
   if (rlx__opencl_create(&m->lo, d->momentum, index, local_rank_of(d), &b, why, sizeof why) !=
       RLX_OK) {
-    snprintf(m->fallback, sizeof m->fallback, "opencl: %s — using cpu", why);
+    snprintf(m->fallback, sizeof m->fallback, "opencl: %s%s", why, then);
     return;
   }
   if (rlx__validate(b, why, sizeof why) != RLX_OK) {
-    snprintf(m->fallback, sizeof m->fallback, "%s: validation failed: %s — using cpu", b->name,
-             why);
+    snprintf(m->fallback, sizeof m->fallback, "%s: validation failed: %s%s", b->name, why, then);
     b->ops->destroy(b);
     return;
   }
@@ -94,12 +94,10 @@ int rlx_model_create(const rlx_model_desc_t *d, rlx_model_t **out) {
     free(m);
     return rc;
   }
+  /* asked for a GPU: no quiet fallback */
   if (dc.kind != RLX__DEV_CPU)
-    try_opencl(m, d, dc.index);
-  if (dc.kind == RLX__DEV_GPU && !m->be) { /* asked for a GPU: no quiet fallback */
-    char *tail = strstr(m->fallback, " — using cpu");
-    if (tail)
-      *tail = '\0';
+    try_opencl(m, d, dc.index, dc.kind == RLX__DEV_GPU ? "" : " — using cpu");
+  if (dc.kind == RLX__DEV_GPU && !m->be) {
     rc = rlx__err(RLX_ERR_DEVICE, "device gpu: %s", m->fallback);
     free(m);
     return rc;

@@ -127,8 +127,6 @@ void rlx__p2p_mark_lost(struct rlx__p2p *p, int peer, const char *why);
 /* Withdraw a pending transfer (on timeout or failure); cb is not called.
  * A send already being written closes its connection. */
 void rlx__p2p_cancel(struct rlx__p2p *p, struct rlx__xfer *x);
-/* The transport a peer is reached by ("unix"/"tcp"), and why a lost peer
- * was lost (NULL when it is not). */
 /* Whether large payloads to same-host peers go by reference: RLX_CMA on,
  * and no transport forced that cannot (RLX_TRANSPORT=tcp never does).
  * Fixed once the job started and the same on every rank (RLX_CMA and
@@ -137,6 +135,8 @@ void rlx__p2p_cancel(struct rlx__p2p *p, struct rlx__xfer *x);
 static inline int rlx__p2p_by_ref(const struct rlx__p2p *p) {
   return p->cma && (p->forced == NULL || p->forced->same_host);
 }
+/* The transport a peer is reached by ("unix"/"tcp"), and why a lost peer
+ * was lost (NULL when it is not). */
 const char *rlx__p2p_transport_of(struct rlx__p2p *p, int peer);
 const char *rlx__p2p_lost_reason(struct rlx__p2p *p, int peer);
 /* Connections over transport (by name) that completed the handshake over
@@ -169,11 +169,11 @@ int rlx__p2p_take_fd(struct rlx__p2p *p, int peer);
  * something else may have sent first.) */
 int rlx__p2p_early_mismatch(struct rlx__p2p *p, uint32_t comm_id, uint64_t seq,
                             const uint8_t sig[RLX__SIG_SIZE], struct rlx__frame_hdr *h);
-/* Close every handle; the loop must then run until they are closed. */
 /* Frames still to go out to peers not lost: queued for a connection, in
  * a write the stream has not taken yet, or waiting for room in a ring
  * (rlx_finalize lets them go before it closes). Under the loop lock. */
 int rlx__p2p_unsent(const struct rlx__p2p *p);
+/* Close every handle; the loop must then run until they are closed. */
 void rlx__p2p_close(struct rlx__p2p *p);
 void rlx__p2p_free(struct rlx__p2p *p);
 

@@ -13,7 +13,7 @@
 
 void rlx__sock_watch(struct rlx__p2p *p, int peer) {
   struct rlx__p2p_peer *pe = &p->peers[peer];
-  if (pe->watched || pe->tr == NULL || pe->tr != &rlx__tcp_transport)
+  if (pe->watched || pe->tr != &rlx__tcp_transport)
     return;
   pe->watched = 1;
   p->watch[p->nwatch++] = peer;
