@@ -27,7 +27,7 @@ int rlx_comm_leader(const rlx_comm_t *c) {
   return c->leader;
 }
 
-static uint32_t mix(uint32_t h, uint32_t v) {
+uint32_t rlx__id_mix(uint32_t h, uint32_t v) {
   h ^= v + 0x9e3779b9u + (h << 6) + (h >> 2);
   h ^= h >> 16;
   h *= 0x85ebca6bu;
@@ -38,13 +38,22 @@ static uint32_t mix(uint32_t h, uint32_t v) {
 }
 
 /* The member with the lowest election id leads (ties: the lowest world
- * rank, which comes first in world[] as members are ordered). */
+ * rank, which comes first in world[] as members are ordered); but the
+ * ranks a job started with come before those it admitted later, and
+ * earlier joiners before later ones (the generation on their cards): a
+ * joiner never takes over from a running job's leader. */
 int rlx__elect(const int *world, int n) {
   const struct rlx__card *cards = rlx__rt.cards;
   int best = 0;
   for (int i = 1; i < n; i++) {
-    uint32_t a = cards[world[i]].election_id, b = cards[world[best]].election_id;
-    if (a < b || (a == b && world[i] < world[best]))
+    const struct rlx__card *a = &cards[world[i]], *b = &cards[world[best]];
+    if (a->generation != b->generation) {
+      if (a->generation < b->generation)
+        best = i;
+      continue;
+    }
+    if (a->election_id < b->election_id ||
+        (a->election_id == b->election_id && world[i] < world[best]))
       best = i;
   }
   return best;
@@ -161,7 +170,7 @@ int rlx_comm_split(rlx_comm_t *c, int color, int key, rlx_comm_t **out) {
   }
   free(all);
   free(m);
-  return make_comm(c, mix(mix(c->id, child), (uint32_t)color), world, n, me, out);
+  return make_comm(c, rlx__id_mix(rlx__id_mix(c->id, child), (uint32_t)color), world, n, me, out);
 }
 
 int rlx_comm_dup(rlx_comm_t *c, rlx_comm_t **out) {
@@ -186,7 +195,7 @@ int rlx_comm_dup(rlx_comm_t *c, rlx_comm_t **out) {
   pthread_mutex_lock(&c->mtx);
   uint32_t child = ++c->children;
   pthread_mutex_unlock(&c->mtx);
-  return make_comm(c, mix(mix(c->id, child), 0xd0d0d0d0u), world, c->size, c->rank, out);
+  return make_comm(c, rlx__id_mix(rlx__id_mix(c->id, child), 0xd0d0d0d0u), world, c->size, c->rank, out);
 }
 
 void rlx__comm_release(rlx_comm_t *c) {

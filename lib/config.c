@@ -55,6 +55,26 @@ static int load_launch(struct rlx__config *cfg) {
 
   cfg->local_rank = -1;
   cfg->local_size = -1;
+  const char *join = getenv("RLX_JOIN"), *max_np = getenv("RLX_MAX_NP");
+  if (max_np != NULL && *max_np && strcmp(max_np, "0") != 0) {
+    if (rlx__parse_long(max_np, 1, 1 << 20, &v) != 0)
+      return bad("RLX_MAX_NP", max_np, "the most ranks the job may grow to, from 1 to 1048576 "
+                 "(0: it does not grow)");
+    cfg->max_np = (int)v;
+  }
+  if (join != NULL && *join && strcmp(join, "0") != 0) {
+    if (strcmp(join, "1") != 0)
+      return bad("RLX_JOIN", join, "1 (join the running job at RLX_RENDEZVOUS) or 0");
+    if (rank != NULL || size != NULL)
+      return rlx__err(RLX_ERR_ARG, "RLX_JOIN=1 with RLX_%s set: a joining rank learns its rank "
+                      "and the job's size when the job admits it; unset RLX_RANK and RLX_SIZE",
+                      rank != NULL ? "RANK" : "SIZE");
+    cfg->join = 1;
+    cfg->has_launch = 1;
+    cfg->rank = 0; /* until admitted */
+    cfg->size = 0;
+    goto addresses;
+  }
   if (rank == NULL && size == NULL) {
     cfg->has_launch = 0;
     cfg->rank = 0;
@@ -82,11 +102,16 @@ static int load_launch(struct rlx__config *cfg) {
     cfg->local_rank = (int)v;
   }
   cfg->has_launch = 1;
-  if (cfg->size == 1 && rdv == NULL)
+  if (cfg->max_np > 0 && cfg->max_np < cfg->size)
+    return bad("RLX_MAX_NP", max_np, "at least RLX_SIZE (the job's ranks at the start)");
+  if (cfg->size == 1 && rdv == NULL && cfg->max_np == 0)
     return RLX_OK;
+addresses:
   if (rdv == NULL || *rdv == '\0')
-    return rlx__err(RLX_ERR_ARG, "RLX_RENDEZVOUS is not set: with RLX_SIZE=%d it must be host:port",
-                    cfg->size);
+    return cfg->join ? rlx__err(RLX_ERR_ARG, "RLX_RENDEZVOUS is not set: with RLX_JOIN=1 it must "
+                                "be the running job's host:port")
+                     : rlx__err(RLX_ERR_ARG, "RLX_RENDEZVOUS is not set: with RLX_SIZE=%d it "
+                                "must be host:port", cfg->size);
   const char *colon = strrchr(rdv, ':');
   if (colon == NULL || colon == rdv || rlx__parse_long(colon + 1, 1, 65535, &v) != 0 ||
       strlen(rdv) >= sizeof(cfg->rendezvous))

@@ -27,6 +27,8 @@ static uint64_t deadline_from_now(double seconds) {
 
 static int make_world(struct rlx__runtime *rt) {
   struct rlx_comm *w = &rt->world;
+  if (rt->joined) /* the grown communicator the job admitted us to (grow.c) */
+    return RLX_OK;
   memset(w, 0, sizeof(*w));
   w->id = 0;
   w->rank = rt->cfg.rank;
@@ -92,18 +94,21 @@ static int bootstrap(struct rlx__runtime *rt) {
   const char *launcher = getenv("RLX_LAUNCHER");
   if (rt->pmix)
     goto rendezvous_done;
-  if (cfg->rank == 0 && (launcher == NULL || *launcher == '\0')) {
-    rc = rlx__rdv_server_start(cfg->rendezvous, cfg->job_key, cfg->size, rdv_log, &rt->rdv,
-                               bound, sizeof(bound));
+  if (cfg->rank == 0 && !cfg->join && (launcher == NULL || *launcher == '\0')) {
+    rc = rlx__rdv_server_start(cfg->rendezvous, cfg->job_key, cfg->size, cfg->max_np, rdv_log,
+                               &rt->rdv, bound, sizeof(bound));
     if (rc != 0)
       return rlx__err(RLX_ERR_BOOTSTRAP, "rank 0 cannot host the rendezvous on %s: %s",
                       cfg->rendezvous, strerror(-rc));
   }
-  rc = rlx__rdv_connect(cfg->rendezvous, cfg->job_key, (uint32_t)cfg->rank, deadline, &fd, rdv_ip,
+  rc = rlx__rdv_connect(cfg->rendezvous, cfg->job_key,
+                        cfg->join ? RLX__RANK_JOIN : (uint32_t)cfg->rank, deadline, &fd, rdv_ip,
                         sizeof(rdv_ip), why, sizeof(why));
   if (rc != 0)
-    return rlx__err(rc == -EACCES ? RLX_ERR_AUTH : RLX_ERR_BOOTSTRAP, "rank %d: %s", cfg->rank,
-                    why);
+    return cfg->join ? rlx__err(rc == -EACCES ? RLX_ERR_AUTH : RLX_ERR_BOOTSTRAP,
+                                "joining rank: %s", why)
+                     : rlx__err(rc == -EACCES ? RLX_ERR_AUTH : RLX_ERR_BOOTSTRAP, "rank %d: %s",
+                                cfg->rank, why);
 rendezvous_done:
   if ((rc = pick_tcp_ip(rt, rdv_ip, tcp_ip, sizeof(tcp_ip))) != RLX_OK)
     goto fail;
@@ -124,13 +129,13 @@ rendezvous_done:
   snprintf(rt->unix_path, sizeof(rt->unix_path), "%s/s", rt->rundir);
 
   memset(&mine, 0, sizeof(mine));
-  mine.rank = (uint32_t)cfg->rank;
+  mine.rank = cfg->join ? RLX__RANK_JOIN : (uint32_t)cfg->rank;
   mine.size = (uint32_t)cfg->size;
   mine.election_id = randombytes_random();
   rlx__host_identity(mine.host, sizeof(mine.host));
   /* Where to listen; p2p_init writes the addresses to connect to. */
   snprintf(mine.tcp, sizeof(mine.tcp), "%s", tcp_ip);
-  if (strlen(rt->unix_path) >= sizeof(mine.unix_path)) { /* TMPDIR is capped above: never */
+  if (strlen(rt->unix_path) >= 108) { /* TMPDIR is capped above: never */
     rc = rlx__err(RLX_ERR_SYS, "socket path %s is too long", rt->unix_path);
     goto fail;
   }
@@ -146,17 +151,41 @@ rendezvous_done:
   rt->p2p.on_early = rlx__exec_on_early;
   rt->p2p.abort_ctx = rt;
   rlx__info("listening on tcp %s and unix %s", mine.tcp, mine.unix_path);
+  if (cfg->join) { /* wait until a member's rlx_comm_grow admits us */
+    uint32_t index = 0;
+    uint8_t *blk = NULL;
+    size_t len = 0;
+    rc = rlx__rdv_join(fd, &mine, deadline, &index, &blk, &len, why, sizeof(why));
+    if (rc != 0) {
+      fd = -1;
+      rc = rlx__err(RLX_ERR_BOOTSTRAP, "joining rank: %s", why);
+      goto fail;
+    }
+    rc = rlx__join_admitted(rt, index, blk, len, fd);
+    fd = -1;
+    free(blk);
+    return rc;
+  }
   if (rt->pmix) {
     if ((rc = rlx__pmix_exchange(&mine, rt->cards, cfg->size, cfg->init_timeout_s)) != RLX_OK)
       goto fail;
   } else {
     rc = rlx__rdv_exchange(fd, &mine, rt->cards, cfg->size, deadline,
-                           cfg->trace[0] ? &rt->clock_offset_ns : NULL, why, sizeof(why));
-    fd = -1;
+                           cfg->trace[0] ? &rt->clock_offset_ns : NULL, cfg->max_np > 0, why,
+                           sizeof(why));
     if (rc != 0) {
+      fd = -1;
       rc = rlx__err(RLX_ERR_BOOTSTRAP, "rank %d: %s", cfg->rank, why);
       goto fail;
     }
+    /* a job that may grow: stay connected to hear of joiners */
+    if (cfg->max_np > 0 && rlx__rdv_member_start(&rt->member, fd) != 0) {
+      close(fd);
+      rlx__warn("cannot stay connected to the rendezvous: this rank cannot admit joiners");
+    } else if (cfg->max_np > 0) {
+      rt->member.fd = fd;
+    }
+    fd = -1;
   }
   rlx__p2p_start(&rt->p2p, rt->cards);
   return RLX_OK;
@@ -265,6 +294,8 @@ static void teardown(struct rlx__runtime *rt) {
     flush_frames(rt);
   if (rt->engine_up) {
     rlx__comm_shm_free(&rt->world); /* its lock goes with the engine */
+    if (rt->last != NULL)
+      rlx__comm_shm_free(rt->last);
     rlx__engine_stop(&rt->engine);
     rlx__engine_lock(&rt->engine);
     rlx__shmg_unmap_all(); /* communicators the program did not free */
@@ -298,8 +329,14 @@ static void teardown(struct rlx__runtime *rt) {
   if (rt->rundir[0])
     rmdir(rt->rundir);
   rt->unix_path[0] = rt->rundir[0] = '\0';
+  rlx__rdv_member_close(&rt->member);
   rlx__rdv_server_stop(rt->rdv);
   rt->rdv = NULL;
+  if (rt->last != NULL) {
+    rlx__comm_release(rt->last);
+    free(rt->last);
+    rt->last = NULL;
+  }
   if (rt->pmix)
     rlx__pmix_finalize();
   rt->pmix = 0;
@@ -346,6 +383,8 @@ static int init_locked(struct rlx__runtime *rt) {
   uint64_t t_init = rlx__now_ns();
   int rc;
   memset(rt, 0, sizeof(*rt));
+  rt->member.fd = -1;
+  pthread_mutex_init(&rt->member_mtx, NULL);
   ignore_sigpipe();
   if (sodium_init() < 0)
     return rlx__err(RLX_ERR_SYS, "libsodium failed to initialise");
@@ -366,14 +405,15 @@ static int init_locked(struct rlx__runtime *rt) {
   rlx__log_rank = rt->cfg.rank;
   char binding[128];
   rt->ncores = rlx__host_cores(binding, sizeof binding);
-  rt->cards = calloc((size_t)rt->cfg.size, sizeof(*rt->cards));
+  rt->cards = calloc((size_t)rt->cfg.size + 1, sizeof(*rt->cards)); /* (a joiner: 0) */
+  rt->ncards = rt->cfg.size;
   if (rt->cards == NULL)
     return rlx__err(RLX_ERR_NOMEM, "no memory for %d cards", rt->cfg.size);
 
   if ((rc = rlx__engine_init(&rt->engine, 0, 0)) != RLX_OK)
     return rc;
   rt->engine_up = 1;
-  if (rt->cfg.size > 1) {
+  if (rt->cfg.size > 1 || rt->cfg.join || rt->cfg.max_np > 1) {
     if ((rc = bootstrap(rt)) != RLX_OK)
       goto fail;
   } else {
@@ -435,6 +475,15 @@ int rlx_init(int *argc, char ***argv) {
   rc = init_locked(&rlx__rt);
   if (rc == RLX_OK)
     rlx__rt.initialized = 1;
+  /* A joiner ends with the job's agreement on the grown communicator
+   * (the members' rlx_comm_grow ends with the same). */
+  if (rc == RLX_OK && rlx__rt.joined && (rc = rlx__join_confirm()) != RLX_OK) {
+    char saved[1024];
+    snprintf(saved, sizeof(saved), "joining rank: %s", rlx_errmsg());
+    teardown(&rlx__rt);
+    rlx__rt.initialized = 0;
+    rlx__err_setmsg(saved);
+  }
   pthread_mutex_unlock(&init_mtx);
   return rc;
 }
@@ -454,7 +503,10 @@ int rlx_finalize(void) {
   }
   /* Every rank reaches finalize before any closes its connections, so no
    * peer mistakes a clean exit for a lost rank. */
-  if (rlx__rt.world.size > 1 && !rlx__rt.world.revoked) {
+  /* (once the job grew or shrank: on a private copy of the newest
+   * communicator, which every rank of it made alike) */
+  rlx_comm_t *all = rlx__rt.last ? rlx__rt.last : &rlx__rt.world;
+  if (all->size > 1 && !all->revoked) {
     struct rlx__op op;
     memset(&op, 0, sizeof(op));
     op.kind = RLX__CK_FINALIZE;
@@ -462,7 +514,7 @@ int rlx_finalize(void) {
     op.dt = RLX_UINT8;
     op.esize = 1;
     op.algo = &rlx__barrier_dissemination;
-    if (rlx__run_op(&rlx__rt.world, &op) != RLX_OK)
+    if (rlx__run_op(all, &op) != RLX_OK)
       rlx__info("finalize: %s", rlx_errmsg());
   }
   teardown(&rlx__rt);

@@ -70,6 +70,10 @@ struct rlx__config {
   /* Launch information (RLX_RANK ...), has_launch when RLX_RANK is set. */
   int has_launch;
   int rank, size, local_rank, local_size;
+  /* RLX_JOIN=1: this process asks a running job to take it (rank and
+   * size come with its admission); RLX_MAX_NP: the job may grow to this
+   * many ranks (0: it does not grow) */
+  int join, max_np;
   char rendezvous[256];
   char job_key[256];
 };

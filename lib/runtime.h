@@ -65,6 +65,17 @@ struct rlx__runtime {
   int64_t clock_offset_ns;  /* our realtime clock minus the rendezvous host's */
   uv_signal_t usr1;         /* SIGUSR1: write the flight recorder */
   int usr1_on;
+  int ncards;               /* slots in cards[]: every rank the job has had (cfg.size) */
+  /* A job that may grow (cfg.max_np > 0): this rank's standing
+   * connection to the rendezvous (fd -1: none), under member_mtx. */
+  struct rlx__rdv_member member;
+  pthread_mutex_t member_mtx;
+  int joined;               /* this process joined a running job (RLX_JOIN=1) */
+  /* The communicator rlx_finalize's barrier runs on once the job grew or
+   * shrank: a private copy (an id of its own) of the newest one, made
+   * from the communicator whose id is last_src (NULL: the world). */
+  struct rlx_comm *last;
+  uint32_t last_src;
 };
 
 extern struct rlx__runtime rlx__rt;
@@ -91,8 +102,19 @@ void rlx__unwatch_launcher(void);
 
 /* collectives.c: run one operation to completion on c. */
 int rlx__run_op(rlx_comm_t *c, struct rlx__op *op);
-/* comm.c: index in world[] of the member with the lowest election id. */
+/* comm.c: index in world[] of the member that leads (the lowest
+ * generation, then the lowest election id); the mixing of ids of new
+ * communicators. */
 int rlx__elect(const int *world, int n);
+uint32_t rlx__id_mix(uint32_t h, uint32_t v);
+/* grow.c: a joiner's admission (rlx__rdv_join's block) into the runtime:
+ * its rank, the cards, and the grown communicator as its world; the
+ * agreement that ends its rlx_init; the communicator rlx_finalize's
+ * barrier uses (c grew or shrank into next: next is the newest). */
+int rlx__join_admitted(struct rlx__runtime *rt, uint32_t index, const uint8_t *blk, size_t len,
+                       int rdv_fd);
+int rlx__join_confirm(void);
+void rlx__set_last(const rlx_comm_t *from, const rlx_comm_t *next);
 /* comm_shm.c: does c run its blocking collectives in a shared segment?
  * Makes it at the first call: 1 yes, 0 no, or the error of the members'
  * agreement (rlx_errmsg says). Free: at the communicator's release. */

@@ -13,6 +13,7 @@
 #include <uv.h>
 #include "bootstrap/bootstrap.h"
 #include "bind.h"
+#include "join.h"
 #include "options.h"
 #include "remote.h"
 #include "report.h"
@@ -273,9 +274,10 @@ static void remove_job_dir(void) {
  * the launch variables (r >= 0; none for srun, whose ranks ask PMIx) and
  * -x exports. */
 static char **rank_env(int r, const char *rdv, const char *key, size_t *owned_from) {
-  static const char *const ours[] = {"RLX_RANK=",      "RLX_SIZE=",    "RLX_LOCAL_RANK=",
+  static const char *const ours[] = {"RLX_RANK=",      "RLX_SIZE=",       "RLX_LOCAL_RANK=",
                                      "RLX_LOCAL_SIZE=", "RLX_RENDEZVOUS=", "RLX_JOB_KEY=",
-                                     "RLX_LAUNCHER=",  "RLX_RUNDIR=", "RLX_LAUNCHER_FD="};
+                                     "RLX_LAUNCHER=",   "RLX_RUNDIR=",     "RLX_LAUNCHER_FD=",
+                                     "RLX_JOIN=",       "RLX_MAX_NP="};
   size_t n = 0;
   while (environ[n])
     n++;
@@ -301,7 +303,12 @@ static char **rank_env(int r, const char *rdv, const char *key, size_t *owned_fr
     snprintf(tmp, sizeof(tmp), __VA_ARGS__);                                                       \
     env[k++] = strdup(tmp);                                                                        \
   } while (0)
-  if (r >= 0) {
+  if (r >= 0 && opts.join) { /* rank and size come with the admission */
+    SETV("RLX_JOIN=1");
+    SETV("RLX_RENDEZVOUS=%s", rdv);
+    SETV("RLX_JOB_KEY=%s", key);
+    SETV("RLX_LAUNCHER=rlxrun");
+  } else if (r >= 0) {
     SETV("RLX_RANK=%d", r);
     SETV("RLX_SIZE=%d", opts.nranks);
     int lr = r, ls = opts.nranks;
@@ -314,6 +321,8 @@ static char **rank_env(int r, const char *rdv, const char *key, size_t *owned_fr
     SETV("RLX_RENDEZVOUS=%s", rdv);
     SETV("RLX_JOB_KEY=%s", key);
     SETV("RLX_LAUNCHER=rlxrun");
+    if (opts.max_np > 0)
+      SETV("RLX_MAX_NP=%d", opts.max_np);
   }
   if (r >= 0 && rank_is_local && rank_is_local[r] && job_dir[0])
     SETV("RLX_RUNDIR=%s", job_dir);
@@ -347,7 +356,7 @@ static int spawn_remote(int r, const char *host, const char *rdv, const char *ke
   size_t owned = 0, okv = 0;
   char **env = rank_env(-1, rdv, key, &owned);
   char **kv = rank_env(r, rdv, key, &okv); /* ours + launch vars; keep only RLX_* and -x */
-  char cwd[4096], keyline[80];
+  char cwd[4096], keyline[300];
   int rc = UV_ENOMEM;
   if (env && kv) {
     /* Keep the launch variables and the -x exports, drop the job key. */
@@ -409,7 +418,7 @@ static void on_output_room(void) { job_resume(&job); }
 
 int main(int argc, char **argv) {
   int rc = rlxrun_parse(argc, argv, &opts);
-  char rdv[128], key[65];
+  char rdv[256], key[256];
   unsigned char raw[32];
   struct rlx__rdv_server *server = NULL;
   if (rc != 0)
@@ -422,6 +431,8 @@ int main(int argc, char **argv) {
   }
   randombytes_buf(raw, sizeof(raw));
   sodium_bin2hex(key, sizeof(key), raw, sizeof(raw));
+  if (opts.join && join_target(opts.join, rdv, sizeof rdv, key, sizeof key) != 0)
+    return 2;
 
   /* Inside a Slurm allocation the ranks belong on its nodes: srun starts
    * them (and serves them PMIx), rlxrun keeps its timeout and signals. */
@@ -452,12 +463,29 @@ int main(int argc, char **argv) {
   if (via_srun) {
     fprintf(stderr, "rlxrun: inside Slurm job %s: starting %d rank(s) with srun\n", slurm_job,
             opts.nranks);
+    if (opts.max_np > 0)
+      fprintf(stderr, "rlxrun: --max-np: ranks srun starts have no rendezvous for joiners "
+                      "(PMIx); this job will not grow\n");
     rdv[0] = '\0';
-  } else
-    rc = rlx__rdv_server_start(listen_on, key, opts.nranks, rdv_log, &server, rdv, sizeof(rdv));
-  if (!via_srun && rc != 0) {
+  } else if (!opts.join)
+    rc = rlx__rdv_server_start(listen_on, key, opts.nranks, opts.max_np, rdv_log, &server, rdv,
+                               sizeof(rdv));
+  if (!via_srun && !opts.join && rc != 0) {
     fprintf(stderr, "rlxrun: cannot open the rendezvous on %s: %s\n", listen_on, strerror(-rc));
     return 1;
+  }
+  /* A job that may grow says where joiners find it. */
+  if (!via_srun && opts.max_np > 0) {
+    char path[256];
+    make_job_dir();
+    if (job_dir[0] == '\0' || (rc = join_file_write(job_dir, rdv, key, path, sizeof path)) != 0) {
+      fprintf(stderr, "rlxrun: --max-np: cannot write the file joiners read in %s\n",
+              job_dir[0] ? job_dir : "TMPDIR");
+      rlx__rdv_server_stop(server);
+      return 1;
+    }
+    fprintf(stderr, "rlxrun: the job may grow to %d ranks: rlxrun --join %s -n K %s\n",
+            opts.max_np, path, opts.argv[0]);
   }
 
   memset(&job, 0, sizeof(job));
@@ -467,6 +495,7 @@ int main(int argc, char **argv) {
   outq_start(job.loop, on_output_room);
   job.n = via_srun ? 1 : opts.nranks;
   job.tag = via_srun ? 0 : opts.tag_output;
+  job.tag_prefix = opts.join ? "j" : NULL;
   job.failed_rank = -1;
   job.on_rank_exit = on_rank_exit;
   job.filter = report_take;

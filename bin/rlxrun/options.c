@@ -11,11 +11,13 @@ static void usage(FILE *f) {
   fprintf(f,
           "usage: rlxrun -n N [--tag-output | --no-tag-output] [--timeout S] [--grace S]\n"
           "              [--host H1:N,H2:N | --hostfile F] [--bind-to core|numa|none]\n"
-          "              [--report-bindings] [--local] [--enable-recovery]\n"
+          "              [--report-bindings] [--local] [--enable-recovery] [--max-np N]\n"
           "              [--trace FILE] [--stats] [-x VAR[=VALUE]]... program [args...]\n"
+          "       rlxrun --join FILE|HOST:PORT -n K [...] program [args...]\n"
           "       rlxrun --dump [PID]\n"
-          "Start N ranks of program, wired together for rlxcoll; or ask a running rlxrun\n"
-          "for every rank's flight recorder. See rlxrun(1).\n");
+          "Start N ranks of program, wired together for rlxcoll; start K ranks that join\n"
+          "a running job (started with --max-np); or ask a running rlxrun for every\n"
+          "rank's flight recorder. See rlxrun(1).\n");
 }
 
 static int need_value(int i, int argc, char **argv) {
@@ -108,6 +110,20 @@ int rlxrun_parse(int argc, char **argv, struct rlxrun_opts *o) {
       o->report_bindings = 1;
     } else if (strcmp(a, "--enable-recovery") == 0) {
       o->recovery = 1;
+    } else if (strcmp(a, "--max-np") == 0) {
+      long v;
+      if (need_value(i, argc, argv) != 0)
+        return -1;
+      if (rlx__parse_long(argv[++i], 1, 1 << 20, &v) != 0) {
+        fprintf(stderr, "rlxrun: --max-np \"%s\": expected a rank count from 1 to 1048576\n",
+                argv[i]);
+        return -1;
+      }
+      o->max_np = (int)v;
+    } else if (strcmp(a, "--join") == 0) {
+      if (need_value(i, argc, argv) != 0)
+        return -1;
+      o->join = argv[++i];
     } else if (strcmp(a, "--local") == 0) {
       o->local = 1;
     } else if (strcmp(a, "--tag-output") == 0) {
@@ -152,6 +168,15 @@ int rlxrun_parse(int argc, char **argv, struct rlxrun_opts *o) {
   if (o->hosts.n > 0 && hosts_total_slots(&o->hosts) < o->nranks) {
     fprintf(stderr, "rlxrun: -n %d but the hosts have %d slot(s)\n", o->nranks,
             hosts_total_slots(&o->hosts));
+    return -1;
+  }
+  if (o->max_np > 0 && o->max_np < o->nranks) {
+    fprintf(stderr, "rlxrun: --max-np %d is less than -n %d\n", o->max_np, o->nranks);
+    return -1;
+  }
+  if (o->join && (o->max_np || o->hosts.n > 0)) {
+    fprintf(stderr, "rlxrun: --join starts ranks here for a job that is already running: "
+                    "without --max-np, --host or --hostfile\n");
     return -1;
   }
   o->argv = argv + i;

@@ -21,6 +21,8 @@ struct rlxrun_opts {
   int stats;        /* --stats: a table of each rank's statistics at the end */
   int dump;         /* --dump [PID]: ask a running rlxrun for its flight recorders */
   int dump_pid;     /* 0: the only rlxrun running */
+  int max_np;       /* --max-np N: the job may grow to N ranks (0: it does not) */
+  const char *join; /* --join FILE|HOST:PORT: the ranks join a running job */
 };
 
 /* Parse argv; on error prints a message naming the option and returns -1;

@@ -116,8 +116,10 @@ int report_take(const char *line, size_t len) {
   buf[rest] = '\0';
   char *end;
   long rank = strtol(buf + 8, &end, 10);
-  if (end == buf + 8 || strncmp(end, "] ", 2) != 0 || rank < 0 || rank >= nr)
+  if (end == buf + 8 || strncmp(end, "] ", 2) != 0 || rank < 0)
     return 0;
+  if (rank >= nr) /* a rank that joined a running job: its job index is no rank of ours */
+    return 1;
   char *word = end + 2, *tab = strchr(word, '\t');
   if (tab)
     *tab = '\0';

@@ -20,7 +20,7 @@ static void emit(struct rank_out *o, const char *line, size_t len, int ended) {
       o->rp->job->filter(line, len))
     return; /* a whole line of the ranks' reports to rlxrun */
   if (o->rp->job->tag && !o->midline)
-    fprintf(f, "[%d] ", o->rp->rank);
+    fprintf(f, "[%s%d] ", o->rp->job->tag_prefix ? o->rp->job->tag_prefix : "", o->rp->rank);
   fwrite(line, 1, len, f);
   if (ended)
     fputc('\n', f);

@@ -32,6 +32,7 @@ struct job {
   uv_loop_t *loop;
   int n;
   int tag;
+  const char *tag_prefix; /* before the rank in a tag ("j": joiners), NULL: none */
   struct rank_proc *ranks;
   int alive;      /* processes not yet exited */
   int open_pipes; /* output pipes not yet at EOF */

@@ -35,6 +35,15 @@ RLX_API int rlx_comm_free(rlx_comm_t **c);
 /* After a member is lost: the survivors (all of them call it) agree on who
  * is gone and get a communicator of their own, leader re-elected. */
 RLX_API int rlx_comm_shrink(rlx_comm_t *c, rlx_comm_t **out);
+/* A job that may grow (rlxrun --max-np, RLX_MAX_NP): every member of c
+ * calls it at a point of its choosing; the ranks waiting to join (started
+ * with RLX_JOIN=1) are admitted, after c's members in order. Nobody
+ * waiting: a dup of c. rlx_comm_joiners: how many wait (this rank's view,
+ * at most RLX_MAX_NP - size of c). rlx_joined: 1 in a process that joined
+ * a running job (its world is the grown communicator). */
+RLX_API int rlx_comm_grow(rlx_comm_t *c, rlx_comm_t **out);
+RLX_API int rlx_comm_joiners(const rlx_comm_t *c);
+RLX_API int rlx_joined(void);
 
 /* Collectives. */
 RLX_API int rlx_allreduce(const void *sendbuf, void *recvbuf, size_t count,

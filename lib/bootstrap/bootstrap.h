@@ -16,8 +16,13 @@ struct rlx__card {
   uint32_t election_id; /* random; the lowest one leads */
   char host[96];        /* host identity: ranks with equal ones share a host */
   char tcp[64];         /* "ip:port" of its TCP listener */
-  char unix_path[112];  /* its Unix socket, "" if none */
+  char unix_path[112];  /* its Unix socket, "" if none (at most 107 characters travel) */
+  uint32_t generation;  /* 0: started with the job; n: admitted by its n-th growth */
 };
+
+/* The rank a joining process names before it is admitted (rendezvous
+ * handshake and card). */
+#define RLX__RANK_JOIN 0xfffffffeu
 
 void rlx__card_encode(const struct rlx__card *c, uint8_t out[RLX__CARD_SIZE]);
 int rlx__card_decode(const uint8_t in[RLX__CARD_SIZE], struct rlx__card *c);
@@ -43,21 +48,53 @@ typedef void (*rlx__rdv_log_fn)(const char *msg);
 /* Listen on hostport ("127.0.0.1:0" picks a port; the address actually bound
  * is written to bound) and serve one card exchange for nranks ranks on a
  * thread of its own. Strangers and wrong keys are logged through log_fn (may
- * be NULL) and dropped. */
-int rlx__rdv_server_start(const char *hostport, const char *job_key, int nranks,
+ * be NULL) and dropped. max_np > 0: the job may grow, and joiners wait
+ * here until a member admits them; 0: joiners are refused. */
+int rlx__rdv_server_start(const char *hostport, const char *job_key, int nranks, int max_np,
                           rlx__rdv_log_fn log_fn, struct rlx__rdv_server **out, char *bound,
                           size_t bound_len);
 void rlx__rdv_server_stop(struct rlx__rdv_server *s);
 
-/* ---- the client side, in a rank (rendezvous.c) */
+/* ---- the client side, in a rank (rdv_client.c) */
 /* Connect and authenticate; local_ip receives the address this host uses to
  * reach the rendezvous (the one to offer peers). */
 int rlx__rdv_connect(const char *hostport, const char *job_key, uint32_t rank, uint64_t deadline,
                      int *fd_out, char *local_ip, size_t ip_len, char *why, size_t why_len);
 /* Send our card, receive everyone's (cards[size]); then, if
  * clock_offset_ns is not NULL, measure our realtime clock minus the
- * rendezvous host's into it; closes fd. */
+ * rendezvous host's into it; closes fd, unless keep_open and it went
+ * well (a member of a job that may grow stays connected). */
 int rlx__rdv_exchange(int fd, const struct rlx__card *mine, struct rlx__card *cards, int size,
-                      uint64_t deadline, int64_t *clock_offset_ns, char *why, size_t why_len);
+                      uint64_t deadline, int64_t *clock_offset_ns, int keep_open, char *why,
+                      size_t why_len);
+
+/* A member's standing connection in a job that may grow. */
+struct rlx__rdv_member {
+  int fd;          /* -1: none */
+  uint8_t buf[64]; /* bytes read ahead ('J' updates) */
+  size_t have;
+  int waiting;     /* joiners waiting, as last told */
+  int lost;        /* the rendezvous closed */
+};
+/* Stay connected after the exchange (fd: the exchange's, not closed). */
+int rlx__rdv_member_start(struct rlx__rdv_member *m, int fd);
+/* How many joiners wait (reads what the rendezvous told, never blocks). */
+int rlx__rdv_member_joiners(struct rlx__rdv_member *m);
+/* Take up to max waiting joiners: their cards (*n of them, rank = the job
+ * index each was given, generation set; *cards to free) and the
+ * admission's generation. */
+int rlx__rdv_member_admit(struct rlx__rdv_member *m, uint32_t max, uint64_t deadline,
+                          uint32_t *generation, uint8_t **cards, int *n);
+/* Hand the joiners taken the block that admits them; or give them back. */
+int rlx__rdv_member_welcome(struct rlx__rdv_member *m, const void *blk, size_t len,
+                            uint64_t deadline);
+int rlx__rdv_member_release(struct rlx__rdv_member *m);
+void rlx__rdv_member_close(struct rlx__rdv_member *m);
+/* A joiner: send our card (rank RLX__RANK_JOIN) and wait until a member
+ * admits us: our job index and the member's block (*blk to free), or a
+ * refusal in why. Admitted, fd stays open for rlx__rdv_member_start;
+ * else it is closed. */
+int rlx__rdv_join(int fd, const struct rlx__card *mine, uint64_t deadline, uint32_t *index,
+                  uint8_t **blk, size_t *len, char *why, size_t why_len);
 
 #endif

@@ -2,7 +2,16 @@
  * sends its card; once all cards are in, each rank gets all of them. The
  * server is one thread polling non-blocking sockets, so a stranger or a
  * slow client cannot stall the others; each client has 10 s to
- * authenticate. */
+ * authenticate.
+ *
+ * A job that may grow (max_np > 0) keeps it for its life. Its ranks stay
+ * connected after the exchange ('G') and are told how many joiners wait
+ * ('J' count) whenever that changes. A joiner authenticates like any rank
+ * and sends a card naming RLX__RANK_JOIN; it waits until a member asks
+ * for the waiting ones ('A' max: they get job indices and a generation,
+ * the member gets their cards), then gets what the member sends for them
+ * ('W' block: the grown communicator), or goes back to waiting if the
+ * member gives them up ('R') or its connection closes first. */
 #include <stdatomic.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -23,7 +32,14 @@
 /* After the cards a client may ask for the server's clock (CS_CLOCK): each
  * byte it sends is answered with 8 bytes of CLOCK_REALTIME nanoseconds, so
  * a traced rank can measure its offset from the rendezvous host. */
-enum client_state { CS_HELLO, CS_PROOF, CS_CARD, CS_WAITING, CS_CLOCK };
+enum client_state {
+  CS_HELLO, CS_PROOF, CS_CARD, CS_WAITING, CS_CLOCK,
+  CS_MEMBER,     /* a rank of a job that may grow: commands 'A', 'W', 'R' */
+  CS_MEMBER_ARG, /* 4 bytes: A's max, or W's length */
+  CS_MEMBER_BLK, /* W's block */
+  CS_JOINWAIT,   /* a joiner waiting to be admitted */
+  CS_ADMITTING,  /* a joiner a member took, waiting for its welcome */
+};
 
 struct client {
   int fd;
@@ -33,6 +49,11 @@ struct client {
   uint64_t deadline;
   struct rlx__hs hs;
   char addr[64];
+  uint64_t serial;   /* unique per connection (slots move when one is dropped) */
+  uint8_t cmd;       /* CS_MEMBER_ARG: the command whose argument comes */
+  uint8_t *blk;      /* CS_MEMBER_BLK: W's block, need bytes */
+  uint64_t admitter; /* CS_ADMITTING: the serial of the member that took it */
+  uint32_t index;    /* CS_ADMITTING: the job index it was given */
 };
 
 struct rlx__rdv_server {
@@ -47,6 +68,11 @@ struct rlx__rdv_server {
   uint8_t *cards; /* nranks * RLX__CARD_SIZE */
   uint8_t *have;
   int ncards;
+  int max_np;            /* 0: the job does not grow; joiners are refused */
+  uint32_t next_index;   /* the next joiner's job index */
+  uint32_t generation;   /* admissions so far */
+  uint64_t serials;
+  int told;              /* the joiner count members were last told, -1: none yet */
 };
 
 static void slog(struct rlx__rdv_server *s, const char *fmt, ...)
@@ -62,11 +88,21 @@ static void slog(struct rlx__rdv_server *s, const char *fmt, ...) {
   s->log_fn(msg);
 }
 
+/* Joiners a member took go back to waiting (it gave them up, or left). */
+static void release(struct rlx__rdv_server *s, uint64_t admitter) {
+  for (int i = 0; i < s->nclients; i++)
+    if (s->clients[i].state == CS_ADMITTING && s->clients[i].admitter == admitter)
+      s->clients[i].state = CS_JOINWAIT;
+}
+
 static void drop(struct rlx__rdv_server *s, int i, const char *why) {
   struct client *c = &s->clients[i];
   if (why != NULL)
     slog(s, "rendezvous: dropped connection from %s: %s", c->addr, why);
+  if (c->state == CS_MEMBER || c->state == CS_MEMBER_ARG || c->state == CS_MEMBER_BLK)
+    release(s, c->serial);
   close(c->fd);
+  free(c->blk);
   s->clients[i] = s->clients[--s->nclients];
 }
 
@@ -109,6 +145,7 @@ static void accept_one(struct rlx__rdv_server *s) {
   struct client *c = &s->clients[s->nclients++];
   memset(c, 0, sizeof(*c));
   c->fd = fd;
+  c->serial = ++s->serials;
   c->state = CS_HELLO;
   c->need = RLX__HS_HELLO_SIZE;
   c->deadline = rlx__bs_now_ns() + AUTH_DEADLINE_NS;
@@ -121,6 +158,151 @@ static void accept_one(struct rlx__rdv_server *s) {
     snprintf(c->addr, sizeof(c->addr), "%s", ip);
   }
   rlx__hs_init(&c->hs, s->job_key, RLX__HS_ANY, RLX__HS_RENDEZVOUS);
+}
+
+static void put32(uint8_t *p, uint32_t v) {
+  for (int b = 0; b < 4; b++)
+    p[b] = (uint8_t)(v >> (8 * b));
+}
+static uint32_t get32(const uint8_t *p) {
+  return (uint32_t)p[0] | ((uint32_t)p[1] << 8) | ((uint32_t)p[2] << 16) | ((uint32_t)p[3] << 24);
+}
+
+static int count_waiting(const struct rlx__rdv_server *s) {
+  int n = 0;
+  for (int i = 0; i < s->nclients; i++)
+    n += s->clients[i].state == CS_JOINWAIT;
+  return n;
+}
+
+/* 'A' max from member i: take up to max waiting joiners (oldest first),
+ * give them job indices and this admission's generation, and answer
+ * 'a' m generation, then their m cards. */
+static int admit(struct rlx__rdv_server *s, int i, uint32_t max) {
+  struct client *m = &s->clients[i];
+  int n = 0;
+  uint32_t gen = s->generation + 1;
+  uint8_t *out = malloc(9 + (size_t)(max < 4096 ? max : 4096) * RLX__CARD_SIZE);
+  if (out == NULL) {
+    drop(s, i, "no memory");
+    return -1;
+  }
+  for (int k = 0; k < s->nclients && (uint32_t)n < max && n < 4096; k++) {
+    struct client *j = &s->clients[k];
+    struct rlx__card card;
+    if (j->state != CS_JOINWAIT || rlx__card_decode(j->in, &card) != 0)
+      continue;
+    j->state = CS_ADMITTING;
+    j->admitter = m->serial;
+    j->index = s->next_index++;
+    card.rank = j->index;
+    card.size = 0;
+    card.generation = gen;
+    rlx__card_encode(&card, out + 9 + (size_t)n * RLX__CARD_SIZE);
+    n++;
+  }
+  if (n > 0)
+    s->generation = gen;
+  out[0] = 'a';
+  put32(out + 1, (uint32_t)n);
+  put32(out + 5, gen);
+  int rc = rlx__sock_write_full(m->fd, out, 9 + (size_t)n * RLX__CARD_SIZE,
+                                rlx__bs_now_ns() + 1000000000ull);
+  free(out);
+  if (rc != 0) {
+    drop(s, i, "could not answer an admission");
+    return -1;
+  }
+  if (n > 0)
+    slog(s, "rendezvous: %d joining rank(s) admitted (generation %u)", n, gen);
+  return 0;
+}
+
+/* 'W' block from member i: every joiner it took gets "RLXW", its index,
+ * the block's length and the block; it is a member now (it says 'G' to
+ * stay, as the job's first ranks do after the exchange). */
+static void welcome(struct rlx__rdv_server *s, int i, const uint8_t *blk, size_t len) {
+  uint64_t admitter = s->clients[i].serial;
+  for (int k = s->nclients - 1; k >= 0; k--) {
+    struct client *j = &s->clients[k];
+    if (j->state != CS_ADMITTING || j->admitter != admitter)
+      continue;
+    uint8_t head[12];
+    uint64_t deadline = rlx__bs_now_ns() + 1000000000ull;
+    memcpy(head, "RLXW", 4);
+    put32(head + 4, j->index);
+    put32(head + 8, (uint32_t)len);
+    if (rlx__sock_write_full(j->fd, head, sizeof head, deadline) != 0 ||
+        rlx__sock_write_full(j->fd, blk, len, deadline) != 0)
+      slog(s, "rendezvous: could not welcome the joining rank at %s", j->addr);
+    /* (a failed write: its EOF drops it on a later turn; slots must not
+     * move while the loop walks them) */
+    j->state = CS_CLOCK;
+    j->need = 1;
+    j->got = 0;
+    j->deadline = rlx__bs_now_ns() + AUTH_DEADLINE_NS;
+  }
+}
+
+/* A member's command, or its argument or block, has arrived. */
+static int on_member(struct rlx__rdv_server *s, int i) {
+  struct client *c = &s->clients[i];
+  c->got = 0;
+  if (c->state == CS_MEMBER) {
+    if (c->in[0] == 'R') {
+      release(s, c->serial);
+      return 0;
+    }
+    if (c->in[0] != 'A' && c->in[0] != 'W') {
+      drop(s, i, "unknown command from a member");
+      return -1;
+    }
+    c->cmd = c->in[0];
+    c->state = CS_MEMBER_ARG;
+    c->need = 4;
+    return 0;
+  }
+  if (c->state == CS_MEMBER_ARG) {
+    uint32_t v = get32(c->in);
+    c->state = CS_MEMBER;
+    c->need = 1;
+    if (c->cmd == 'A')
+      return admit(s, i, v);
+    if (v == 0 || v > (1u << 24)) {
+      drop(s, i, "a welcome of a bad size");
+      return -1;
+    }
+    if ((c->blk = malloc(v)) == NULL) {
+      drop(s, i, "no memory");
+      return -1;
+    }
+    c->state = CS_MEMBER_BLK;
+    c->need = v;
+    return 0;
+  }
+  /* CS_MEMBER_BLK */
+  welcome(s, i, c->blk, c->need);
+  free(c->blk);
+  c->blk = NULL;
+  c->state = CS_MEMBER;
+  c->need = 1;
+  return 0;
+}
+
+/* Members hear how many joiners wait whenever that changes. */
+static void tell_members(struct rlx__rdv_server *s) {
+  int n = count_waiting(s);
+  if (n == s->told)
+    return;
+  s->told = n;
+  uint8_t msg[5] = {'J'};
+  put32(msg + 1, (uint32_t)n);
+  for (int i = s->nclients - 1; i >= 0; i--) {
+    struct client *c = &s->clients[i];
+    if ((c->state == CS_MEMBER || c->state == CS_MEMBER_ARG || c->state == CS_MEMBER_BLK) &&
+        rlx__sock_write_full(c->fd, msg, sizeof msg, rlx__bs_now_ns() + 1000000000ull) != 0)
+      drop(s, i, "a member does not read");
+  }
 }
 
 /* A whole message has arrived for client i; returns 0, or -1 if dropped. */
@@ -155,6 +337,18 @@ static int on_message(struct rlx__rdv_server *s, int i) {
       drop(s, i, "malformed card");
       return -1;
     }
+    if (card.rank == RLX__RANK_JOIN) {
+      if (s->max_np <= 0) {
+        refuse(s, i, "the job does not take new ranks (it was started without rlxrun "
+                     "--max-np, or RLX_MAX_NP)");
+        return -1;
+      }
+      slog(s, "rendezvous: a rank from %s asks to join the job", c->addr);
+      c->state = CS_JOINWAIT;
+      c->deadline = 0;
+      c->need = 0;
+      break;
+    }
     if (card.size != (uint32_t)s->nranks) {
       refuse(s, i, "rank %u has RLX_SIZE=%u, but the job (rank 0's RLX_SIZE) has %d ranks",
              card.rank, card.size, s->nranks);
@@ -178,6 +372,12 @@ static int on_message(struct rlx__rdv_server *s, int i) {
     break;
   case CS_CLOCK: {
     uint8_t now[8];
+    if (c->in[0] == 'G' && s->max_np > 0) { /* stays, to hear of joiners */
+      c->state = CS_MEMBER;
+      c->deadline = 0;
+      s->told = -1; /* tell everyone again, this one too */
+      break;
+    }
     uint64_t t = rlx__bs_realtime_ns();
     for (int b = 0; b < 8; b++)
       now[b] = (uint8_t)(t >> (8 * b));
@@ -187,6 +387,10 @@ static int on_message(struct rlx__rdv_server *s, int i) {
     }
     break;
   }
+  case CS_MEMBER:
+  case CS_MEMBER_ARG:
+  case CS_MEMBER_BLK:
+    return on_member(s, i);
   default:
     break;
   }
@@ -240,20 +444,27 @@ static void *serve(void *arg) {
     for (int i = n - 1; i >= 0; i--) {
       struct client *c = &s->clients[i];
       if (pfds[i + 1].revents != 0) {
-        if (c->need == 0) { /* waiting for the others: any byte or EOF ends it */
+        if (c->need == 0) { /* waiting: any byte or EOF ends it */
           char b;
-          if (read(c->fd, &b, 1) <= 0) {
+          ssize_t r = read(c->fd, &b, 1);
+          if (r < 0 && (errno == EAGAIN || errno == EINTR))
+            continue;
+          if (c->state == CS_WAITING)
             slog(s, "rendezvous: rank %u left before the exchange completed", c->hs.peer);
-            drop(s, i, NULL);
-          }
+          else
+            slog(s, "rendezvous: the joining rank at %s left before it was admitted", c->addr);
+          drop(s, i, NULL);
           continue;
         }
-        ssize_t got = read(c->fd, c->in + c->got, c->need - c->got);
+        uint8_t *dst = c->state == CS_MEMBER_BLK ? c->blk : c->in;
+        ssize_t got = read(c->fd, dst + c->got, c->need - c->got);
         if (got <= 0) {
           if (got < 0 && (errno == EAGAIN || errno == EINTR))
             continue;
-          drop(s, i, c->state == CS_CLOCK  ? NULL
+          drop(s, i, c->state == CS_CLOCK || c->state >= CS_MEMBER ? NULL
                      : c->state == CS_HELLO ? "closed before the handshake"
+                     : c->state == CS_PROOF ? "closed in the handshake: it could not verify "
+                                              "our proof (a wrong job key?)"
                                             : "closed early");
           continue;
         }
@@ -272,12 +483,14 @@ static void *serve(void *arg) {
       memset(s->have, 0, (size_t)s->nranks);
       s->ncards = 0;
     }
+    if (s->max_np > 0)
+      tell_members(s);
   }
   free(pfds);
   return NULL;
 }
 
-int rlx__rdv_server_start(const char *hostport, const char *job_key, int nranks,
+int rlx__rdv_server_start(const char *hostport, const char *job_key, int nranks, int max_np,
                           rlx__rdv_log_fn log_fn, struct rlx__rdv_server **out, char *bound,
                           size_t bound_len) {
   struct rlx__rdv_server *s = calloc(1, sizeof(*s));
@@ -285,6 +498,9 @@ int rlx__rdv_server_start(const char *hostport, const char *job_key, int nranks,
   if (s == NULL)
     return -ENOMEM;
   s->nranks = nranks;
+  s->max_np = max_np;
+  s->next_index = (uint32_t)nranks;
+  s->told = -1;
   s->log_fn = log_fn;
   snprintf(s->job_key, sizeof(s->job_key), "%s", job_key);
   s->cards = calloc((size_t)nranks, RLX__CARD_SIZE);
@@ -315,8 +531,10 @@ void rlx__rdv_server_stop(struct rlx__rdv_server *s) {
     return;
   s->stop = 1;
   pthread_join(s->thread, NULL);
-  for (int i = 0; i < s->nclients; i++)
+  for (int i = 0; i < s->nclients; i++) {
     close(s->clients[i].fd);
+    free(s->clients[i].blk);
+  }
   close(s->lfd);
   free(s->clients);
   free(s->cards);
@@ -324,107 +542,3 @@ void rlx__rdv_server_stop(struct rlx__rdv_server *s) {
   free(s);
 }
 
-/* ---- client --------------------------------------------------------------- */
-
-int rlx__rdv_connect(const char *hostport, const char *job_key, uint32_t rank, uint64_t deadline,
-                     int *fd_out, char *local_ip, size_t ip_len, char *why, size_t why_len) {
-  struct rlx__hs hs;
-  uint8_t hello[RLX__HS_HELLO_SIZE], chal[RLX__HS_CHALLENGE_SIZE], proof[RLX__HS_PROOF_SIZE];
-  int fd, rc, st;
-  uint64_t t0 = rlx__bs_now_ns();
-  if ((rc = rlx__sock_connect(hostport, deadline, &fd)) != 0) {
-    snprintf(why, why_len,
-             "cannot connect to the rendezvous at %s (RLX_RENDEZVOUS), tried for %.1f s "
-             "(RLX_INIT_TIMEOUT): %s",
-             hostport, (double)(rlx__bs_now_ns() - t0) / 1e9, strerror(-rc));
-    return rc;
-  }
-  rlx__hs_init(&hs, job_key, rank, RLX__HS_RENDEZVOUS);
-  rlx__hs_client_hello(&hs, RLX__HS_ANY, hello);
-  if ((rc = rlx__sock_write_full(fd, hello, sizeof(hello), deadline)) != 0 ||
-      (rc = rlx__sock_read_full(fd, chal, sizeof(chal), deadline)) != 0) {
-    snprintf(why, why_len, "rendezvous at %s: handshake failed: %s (is RLX_JOB_KEY the same on every rank?)",
-             hostport, strerror(-rc));
-    close(fd);
-    return rc;
-  }
-  if ((st = rlx__hs_client_challenge(&hs, chal, proof)) != RLX__HS_OK) {
-    snprintf(why, why_len, "rendezvous at %s did not prove the job key: %s", hostport,
-             rlx__hs_strstatus(st));
-    close(fd);
-    return -EACCES;
-  }
-  if ((rc = rlx__sock_write_full(fd, proof, sizeof(proof), deadline)) != 0) {
-    snprintf(why, why_len, "rendezvous at %s: %s", hostport, strerror(-rc));
-    close(fd);
-    return rc;
-  }
-  rlx__sock_local_ip(fd, local_ip, ip_len);
-  *fd_out = fd;
-  return 0;
-}
-
-/* NTP's estimate from the exchange with the shortest round trip: our clock
- * minus the server's. An offset within half that round trip cannot be told
- * from zero (as on one host), and is taken as zero. */
-static void measure_offset(int fd, uint64_t deadline, int64_t *offset_ns) {
-  int64_t best_rtt = -1, best = 0;
-  for (int k = 0; k < 8; k++) {
-    uint8_t q = 'T', a[8];
-    uint64_t t0 = rlx__bs_realtime_ns();
-    if (rlx__sock_write_full(fd, &q, 1, deadline) != 0 ||
-        rlx__sock_read_full(fd, a, sizeof(a), deadline) != 0)
-      break;
-    uint64_t t1 = rlx__bs_realtime_ns(), ts = 0;
-    for (int b = 0; b < 8; b++)
-      ts |= (uint64_t)a[b] << (8 * b);
-    int64_t rtt = (int64_t)(t1 - t0);
-    if (best_rtt < 0 || rtt < best_rtt) {
-      best_rtt = rtt;
-      best = (int64_t)(t0 / 2 + t1 / 2) - (int64_t)ts;
-    }
-  }
-  *offset_ns = best_rtt >= 0 && (best > best_rtt / 2 || best < -best_rtt / 2) ? best : 0;
-}
-
-int rlx__rdv_exchange(int fd, const struct rlx__card *mine, struct rlx__card *cards, int size,
-                      uint64_t deadline, int64_t *clock_offset_ns, char *why, size_t why_len) {
-  uint8_t buf[RLX__CARD_SIZE];
-  uint8_t *all = malloc((size_t)size * RLX__CARD_SIZE);
-  int rc;
-  if (all == NULL) {
-    close(fd);
-    return -ENOMEM;
-  }
-  rlx__card_encode(mine, buf);
-  /* the first card, or the rendezvous's reason for refusing us */
-  if ((rc = rlx__sock_write_full(fd, buf, sizeof(buf), deadline)) != 0 ||
-      (rc = rlx__sock_read_full(fd, all, RLX__CARD_SIZE, deadline)) != 0 ||
-      (memcmp(all, "RLXN", 4) != 0 &&
-       (rc = rlx__sock_read_full(fd, all + RLX__CARD_SIZE, (size_t)(size - 1) * RLX__CARD_SIZE,
-                                 deadline)) != 0)) {
-    snprintf(why, why_len, "card exchange failed: %s%s", strerror(-rc),
-             rc == -ETIMEDOUT ? " (not every rank reached the rendezvous within RLX_INIT_TIMEOUT)" : "");
-    goto out;
-  }
-  if (memcmp(all, "RLXN", 4) == 0) {
-    all[RLX__CARD_SIZE - 1] = 0;
-    snprintf(why, why_len, "the rendezvous refused this rank: %s", (const char *)all + 4);
-    rc = -EPROTO;
-    goto out;
-  }
-  for (int r = 0; r < size; r++) {
-    if (rlx__card_decode(all + (size_t)r * RLX__CARD_SIZE, &cards[r]) != 0 ||
-        cards[r].rank != (uint32_t)r) {
-      snprintf(why, why_len, "rendezvous sent a malformed card for rank %d", r);
-      rc = -EPROTO;
-      goto out;
-    }
-  }
-  if (clock_offset_ns != NULL)
-    measure_offset(fd, deadline, clock_offset_ns);
-out:
-  free(all);
-  close(fd);
-  return rc;
-}

@@ -1,7 +1,11 @@
 /* Liveness: a connection that sent nothing for a while gets a PING; one
  * that brought nothing (no frame, no PING) for longer is dead (a peer whose
  * host or link vanished, or a stopped process); and an accepted connection
- * that does not finish its handshake in time is dropped (slow-loris). */
+ * that does not finish its handshake in time is dropped (slow-loris).
+ * A higher rank we wait for with no connection (it dials us, or dials back
+ * when we call up) is called up again every second: one that died before
+ * it connected refuses, and is lost, instead of being waited for until
+ * the deadline. */
 #include <stdio.h>
 #include <sys/ioctl.h>
 #include <stdlib.h>
@@ -12,6 +16,7 @@
 
 #define HB_EVERY_NS 1000000000ull
 #define HB_SILENCE_NS 10000000000ull /* 5 s gave false losses on loaded 2-core hosts */
+#define NUDGE_EVERY_NS 1000000000ull
 
 static void send_ping(struct rlx__p2p_conn *c) {
   struct rlx__frame_hdr h;
@@ -35,9 +40,27 @@ static int unread_bytes(struct rlx__p2p_conn *c) {
   return n > 0;
 }
 
+static void nudge_silent_peers(struct rlx__p2p *p, uint64_t now) {
+  for (int r = p->rank + 1; r < p->size; r++) {
+    struct rlx__p2p_peer *pe = &p->peers[r];
+    if (pe->conn || pe->pending || pe->lost ||
+        (rlx__list_empty(&pe->posted) && rlx__list_empty(&pe->sendq)))
+      continue;
+    if (pe->nudged == 0 || now - pe->nudged < NUDGE_EVERY_NS) {
+      if (pe->nudged == 0)
+        pe->nudged = now; /* (not at once: it may be dialing already) */
+      continue;
+    }
+    pe->nudged = now;
+    rlx__conn_ensure(p, r, 1);
+  }
+}
+
 void rlx__heartbeat_sweep(uv_timer_t *t) {
   struct rlx__p2p *p = t->data;
   uint64_t now = rlx__now_ns();
+  if (!p->closing)
+    nudge_silent_peers(p, now);
   /* The sweep runs every half second. If it comes round a whole silence
    * period late, this process (not only its peers) was stalled: the whole
    * host paused, or the process was stopped or starved, and it cannot

@@ -24,4 +24,15 @@ static inline void rlx__list_remove(struct rlx__list *n) {
   n->prev = n->next = n;
 }
 
+/* The head of a list was copied from old (now stale) to l: make its
+ * neighbours point at the copy. */
+static inline void rlx__list_moved(struct rlx__list *l, const struct rlx__list *old) {
+  if (l->next == old) {
+    rlx__list_init(l);
+    return;
+  }
+  l->next->prev = l;
+  l->prev->next = l;
+}
+
 #endif

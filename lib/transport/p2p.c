@@ -180,9 +180,10 @@ int rlx__p2p_init(struct rlx__p2p *p, uv_loop_t *loop, int rank, int size, const
   snprintf(p->job_key, sizeof(p->job_key), "%s", job_key);
   rlx__list_init(&p->conns);
   rlx__list_init(&p->pool);
-  p->peers = calloc((size_t)size, sizeof(*p->peers));
-  p->shm_conn = calloc((size_t)size, sizeof(*p->shm_conn));
-  p->watch = calloc((size_t)size, sizeof(*p->watch));
+  /* (a joining rank starts with no peers: size 0 until it is admitted) */
+  p->peers = calloc((size_t)size + 1, sizeof(*p->peers));
+  p->shm_conn = calloc((size_t)size + 1, sizeof(*p->shm_conn));
+  p->watch = calloc((size_t)size + 1, sizeof(*p->watch));
   if (p->peers == NULL || p->shm_conn == NULL || p->watch == NULL)
     return rlx__err(RLX_ERR_NOMEM, "no memory for %d peers", size);
   for (int i = 0; i < size; i++) {
@@ -222,6 +223,44 @@ static void log_transports(struct rlx__p2p *p) {
     }
   }
   rlx__info("transports: %s (host %s)", k ? line : "no peers", p->cards[p->rank].host);
+}
+
+int rlx__p2p_grow(struct rlx__p2p *p, int size) {
+  if (size <= p->size)
+    return RLX_OK;
+  struct rlx__p2p_peer *peers = calloc((size_t)size, sizeof(*peers));
+  struct rlx__p2p_conn **shm_conn = calloc((size_t)size, sizeof(*shm_conn));
+  int *watch = calloc((size_t)size, sizeof(*watch));
+  if (peers == NULL || shm_conn == NULL || watch == NULL) {
+    free(peers), free(shm_conn), free(watch);
+    return rlx__err(RLX_ERR_NOMEM, "no memory for %d peers", size);
+  }
+  /* The peers' list heads move: their first and last entries follow. */
+  memcpy(peers, p->peers, sizeof(*peers) * (size_t)p->size);
+  for (int i = 0; i < size; i++) {
+    struct rlx__p2p_peer *pe = &peers[i], *old = &p->peers[i];
+    if (i >= p->size) {
+      rlx__list_init(&pe->posted);
+      rlx__list_init(&pe->unexpected);
+      rlx__list_init(&pe->sendq);
+      rlx__list_init(&pe->cma_wait);
+      continue;
+    }
+    rlx__list_moved(&pe->posted, &old->posted);
+    rlx__list_moved(&pe->unexpected, &old->unexpected);
+    rlx__list_moved(&pe->sendq, &old->sendq);
+    rlx__list_moved(&pe->cma_wait, &old->cma_wait);
+  }
+  memcpy(shm_conn, p->shm_conn, sizeof(*shm_conn) * (size_t)p->nshm);
+  memcpy(watch, p->watch, sizeof(*watch) * (size_t)p->nwatch);
+  free(p->peers);
+  free(p->shm_conn);
+  free(p->watch);
+  p->peers = peers;
+  p->shm_conn = shm_conn;
+  p->watch = watch;
+  p->size = size;
+  return RLX_OK;
 }
 
 int rlx__p2p_start(struct rlx__p2p *p, const struct rlx__card *cards) {

@@ -109,8 +109,12 @@ struct rlx__p2p {
  * error with rlx_errmsg set. */
 int rlx__p2p_init(struct rlx__p2p *p, uv_loop_t *loop, int rank, int size, const char *job_key,
                   const char *forced, int cma, struct rlx__card *mine);
-/* The cards of every rank, after the exchange (kept by reference). */
+/* The cards of every rank, after the exchange (kept by reference); again
+ * whenever they grow (a new array, or new ranks). */
 int rlx__p2p_start(struct rlx__p2p *p, const struct rlx__card *cards);
+/* Room for ranks up to size - 1 (a job that grew); the caller then gives
+ * their cards to rlx__p2p_start. Under the loop lock. */
+int rlx__p2p_grow(struct rlx__p2p *p, int size);
 /* Post a send or receive. Returns 1 if it completed at once (status set,
  * cb not called), 0 if cb will be called later from the loop. */
 int rlx__p2p_send(struct rlx__p2p *p, struct rlx__xfer *x);

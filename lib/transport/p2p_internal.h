@@ -91,6 +91,7 @@ struct rlx__p2p_peer {
   int lost;
   char why[160];
   const struct rlx__transport_ops *tr;
+  uint64_t nudged; /* when we last called up, unasked, a higher rank we wait for */
 };
 
 /* A small write on storage of its own (ACK, PING), freed when written. */

@@ -1,0 +1,266 @@
+/* The rendezvous's client side, in a rank: connect and authenticate, the
+ * card exchange (and the clock offset), and in a job that may grow, the
+ * member's standing connection (how many joiners wait, taking them,
+ * welcoming them) and a joiner's wait for its admission. Blocking sockets
+ * with deadlines; the caller serialises use of one member connection. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+#include "../transport/handshake.h"
+#include "bootstrap.h"
+
+int rlx__rdv_connect(const char *hostport, const char *job_key, uint32_t rank, uint64_t deadline,
+                     int *fd_out, char *local_ip, size_t ip_len, char *why, size_t why_len) {
+  struct rlx__hs hs;
+  uint8_t hello[RLX__HS_HELLO_SIZE], chal[RLX__HS_CHALLENGE_SIZE], proof[RLX__HS_PROOF_SIZE];
+  int fd, rc, st;
+  uint64_t t0 = rlx__bs_now_ns();
+  if ((rc = rlx__sock_connect(hostport, deadline, &fd)) != 0) {
+    snprintf(why, why_len,
+             "cannot connect to the rendezvous at %s (RLX_RENDEZVOUS), tried for %.1f s "
+             "(RLX_INIT_TIMEOUT): %s",
+             hostport, (double)(rlx__bs_now_ns() - t0) / 1e9, strerror(-rc));
+    return rc;
+  }
+  rlx__hs_init(&hs, job_key, rank, RLX__HS_RENDEZVOUS);
+  rlx__hs_client_hello(&hs, RLX__HS_ANY, hello);
+  if ((rc = rlx__sock_write_full(fd, hello, sizeof(hello), deadline)) != 0 ||
+      (rc = rlx__sock_read_full(fd, chal, sizeof(chal), deadline)) != 0) {
+    snprintf(why, why_len, "rendezvous at %s: handshake failed: %s (is RLX_JOB_KEY the same on every rank?)",
+             hostport, strerror(-rc));
+    close(fd);
+    return rc;
+  }
+  if ((st = rlx__hs_client_challenge(&hs, chal, proof)) != RLX__HS_OK) {
+    snprintf(why, why_len, "rendezvous at %s did not prove the job key: %s", hostport,
+             rlx__hs_strstatus(st));
+    close(fd);
+    return -EACCES;
+  }
+  if ((rc = rlx__sock_write_full(fd, proof, sizeof(proof), deadline)) != 0) {
+    snprintf(why, why_len, "rendezvous at %s: %s", hostport, strerror(-rc));
+    close(fd);
+    return rc;
+  }
+  rlx__sock_local_ip(fd, local_ip, ip_len);
+  *fd_out = fd;
+  return 0;
+}
+
+/* NTP's estimate from the exchange with the shortest round trip: our clock
+ * minus the server's. An offset within half that round trip cannot be told
+ * from zero (as on one host), and is taken as zero. */
+static void measure_offset(int fd, uint64_t deadline, int64_t *offset_ns) {
+  int64_t best_rtt = -1, best = 0;
+  for (int k = 0; k < 8; k++) {
+    uint8_t q = 'T', a[8];
+    uint64_t t0 = rlx__bs_realtime_ns();
+    if (rlx__sock_write_full(fd, &q, 1, deadline) != 0 ||
+        rlx__sock_read_full(fd, a, sizeof(a), deadline) != 0)
+      break;
+    uint64_t t1 = rlx__bs_realtime_ns(), ts = 0;
+    for (int b = 0; b < 8; b++)
+      ts |= (uint64_t)a[b] << (8 * b);
+    int64_t rtt = (int64_t)(t1 - t0);
+    if (best_rtt < 0 || rtt < best_rtt) {
+      best_rtt = rtt;
+      best = (int64_t)(t0 / 2 + t1 / 2) - (int64_t)ts;
+    }
+  }
+  *offset_ns = best_rtt >= 0 && (best > best_rtt / 2 || best < -best_rtt / 2) ? best : 0;
+}
+
+int rlx__rdv_exchange(int fd, const struct rlx__card *mine, struct rlx__card *cards, int size,
+                      uint64_t deadline, int64_t *clock_offset_ns, int keep_open, char *why,
+                      size_t why_len) {
+  uint8_t buf[RLX__CARD_SIZE];
+  uint8_t *all = malloc((size_t)size * RLX__CARD_SIZE);
+  int rc;
+  if (all == NULL) {
+    close(fd);
+    return -ENOMEM;
+  }
+  rlx__card_encode(mine, buf);
+  /* the first card, or the rendezvous's reason for refusing us */
+  if ((rc = rlx__sock_write_full(fd, buf, sizeof(buf), deadline)) != 0 ||
+      (rc = rlx__sock_read_full(fd, all, RLX__CARD_SIZE, deadline)) != 0 ||
+      (memcmp(all, "RLXN", 4) != 0 &&
+       (rc = rlx__sock_read_full(fd, all + RLX__CARD_SIZE, (size_t)(size - 1) * RLX__CARD_SIZE,
+                                 deadline)) != 0)) {
+    snprintf(why, why_len, "card exchange failed: %s%s", strerror(-rc),
+             rc == -ETIMEDOUT ? " (not every rank reached the rendezvous within RLX_INIT_TIMEOUT)" : "");
+    goto out;
+  }
+  if (memcmp(all, "RLXN", 4) == 0) {
+    all[RLX__CARD_SIZE - 1] = 0;
+    snprintf(why, why_len, "the rendezvous refused this rank: %s", (const char *)all + 4);
+    rc = -EPROTO;
+    goto out;
+  }
+  for (int r = 0; r < size; r++) {
+    if (rlx__card_decode(all + (size_t)r * RLX__CARD_SIZE, &cards[r]) != 0 ||
+        cards[r].rank != (uint32_t)r) {
+      snprintf(why, why_len, "rendezvous sent a malformed card for rank %d", r);
+      rc = -EPROTO;
+      goto out;
+    }
+  }
+  if (clock_offset_ns != NULL)
+    measure_offset(fd, deadline, clock_offset_ns);
+out:
+  free(all);
+  if (rc != 0 || !keep_open)
+    close(fd);
+  return rc;
+}
+
+/* ---- a member of a job that may grow ---------------------------------------- */
+
+static void put32(uint8_t *p, uint32_t v) {
+  for (int b = 0; b < 4; b++)
+    p[b] = (uint8_t)(v >> (8 * b));
+}
+static uint32_t get32(const uint8_t *p) {
+  return (uint32_t)p[0] | ((uint32_t)p[1] << 8) | ((uint32_t)p[2] << 16) | ((uint32_t)p[3] << 24);
+}
+
+int rlx__rdv_member_start(struct rlx__rdv_member *m, int fd) {
+  memset(m, 0, sizeof(*m));
+  m->fd = fd;
+  uint8_t g = 'G';
+  return rlx__sock_write_full(fd, &g, 1, rlx__bs_now_ns() + 1000000000ull);
+}
+
+/* Take n bytes: first what drain() left in the buffer, then the socket. */
+static int take(struct rlx__rdv_member *m, void *dst, size_t n, uint64_t deadline) {
+  size_t k = n < m->have ? n : m->have;
+  memcpy(dst, m->buf, k);
+  memmove(m->buf, m->buf + k, m->have - k);
+  m->have -= k;
+  return k == n ? 0 : rlx__sock_read_full(m->fd, (uint8_t *)dst + k, n - k, deadline);
+}
+
+int rlx__rdv_member_joiners(struct rlx__rdv_member *m) {
+  if (m->fd < 0)
+    return 0;
+  for (;;) {
+    ssize_t got = recv(m->fd, m->buf + m->have, sizeof(m->buf) - m->have, MSG_DONTWAIT);
+    if (got > 0)
+      m->have += (size_t)got;
+    while (m->have >= 5 && m->buf[0] == 'J') {
+      m->waiting = (int)get32(m->buf + 1);
+      memmove(m->buf, m->buf + 5, m->have - 5);
+      m->have -= 5;
+    }
+    if (got == 0 || (got < 0 && errno != EINTR && errno != EAGAIN)) {
+      m->lost = 1; /* the rendezvous is gone: no joiner can reach us any more */
+      m->waiting = 0;
+      return 0;
+    }
+    if (got < 0 && errno == EAGAIN)
+      return m->waiting;
+  }
+}
+
+int rlx__rdv_member_admit(struct rlx__rdv_member *m, uint32_t max, uint64_t deadline,
+                          uint32_t *generation, uint8_t **cards, int *n) {
+  uint8_t req[5] = {'A'}, t, head[8];
+  int rc;
+  *cards = NULL;
+  *n = 0;
+  put32(req + 1, max);
+  if ((rc = rlx__sock_write_full(m->fd, req, sizeof req, deadline)) != 0)
+    return rc;
+  for (;;) { /* count updates may come first */
+    if ((rc = take(m, &t, 1, deadline)) != 0)
+      return rc;
+    if (t == 'J') {
+      if ((rc = take(m, head, 4, deadline)) != 0)
+        return rc;
+      m->waiting = (int)get32(head);
+      continue;
+    }
+    if (t != 'a' || (rc = take(m, head, 8, deadline)) != 0)
+      return t != 'a' ? -EPROTO : rc;
+    break;
+  }
+  uint32_t k = get32(head);
+  *generation = get32(head + 4);
+  if (k > max)
+    return -EPROTO;
+  if (k == 0)
+    return 0;
+  if ((*cards = malloc((size_t)k * RLX__CARD_SIZE)) == NULL)
+    return -ENOMEM;
+  if ((rc = take(m, *cards, (size_t)k * RLX__CARD_SIZE, deadline)) != 0) {
+    free(*cards);
+    *cards = NULL;
+    return rc;
+  }
+  *n = (int)k;
+  return 0;
+}
+
+int rlx__rdv_member_welcome(struct rlx__rdv_member *m, const void *blk, size_t len,
+                            uint64_t deadline) {
+  uint8_t head[5] = {'W'};
+  put32(head + 1, (uint32_t)len);
+  int rc = rlx__sock_write_full(m->fd, head, sizeof head, deadline);
+  return rc ? rc : rlx__sock_write_full(m->fd, blk, len, deadline);
+}
+
+int rlx__rdv_member_release(struct rlx__rdv_member *m) {
+  uint8_t r = 'R';
+  return rlx__sock_write_full(m->fd, &r, 1, rlx__bs_now_ns() + 1000000000ull);
+}
+
+void rlx__rdv_member_close(struct rlx__rdv_member *m) {
+  if (m->fd >= 0)
+    close(m->fd);
+  m->fd = -1;
+}
+
+/* ---- a joiner ------------------------------------------------------------------ */
+
+int rlx__rdv_join(int fd, const struct rlx__card *mine, uint64_t deadline, uint32_t *index,
+                  uint8_t **blk, size_t *len, char *why, size_t why_len) {
+  uint8_t card[RLX__CARD_SIZE], head[12];
+  int rc;
+  *blk = NULL;
+  rlx__card_encode(mine, card);
+  if ((rc = rlx__sock_write_full(fd, card, sizeof card, deadline)) != 0 ||
+      (rc = rlx__sock_read_full(fd, head, sizeof head, deadline)) != 0) {
+    snprintf(why, why_len, "waiting to be admitted to the job: %s%s", strerror(-rc),
+             rc == -ETIMEDOUT ? " (the job did not call rlx_comm_grow within RLX_INIT_TIMEOUT)"
+             : rc == -ECONNRESET ? " (the rendezvous closed: the job ended?)" : "");
+    goto out;
+  }
+  if (memcmp(head, "RLXN", 4) == 0) {
+    memcpy(card, head, sizeof head);
+    (void)rlx__sock_read_full(fd, card + sizeof head, sizeof card - sizeof head, deadline);
+    card[RLX__CARD_SIZE - 1] = 0;
+    snprintf(why, why_len, "the rendezvous refused this rank: %s", (const char *)card + 4);
+    rc = -EPROTO;
+    goto out;
+  }
+  *index = get32(head + 4);
+  *len = get32(head + 8);
+  if (memcmp(head, "RLXW", 4) != 0 || *len == 0 || *len > (1u << 24) ||
+      (*blk = malloc(*len)) == NULL) {
+    snprintf(why, why_len, "the rendezvous sent a malformed welcome");
+    rc = -EPROTO;
+    goto out;
+  }
+  if ((rc = rlx__sock_read_full(fd, *blk, *len, deadline)) != 0) {
+    snprintf(why, why_len, "reading the welcome: %s", strerror(-rc));
+    free(*blk);
+    *blk = NULL;
+  }
+out:
+  if (rc != 0)
+    close(fd);
+  return rc;
+}

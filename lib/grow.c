@@ -1,0 +1,391 @@
+/* A running job grows: rlx_comm_grow admits the ranks waiting at the
+ * rendezvous (started with RLX_JOIN=1), rlx_comm_joiners says how many
+ * wait, and a joiner's rlx_init ends in the grown communicator.
+ *
+ * Admission, on the members of c (every one calls rlx_comm_grow):
+ *   1. the leader asks the rendezvous for up to max_np - size waiting
+ *      joiners: their cards, with the job indices and the generation the
+ *      rendezvous gave them (indices are never reused in a job);
+ *   2. it broadcasts them on c; every member adds them to its cards and
+ *      its point-to-point layer, then a barrier on c says all have, so no
+ *      joiner reaches a member that does not know it yet;
+ *   3. the leader sends the rendezvous the grown communicator (its id, the
+ *      job's RLX_MAX_NP, every member's card in order), which hands it to
+ *      each joiner;
+ *   4. members and joiners end with rlx_comm_shrink's agreement on the
+ *      grown communicator: one round when nobody failed; a joiner or a
+ *      member that died during admission is left out the same way on
+ *      every survivor.
+ * A failure before step 3 gives the joiners back to the rendezvous (they
+ * wait for the next growth) and fails the call on the members. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "runtime.h"
+
+#define FINAL_MIX 0x46494e4cu /* "FINL": the id of rlx_finalize's copy */
+#define GROW_MIX 0x47524f57u  /* "GROW" */
+
+static void put32(uint8_t *p, uint32_t v) {
+  for (int b = 0; b < 4; b++)
+    p[b] = (uint8_t)(v >> (8 * b));
+}
+static uint32_t get32(const uint8_t *p) {
+  return (uint32_t)p[0] | ((uint32_t)p[1] << 8) | ((uint32_t)p[2] << 16) | ((uint32_t)p[3] << 24);
+}
+
+/* Add cards (n of them, rank = job index) to the runtime's and to the
+ * point-to-point layer. */
+static int add_cards(struct rlx__runtime *rt, const struct rlx__card *cards, int n) {
+  int total = rt->ncards;
+  for (int i = 0; i < n; i++)
+    if ((int)cards[i].rank >= total)
+      total = (int)cards[i].rank + 1;
+  struct rlx__card *all = calloc((size_t)total, sizeof(*all));
+  if (all == NULL)
+    return rlx__err(RLX_ERR_NOMEM, "rlx_comm_grow: no memory for %d cards", total);
+  if (rt->ncards > 0)
+    memcpy(all, rt->cards, sizeof(*all) * (size_t)rt->ncards);
+  for (int i = 0; i < n; i++)
+    all[cards[i].rank] = cards[i];
+  rlx__engine_lock(&rt->engine);
+  int rc = rlx__p2p_grow(&rt->p2p, total);
+  struct rlx__card *old = rt->cards;
+  if (rc == RLX_OK) {
+    rt->cards = all;
+    rt->ncards = total;
+    rt->cfg.size = total;
+    rlx__p2p_start(&rt->p2p, rt->cards);
+  }
+  rlx__engine_unlock(&rt->engine);
+  free(rc == RLX_OK ? old : all);
+  return rc;
+}
+
+static int decode_cards(const uint8_t *in, int n, struct rlx__card *out) {
+  for (int i = 0; i < n; i++)
+    if (rlx__card_decode(in + (size_t)i * RLX__CARD_SIZE, &out[i]) != 0)
+      return rlx__err(RLX_ERR_BOOTSTRAP, "rlx_comm_grow: a joiner's card is malformed");
+  return RLX_OK;
+}
+
+/* One of the library's calls on c, as rlx_comm_split makes them. */
+static int run_on(rlx_comm_t *c, const struct rlx__algo *algo, void *buf, size_t bytes, int root) {
+  struct rlx__op op;
+  memset(&op, 0, sizeof(op));
+  op.kind = RLX__CK_COMM;
+  op.call = "rlx_comm_grow";
+  op.dt = RLX_UINT8;
+  op.esize = 1;
+  op.count = bytes;
+  op.root = root;
+  op.src = buf;
+  op.dst = buf;
+  op.algo = algo;
+  return rlx__run_op(c, &op);
+}
+
+static rlx_comm_t *new_comm(uint32_t id, int *world, int n, int rank) {
+  rlx_comm_t *c = calloc(1, sizeof(*c));
+  if (c == NULL)
+    return NULL;
+  c->id = id == 0 ? 1 : id;
+  c->rank = rank;
+  c->size = n;
+  c->world = world;
+  c->leader = rlx__elect(world, n);
+  pthread_mutex_init(&c->mtx, NULL);
+  return c;
+}
+
+void rlx__set_last(const rlx_comm_t *from, const rlx_comm_t *next) {
+  struct rlx__runtime *rt = &rlx__rt;
+  if (from != NULL && from != &rt->world && (rt->last == NULL || from->id != rt->last_src))
+    return; /* a communicator of the program's own (a split), not the job's */
+  int *world = malloc(sizeof(int) * (size_t)next->size);
+  if (world == NULL)
+    return; /* then finalize synchronises on the previous one */
+  memcpy(world, next->world, sizeof(int) * (size_t)next->size);
+  rlx_comm_t *copy = new_comm(rlx__id_mix(next->id, FINAL_MIX), world, next->size, next->rank);
+  if (copy == NULL) {
+    free(world);
+    return;
+  }
+  if (rt->last != NULL) {
+    rlx__comm_release(rt->last);
+    free(rt->last);
+  }
+  rt->last = copy;
+  rt->last_src = next->id;
+}
+
+/* The grown communicator for the joiners: its id, RLX_MAX_NP, and every
+ * member's card in order. */
+static uint8_t *welcome_block(const rlx_comm_t *g, size_t *len) {
+  struct rlx__runtime *rt = &rlx__rt;
+  *len = 12 + (size_t)g->size * RLX__CARD_SIZE;
+  uint8_t *b = malloc(*len);
+  if (b == NULL)
+    return NULL;
+  put32(b, g->id);
+  put32(b + 4, (uint32_t)rt->cfg.max_np);
+  put32(b + 8, (uint32_t)g->size);
+  for (int i = 0; i < g->size; i++) {
+    struct rlx__card card = rt->cards[g->world[i]];
+    card.rank = (uint32_t)g->world[i];
+    rlx__card_encode(&card, b + 12 + (size_t)i * RLX__CARD_SIZE);
+  }
+  return b;
+}
+
+/* Steps 1-3 on the members; *g is the grown communicator (still to be
+ * agreed on), or c's dup when nobody was admitted. */
+static int admit(rlx_comm_t *c, rlx_comm_t **g, int *admitted) {
+  struct rlx__runtime *rt = &rlx__rt;
+  uint64_t deadline = rt->cfg.timeout_s > 0 ? rlx__now_ns() + (uint64_t)(rt->cfg.timeout_s * 1e9)
+                                            : 0;
+  uint8_t head[8] = {0};
+  uint8_t *cards = NULL;
+  int n = 0, rc = RLX_OK, taken = 0;
+  *admitted = 0;
+  if (c->rank == c->leader) {
+    pthread_mutex_lock(&rt->member_mtx);
+    int room = rt->cfg.max_np - c->size, waiting = rlx__rdv_member_joiners(&rt->member);
+    if (room > 0 && waiting > 0) {
+      uint32_t gen = 0;
+      int e = rlx__rdv_member_admit(&rt->member, (uint32_t)(waiting < room ? waiting : room),
+                                    deadline, &gen, &cards, &n);
+      if (e != 0) /* the others hear of it as nobody admitted */
+        rlx__warn("rlx_comm_grow: asking the rendezvous for the joiners failed: %s",
+                  strerror(-e));
+      taken = n > 0;
+      put32(head, (uint32_t)n);
+    }
+    pthread_mutex_unlock(&rt->member_mtx);
+  }
+  if (c->size > 1 && (rc = run_on(c, &rlx__bcast_binomial, head, sizeof head, c->leader)) != RLX_OK)
+    goto fail;
+  n = (int)get32(head);
+  if (n < 0 || n > (1 << 20)) {
+    rc = rlx__err(RLX_ERR_CORRUPT, "rlx_comm_grow: the leader announced %d joiners", n);
+    goto fail;
+  }
+  struct rlx__card *dec = NULL;
+  if (n > 0) {
+    if (cards == NULL && (cards = malloc((size_t)n * RLX__CARD_SIZE)) == NULL) {
+      rc = rlx__err(RLX_ERR_NOMEM, "rlx_comm_grow: no memory");
+      goto fail;
+    }
+    if (c->size > 1 &&
+        (rc = run_on(c, &rlx__bcast_binomial, cards, (size_t)n * RLX__CARD_SIZE, c->leader)) !=
+            RLX_OK)
+      goto fail;
+    if ((dec = calloc((size_t)n, sizeof(*dec))) == NULL) {
+      rc = rlx__err(RLX_ERR_NOMEM, "rlx_comm_grow: no memory");
+      goto fail;
+    }
+    if ((rc = decode_cards(cards, n, dec)) == RLX_OK)
+      rc = add_cards(rt, dec, n);
+    free(dec);
+    if (rc != RLX_OK)
+      goto fail;
+  }
+  int *world = malloc(sizeof(int) * (size_t)(c->size + n));
+  if (world == NULL) {
+    rc = rlx__err(RLX_ERR_NOMEM, "rlx_comm_grow: no memory");
+    goto fail;
+  }
+  memcpy(world, c->world, sizeof(int) * (size_t)c->size);
+  for (int i = 0; i < n; i++)
+    world[c->size + i] = (int)get32(cards + (size_t)i * RLX__CARD_SIZE + 4);
+  pthread_mutex_lock(&c->mtx);
+  uint32_t child = ++c->children;
+  pthread_mutex_unlock(&c->mtx);
+  *g = new_comm(rlx__id_mix(rlx__id_mix(c->id, child), GROW_MIX), world, c->size + n, c->rank);
+  if (*g == NULL) {
+    free(world);
+    rc = rlx__err(RLX_ERR_NOMEM, "rlx_comm_grow: no memory");
+    goto fail;
+  }
+  if (n == 0) {
+    free(cards);
+    return RLX_OK;
+  }
+  /* every member knows the joiners now: they may be told */
+  if (c->size > 1 && (rc = run_on(c, &rlx__barrier_dissemination, NULL, 0, 0)) != RLX_OK)
+    goto fail;
+  if (c->rank == c->leader) {
+    size_t len;
+    uint8_t *blk = welcome_block(*g, &len);
+    pthread_mutex_lock(&rt->member_mtx);
+    int e = blk ? rlx__rdv_member_welcome(&rt->member, blk, len, deadline) : -ENOMEM;
+    pthread_mutex_unlock(&rt->member_mtx);
+    free(blk);
+    taken = 0;
+    if (e != 0) /* the joiners never hear: the agreement leaves them out at RLX_TIMEOUT */
+      rlx__warn("rlx_comm_grow: welcoming the joiners failed: %s", strerror(-e));
+  }
+  free(cards);
+  *admitted = n;
+  return RLX_OK;
+fail:
+  if (taken) { /* they wait for the next growth */
+    pthread_mutex_lock(&rt->member_mtx);
+    (void)rlx__rdv_member_release(&rt->member);
+    pthread_mutex_unlock(&rt->member_mtx);
+  }
+  free(cards);
+  if (*g != NULL) {
+    rlx__comm_release(*g);
+    free(*g);
+    *g = NULL;
+  }
+  return rc;
+}
+
+int rlx_comm_grow(rlx_comm_t *c, rlx_comm_t **out) {
+  struct rlx__runtime *rt = &rlx__rt;
+  if (out == NULL)
+    return rlx__err(RLX_ERR_ARG, "rlx_comm_grow: out is NULL");
+  *out = NULL;
+  if (!rt->initialized || c == NULL)
+    return rlx__err(c == NULL ? RLX_ERR_ARG : RLX_ERR_STATE, "rlx_comm_grow: %s",
+                    c == NULL ? "communicator is NULL" : "rlx_init has not been called");
+  /* A job that cannot grow (no RLX_MAX_NP, or launched through PMIx,
+   * which has no rendezvous for joiners to reach) admits nobody: a dup.
+   * (Job-wide settings: every member decides alike.) */
+  if (rt->cfg.max_np <= 0 || rt->pmix)
+    return rlx_comm_dup(c, out);
+  if (c->revoked)
+    return rlx__err(RLX_ERR_REVOKED, "rlx_comm_grow: the communicator was revoked: %s",
+                    c->revoked_why);
+  int took, rc = rlx__comm_take(c, "rlx_comm_grow", 1, &took), admitted = 0;
+  if (rc != RLX_OK)
+    return rc;
+  rlx_comm_t *g = NULL;
+  if (c->size > 1 && (rc = rlx__comm_shm(c)) < 0)
+    goto out;
+  rc = admit(c, &g, &admitted);
+  if (took)
+    rlx__comm_give(c);
+  took = 0;
+  if (rc != RLX_OK || admitted == 0)
+    goto out;
+  /* step 4: every survivor of the admission agrees on who is in */
+  rlx_comm_t *s = NULL;
+  rc = rlx_comm_shrink(g, &s);
+  rlx__comm_release(g);
+  free(g);
+  g = s;
+  if (rc != RLX_OK)
+    goto out;
+  rlx__set_last(c, g);
+  rlx__info("rlx_comm_grow: %d joiner(s) admitted; %d ranks now (were %d), leader rank %d", admitted,
+            g->size, c->size, g->leader);
+out:
+  if (took)
+    rlx__comm_give(c);
+  if (rc < 0 && g != NULL) {
+    rlx__comm_release(g);
+    free(g);
+    g = NULL;
+  }
+  *out = rc == RLX_OK ? g : NULL;
+  return rc < 0 ? rc : RLX_OK;
+}
+
+int rlx_comm_joiners(const rlx_comm_t *c) {
+  struct rlx__runtime *rt = &rlx__rt;
+  if (c == NULL)
+    return rlx__err(RLX_ERR_ARG, "rlx_comm_joiners: communicator is NULL");
+  if (!rt->initialized)
+    return rlx__err(RLX_ERR_STATE, "rlx_comm_joiners: rlx_init has not been called");
+  if (rt->cfg.max_np <= 0 || rt->member.fd < 0)
+    return 0;
+  pthread_mutex_lock(&rt->member_mtx);
+  int n = rlx__rdv_member_joiners(&rt->member);
+  pthread_mutex_unlock(&rt->member_mtx);
+  int room = rt->cfg.max_np - c->size;
+  return n < room ? n : room > 0 ? room : 0;
+}
+
+int rlx_joined(void) { return rlx__rt.initialized && rlx__rt.joined; }
+
+/* ---- the joiner's side ----------------------------------------------------- */
+
+int rlx__join_admitted(struct rlx__runtime *rt, uint32_t index, const uint8_t *blk, size_t len,
+                       int rdv_fd) {
+  if (len < 12)
+    return rlx__err(RLX_ERR_BOOTSTRAP, "the job's welcome is truncated");
+  uint32_t id = get32(blk), max_np = get32(blk + 4), n = get32(blk + 8);
+  if (n == 0 || n > (1u << 20) || len != 12 + (size_t)n * RLX__CARD_SIZE)
+    return rlx__err(RLX_ERR_BOOTSTRAP, "the job's welcome is malformed (%u members, %zu bytes)",
+                    n, len);
+  struct rlx__card *cards = calloc(n, sizeof(*cards));
+  int *world = malloc(sizeof(int) * n), me = -1, rc;
+  if (cards == NULL || world == NULL) {
+    free(cards);
+    free(world);
+    return rlx__err(RLX_ERR_NOMEM, "no memory for the job's %u ranks", n);
+  }
+  if ((rc = decode_cards(blk + 12, (int)n, cards)) != RLX_OK)
+    goto out;
+  for (uint32_t i = 0; i < n; i++) {
+    world[i] = (int)cards[i].rank;
+    if (cards[i].rank == index)
+      me = (int)i;
+  }
+  if (me < 0) {
+    rc = rlx__err(RLX_ERR_BOOTSTRAP, "the job's welcome does not name this rank (%u)", index);
+    goto out;
+  }
+  rt->cfg.rank = (int)index;
+  rt->p2p.rank = (int)index;
+  rlx__log_rank = (int)index;
+  rt->cfg.max_np = (int)max_np;
+  if ((rc = add_cards(rt, cards, (int)n)) != RLX_OK)
+    goto out;
+  memset(&rt->world, 0, sizeof(rt->world));
+  rt->world.id = id;
+  rt->world.rank = me;
+  rt->world.size = (int)n;
+  rt->world.world = world;
+  world = NULL;
+  rt->world.leader = rlx__elect(rt->world.world, rt->world.size);
+  pthread_mutex_init(&rt->world.mtx, NULL);
+  rt->joined = 1;
+  if (max_np > 0 && rlx__rdv_member_start(&rt->member, rdv_fd) == 0)
+    rdv_fd = -1;
+out:
+  if (rdv_fd >= 0)
+    close(rdv_fd);
+  free(cards);
+  free(world);
+  return rc;
+}
+
+int rlx__join_confirm(void) {
+  struct rlx__runtime *rt = &rlx__rt;
+  rlx_comm_t *s = NULL;
+  int rc = rlx_comm_shrink(&rt->world, &s);
+  if (rc != RLX_OK)
+    return rc;
+  /* the world becomes the agreed communicator */
+  free(rt->world.world);
+  pthread_mutex_destroy(&rt->world.mtx);
+  memset(&rt->world, 0, sizeof(rt->world));
+  rt->world.id = s->id;
+  rt->world.rank = s->rank;
+  rt->world.size = s->size;
+  rt->world.world = s->world;
+  rt->world.leader = s->leader;
+  pthread_mutex_init(&rt->world.mtx, NULL);
+  s->world = NULL;
+  rlx__comm_release(s);
+  free(s);
+  rlx__set_last(NULL, &rt->world);
+  rlx__info("joined the job as rank %d of %d (job index %d), leader rank %d", rt->world.rank,
+            rt->world.size, rt->cfg.rank, rt->world.leader);
+  return RLX_OK;
+}

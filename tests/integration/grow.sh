@@ -1,0 +1,182 @@
+#!/bin/sh
+# A running job grows (rlxrun --max-np, rlx_comm_grow, rlxrun --join):
+#  1. 2 ranks grow to 4; one is killed and the survivors shrink to 3; one
+#     joins again: every collective right at each size (grow_check);
+#  2. a joiner stopped and then killed while the job admits it: the job
+#     leaves it out alike on every rank and takes the next one;
+#  3. a member stopped and then killed while the others are in
+#     rlx_comm_grow: every survivor's grow fails naming it, they shrink,
+#     and the joiners (given back to the rendezvous) are admitted after;
+#  4. two groups of joiners back to back: 2 -> 6;
+#  5. a wrong key, a job that does not grow, a bad RLX_JOIN: refused,
+#     named, and the job goes on;
+#  6. by hand (RLX_MAX_NP, RLX_JOIN=1, rank 0 hosting the rendezvous).
+. "$(dirname "$0")/lib.sh"
+GROW="$top_builddir/tests/integration/grow_check"
+export TMPDIR="$TMP"
+
+# start_job N PLAN [rlxrun flags]: the job in the background, its output in
+# $TMP/job; sets JOB (rlxrun's pid) and JOINFILE.
+start_job() {
+  n=$1 plan=$2
+  shift 2
+  timeout 90 "$RLXRUN" -n "$n" --enable-recovery --max-np 8 "$@" "$GROW" "$plan" >"$TMP/job" 2>&1 &
+  JOB=$!
+  i=0
+  until JOINFILE=$(sed -n 's/.*rlxrun --join \([^ ]*\) -n K.*/\1/p' "$TMP/job") && [ -n "$JOINFILE" ]; do
+    i=$((i + 1))
+    [ $i -lt 100 ] || { cat "$TMP/job"; fail "the job did not say where joiners go"; }
+    sleep 0.1
+  done
+}
+
+# join K PLAN OUT: K joiners in the background.
+join() {
+  timeout 90 "$RLXRUN" --join "$JOINFILE" -n "$1" "$GROW" "$2" >"$3" 2>&1 &
+}
+
+wait_for() { # wait_for FILE PATTERN COUNT
+  i=0
+  until [ "$(grep -c "$2" "$1")" -ge "$3" ]; do
+    i=$((i + 1))
+    [ $i -lt 300 ] || { cat "$1"; fail "waited 30 s for '$2' in $1"; }
+    sleep 0.1
+  done
+}
+
+passes() { grep -c "grow_check: rank [0-9]*: PASS at size $2" "$1"; }
+
+pid_of() { # pid_of FILE RANK: the pid rank RANK of the job printed
+  sed -n "s/^\[$2\] grow_check: rank $2 (pid \([0-9]*\))/\1/p" "$1"
+}
+
+# ---- 1. 2 -> 4, kill one -> 3, one joins -> 4
+PLAN="grow=4,kill=1,grow=4"
+start_job 2 "$PLAN"
+join 2 "$PLAN" "$TMP/j1"
+wait_for "$TMP/job" "size 3: collectives right" 1
+join 1 "$PLAN" "$TMP/j2"
+wait $JOB || { cat "$TMP/job" "$TMP/j1" "$TMP/j2"; fail "1: the job exited $?"; }
+sleep 0.5
+cat "$TMP/j1" "$TMP/j2" >"$TMP/joiners"
+for s in 2 4 3; do
+  grep -q "rank 0: size $s: collectives right" "$TMP/job" || { cat "$TMP/job"; fail "1: no size $s"; }
+done
+[ "$(passes "$TMP/job" 4)" = 1 ] && [ "$(passes "$TMP/joiners" 4)" = 3 ] ||
+  { cat "$TMP/job" "$TMP/joiners"; fail "1: not every rank passed at size 4"; }
+grep -q "joined as rank 2 of 4" "$TMP/j1" || fail "1: joiners do not follow the members"
+grep -q "joined as rank 3 of 4" "$TMP/j2" || { cat "$TMP/j2"; fail "1: the last joiner is not rank 3 of 4"; }
+echo "1. 2 -> 4 -> 3 -> 4: every collective right at each size; $(grep -m1 -o 'joined as rank 3 of 4 after [0-9.]* s' "$TMP/j2")"
+
+# ---- 2. a joiner dies while the job admits it
+PLAN="wait=$TMP/go2,grow=3"
+start_job 2 "$PLAN"
+join 1 "$PLAN" "$TMP/j1"
+wait_for "$TMP/job" "asks to join" 1
+wait_for "$TMP/j1" "rlxcoll\[" 0
+sleep 0.3
+jpid=$(pgrep -f "grow_check wait=$TMP/go2" | while read p; do
+  grep -q RLX_JOIN=1 /proc/$p/environ 2>/dev/null && echo $p; done | head -1)
+[ -n "$jpid" ] || fail "2: no joiner process"
+kill -STOP "$jpid"
+touch "$TMP/go2"
+sleep 1.5
+kill -9 "$jpid"
+t0=$(date +%s.%N)
+join 1 "$PLAN" "$TMP/j2"
+wait $JOB || { cat "$TMP/job" "$TMP/j2"; fail "2: the job exited $?"; }
+sleep 0.5
+[ "$(passes "$TMP/job" 3)" = 2 ] && [ "$(passes "$TMP/j2" 3)" = 1 ] ||
+  { cat "$TMP/job" "$TMP/j2"; fail "2: not every rank passed at size 3"; }
+grep -q "rlx_comm_grow took" "$TMP/job" || { cat "$TMP/job"; fail "2: no grow waited on the stopped joiner"; }
+echo "2. a joiner killed during its admission: left out alike, the next one admitted ($(grep -m1 -o 'rlx_comm_grow took [0-9.]* s' "$TMP/job"))"
+
+# ---- 3. a member dies while the others are in rlx_comm_grow
+PLAN="wait=$TMP/go3,grow=4"
+start_job 3 "$PLAN"
+wait_for "$TMP/job" "rank 2 (pid" 1
+join 2 "$PLAN" "$TMP/j1"
+wait_for "$TMP/job" "asks to join" 2
+mpid=$(pid_of "$TMP/job" 2)
+[ -n "$mpid" ] || { cat "$TMP/job"; fail "3: no pid for rank 2"; }
+kill -STOP "$mpid"
+touch "$TMP/go3"
+sleep 1
+kill -9 "$mpid"
+wait $JOB || { cat "$TMP/job" "$TMP/j1"; fail "3: the job exited $?"; }
+sleep 0.5
+[ "$(passes "$TMP/job" 4)" = 2 ] && [ "$(passes "$TMP/j1" 4)" = 2 ] ||
+  { cat "$TMP/job" "$TMP/j1"; fail "3: not every survivor passed at size 4"; }
+[ "$(grep -c 'rlx_comm_grow: peer lost: .*lost rank 2 during rlx_comm_grow.*; shrinking' "$TMP/job")" = 2 ] ||
+  { cat "$TMP/job"; fail "3: the members' grow did not fail naming rank 2"; }
+echo "3. a member killed during rlx_comm_grow: both survivors' grow failed naming it; shrunk to 2, then 2 joiners admitted: 4"
+
+# ---- 4. two groups back to back
+PLAN="grow=6"
+start_job 2 "$PLAN"
+join 2 "$PLAN" "$TMP/j1"
+wait_for "$TMP/job" "admitted (generation 1)" 1
+join 2 "$PLAN" "$TMP/j2"
+wait $JOB || { cat "$TMP/job" "$TMP/j1" "$TMP/j2"; fail "4: the job exited $?"; }
+sleep 0.5
+cat "$TMP/j1" "$TMP/j2" >"$TMP/joiners"
+[ "$(passes "$TMP/job" 6)" = 2 ] && [ "$(passes "$TMP/joiners" 6)" = 4 ] ||
+  { cat "$TMP/job" "$TMP/joiners"; fail "4: not every rank passed at size 6"; }
+echo "4. two groups back to back: 2 -> 6 ($(grep -c 'admitted (generation' "$TMP/job") admission(s))"
+
+# ---- 5. refused: a wrong key; a job that does not grow; bad settings
+PLAN="wait=$TMP/go5,grow=3"
+start_job 2 "$PLAN"
+addr=$(head -1 "$JOINFILE")
+RLX_JOIN=1 RLX_RENDEZVOUS=$addr RLX_JOB_KEY=wrong RLX_INIT_TIMEOUT=5 timeout 30 "$GROW" grow=3 >"$TMP/bad" 2>&1 &&
+  fail "5: a joiner with a wrong key got in"
+grep -q "rlx_init: authentication failed: joining rank: .*wrong job key" "$TMP/bad" ||
+  { cat "$TMP/bad"; fail "5: the wrong key was not named"; }
+join 1 "$PLAN" "$TMP/j1"
+wait_for "$TMP/job" "asks to join" 1
+touch "$TMP/go5"
+wait $JOB || { cat "$TMP/job" "$TMP/j1"; fail "5: the job exited $?"; }
+grep -q "rendezvous: dropped connection from 127.0.0.1: closed in the handshake.*wrong job key" "$TMP/job" ||
+  { cat "$TMP/job"; fail "5: the job's rlxrun did not log the stranger"; }
+echo "   the job's rlxrun: $(grep -m1 'rendezvous: dropped connection' "$TMP/job")"
+[ "$(passes "$TMP/job" 3)" = 2 ] || { cat "$TMP/job"; fail "5: the job did not go on after the stranger"; }
+RLX_JOIN=1 RLX_RANK=0 RLX_RENDEZVOUS=127.0.0.1:1 RLX_JOB_KEY=k "$GROW" grow=3 >"$TMP/bad" 2>&1
+grep -q "RLX_JOIN=1 with RLX_RANK set" "$TMP/bad" || { cat "$TMP/bad"; fail "5: RLX_JOIN with RLX_RANK"; }
+RLX_JOIN=yes RLX_RENDEZVOUS=127.0.0.1:1 RLX_JOB_KEY=k "$GROW" grow=3 >"$TMP/bad" 2>&1
+grep -q 'RLX_JOIN="yes" is not valid' "$TMP/bad" || { cat "$TMP/bad"; fail "5: a bad RLX_JOIN"; }
+RLX_RANK=0 RLX_SIZE=2 RLX_MAX_NP=1 RLX_RENDEZVOUS=127.0.0.1:1 RLX_JOB_KEY=k "$GROW" grow=3 >"$TMP/bad" 2>&1
+grep -q 'RLX_MAX_NP="1" is not valid: at least RLX_SIZE' "$TMP/bad" || { cat "$TMP/bad"; fail "5: RLX_MAX_NP < RLX_SIZE"; }
+"$RLXRUN" -n 3 --max-np 2 "$GROW" x >"$TMP/bad" 2>&1 && fail "5: --max-np below -n"
+grep -q "max-np 2 is less than -n 3" "$TMP/bad" || fail "5: --max-np below -n not named"
+echo "5. a wrong key refused and logged while the job went on; bad settings named"
+
+# ---- 6. by hand: rank 0 hosts the rendezvous
+port=$(free_port)
+for r in 0 1; do
+  RLX_RANK=$r RLX_SIZE=2 RLX_MAX_NP=3 RLX_RENDEZVOUS=127.0.0.1:$port RLX_JOB_KEY=hand \
+    timeout 60 "$GROW" grow=3 >"$TMP/h$r" 2>&1 &
+done
+RLX_JOIN=1 RLX_RENDEZVOUS=127.0.0.1:$port RLX_JOB_KEY=hand timeout 60 "$GROW" grow=3 >"$TMP/h2" 2>&1 ||
+  { cat "$TMP/h0" "$TMP/h2"; fail "6: the joiner by hand failed"; }
+wait
+for r in 0 1 2; do
+  grep -q "PASS at size 3" "$TMP/h$r" || { cat "$TMP/h$r"; fail "6: rank $r by hand"; }
+done
+echo "6. by hand: 2 -> 3"
+# a job that does not grow refuses a joiner with the right key, saying why
+port=$(free_port)
+for r in 0 1; do
+  RLX_RANK=$r RLX_SIZE=2 RLX_RENDEZVOUS=127.0.0.1:$port RLX_JOB_KEY=hand \
+    timeout 60 "$GROW" "wait=$TMP/go6" >"$TMP/h$r" 2>&1 &
+done
+RLX_JOIN=1 RLX_RENDEZVOUS=127.0.0.1:$port RLX_JOB_KEY=hand timeout 60 "$GROW" grow=3 >"$TMP/bad" 2>&1 &&
+  fail "6: a job without RLX_MAX_NP took a joiner"
+touch "$TMP/go6"
+wait
+grep -q "rlx_init: bootstrap failed: joining rank: the rendezvous refused this rank: the job does not take new ranks" "$TMP/bad" ||
+  { cat "$TMP/bad"; fail "6: refused without the reason"; }
+for r in 0 1; do
+  grep -q "PASS at size 2" "$TMP/h$r" || { cat "$TMP/h$r"; fail "6: rank $r of the job that does not grow"; }
+done
+echo "   a job without RLX_MAX_NP: $(grep -o 'the rendezvous refused.*' "$TMP/bad")"
+echo "grow: ok"
