@@ -4,7 +4,10 @@
  * replicas stay bitwise identical. The per-epoch order is a permutation
  * every rank computes from the seed, and rank r of n takes examples
  * r, r+n, r+2n... of it (PyTorch's DistributedSampler): n ranks at batch B
- * see exactly what one rank at batch n*B would. */
+ * see exactly what one rank at batch n*B would. Where a run is in an epoch
+ * is the number of its examples used so far, so when the ranks change
+ * (--elastic: a rank lost, or joiners admitted) the rest of the epoch is
+ * re-cut over the new ranks and every example is still seen once. */
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
@@ -25,15 +28,18 @@ struct run {
   rlx_comm_t *w;
   int rank, size, leader;
   rlx_model_t *m;
+  rlx_model_desc_t desc; /* how the model was made (a change of backend remakes it) */
+  int sizes[TRAIN_MAX_HIDDEN + 2];
+  float *x, *grad;       /* the model's own buffers */
   rlx_dataset_t *train, *test;
   size_t ntrain;
   size_t np;
   float lr;
   int tty;
-  /* where the run is: epoch, step within it, steps in all; after a lost
-   * rank every survivor takes the leader's (some may have finished a call
-   * the others did not) */
-  long epoch, s, step;
+  /* where the run is: epoch, examples of it used, steps in all; after a
+   * lost rank every survivor takes the leader's (some may have finished a
+   * call the others did not), and so does a joiner */
+  long epoch, off, step;
   FILE *log; /* --log-json, open on the leader */
 };
 
@@ -51,6 +57,7 @@ static FILE *log_file(struct run *r) {
 
 static void start_identical(struct run *r);
 static void fail(struct run *r, const char *what, int rc);
+static int share_state(struct run *r, int momentum);
 
 /* --elastic: after a lost rank (RLX_ERR_PEER_LOST, or a communicator
  * revoked by it) shrink to the survivors, take the new leader's
@@ -80,14 +87,74 @@ static int recover(struct run *r, int rc) {
            "data re-sharded\n", r->step, old - r->size, why, r->size, r->leader, (int)getpid());
     fflush(stdout);
   }
-  start_identical(r);
-  int64_t pos[3] = {r->epoch, r->s, r->step};
-  if ((src = rlx_bcast(pos, 3, RLX_INT64, r->leader, r->w)) != RLX_OK)
-    fail(r, "rlx_bcast (position after a loss)", src);
-  r->epoch = pos[0];
-  r->s = pos[1];
-  r->step = pos[2];
+  if ((src = share_state(r, 0)) != RLX_OK)
+    fail(r, "sharing the leader's state after a loss", src);
   return 1;
+}
+
+static int agree_backend(struct run *r);
+
+/* Every rank takes the leader's position, learning rate and parameters
+ * (and momentum; without, every rank's is cleared with the parameters). */
+static int share_state(struct run *r, int momentum) {
+  int64_t pos[3] = {r->epoch, r->off, r->step};
+  double lr = r->lr;
+  float *p = malloc(sizeof(float) * r->np);
+  if (!p)
+    fail(r, "parameters", RLX_ERR_NOMEM);
+  int rc = rlx_bcast(pos, 3, RLX_INT64, r->leader, r->w);
+  if (rc == RLX_OK)
+    rc = rlx_bcast(&lr, 1, RLX_FLOAT64, r->leader, r->w);
+  if (rc == RLX_OK && (rc = rlx_model_get_params(r->m, p)) == RLX_OK &&
+      (rc = rlx_bcast(p, r->np, RLX_FLOAT32, r->leader, r->w)) == RLX_OK)
+    rc = rlx_model_set_params(r->m, p);
+  if (rc == RLX_OK && momentum && (rc = rlx_model_get_momentum(r->m, p)) == RLX_OK &&
+      (rc = rlx_bcast(p, r->np, RLX_FLOAT32, r->leader, r->w)) == RLX_OK)
+    rc = rlx_model_set_momentum(r->m, p);
+  free(p);
+  if (rc == RLX_OK) {
+    r->epoch = pos[0];
+    r->off = pos[1];
+    r->step = pos[2];
+    r->lr = (float)lr;
+  }
+  return rc;
+}
+
+/* --elastic, on every rank of the grown communicator (members in
+ * rlx_comm_grow's wake, a joiner after rlx_init): one backend, then the
+ * leader's state. A rank lost meanwhile (a joiner killed as it came):
+ * the survivors shrink and go on. */
+static void welcome(struct run *r) {
+  int rc = agree_backend(r);
+  if (rc == RLX_OK)
+    rc = share_state(r, 1);
+  if (rc != RLX_OK && !recover(r, rc))
+    fail(r, "giving the joiners the leader's state", rc);
+}
+
+/* --elastic: ranks wait to join (rlxrun --join): admit them now. */
+static void grow(struct run *r) {
+  rlx_comm_t *g = NULL;
+  int rc = rlx_comm_grow(r->w, &g);
+  if (rc != RLX_OK) {
+    if (recover(r, rc))
+      return;
+    fail(r, "rlx_comm_grow", rc);
+  }
+  int old = r->size;
+  if (r->w != rlx_comm_world())
+    rlx_comm_free(&r->w);
+  r->w = g;
+  r->rank = rlx_comm_rank(g);
+  r->size = rlx_comm_size(g);
+  r->leader = rlx_comm_leader(g);
+  if (r->rank == r->leader) {
+    printf("train: step %ld: %d rank(s) joined; going on with %d, data re-sharded\n", r->step,
+           r->size - old, r->size);
+    fflush(stdout);
+  }
+  welcome(r);
 }
 
 static double now_s(void) {
@@ -125,12 +192,14 @@ static rlx_dataset_t *load(struct run *r, const char *split, size_t synth_count)
 }
 
 /* Once per step, one small allreduce carries the stop request (any rank's
- * SIGINT) and the leader's "the learning rate changed"; every rank acts on
- * it after the same step. */
+ * SIGINT), the leader's "the learning rate changed" and, with --elastic,
+ * whether ranks wait to join; every rank acts on it after the same step. */
 /* 0: go on, 1: stop, -1: a rank was lost and the run resynchronised. */
 static int control(struct run *r, long step) {
-  int64_t ctl[2] = {stop_asked ? 1 : 0, r->rank == r->leader && hup_asked ? 1 : 0};
-  int rc = rlx_allreduce(RLX_IN_PLACE, ctl, 2, RLX_INT64, RLX_MAX, r->w);
+  int joiners = r->o.elastic ? rlx_comm_joiners(r->w) : 0;
+  int64_t ctl[3] = {stop_asked ? 1 : 0, r->rank == r->leader && hup_asked ? 1 : 0,
+                    joiners > 0 ? joiners : 0};
+  int rc = rlx_allreduce(RLX_IN_PLACE, ctl, 3, RLX_INT64, RLX_MAX, r->w);
   if (rc != RLX_OK && recover(r, rc))
     return -1;
   if (rc != RLX_OK)
@@ -162,6 +231,8 @@ static int control(struct run *r, long step) {
     }
     r->lr = (float)lr;
   }
+  if (ctl[2] > 0 && !ctl[0])
+    grow(r);
   return ctl[0] != 0;
 }
 
@@ -229,8 +300,37 @@ static void dump(struct run *r) {
   free(p);
 }
 
+/* With auto, each rank times its candidates; if any kept the C backend,
+ * all use it, so the replicas apply their averaged gradients with the same
+ * arithmetic and stay identical (a rank that switches keeps its state). */
+static int agree_backend(struct run *r) {
+  const char *asked = r->desc.device ? r->desc.device : getenv("RLX_DEVICE");
+  if (asked && *asked && strcmp(asked, "auto"))
+    return RLX_OK;
+  int on_cpu = !strcmp(rlx_model_backend(r->m), "cpu"), any = on_cpu, rc;
+  if ((rc = rlx_allreduce(&on_cpu, &any, 1, RLX_INT32, RLX_MAX, r->w)) != RLX_OK)
+    return rc;
+  if (!any || on_cpu)
+    return RLX_OK;
+  size_t np = rlx_model_nparams(r->m);
+  float *p = malloc(sizeof(float) * np * 2);
+  if (!p || rlx_model_get_params(r->m, p) != RLX_OK || rlx_model_get_momentum(r->m, p + np) != RLX_OK)
+    fail(r, "keeping the parameters", RLX_ERR_NOMEM);
+  rlx_model_free(&r->m);
+  r->desc.device = "cpu";
+  if ((rc = rlx_model_create(&r->desc, &r->m)) != RLX_OK ||
+      (rc = rlx_model_set_params(r->m, p)) != RLX_OK ||
+      (rc = rlx_model_set_momentum(r->m, p + np)) != RLX_OK)
+    fail(r, "creating the model", rc);
+  free(p);
+  r->x = rlx_model_input_buffer(r->m);
+  r->grad = rlx_model_grad_buffer(r->m);
+  printf("train: rank %d uses cpu too: another rank's step was faster there\n", r->rank);
+  return RLX_OK;
+}
+
 static void setup(struct run *r) {
-  int sizes[TRAIN_MAX_HIDDEN + 2], ns = 0;
+  int ns = 0;
   r->train = load(r, "train", 60000);
   r->test = load(r, "t10k", 10000);
   if (r->train->dim != r->test->dim || r->train->classes > 256) {
@@ -241,33 +341,22 @@ static void setup(struct run *r) {
   r->ntrain = r->train->count;
   if (r->o.train_limit && (size_t)r->o.train_limit < r->ntrain)
     r->ntrain = (size_t)r->o.train_limit;
-  sizes[ns++] = r->train->dim;
+  r->sizes[ns++] = r->train->dim;
   for (int i = 0; i < r->o.nhidden; i++)
-    sizes[ns++] = r->o.hidden[i];
-  sizes[ns++] = r->train->classes > r->test->classes ? r->train->classes : r->test->classes;
-  rlx_model_desc_t d = {.nsizes = ns, .sizes = sizes,
-                        .max_batch = r->o.batch > 256 ? r->o.batch : 256, .seed = r->o.seed,
-                        .momentum = (float)r->o.momentum, .device = r->o.backend,
-                        .local_rank = -1};
-  int rc = rlx_model_create(&d, &r->m);
+    r->sizes[ns++] = r->o.hidden[i];
+  r->sizes[ns++] = r->train->classes > r->test->classes ? r->train->classes : r->test->classes;
+  r->desc = (rlx_model_desc_t){.nsizes = ns, .sizes = r->sizes,
+                               .max_batch = r->o.batch > 256 ? r->o.batch : 256,
+                               .seed = r->o.seed, .momentum = (float)r->o.momentum,
+                               .device = r->o.backend, .local_rank = -1};
+  int rc = rlx_model_create(&r->desc, &r->m);
   if (rc != RLX_OK)
     fail(r, "creating the model", rc);
-  /* With auto, each rank times its candidates; if any kept the C backend,
-   * all do, so the replicas apply their averaged gradients with the same
-   * arithmetic and stay identical. */
-  const char *asked = d.device ? d.device : getenv("RLX_DEVICE");
-  if (!asked || !*asked || !strcmp(asked, "auto")) {
-    int on_cpu = !strcmp(rlx_model_backend(r->m), "cpu"), any = on_cpu;
-    if ((rc = rlx_allreduce(&on_cpu, &any, 1, RLX_INT32, RLX_MAX, r->w)) != RLX_OK)
-      fail(r, "agreeing on the backend", rc);
-    if (any && !on_cpu) {
-      rlx_model_free(&r->m);
-      d.device = "cpu";
-      if ((rc = rlx_model_create(&d, &r->m)) != RLX_OK)
-        fail(r, "creating the model", rc);
-      printf("train: rank %d uses cpu too: another rank's step was faster there\n", r->rank);
-    }
-  }
+  r->x = rlx_model_input_buffer(r->m);
+  r->grad = rlx_model_grad_buffer(r->m);
+  /* a joiner agrees with the members in welcome() */
+  if (!rlx_joined() && (rc = agree_backend(r)) != RLX_OK)
+    fail(r, "agreeing on the backend", rc);
   r->np = rlx_model_nparams(r->m);
   const char *why = rlx_model_fallback(r->m);
   printf("train: rank %d (pid %d) computes on %s%s%s\n", r->rank, (int)getpid(),
@@ -277,14 +366,17 @@ static void setup(struct run *r) {
     char shape[160];
     int k = 0;
     for (int i = 0; i < ns; i++)
-      k += snprintf(shape + k, sizeof shape - (size_t)k, "%s%d", i ? "-" : "", sizes[i]);
+      k += snprintf(shape + k, sizeof shape - (size_t)k, "%s%d", i ? "-" : "", r->sizes[i]);
     printf("train: %d rank(s), leader rank %d (pid %d); MLP %s, %zu parameters; batch %d x %d; "
            "lr %g, momentum %g; %s (%zu examples), test %zu\n",
            r->size, r->leader, (int)getpid(), shape, r->np, r->o.batch, r->size, (double)r->lr,
            r->o.momentum, r->train->origin, r->ntrain, r->test->count);
   }
   fflush(stdout);
-  start_identical(r);
+  if (rlx_joined())
+    welcome(r);
+  else
+    start_identical(r);
 }
 
 int main(int argc, char **argv) {
@@ -307,6 +399,7 @@ int main(int argc, char **argv) {
   r.leader = rlx_comm_leader(r.w);
   r.lr = (float)r.o.lr;
   r.tty = isatty(STDOUT_FILENO);
+  r.epoch = r.off = r.step = 0; /* (a joiner takes the leader's in setup) */
   setup(&r);
 
   size_t G = (size_t)r.o.batch * (size_t)r.size;
@@ -320,28 +413,28 @@ int main(int argc, char **argv) {
   uint32_t *perm = malloc(sizeof(uint32_t) * r.ntrain), *idx = malloc(sizeof(uint32_t) * chunk);
   /* The model's own buffers: pinned on a GPU, so batches and gradients
    * move by DMA. */
-  float *x = rlx_model_input_buffer(r.m), *grad = rlx_model_grad_buffer(r.m);
   int32_t *y = malloc(sizeof(int32_t) * chunk);
-  if (!perm || !idx || !x || !y || !grad)
+  if (!perm || !idx || !r.x || !y || !r.grad)
     fail(&r, "buffers", RLX_ERR_NOMEM);
 
   int stop = 0;
   long shuffled = -1;
   double t_start = now_s(), t0 = t_start, st[3] = {0, 0, 0};
-  r.epoch = r.s = r.step = 0;
   /* One step at a time, as a small state machine, so that after a lost
    * rank (--elastic) every survivor can resume at the leader's position. */
   while (r.epoch < r.o.epochs) {
-    /* steps per epoch: recomputed, since --elastic may shrink the ranks */
-    steps = (long)(r.ntrain / ((size_t)r.o.batch * r.size));
+    /* examples per step: recomputed, since --elastic may shrink or grow
+     * the ranks */
+    G = (size_t)r.o.batch * (size_t)r.size;
+    steps = (long)(r.ntrain / G);
     if (shuffled != r.epoch) {
       rlx_dataset_shuffle(perm, r.ntrain, r.o.seed, (uint64_t)r.epoch);
       shuffled = r.epoch;
     }
-    if (r.s >= steps || stop) { /* the epoch's end */
+    if ((size_t)r.off + G > r.ntrain || stop) { /* the epoch's end */
       double secs = now_s() - t0, tl, ta;
       if ((rc = rlx_allreduce(RLX_IN_PLACE, st, 3, RLX_FLOAT64, RLX_SUM, r.w)) == RLX_OK)
-        rc = evaluate(&r, &tl, &ta, x, y, idx, chunk);
+        rc = evaluate(&r, &tl, &ta, r.x, y, idx, chunk);
       if (rc != RLX_OK) {
         if (!recover(&r, rc))
           fail(&r, "rlx_allreduce (epoch statistics)", rc);
@@ -361,21 +454,22 @@ int main(int argc, char **argv) {
         printf("%sepoch %ld/%d: loss %.4f, train %.2f%%, test loss %.4f, test %.2f%%, %.0f samples/s"
                " (%.1f s)%s\n", r.tty ? "\r" : "", r.epoch + 1, r.o.epochs, st[0] / st[2],
                100.0 * st[1] / st[2], tl, ta, st[2] / secs, secs,
-               r.s < steps ? ", partial epoch" : "");
+               (size_t)r.off + G <= r.ntrain ? ", partial epoch" : "");
         fflush(stdout);
       }
       if (stop)
         break;
       r.epoch++;
-      r.s = 0;
+      r.off = 0;
       memset(st, 0, sizeof st);
       t0 = now_s();
       continue;
     }
     for (int j = 0; j < r.o.batch; j++)
-      idx[j] = perm[((size_t)r.s * r.o.batch + j) * r.size + r.rank];
+      idx[j] = perm[(size_t)r.off + (size_t)j * r.size + r.rank];
     float loss;
     int ok;
+    float *x = r.x, *grad = r.grad;
     if ((rc = rlx_dataset_batch(r.train, idx, r.o.batch, x, y)) != RLX_OK)
       fail(&r, "reading a batch", rc);
     if (r.size == 1) { /* nothing to average: the gradient stays on the device */
@@ -397,7 +491,7 @@ int main(int argc, char **argv) {
     st[1] += ok;
     st[2] += r.o.batch;
     r.step++;
-    r.s++;
+    r.off += (long)G;
     FILE *lf = log_file(&r);
     if (lf) /* this rank's batch: the whole step's loss would cost an allreduce */
       fprintf(lf, "{\"type\":\"step\",\"epoch\":%ld,\"step\":%ld,\"loss\":%.6f,\"time_s\":%.3f}\n",
@@ -408,7 +502,8 @@ int main(int argc, char **argv) {
       continue;
     }
     stop = c || (r.o.steps && r.step >= r.o.steps);
-    progress(&r, (int)r.epoch, r.s - 1, steps, st[2] > 0 ? st[0] / st[2] : 0);
+    progress(&r, (int)r.epoch, (long)((size_t)r.off / G) - 1, steps,
+             st[2] > 0 ? st[0] / st[2] : 0);
   }
   long step = r.step;
   if (stop_asked) /* every rank says where it stopped: the same step */

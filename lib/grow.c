@@ -86,6 +86,22 @@ static int run_on(rlx_comm_t *c, const struct rlx__algo *algo, void *buf, size_t
   return rlx__run_op(c, &op);
 }
 
+/* The job's ranks on this host are now c's here (it grew): spin or yield
+ * by them, alike on every one of them. */
+static void retune(const rlx_comm_t *c) {
+  struct rlx__runtime *rt = &rlx__rt;
+  const char *host = rt->cards[rt->cfg.rank].host;
+  int here = 0;
+  for (int i = 0; i < c->size; i++)
+    here += strcmp(rt->cards[c->world[i]].host, host) == 0;
+  rlx__engine_lock(&rt->engine);
+  rt->local_size = here;
+  long spin_us = rlx__tune_waiting(rt);
+  rlx__engine_unlock(&rt->engine);
+  rlx__info("%d ranks on this host's %d cores: %s, spin %ld us", here, rt->ncores,
+            rt->engine.yield ? "oversubscribed: yielding" : "spinning", spin_us);
+}
+
 static rlx_comm_t *new_comm(uint32_t id, int *world, int n, int rank) {
   rlx_comm_t *c = calloc(1, sizeof(*c));
   if (c == NULL)
@@ -281,6 +297,7 @@ int rlx_comm_grow(rlx_comm_t *c, rlx_comm_t **out) {
   if (rc != RLX_OK)
     goto out;
   rlx__set_last(c, g);
+  retune(g);
   rlx__info("rlx_comm_grow: %d joiner(s) admitted; %d ranks now (were %d), leader rank %d", admitted,
             g->size, c->size, g->leader);
 out:
@@ -385,6 +402,7 @@ int rlx__join_confirm(void) {
   rlx__comm_release(s);
   free(s);
   rlx__set_last(NULL, &rt->world);
+  retune(&rt->world);
   rlx__info("joined the job as rank %d of %d (job index %d), leader rank %d", rt->world.rank,
             rt->world.size, rt->cfg.rank, rt->world.leader);
   return RLX_OK;

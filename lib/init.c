@@ -77,6 +77,18 @@ static int pick_tcp_ip(struct rlx__runtime *rt, const char *rdv_ip, char *ip, si
   return RLX_OK;
 }
 
+/* Spin while the ranks of this host fit its cores; past that, yield (and
+ * the algorithms tune for it: the same on every rank of a host). Again
+ * when the job grows. Returns the spin budget in us. */
+long rlx__tune_waiting(struct rlx__runtime *rt) {
+  int oversubscribed = rt->local_size > rt->ncores;
+  long spin_us = rt->cfg.spin_us >= 0 ? rt->cfg.spin_us : (oversubscribed ? 1000 : 20000);
+  rt->engine.spin_ns = (uint64_t)spin_us * 1000u;
+  rt->engine.yield = oversubscribed;
+  rt->p2p.oversubscribed = oversubscribed;
+  return spin_us;
+}
+
 /* A lost peer fails the shared segments of the communicators it is in. */
 static void on_lost(void *ctx, int peer, const char *why) {
   (void)ctx;
@@ -421,11 +433,8 @@ static int init_locked(struct rlx__runtime *rt) {
     rt->cards[0].election_id = randombytes_random();
   }
   local_placement(rt);
-  /* Spin while the ranks of this host fit its cores; past that, yield. */
-  int oversubscribed = rt->local_size > rt->ncores;
-  long spin_us = rt->cfg.spin_us >= 0 ? rt->cfg.spin_us : (oversubscribed ? 1000 : 20000);
-  rt->engine.spin_ns = (uint64_t)spin_us * 1000u;
-  rt->engine.yield = oversubscribed;
+  long spin_us = rlx__tune_waiting(rt);
+  int oversubscribed = rt->engine.yield;
   /* By reference on every host, oversubscribed or not: on 2 cores
    * (bench/ab_allreduce.sh, RLX_CMA=on against off, 2026-11-30) it beat the socket at 256 KiB-
    * 4 MiB on 3, 4 and 8 ranks (4 ranks, 2 MiB: 1218 against 1443 us; 8
@@ -434,7 +443,6 @@ static int init_locked(struct rlx__runtime *rt) {
   if (rt->p2p_up && rt->cfg.cma < 0)
     rt->p2p.cma = 1;
   if (rt->p2p_up) {
-    rt->p2p.oversubscribed = oversubscribed;
     rt->engine.poll = shm_poll;
     rt->engine.sleep = shm_sleep;
     rt->engine.ctx = &rt->p2p;

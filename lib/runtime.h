@@ -100,6 +100,9 @@ void rlx__pmix_finalize(void);
 void rlx__watch_launcher(uv_loop_t *loop);
 void rlx__unwatch_launcher(void);
 
+/* init.c: spin or yield by how many ranks share this host's cores
+ * (rt->local_size); returns the spin budget in us. */
+long rlx__tune_waiting(struct rlx__runtime *rt);
 /* collectives.c: run one operation to completion on c. */
 int rlx__run_op(rlx_comm_t *c, struct rlx__op *op);
 /* comm.c: index in world[] of the member that leads (the lowest

@@ -44,6 +44,11 @@ RLX_API const char *rlx_model_fallback(const rlx_model_t *m);
  * for each layer its weights (out x in, row-major), then its biases. */
 RLX_API int rlx_model_get_params(rlx_model_t *m, float *params);
 RLX_API int rlx_model_set_params(rlx_model_t *m, const float *params);
+/* The optimizer's state, the momentum buffer v (as the parameters): what a
+ * rank joining a run needs besides the parameters. set_params clears it,
+ * so set it after them. */
+RLX_API int rlx_model_get_momentum(rlx_model_t *m, float *v);
+RLX_API int rlx_model_set_momentum(rlx_model_t *m, const float *v);
 
 /* Host buffers owned by the model, freed with it: room for max_batch
  * input rows, and for one flat gradient. Pinned (page-locked) on devices

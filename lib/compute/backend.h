@@ -55,6 +55,8 @@ struct rlx__backend_ops {
    * both through a host buffer) */
   int (*step)(struct rlx__backend *b, const float *x, const int32_t *y, int batch, float lr,
               float *loss, int *correct);
+  /* the momentum buffer: read into v (set 0), or written from it (set 1) */
+  int (*velocity)(struct rlx__backend *b, float *v, int set);
 };
 
 int rlx__cpu_create(const struct rlx__layout *lo, float momentum, struct rlx__backend **out);

@@ -43,6 +43,15 @@ static int cpu_get_params(struct rlx__backend *b, float *p) {
   return RLX_OK;
 }
 
+static int cpu_velocity(struct rlx__backend *b, float *v, int set) {
+  size_t bytes = sizeof(float) * b->lo->nparams;
+  if (set)
+    memcpy(cpu_of(b)->velocity, v, bytes);
+  else
+    memcpy(v, cpu_of(b)->velocity, bytes);
+  return RLX_OK;
+}
+
 /* Forward through every layer; returns the logits (batch x classes). */
 static float *cpu_forward(struct cpu *c, const float *x, int batch) {
   const struct rlx__layout *lo = c->base.lo;
@@ -112,6 +121,7 @@ static const struct rlx__backend_ops cpu_ops = {
     .destroy = cpu_destroy,
     .set_params = cpu_set_params,
     .get_params = cpu_get_params,
+    .velocity = cpu_velocity,
     .grad = cpu_grad,
     .apply = cpu_apply,
     .eval = cpu_eval,

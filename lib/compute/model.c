@@ -185,6 +185,18 @@ int rlx_model_set_params(rlx_model_t *m, const float *p) {
   return m->be->ops->set_params(m->be, p);
 }
 
+int rlx_model_get_momentum(rlx_model_t *m, float *v) {
+  if (!m || !v)
+    return rlx__err(RLX_ERR_ARG, "rlx_model_get_momentum: NULL argument");
+  return m->be->ops->velocity(m->be, v, 0);
+}
+
+int rlx_model_set_momentum(rlx_model_t *m, const float *v) {
+  if (!m || !v)
+    return rlx__err(RLX_ERR_ARG, "rlx_model_set_momentum: NULL argument");
+  return m->be->ops->velocity(m->be, (float *)v, 1);
+}
+
 /* Every label is checked before a kernel indexes with it. */
 static int check_batch(const rlx_model_t *m, const char *fn, const float *x, const int32_t *y,
                        int batch) {

@@ -198,6 +198,18 @@ static int ocl_get_params(struct rlx__backend *b, float *p) {
   return RLX_OK;
 }
 
+static int ocl_velocity(struct rlx__backend *b, float *v, int set) {
+  struct ocl *o = ocl_of(b);
+  size_t bytes = sizeof(float) * b->lo->nparams;
+  if (set)
+    CL_TRY(o, "write momentum",
+           clEnqueueWriteBuffer(o->q, o->velocity, CL_TRUE, 0, bytes, v, 0, NULL, NULL));
+  else
+    CL_TRY(o, "read momentum",
+           clEnqueueReadBuffer(o->q, o->velocity, CL_TRUE, 0, bytes, v, 0, NULL, NULL));
+  return RLX_OK;
+}
+
 /* Batch in, forward through every layer, then softmax cross-entropy and
  * the per-batch sums; the logits' gradient lands in dz when want_dz. */
 static int forward(struct ocl *o, const float *x, const int32_t *y, int batch, int want_dz) {
@@ -393,6 +405,7 @@ static const struct rlx__backend_ops ocl_ops = {
     .destroy = ocl_destroy,
     .set_params = ocl_set_params,
     .get_params = ocl_get_params,
+    .velocity = ocl_velocity,
     .grad = ocl_grad,
     .apply = ocl_apply,
     .step = ocl_step,
