@@ -118,11 +118,17 @@ int report_take(const char *line, size_t len) {
   long rank = strtol(buf + 8, &end, 10);
   if (end == buf + 8 || strncmp(end, "] ", 2) != 0 || rank < 0)
     return 0;
-  if (rank >= nr) /* a rank that joined a running job: its job index is no rank of ours */
-    return 1;
   char *word = end + 2, *tab = strchr(word, '\t');
   if (tab)
     *tab = '\0';
+  if (rank >= nr) { /* a rank that joined a running job: its job index is no rank of ours */
+    static const char *const reports[] = {"pid", "flight-recorder", "flight", "flight-end",
+                                          "stats", "stats-conn"};
+    for (size_t k = 0; k < sizeof reports / sizeof reports[0]; k++)
+      if (tab && strcmp(word, reports[k]) == 0)
+        return 1;
+    return 0;
+  }
   struct rank_report *r = &rr[rank];
   int n = tab ? split_tabs(tab + 1, f, FIELDS) : 0;
   if (strcmp(word, "pid") == 0 && n >= 1) {

@@ -123,6 +123,28 @@ in_c "cd $top_builddir && $RLXRUN $HOSTS -n 4 --timeout 150 $CHECK --random --co
 grep -q "0 failures in all" "$TMP/out" || { tail -30 "$TMP/out"; fail "collectives across hosts: no summary"; }
 echo "clean: hello, train and every collective across 2 hosts in $(( $(date +%s) - start )) s"
 
+# A job on nsa that may grow takes a rank joining from another host (nsc,
+# where rlxrun runs): it reaches the rendezvous and the members over TCP.
+GROW="$top_builddir/tests/integration/grow_check"
+in_c "cd $top_builddir && $RLXRUN --host nsa:2 -n 2 --enable-recovery --max-np 3 --timeout 120 $GROW grow=3" \
+  >"$TMP/out" 2>&1 &
+job=$!
+i=0
+until joinfile=$(sed -n 's/.*rlxrun --join \([^ ]*\) -n K.*/\1/p' "$TMP/out") && [ -n "$joinfile" ]; do
+  i=$((i + 1))
+  [ $i -lt 300 ] || { cat "$TMP/out"; fail "join: the job did not say where joiners go"; }
+  sleep 0.1
+done
+in_c "cd $top_builddir && RLX_LOG=info $RLXRUN --join $joinfile -n 1 --timeout 120 $GROW grow=3" \
+  >"$TMP/joiner" 2>&1 || { cat "$TMP/out" "$TMP/joiner"; fail "join: the joiner from nsc failed"; }
+wait $job || { cat "$TMP/out" "$TMP/joiner"; fail "join: the job on nsa failed"; }
+[ "$(grep -c 'grow_check: rank [01]: PASS at size 3' "$TMP/out")" = 2 ] &&
+  grep -q 'grow_check: rank 2: PASS at size 3' "$TMP/joiner" ||
+  { cat "$TMP/out" "$TMP/joiner"; fail "join: not every rank passed at size 3"; }
+grep -q "transports: tcp 0,1 (host nsc/" "$TMP/joiner" ||
+  { cat "$TMP/joiner"; fail "join: the joiner on nsc did not reach nsa's ranks over TCP"; }
+echo "a rank joining from another host (nsc) over TCP: 2 -> 3, every collective right"
+
 # 2% loss on every packet into nsa and nsb, and 100 Mbit/s out of them.
 for h in a b; do
   printf 'table inet rlxloss {\n chain input {\n  type filter hook input priority 0;\n  numgen random mod 100 < 2 drop\n }\n}\n' |
