@@ -288,16 +288,19 @@ int rlx_comm_grow(rlx_comm_t *c, rlx_comm_t **out) {
   took = 0;
   if (rc != RLX_OK || admitted == 0)
     goto out;
-  /* step 4: every survivor of the admission agrees on who is in */
+  /* step 4: every survivor of the admission agrees on who is in
+   * (waiting as the grown job's ranks on this host may: a joiner that
+   * makes them outnumber the cores needs them to yield) */
+  retune(g);
   rlx_comm_t *s = NULL;
-  rc = rlx_comm_shrink(g, &s);
+  rc = rlx__comm_agree(g, "rlx_comm_grow", 0, &s);
   rlx__comm_release(g);
   free(g);
   g = s;
   if (rc != RLX_OK)
     goto out;
   rlx__set_last(c, g);
-  retune(g);
+  retune(g); /* (the agreed communicator: without the ranks lost meanwhile) */
   rlx__info("rlx_comm_grow: %d joiner(s) admitted; %d ranks now (were %d), leader rank %d", admitted,
             g->size, c->size, g->leader);
 out:
@@ -385,7 +388,7 @@ out:
 int rlx__join_confirm(void) {
   struct rlx__runtime *rt = &rlx__rt;
   rlx_comm_t *s = NULL;
-  int rc = rlx_comm_shrink(&rt->world, &s);
+  int rc = rlx__comm_agree(&rt->world, "rlx_comm_grow", 0, &s);
   if (rc != RLX_OK)
     return rc;
   /* the world becomes the agreed communicator */

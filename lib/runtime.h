@@ -100,6 +100,11 @@ void rlx__pmix_finalize(void);
 void rlx__watch_launcher(uv_loop_t *loop);
 void rlx__unwatch_launcher(void);
 
+/* shrink.c: rlx_comm_shrink's agreement on who of c is alive, named call
+ * in messages; probe_first: probe the members with no connection before
+ * the first round too (rlx_comm_grow's agreement skips it: every member
+ * is expected alive, and one that is not fails the round). */
+int rlx__comm_agree(rlx_comm_t *c, const char *call, int probe_first, rlx_comm_t **out);
 /* init.c: spin or yield by how many ranks share this host's cores
  * (rt->local_size); returns the spin budget in us. */
 long rlx__tune_waiting(struct rlx__runtime *rt);

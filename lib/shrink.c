@@ -57,8 +57,9 @@ static void probe(const rlx_comm_t *c) {
 
 /* One round: allgather this rank's view among those it believes alive.
  * views[r] (words per member) receives every member's view. */
-static int round_exchange(const rlx_comm_t *c, uint32_t id, uint64_t round, const uint32_t *mine,
-                          int words, int *alive, int nalive, int me, uint32_t *views) {
+static int round_exchange(const rlx_comm_t *c, const char *call, uint32_t id, uint64_t round,
+                          const uint32_t *mine, int words, int *alive, int nalive, int me,
+                          uint32_t *views) {
   rlx_comm_t *t = calloc(1, sizeof(*t));
   if (t == NULL)
     return rlx__err(RLX_ERR_NOMEM, "rlx_comm_shrink: no memory");
@@ -73,7 +74,7 @@ static int round_exchange(const rlx_comm_t *c, uint32_t id, uint64_t round, cons
   struct rlx__op op;
   memset(&op, 0, sizeof(op));
   op.kind = RLX__CK_COMM;
-  op.call = "rlx_comm_shrink";
+  op.call = call;
   op.dt = RLX_INT32;
   op.esize = 4;
   op.count = (size_t)words;
@@ -96,6 +97,11 @@ int rlx_comm_shrink(rlx_comm_t *c, rlx_comm_t **out) {
   if (!rt->initialized || c == NULL)
     return rlx__err(c == NULL ? RLX_ERR_ARG : RLX_ERR_STATE, "rlx_comm_shrink: %s",
                     c == NULL ? "communicator is NULL" : "rlx_init has not been called");
+  return rlx__comm_agree(c, "rlx_comm_shrink", 1, out);
+}
+
+int rlx__comm_agree(rlx_comm_t *c, const char *call, int probe_first, rlx_comm_t **out) {
+  struct rlx__runtime *rt = &rlx__rt;
   int words = (c->size + 31) / 32, rc = RLX_OK;
   uint32_t *lost = calloc((size_t)words, 4), *views = calloc((size_t)words * c->size, 4);
   int *alive = malloc(sizeof(int) * (size_t)c->size);
@@ -111,11 +117,12 @@ int rlx_comm_shrink(rlx_comm_t *c, rlx_comm_t **out) {
   int nalive = 0, me = -1, agreed = 0;
   for (uint64_t round = 0; !agreed && round < SHRINK_ROUNDS_MAX; round++) {
     if (deadline && rlx__now_ns() > deadline) {
-      rc = rlx__err(RLX_ERR_TIMEOUT, "rlx_comm_shrink: the survivors did not agree within "
-                    "RLX_TIMEOUT (%g s)", rt->cfg.timeout_s);
+      rc = rlx__err(RLX_ERR_TIMEOUT, "%s: the survivors did not agree within "
+                    "RLX_TIMEOUT (%g s)", call, rt->cfg.timeout_s);
       break;
     }
-    probe(c);
+    if (probe_first || round > 0)
+      probe(c);
     rlx__engine_lock(&rt->engine);
     for (int r = 0; r < c->size; r++)
       if (is_lost(c->world[r]))
@@ -132,9 +139,9 @@ int rlx_comm_shrink(rlx_comm_t *c, rlx_comm_t **out) {
       agreed = 1;
       break;
     }
-    rc = round_exchange(c, base, round, lost, words, alive, nalive, me, views);
+    rc = round_exchange(c, call, base, round, lost, words, alive, nalive, me, views);
     if (rc != RLX_OK) {
-      rlx__info("rlx_comm_shrink: round %llu failed (%s); again", (unsigned long long)round,
+      rlx__info("%s: round %llu failed (%s); again", call, (unsigned long long)round,
                 rlx_errmsg());
       continue;
     }
@@ -147,7 +154,7 @@ int rlx_comm_shrink(rlx_comm_t *c, rlx_comm_t **out) {
       }
   }
   if (rc == RLX_OK && !agreed)
-    rc = rlx__err(RLX_ERR_TIMEOUT, "rlx_comm_shrink: no agreement after %d rounds",
+    rc = rlx__err(RLX_ERR_TIMEOUT, "%s: no agreement after %d rounds", call,
                   SHRINK_ROUNDS_MAX);
   if (rc == RLX_OK) {
     int *world = malloc(sizeof(int) * (size_t)nalive);
@@ -164,7 +171,7 @@ int rlx_comm_shrink(rlx_comm_t *c, rlx_comm_t **out) {
       n->leader = rlx__elect(world, nalive);
       pthread_mutex_init(&n->mtx, NULL);
       *out = n;
-      rlx__info("rlx_comm_shrink: %d of %d members remain; leader is rank %d (was rank %d)",
+      rlx__info("%s: %d of %d members remain; leader is rank %d (was rank %d)", call,
                 nalive, c->size, n->leader, c->leader);
     }
   }

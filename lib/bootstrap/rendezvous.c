@@ -22,6 +22,8 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <arpa/inet.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <stdarg.h>
 #include <unistd.h>
 #include "../transport/handshake.h"
@@ -129,9 +131,12 @@ static void refuse(struct rlx__rdv_server *s, int i, const char *fmt, ...) {
 static void accept_one(struct rlx__rdv_server *s) {
   struct sockaddr_storage ss;
   socklen_t sl = sizeof(ss);
-  int fd = accept4(s->lfd, (struct sockaddr *)&ss, &sl, SOCK_NONBLOCK | SOCK_CLOEXEC);
+  int fd = accept4(s->lfd, (struct sockaddr *)&ss, &sl, SOCK_NONBLOCK | SOCK_CLOEXEC), one = 1;
   if (fd < 0)
     return;
+  /* small writes back to back (a welcome's head, then its block): without
+   * this, Nagle holds the second until the first's delayed ACK, 40 ms */
+  setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
   if (s->nclients == s->cap) {
     int cap = s->cap ? s->cap * 2 : 64;
     struct client *nc = realloc(s->clients, (size_t)cap * sizeof(*nc));

@@ -1,0 +1,33 @@
+#!/bin/sh
+# What a joining rank costs (issue 16): for each N in NS, a job of N ranks
+# (rlxrun --max-np N+1) runs steps of grow_bench (an allreduce of
+# PARAMS floats, the per-step control allreduce); half a second in, one
+# rank joins with rlxrun --join, and the job runs SECS more. Prints, per round, the leader's median
+# step, the step that admitted the joiner and the pause (their difference),
+# and the joiner's time from its launch to rlx_init returning and to the
+# end of its first step in the job.
+#   BUILD=build NS="2 4 8" ROUNDS=3 SECS=1 PARAMS=203530 bench/grow_bench.sh
+set -u
+BUILD=${BUILD:-build}
+NS=${NS:-2 4 8}
+ROUNDS=${ROUNDS:-3}
+SECS=${SECS:-1}
+PARAMS=${PARAMS:-203530}
+RUN="$BUILD/bin/rlxrun/rlxrun"
+BENCH="$BUILD/bench/grow_bench"
+[ -x "$BENCH" ] || make -C "$BUILD" bench/grow_bench >/dev/null || exit 1
+export TMPDIR=$(mktemp -d)
+trap 'rm -rf "$TMPDIR"' EXIT
+echo "# grow_bench: $PARAMS floats per step, one joiner per run, $SECS s after it; $(nproc) cores"
+for n in $NS; do
+  for r in $(seq "$ROUNDS"); do
+    out="$TMPDIR/job.$n.$r"
+    timeout 300 "$RUN" -n "$n" --max-np $((n + 1)) "$BENCH" "$SECS" "$PARAMS" >"$out" 2>&1 &
+    job=$!
+    i=0
+    until joinfile=$(sed -n 's/.*rlxrun --join \([^ ]*\) -n K.*/\1/p' "$out") && [ -n "$joinfile" ]; do
+      i=$((i + 1)); [ $i -lt 300 ] || { cat "$out"; exit 1; }; sleep 0.1
+    done
+    sleep 0.5
+    timeout 300 "$RUN" --join "$joinfile" -n 1 "$BENCH" "$SECS" "$PARAMS" "$(date +%s%N)" \
+      >"$TMPDIR/joiner" 2>&1 || { cat "$out" "$TMPDIR/joiner"; exit 1; }
