@@ -31,3 +31,7 @@ for n in $NS; do
     sleep 0.5
     timeout 300 "$RUN" --join "$joinfile" -n 1 "$BENCH" "$SECS" "$PARAMS" "$(date +%s%N)" \
       >"$TMPDIR/joiner" 2>&1 || { cat "$out" "$TMPDIR/joiner"; exit 1; }
+    wait $job || { cat "$out"; exit 1; }
+    echo "n=$n round $r: $(sed -n 's/.*grow_bench: \([0-9]* ranks after.*\)/\1/p' "$out"); joiner: $(sed -n 's/.*grow_bench: joiner: //p' "$TMPDIR/joiner")"
+  done
+done
