@@ -95,27 +95,29 @@ static int recover(struct run *r, int rc) {
 static int agree_backend(struct run *r);
 
 /* Every rank takes the leader's position, learning rate and parameters
- * (and momentum; without, every rank's is cleared with the parameters). */
+ * (and momentum; without, every rank's is cleared with the parameters):
+ * two broadcasts, the numbers, then the floats. */
 static int share_state(struct run *r, int momentum) {
-  int64_t pos[3] = {r->epoch, r->off, r->step};
   double lr = r->lr;
-  float *p = malloc(sizeof(float) * r->np);
+  int64_t pos[4] = {r->epoch, r->off, r->step, 0};
+  memcpy(&pos[3], &lr, sizeof lr);
+  size_t n = r->np * (momentum ? 2 : 1);
+  float *p = malloc(sizeof(float) * n);
   if (!p)
     fail(r, "parameters", RLX_ERR_NOMEM);
-  int rc = rlx_bcast(pos, 3, RLX_INT64, r->leader, r->w);
-  if (rc == RLX_OK)
-    rc = rlx_bcast(&lr, 1, RLX_FLOAT64, r->leader, r->w);
-  if (rc == RLX_OK && (rc = rlx_model_get_params(r->m, p)) == RLX_OK &&
-      (rc = rlx_bcast(p, r->np, RLX_FLOAT32, r->leader, r->w)) == RLX_OK)
-    rc = rlx_model_set_params(r->m, p);
-  if (rc == RLX_OK && momentum && (rc = rlx_model_get_momentum(r->m, p)) == RLX_OK &&
-      (rc = rlx_bcast(p, r->np, RLX_FLOAT32, r->leader, r->w)) == RLX_OK)
-    rc = rlx_model_set_momentum(r->m, p);
+  int rc = rlx_bcast(pos, 4, RLX_INT64, r->leader, r->w);
+  if (rc == RLX_OK && r->rank == r->leader && (rc = rlx_model_get_params(r->m, p)) == RLX_OK &&
+      momentum)
+    rc = rlx_model_get_momentum(r->m, p + r->np);
+  if (rc == RLX_OK && (rc = rlx_bcast(p, n, RLX_FLOAT32, r->leader, r->w)) == RLX_OK &&
+      (rc = rlx_model_set_params(r->m, p)) == RLX_OK && momentum)
+    rc = rlx_model_set_momentum(r->m, p + r->np);
   free(p);
   if (rc == RLX_OK) {
     r->epoch = pos[0];
     r->off = pos[1];
     r->step = pos[2];
+    memcpy(&lr, &pos[3], sizeof lr);
     r->lr = (float)lr;
   }
   return rc;
@@ -134,8 +136,10 @@ static void welcome(struct run *r) {
 }
 
 /* --elastic: ranks wait to join (rlxrun --join): admit them now. */
+static double now_s(void);
 static void grow(struct run *r) {
   rlx_comm_t *g = NULL;
+  double t0 = now_s();
   int rc = rlx_comm_grow(r->w, &g);
   if (rc != RLX_OK) {
     if (recover(r, rc))
@@ -149,12 +153,14 @@ static void grow(struct run *r) {
   r->rank = rlx_comm_rank(g);
   r->size = rlx_comm_size(g);
   r->leader = rlx_comm_leader(g);
+  double t1 = now_s();
+  welcome(r);
   if (r->rank == r->leader) {
-    printf("train: step %ld: %d rank(s) joined; going on with %d, data re-sharded\n", r->step,
-           r->size - old, r->size);
+    printf("train: step %ld: %d rank(s) joined; going on with %d, data re-sharded (admission "
+           "%.1f ms, the leader's state to them %.1f ms)\n", r->step, r->size - old, r->size,
+           (t1 - t0) * 1e3, (now_s() - t1) * 1e3);
     fflush(stdout);
   }
-  welcome(r);
 }
 
 static double now_s(void) {
@@ -329,7 +335,10 @@ static int agree_backend(struct run *r) {
   return RLX_OK;
 }
 
-static void setup(struct run *r) {
+/* The data and the model: before rlx_init when this process joins a
+ * running job (the job waits for it only once it is admitted), after
+ * otherwise. */
+static void prepare(struct run *r) {
   int ns = 0;
   r->train = load(r, "train", 60000);
   r->test = load(r, "t10k", 10000);
@@ -354,6 +363,11 @@ static void setup(struct run *r) {
     fail(r, "creating the model", rc);
   r->x = rlx_model_input_buffer(r->m);
   r->grad = rlx_model_grad_buffer(r->m);
+  r->np = rlx_model_nparams(r->m);
+}
+
+static void setup(struct run *r) {
+  int ns = r->desc.nsizes, rc;
   /* a joiner agrees with the members in welcome() */
   if (!rlx_joined() && (rc = agree_backend(r)) != RLX_OK)
     fail(r, "agreeing on the backend", rc);
@@ -388,6 +402,12 @@ int main(int argc, char **argv) {
     setenv("RLX_WIRE", r.o.wire, 1);
   signal(SIGINT, on_int);
   signal(SIGHUP, on_hup);
+  const char *join = getenv("RLX_JOIN");
+  int joining = join && !strcmp(join, "1");
+  if (joining) { /* (never the leader: it says nothing about the data) */
+    r.leader = -1;
+    prepare(&r);
+  }
   int rc = rlx_init(&argc, &argv);
   if (rc != RLX_OK) {
     fprintf(stderr, "train: rlx_init: %s: %s\n", rlx_strerror(rc), rlx_errmsg());
@@ -400,6 +420,8 @@ int main(int argc, char **argv) {
   r.lr = (float)r.o.lr;
   r.tty = isatty(STDOUT_FILENO);
   r.epoch = r.off = r.step = 0; /* (a joiner takes the leader's in setup) */
+  if (!joining)
+    prepare(&r);
   setup(&r);
 
   size_t G = (size_t)r.o.batch * (size_t)r.size;
