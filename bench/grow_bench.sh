@@ -7,15 +7,19 @@
 # and the joiner's time from its launch to rlx_init returning and to the
 # end of its first step in the job.
 #   BUILD=build NS="2 4 8" ROUNDS=3 SECS=1 PARAMS=203530 bench/grow_bench.sh
+# (PACK=DIR: a folder bench/pack_build.sh made, for the lent machines)
 set -u
 BUILD=${BUILD:-build}
 NS=${NS:-2 4 8}
 ROUNDS=${ROUNDS:-3}
 SECS=${SECS:-1}
 PARAMS=${PARAMS:-203530}
-RUN="$BUILD/bin/rlxrun/rlxrun"
-BENCH="$BUILD/bench/grow_bench"
-[ -x "$BENCH" ] || make -C "$BUILD" bench/grow_bench >/dev/null || exit 1
+if [ -n "${PACK:-}" ]; then
+  RUN="$PACK/bin/rlxrun" BENCH="$PACK/bin/grow_bench"
+else
+  RUN="$BUILD/bin/rlxrun/rlxrun" BENCH="$BUILD/bench/grow_bench"
+  [ -x "$BENCH" ] || make -C "$BUILD" bench/grow_bench >/dev/null || exit 1
+fi
 export TMPDIR=$(mktemp -d)
 trap 'rm -rf "$TMPDIR"' EXIT
 echo "# grow_bench: $PARAMS floats per step, one joiner per run, $SECS s after it; $(nproc) cores"

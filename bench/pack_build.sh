@@ -11,3 +11,5 @@ cp -L "$build/lib/.libs/librlxcoll.so.0" "$dest/lib/"
 cp "$build/bin/rlxrun/rlxrun" "$dest/bin/"
 cc -O2 -o "$dest/bin/osu_allreduce_rlx" "$src/bench/osu_allreduce.c" -I"$src/include" \
   "$dest/lib/librlxcoll.so.0" -Wl,-rpath,'$ORIGIN/../lib'
+cc -O2 -o "$dest/bin/grow_bench" "$src/bench/grow_bench.c" -I"$src/include" \
+  "$dest/lib/librlxcoll.so.0" -Wl,-rpath,'$ORIGIN/../lib'
