@@ -179,6 +179,10 @@ int rlxrun_parse(int argc, char **argv, struct rlxrun_opts *o) {
                     "without --max-np, --host or --hostfile\n");
     return -1;
   }
+  /* Joiners do not know which cores the job's ranks are bound to: binding
+   * them by their own count would put the first on the job's first core */
+  if (o->join && o->bind_to == BIND_DEFAULT)
+    o->bind_to = BIND_NONE;
   o->argv = argv + i;
   if (o->tag_output < 0)
     o->tag_output = o->nranks > 1;
