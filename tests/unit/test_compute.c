@@ -182,7 +182,8 @@ static int liar_eval(struct rlx__backend *b, const float *x, const int32_t *y, i
 }
 static const struct rlx__backend_ops liar_ops = {NULL,      liar_set,   liar_get,
                                                  liar_grad, liar_apply, liar_eval,
-                                                 NULL,      NULL,       NULL};
+                                                 NULL,      NULL,       NULL,
+                                                 NULL};
 
 START_TEST(validation_catches_wrong_answers) {
   const int sizes[] = {20, 16, 10};
@@ -319,6 +320,70 @@ START_TEST(step_matches_grad_then_apply) {
 }
 END_TEST
 
+/* A joining rank's copy (rlx_model_get/set_params and _momentum into a
+ * fresh model) continues exactly as the original: after 4 momentum steps
+ * the copy and the original take 3 more and end equal; without the
+ * momentum (set_params clears it) they differ. Both backends. */
+START_TEST(momentum_travels) {
+  const int sizes[] = {13, 9, 3};
+  const int B = 11;
+  float x[11 * 13];
+  int32_t y[11];
+  const char *devs[] = {"cpu", "opencl"};
+  for (int d = 0; d < 2; d++) {
+    rlx_model_t *a = make(sizes, 3, B, devs[d], 0.9f);
+    if (d == 1 && strncmp(rlx_model_backend(a), "opencl", 6) != 0) {
+      rlx_model_free(&a);
+      break; /* no OpenCL here */
+    }
+    size_t n = rlx_model_nparams(a);
+    float *p = malloc(n * sizeof *p), *v = malloc(n * sizeof *v), *pa = malloc(n * sizeof *pa),
+          *pb = malloc(n * sizeof *pb), *pc = malloc(n * sizeof *pc);
+    for (int step = 0; step < 7; step++) {
+      if (step == 4) { /* b joins with everything; c with the parameters only */
+        ck_assert_int_eq(rlx_model_get_params(a, p), RLX_OK);
+        ck_assert_int_eq(rlx_model_get_momentum(a, v), RLX_OK);
+        float mag = 0;
+        for (size_t i = 0; i < n; i++)
+          mag += fabsf(v[i]);
+        ck_assert_msg(mag > 0, "%s: no momentum after 4 steps", devs[d]);
+      }
+      fill(x, sizeof x / sizeof *x, 20 + (uint64_t)step, 1.0);
+      for (int i = 0; i < B; i++)
+        y[i] = (i * 5 + step) % 3;
+      ck_assert_int_eq(rlx_model_step(a, x, y, B, 0.05f, NULL, NULL), RLX_OK);
+      if (step < 4)
+        continue;
+      static rlx_model_t *b, *c;
+      if (step == 4) {
+        b = make(sizes, 3, B, devs[d], 0.9f);
+        c = make(sizes, 3, B, devs[d], 0.9f);
+        ck_assert_int_eq(rlx_model_set_params(b, p), RLX_OK);
+        ck_assert_int_eq(rlx_model_set_momentum(b, v), RLX_OK);
+        ck_assert_int_eq(rlx_model_set_params(c, p), RLX_OK);
+      }
+      ck_assert_int_eq(rlx_model_step(b, x, y, B, 0.05f, NULL, NULL), RLX_OK);
+      ck_assert_int_eq(rlx_model_step(c, x, y, B, 0.05f, NULL, NULL), RLX_OK);
+      if (step == 6) {
+        ck_assert_int_eq(rlx_model_get_params(a, pa), RLX_OK);
+        ck_assert_int_eq(rlx_model_get_params(b, pb), RLX_OK);
+        ck_assert_int_eq(rlx_model_get_params(c, pc), RLX_OK);
+        ck_assert_msg(rel(pa, pb, n) <= 1e-6, "%s: the copy drifted by %g", devs[d],
+                      rel(pa, pb, n));
+        ck_assert_msg(rel(pa, pc, n) > 1e-5, "%s: momentum made no difference (%g)", devs[d],
+                      rel(pa, pc, n));
+        rlx_model_free(&b);
+        rlx_model_free(&c);
+      }
+    }
+    ck_assert_int_eq(rlx_model_get_momentum(a, NULL), RLX_ERR_ARG);
+    ck_assert_int_eq(rlx_model_set_momentum(NULL, v), RLX_ERR_ARG);
+    free(p), free(v), free(pa), free(pb), free(pc);
+    rlx_model_free(&a);
+  }
+}
+END_TEST
+
 /* RLX_DEVICE=gpu where OpenCL lists no GPU (PoCL's CPU device here): a
  * clear error naming the devices there are, and, when a GPU vendor's
  * OpenCL library is on disk (RLX_GPU_OPENCL_LIBS stands in for NVIDIA's
@@ -377,6 +442,7 @@ Suite *compute_suite(void) {
   tcase_add_test(t, device_strings);
   tcase_add_test(t, gpu_asked_without_gpu);
   tcase_add_test(t, step_matches_grad_then_apply);
+  tcase_add_test(t, momentum_travels);
   tcase_add_test(t, gpu_placement);
   tcase_add_test(t, opencl_matches_cpu_on_awkward_shapes);
   suite_add_tcase(s, t);
