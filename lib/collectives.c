@@ -262,17 +262,22 @@ static int finish(struct rlx_request *rq) {
   struct rlx__runtime *rt = &rlx__rt;
   struct rlx__op *op = &rq->op;
   rlx_comm_t *c = rq->comm;
-  int rc;
+  int rc, w;
   if (!atomic_load(&op->done) &&
-      rlx__engine_wait(&rt->engine, &op->done, &op->progress, rq->deadline) != 0) {
+      (w = rlx__engine_wait(&rt->engine, &op->done, &op->progress, rq->deadline)) != 0) {
     rlx__engine_lock(&rt->engine);
     if (!atomic_load(&op->done)) {
       char call[160], waiting[400], msg[640];
       rlx__exec_describe(op, call, sizeof(call));
       rlx__exec_waiting_on(op, waiting, sizeof(waiting));
-      snprintf(msg, sizeof(msg), "%s on rank %d timed out after %g s (RLX_TIMEOUT) waiting for %s",
-               call, c->rank, rt->cfg.timeout_s, waiting[0] ? waiting : "its own progress");
-      rlx__exec_abort(op, RLX_ERR_TIMEOUT, msg);
+      if (w == -2)
+        snprintf(msg, sizeof(msg), "%s on rank %d was interrupted (by the program: a signal?) "
+                 "while waiting for %s", call, c->rank, waiting[0] ? waiting : "its own progress");
+      else
+        snprintf(msg, sizeof(msg), "%s on rank %d timed out after %g s (RLX_TIMEOUT) waiting "
+                 "for %s", call, c->rank, rt->cfg.timeout_s,
+                 waiting[0] ? waiting : "its own progress");
+      rlx__exec_abort(op, w == -2 ? RLX_ERR_INTERRUPTED : RLX_ERR_TIMEOUT, msg);
     }
     rlx__engine_unlock(&rt->engine);
   }

@@ -125,6 +125,26 @@ void rlx__engine_notify(struct rlx__engine *e) {
   }
 }
 
+static _Atomic(rlx_interrupt_fn) interrupt_fn;
+static _Atomic(void *) interrupt_arg;
+
+int rlx_set_interrupt(rlx_interrupt_fn fn, void *arg) {
+  atomic_store(&interrupt_arg, arg);
+  atomic_store(&interrupt_fn, fn);
+  return RLX_OK;
+}
+
+int rlx__interrupted(uint64_t *last) {
+  rlx_interrupt_fn fn = atomic_load_explicit(&interrupt_fn, memory_order_relaxed);
+  if (fn == NULL)
+    return 0;
+  uint64_t now = rlx__now_ns();
+  if (now - *last < RLX__INTERRUPT_EVERY_NS)
+    return 0;
+  *last = now;
+  return fn(atomic_load(&interrupt_arg)) != 0;
+}
+
 static int ms_until(uint64_t deadline, int cap) {
   if (deadline == 0)
     return cap;
@@ -137,9 +157,9 @@ static int ms_until(uint64_t deadline, int cap) {
 
 int rlx__engine_wait(struct rlx__engine *e, const atomic_int *done, const atomic_uint *progress,
                      uint64_t deadline) {
-  uint64_t spin_start = rlx__now_ns();
+  uint64_t spin_start = rlx__now_ns(), checked = spin_start;
   unsigned seen = atomic_load(progress), turns = 0;
-  int rc = 0;
+  int rc = 0, cap_ms = atomic_load(&interrupt_fn) ? 10 : 50;
   atomic_fetch_add(&e->drivers, 1);
   while (!atomic_load_explicit(done, memory_order_acquire)) {
     uint64_t now = rlx__now_ns();
@@ -150,6 +170,10 @@ int rlx__engine_wait(struct rlx__engine *e, const atomic_int *done, const atomic
     }
     if (deadline != 0 && now >= deadline) {
       rc = -1;
+      break;
+    }
+    if (rlx__interrupted(&checked)) {
+      rc = -2;
       break;
     }
     if (pthread_mutex_trylock(&e->loop_mtx) == 0) {
@@ -167,7 +191,7 @@ int rlx__engine_wait(struct rlx__engine *e, const atomic_int *done, const atomic
         /* Spin budget spent: sleep in the kernel until the loop has work,
          * still on this thread, so the wake-up goes straight to us. */
         int t = uv_backend_timeout(&e->loop);
-        int cap = ms_until(deadline, 50);
+        int cap = ms_until(deadline, cap_ms);
         sleep_locked(e, (t < 0 || t > cap) ? cap : t);
         run_once(e);
       }

@@ -46,9 +46,15 @@ void rlx__engine_unlock(struct rlx__engine *e);
 /* Wait, driving the loop, until *done is set or the deadline (rlx__now_ns,
  * 0 = none) passes. *progress is a counter the operation bumps on each
  * step: while it moves, the spin budget starts over. Returns 0 when done,
- * -1 on the deadline. Called without the loop lock. */
+ * -1 on the deadline, -2 when rlx_set_interrupt's function asked to stop.
+ * Called without the loop lock. */
 int rlx__engine_wait(struct rlx__engine *e, const atomic_int *done, const atomic_uint *progress,
                      uint64_t deadline);
+/* rlx_set_interrupt's function: 1 when the program asks a waiting call
+ * to give up (checked at most every 10 ms: INTERRUPT_EVERY_NS), else 0.
+ * *last: the caller's time of its last check. */
+int rlx__interrupted(uint64_t *last);
+#define RLX__INTERRUPT_EVERY_NS (10ull * 1000 * 1000)
 /* An operation completed (called under the loop lock). */
 void rlx__engine_notify(struct rlx__engine *e);
 

@@ -16,7 +16,8 @@
   XX(CORRUPT,   -9,  "corrupt frame received")                                 \
   XX(REVOKED,   -10, "communicator revoked")                                   \
   XX(DEVICE,    -11, "compute device failed")                                  \
-  XX(SYS,       -12, "system call failed")
+  XX(SYS,       -12, "system call failed")                                   \
+  XX(INTERRUPTED, -13, "call interrupted")
 
 enum rlx_error {
   RLX_OK = 0,

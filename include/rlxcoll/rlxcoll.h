@@ -45,6 +45,13 @@ RLX_API int rlx_comm_grow(rlx_comm_t *c, rlx_comm_t **out);
 RLX_API int rlx_comm_joiners(const rlx_comm_t *c);
 RLX_API int rlx_joined(void);
 
+/* A function the library calls, about every 10 ms, from a thread waiting
+ * in a blocking call (or rlx_wait): nonzero fails that call with
+ * RLX_ERR_INTERRUPTED, and the other ranks in it hear so (their call
+ * fails too). For language bindings: Python's Ctrl-C. NULL: none. */
+typedef int (*rlx_interrupt_fn)(void *arg);
+RLX_API int rlx_set_interrupt(rlx_interrupt_fn fn, void *arg);
+
 /* Collectives. */
 RLX_API int rlx_allreduce(const void *sendbuf, void *recvbuf, size_t count,
                           rlx_dtype_t dt, rlx_op_t op, rlx_comm_t *c);

@@ -477,7 +477,7 @@ void rlx__exec_on_abort(void *ctx, int from, const struct rlx__frame_hdr *h, int
   for (unsigned i = 0; i < nrefused && i < REFUSED_MAX; i++)
     if (refused[i].comm_id == h->comm_id && refused[i].seq == h->seq)
       return;
-  if (err >= 0 || err < RLX_ERR_SYS)
+  if (err >= 0 || err < RLX_ERR_INTERRUPTED)
     err = RLX_ERR_PEER_LOST; /* not an error code we know: still a failure */
   for (struct rlx__list *l = active_ops.next; l != &active_ops; l = l->next) {
     struct rlx__op *op = rlx__container_of(l, struct rlx__op, active);

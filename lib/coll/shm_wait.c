@@ -156,7 +156,7 @@ static int check_failed(struct rlx__shm_group *g, struct rlx__op *op) {
   rlx__exec_describe(op, mine, sizeof(mine));
   int err = g->hdr->err, lost = g->hdr->lost;
   uint64_t seq = g->hdr->seq;
-  if (err >= 0 || err < RLX_ERR_SYS)
+  if (err >= 0 || err < RLX_ERR_INTERRUPTED)
     err = RLX_ERR_PEER_LOST;
   /* A member gone may have left on purpose, after failing this call for
    * a reason its ABORT (or one passed on by the others) is bringing us:
@@ -262,8 +262,25 @@ static int check_p2p_caller(struct rlx__shm_group *g, struct rlx__op *op, int wh
   return rc;
 }
 
+/* The program asked the waiting call to give up (rlx_set_interrupt): it
+ * fails here and, through the segment and ABORTs, on the others. */
+static int interrupted(struct rlx__shm_group *g, struct rlx__op *op, int which, int r,
+                       uint64_t step) {
+  char mine[160], who[300], msg[640];
+  rlx__shmg_describe_wait(g, which, r, step, who, sizeof(who));
+  rlx__exec_describe(op, mine, sizeof(mine));
+  snprintf(msg, sizeof(msg), "%s on rank %d was interrupted (by the program: a signal?) while "
+           "waiting for %s", mine, g->me, who[0] ? who : "nobody");
+  rlx__shmg_fail(g, RLX_ERR_INTERRUPTED, -1, op->seq, msg);
+  int rc = end_call(op, RLX_ERR_INTERRUPTED, msg);
+  rlx__engine_lock(g->engine);
+  rlx__exec_tell(op);
+  rlx__engine_unlock(g->engine);
+  return rc;
+}
+
 static void futex_sleep(struct rlx__shm_group *g, uint32_t bell, uint64_t deadline) {
-  uint64_t ns = 20 * 1000 * 1000; /* and look around again */
+  uint64_t ns = RLX__INTERRUPT_EVERY_NS; /* and look around again */
   uint64_t now = rlx__now_ns();
   if (deadline && deadline > now && deadline - now < ns)
     ns = deadline - now;
@@ -291,7 +308,7 @@ static int wait_for(struct rlx__shm_group *g, struct rlx__op *op, int which, int
   int from = 0, rc = 0;
   if (!reached(g, which, r, step, &from)) {
     struct rlx__engine *e = g->engine;
-    uint64_t t0 = rlx__now_ns(), t_p2p = t0;
+    uint64_t t0 = rlx__now_ns(), t_p2p = t0, t_int = t0;
     atomic_store(&g->w_step, step);
     atomic_store(&g->w_which, which);
     atomic_store(&g->w_rank, r);
@@ -315,6 +332,10 @@ static int wait_for(struct rlx__shm_group *g, struct rlx__op *op, int which, int
       }
       if (op->deadline != 0 && now >= op->deadline) {
         rc = timed_out(g, op, which, r, step);
+        break;
+      }
+      if (rlx__interrupted(&t_int)) {
+        rc = interrupted(g, op, which, r, step);
         break;
       }
       if (now - t0 < e->spin_ns)

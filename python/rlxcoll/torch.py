@@ -1,0 +1,288 @@
+"""rlxcoll.torch: rlxcoll as the "rlx" backend of torch.distributed.
+
+    import torch.distributed as dist
+    import rlxcoll.torch                      # registers the backend
+    dist.init_process_group("rlx")            # under rlxrun (or torchrun)
+    model = torch.nn.parallel.DistributedDataParallel(model)
+
+Under rlxrun no MASTER_ADDR is needed: "env://" without MASTER_ADDR takes
+the rank, size and store from rlxcoll (rank 0 hosts the store torch wants,
+its address sent with an rlxcoll broadcast). Under torchrun (MASTER_ADDR
+set) rlxcoll is wired through torch's store instead: rank 0 hosts the
+rlxcoll rendezvous and publishes its address and a fresh job key there.
+
+Collectives run, in the order they were called, on one worker thread per
+process group (as Gloo does), so asynchronous handles overlap with the
+caller (DDP's gradient buckets with the backward pass); the worker waits
+with the GIL released. CPU tensors go to rlxcoll without a copy (a
+non-contiguous one through a contiguous copy); CUDA tensors go through a
+host copy and back. Supported: all_reduce (sum, avg, min, max, product),
+broadcast, reduce, all_gather (and all_gather_into_tensor), reduce_scatter
+(and reduce_scatter_tensor), barrier. Errors are rlxcoll's exceptions
+(PeerLost, Mismatch, ...), raised from wait().
+"""
+import datetime
+import os
+import queue
+import secrets
+import socket
+import threading
+
+import torch
+import torch.distributed as dist
+from torch._C._distributed_c10d import ProcessGroup, _create_work_from_future
+
+import rlxcoll
+
+_OPS = [(dist.ReduceOp.SUM, "sum"), (dist.ReduceOp.AVG, "avg"), (dist.ReduceOp.MIN, "min"),
+        (dist.ReduceOp.MAX, "max"), (dist.ReduceOp.PRODUCT, "prod")]
+
+
+def _op_name(op):
+    for o, name in _OPS:
+        if op == o:
+            return name
+    raise ValueError("rlx backend: reduce op %r is not supported (sum, avg, min, max, product)"
+                     % (op,))
+
+
+def _array(t):
+    """A numpy view of a contiguous CPU tensor, and the dtype rlxcoll needs
+    to be told (bfloat16 travels as its 2-byte integers)."""
+    if t.dtype == torch.bfloat16:
+        return t.view(torch.int16).numpy(), "bfloat16"
+    if t.dtype == torch.bool:
+        return t.view(torch.uint8).numpy(), None
+    return t.numpy(), None
+
+
+class _Staged:
+    """A tensor as rlxcoll sees it: contiguous, on the CPU; put() copies the
+    result back where it is not the tensor itself (CUDA, non-contiguous)."""
+
+    def __init__(self, t):
+        self.t = t
+        if t.device.type == "cpu" and t.is_contiguous():
+            self.host = t
+        else:
+            self.host = t.detach().to("cpu", copy=True).contiguous()
+        self.arr, self.dtype = _array(self.host.detach())
+
+    def put(self):
+        if self.host is not self.t:
+            with torch.no_grad():
+                self.t.copy_(self.host)
+
+
+class _Worker(threading.Thread):
+    """Runs a process group's collectives in call order; each completes its
+    future with its result or rlxcoll's exception."""
+
+    def __init__(self):
+        super().__init__(daemon=True, name="rlxcoll-torch")
+        self.q = queue.Queue()
+        self.start()
+
+    def run(self):
+        while True:
+            item = self.q.get()
+            if item is None:
+                return
+            fn, fut, result = item
+            try:
+                fn()
+            except BaseException as e:  # handed to whoever waits
+                fut.set_exception(e)
+                continue
+            fut.set_result(result)
+
+    def submit(self, fn, result):
+        fut = torch.futures.Future()
+        self.q.put((fn, fut, result))
+        return _create_work_from_future(fut)
+
+
+class ProcessGroupRlx(ProcessGroup):
+    """torch.distributed's ProcessGroup over an rlxcoll communicator."""
+
+    def __init__(self, comm):
+        super().__init__(comm.rank, comm.size)
+        self.comm = comm
+        self.worker = _Worker()
+
+    def getBackendName(self):
+        return "rlx"
+
+    def name(self):
+        return "rlx"
+
+    # -- collectives ---------------------------------------------------------
+    def allreduce(self, tensors, opts=None):
+        op = _op_name(opts.reduceOp if opts is not None else dist.ReduceOp.SUM)
+        staged = [_Staged(t) for t in tensors]
+
+        def run():
+            for s in staged:
+                if s.dtype is None and s.arr.dtype.kind in "iub" and op == "avg":
+                    raise rlxcoll.ArgumentError("rlx backend: avg needs a floating tensor")
+                self.comm.allreduce(s.arr, op=op, dtype=s.dtype)
+                s.put()
+        return self.worker.submit(run, tensors)
+
+    def broadcast(self, tensors, opts=None):
+        root = opts.rootRank if opts is not None else 0
+        staged = [_Staged(t) for t in tensors]
+
+        def run():
+            for s in staged:
+                self.comm.bcast(s.arr, root=root, dtype=s.dtype)
+                s.put()
+        return self.worker.submit(run, tensors)
+
+    def reduce(self, tensors, opts=None):
+        op = _op_name(opts.reduceOp if opts is not None else dist.ReduceOp.SUM)
+        root = opts.rootRank if opts is not None else 0
+        staged = [_Staged(t) for t in tensors]
+
+        def run():
+            for s in staged:
+                self.comm.reduce(s.arr, op=op, root=root, dtype=s.dtype)
+                if self.comm.rank == root:
+                    s.put()
+        return self.worker.submit(run, tensors)
+
+    def allgather(self, output_tensors, input_tensors, opts=None):
+        pairs = [([_Staged(o) for o in outs], _Staged(i))
+                 for outs, i in zip(output_tensors, input_tensors)]
+
+        def run():
+            for outs, i in pairs:
+                flat = torch.empty((self.comm.size,) + tuple(i.host.shape), dtype=i.host.dtype)
+                arr, dt = _array(flat)
+                self.comm.allgather(i.arr, out=arr, dtype=dt)
+                for r, o in enumerate(outs):
+                    o.host.copy_(flat[r])
+                    o.put()
+        return self.worker.submit(run, output_tensors)
+
+    def _allgather_base(self, output, input, opts=None):
+        o, i = _Staged(output), _Staged(input)
+
+        def run():
+            self.comm.allgather(i.arr, out=o.arr, dtype=i.dtype)
+            o.put()
+        return self.worker.submit(run, [output])
+
+    def reduce_scatter(self, output_tensors, input_tensors, opts=None):
+        op = _op_name(opts.reduceOp if opts is not None else dist.ReduceOp.SUM)
+        pairs = [(_Staged(o), [_Staged(i) for i in ins])
+                 for o, ins in zip(output_tensors, input_tensors)]
+
+        def run():
+            for o, ins in pairs:
+                flat = torch.cat([i.host.reshape(-1) for i in ins])
+                arr, dt = _array(flat)
+                self.comm.reduce_scatter(arr, out=o.arr, op=op, dtype=dt)
+                o.put()
+        return self.worker.submit(run, output_tensors)
+
+    def _reduce_scatter_base(self, output, input, opts=None):
+        op = _op_name(opts.reduceOp if opts is not None else dist.ReduceOp.SUM)
+        o, i = _Staged(output), _Staged(input)
+
+        def run():
+            self.comm.reduce_scatter(i.arr, out=o.arr, op=op, dtype=i.dtype)
+            o.put()
+        return self.worker.submit(run, [output])
+
+    def barrier(self, opts=None):
+        return self.worker.submit(self.comm.barrier, [])
+
+
+# ---- wiring -------------------------------------------------------------------------
+
+def _my_address():
+    """An address of this host the other ranks can reach: the one it uses
+    to reach rlxrun's rendezvous (a route lookup, no packet sent)."""
+    rdv = os.environ.get("RLX_RENDEZVOUS", "")
+    host = rdv.rsplit(":", 1)[0].strip("[]") if ":" in rdv else ""
+    if host:
+        try:
+            with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+                s.connect((host, 9))
+                return s.getsockname()[0]
+        except OSError:
+            pass
+    return "127.0.0.1"
+
+
+def _store_from_rlxcoll(timeout):
+    """rlxcoll is wired (rlxrun, by hand, PMIx): rank 0 hosts the TCPStore
+    torch needs, its address goes to every rank with a broadcast."""
+    rlxcoll.init()
+    w = rlxcoll.world()
+    if w.size == 1:
+        return dist.HashStore(), 0, 1
+    buf = bytearray(64)
+    if w.rank == 0:
+        store = dist.TCPStore("0.0.0.0", 0, w.size, True, timeout=timeout, wait_for_workers=False)
+        where = ("%s:%d" % (_my_address(), store.port)).encode()
+        buf[:len(where)] = where
+    w.bcast(buf, root=0)
+    if w.rank != 0:
+        host, port = buf.rstrip(b"\0").decode().rsplit(":", 1)
+        store = dist.TCPStore(host, int(port), w.size, False, timeout=timeout)
+    return store, w.rank, w.size
+
+
+def _rlx_rendezvous(url, timeout=datetime.timedelta(minutes=30), **kwargs):
+    store, rank, size = _store_from_rlxcoll(timeout)
+    yield (store, rank, size)
+
+
+def _wire_through_store(store, rank, size):
+    """Under torchrun (no RLX_* environment): rank 0 hosts rlxcoll's
+    rendezvous and publishes where, and a fresh job key, in torch's store."""
+    if rank == 0:
+        with socket.socket() as s:
+            s.bind(("0.0.0.0", 0))
+            port = s.getsockname()[1]
+        host = os.environ.get("MASTER_ADDR", "127.0.0.1")
+        store.set("rlxcoll/rendezvous", "%s:%d" % (host, port))
+        store.set("rlxcoll/key", secrets.token_hex(32))
+    os.environ["RLX_RENDEZVOUS"] = store.get("rlxcoll/rendezvous").decode()
+    os.environ["RLX_JOB_KEY"] = store.get("rlxcoll/key").decode()
+    os.environ["RLX_RANK"] = str(rank)
+    os.environ["RLX_SIZE"] = str(size)
+    if "LOCAL_RANK" in os.environ and "LOCAL_WORLD_SIZE" in os.environ:
+        os.environ.setdefault("RLX_LOCAL_RANK", os.environ["LOCAL_RANK"])
+        os.environ.setdefault("RLX_LOCAL_SIZE", os.environ["LOCAL_WORLD_SIZE"])
+
+
+def _create(store, rank, size, timeout):
+    if not rlxcoll.initialized():
+        if "RLX_RANK" not in os.environ and "PMIX_RANK" not in os.environ and size > 1:
+            _wire_through_store(store, rank, size)
+        rlxcoll.init()
+    w = rlxcoll.world()
+    if (w.rank, w.size) != (rank, size):
+        raise rlxcoll.StateError("rlx backend: torch.distributed says rank %d of %d, rlxcoll says "
+                                 "rank %d of %d" % (rank, size, w.rank, w.size))
+    return ProcessGroupRlx(w.dup())
+
+
+_handlers = dist.rendezvous.__globals__["_rendezvous_handlers"]
+_env_handler = _handlers["env"]
+
+
+def _env_or_rlx(url, timeout=datetime.timedelta(minutes=30), **kwargs):
+    """env:// as torch has it when MASTER_ADDR is set; else, in a process
+    that rlxcoll can wire (rlxrun's RLX_RANK, or PMIx), rlxcoll's own."""
+    if "MASTER_ADDR" not in os.environ and ("RLX_RANK" in os.environ or "PMIX_RANK" in os.environ):
+        return _rlx_rendezvous(url, timeout=timeout, **kwargs)
+    return _env_handler(url, timeout=timeout, **kwargs)
+
+
+dist.Backend.register_backend("rlx", _create)
+_handlers["rlx"] = _rlx_rendezvous
+_handlers["env"] = _env_or_rlx
