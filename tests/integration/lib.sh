@@ -37,3 +37,22 @@ fail() {
 free_port() {
   python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'
 }
+
+# The rlxcoll Python package as it would be installed, from this tree:
+# $TMP/py/rlxcoll holds the sources' .py files and the built extension.
+# Skips the test (77) when the build has no Python module, or a module
+# named in $@ (numpy, torch) is missing.
+py_stage() {
+  so="$top_builddir/python/rlxcoll/.libs/_rlxcoll.so"
+  [ -n "${PYTHON:-}" ] && [ "$PYTHON" != : ] && [ -f "$so" ] ||
+    { echo "skipped: built without the Python module (python3-dev)"; exit 77; }
+  src=${top_srcdir:-$(cd "$(dirname "$0")/../.." && pwd)}
+  mkdir -p "$TMP/py/rlxcoll"
+  ln -sf "$src/python/rlxcoll/__init__.py" "$src/python/rlxcoll/torch.py" "$so" "$TMP/py/rlxcoll/"
+  export PYTHONPATH="$TMP/py" LD_LIBRARY_PATH="$top_builddir/lib/.libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  for m in "$@"; do
+    "$PYTHON" -c "import $m" 2>/dev/null ||
+      { echo "skipped: $PYTHON cannot import $m (apt-get install python3-$m)"; exit 77; }
+  done
+  PYTESTS="$src/tests/python"
+}

@@ -1,0 +1,56 @@
+#!/usr/bin/env python3
+"""torch.distributed.all_reduce over the "rlx" backend (rlxcoll.torch)
+against "gloo", side by side in one run: the default group is rlx, a second
+group over the same ranks is gloo (on the store rlxcoll's rendezvous gave),
+and for every size the two alternate, ROUNDS rounds, each round's time the
+slowest rank's average over a timed loop; medians per size and their
+ratio. CPU float32 tensors, 8 B to MAX bytes.
+    rlxrun -n 4 python3 bench/torch_rlx_gloo.py [max_bytes [rounds]]
+"""
+import statistics
+import sys
+import time
+
+import torch
+import torch.distributed as dist
+
+import rlxcoll.torch  # noqa: F401
+
+max_bytes = int(sys.argv[1]) if len(sys.argv) > 1 else 64 << 20
+rounds = int(sys.argv[2]) if len(sys.argv) > 2 else 3
+torch.set_num_threads(1)
+dist.init_process_group("rlx")
+gloo = dist.new_group(backend="gloo")
+rank, size = dist.get_rank(), dist.get_world_size()
+buf = torch.arange(max_bytes // 4, dtype=torch.float32) % 1000 * 0.5
+
+
+def timed(t, group, iters):
+    for _ in range(max(2, iters // 10)):
+        dist.all_reduce(t, group=group)
+    dist.barrier(group=group)
+    t0 = time.perf_counter()
+    for _ in range(iters):
+        dist.all_reduce(t, group=group)
+    avg = torch.tensor([(time.perf_counter() - t0) / iters * 1e6], dtype=torch.float64)
+    dist.all_reduce(avg, op=dist.ReduceOp.MAX)
+    return avg.item()
+
+
+if rank == 0:
+    print("# torch %s, %d ranks; all_reduce of float32, us (median of %d rounds)" %
+          (torch.__version__, size, rounds))
+    print("%10s %12s %12s %10s" % ("bytes", "rlx", "gloo", "rlx/gloo"), flush=True)
+nbytes = 8
+while nbytes <= max_bytes:
+    t = buf[: nbytes // 4].clone()
+    iters = max(5, min(2000, (128 << 20) // nbytes))
+    r, g = [], []
+    for _ in range(rounds):
+        r.append(timed(t, None, iters))
+        g.append(timed(t, gloo, iters))
+    if rank == 0:
+        mr, mg = statistics.median(r), statistics.median(g)
+        print("%10d %12.2f %12.2f %10.2f" % (nbytes, mr, mg, mr / mg), flush=True)
+    nbytes *= 4 if nbytes < 1 << 20 else 2
+dist.destroy_process_group()

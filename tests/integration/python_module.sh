@@ -1,0 +1,38 @@
+#!/bin/sh
+# The rlxcoll Python module through numpy (tests/python/check_numpy.py):
+# every dtype x op x count against numpy's reference on 1, 2 and 4 ranks,
+# the results bitwise equal on every rank, the other collectives, bad
+# arguments; a mismatched count raises Mismatch on every rank; a killed
+# rank raises PeerLost on every survivor within 2 s; Ctrl-C (SIGINT) at a
+# rank stuck in a barrier raises KeyboardInterrupt there and fails the
+# others' barrier, naming it.
+. "$(dirname "$0")/lib.sh"
+py_stage numpy
+for n in 1 2 4; do
+  timeout 300 "$RLXRUN" -n $n "$PYTHON" "$PYTESTS/check_numpy.py" collectives >"$TMP/out" 2>&1 ||
+    { cat "$TMP/out"; fail "collectives on $n rank(s)"; }
+  [ "$(grep -c 'check_numpy: rank [0-9]*: PASS' "$TMP/out")" = $n ] || { cat "$TMP/out"; fail "collectives on $n"; }
+  echo "n=$n: $(grep -m1 -o '[0-9]* allreduce cases' "$TMP/out") right, and every other collective"
+done
+timeout 60 "$RLXRUN" -n 3 "$PYTHON" "$PYTESTS/check_numpy.py" mismatch >"$TMP/out" 2>&1
+[ "$(grep -c 'check_numpy: rank [0-9]*: PASS' "$TMP/out")" = 3 ] || { cat "$TMP/out"; fail "mismatch"; }
+echo "a mismatched count: rlxcoll.Mismatch on all 3 ranks"
+timeout 60 "$RLXRUN" -n 3 --enable-recovery "$PYTHON" "$PYTESTS/check_numpy.py" kill >"$TMP/out" 2>&1 ||
+  { cat "$TMP/out"; fail "kill: the job failed"; }
+[ "$(grep -c 'check_numpy: rank [02]: PASS' "$TMP/out")" = 2 ] || { cat "$TMP/out"; fail "kill"; }
+echo "a killed rank: $(grep -m1 -o 'PeerLost after [0-9.]* s' "$TMP/out") on every survivor, then shrink()"
+timeout 60 "$RLXRUN" -n 3 "$PYTHON" "$PYTESTS/check_numpy.py" interrupt >"$TMP/out" 2>&1 &
+job=$!
+i=0
+until grep -q "waits" "$TMP/out"; do
+  i=$((i + 1))
+  [ $i -lt 300 ] || { cat "$TMP/out"; fail "interrupt: rank 0 never waited"; }
+  sleep 0.1
+done
+sleep 0.3
+kill -INT "$(sed -n 's/.*rank 0 (pid \([0-9]*\)) waits.*/\1/p' "$TMP/out")"
+wait $job
+[ "$(grep -c 'check_numpy: rank [0-9]*: PASS' "$TMP/out")" = 3 ] || { cat "$TMP/out"; fail "interrupt"; }
+grep -q "rank 0: KeyboardInterrupt after" "$TMP/out" || fail "interrupt: no KeyboardInterrupt"
+echo "Ctrl-C at rank 0: KeyboardInterrupt there; the others: $(grep -m1 -o 'rank 2: [A-Za-z]*: .*was interrupted' "$TMP/out")"
+echo "python module: ok"

@@ -1,0 +1,246 @@
+"""The rlxcoll module through numpy, on every rank of a job (rlxrun -n N):
+    check_numpy.py collectives   every dtype x op x count, in place and not,
+                                 against numpy's reference; the results
+                                 bitwise equal on every rank; bcast, reduce,
+                                 allgather, reduce_scatter, barrier,
+                                 iallreduce, split, dup, bytearray,
+                                 memoryview; bad arguments raise
+    check_numpy.py mismatch      one rank passes another count: Mismatch,
+                                 naming both calls, on every rank
+    check_numpy.py kill          rank 1 dies: PeerLost on every survivor
+                                 within 2 s, and shrink() goes on
+    check_numpy.py interrupt     SIGINT (Ctrl-C) at rank 0 stuck in a
+                                 barrier: KeyboardInterrupt there, and the
+                                 others' barrier fails naming it
+Each rank prints "check_numpy: rank R: PASS" at the end."""
+import os
+import signal
+import sys
+import time
+
+import numpy as np
+import rlxcoll
+
+DTYPES = [np.int8, np.uint8, np.int32, np.uint32, np.int64, np.uint64, np.float16, np.float32,
+          np.float64]
+OPS = ["sum", "prod", "min", "max", "avg"]
+
+
+def data(rank, dtype, count):
+    rng = np.random.default_rng(1000 + rank * 7919 + count)
+    if np.issubdtype(dtype, np.floating):
+        return rng.uniform(-2, 2, count).astype(dtype)
+    info = np.iinfo(dtype)
+    lo, hi = max(info.min, -100), min(info.max, 100)
+    return rng.integers(lo, hi + 1, count).astype(dtype)
+
+
+def reference(dtype, op, count, size):
+    xs = [data(r, dtype, count) for r in range(size)]
+    if np.issubdtype(dtype, np.floating):  # half precision reduces in float32
+        acc = np.float64 if dtype == np.float64 else np.float32
+        xs = [x.astype(acc) for x in xs]
+    with np.errstate(over="ignore"):
+        out = xs[0].copy()
+        for x in xs[1:]:
+            if op in ("sum", "avg"):
+                out = out + x
+            elif op == "prod":
+                out = out * x
+            elif op == "min":
+                out = np.minimum(out, x)
+            else:
+                out = np.maximum(out, x)
+    if op == "avg":
+        out = out / size
+    return out.astype(dtype)
+
+
+def close(got, want, dtype, op):
+    if not np.issubdtype(dtype, np.floating) or op in ("min", "max"):
+        return np.array_equal(got, want)
+    tol = {np.float16: 2e-3, np.float32: 1e-5, np.float64: 1e-12}[dtype]
+    g, w = got.astype(np.float64), want.astype(np.float64)
+    return bool(np.all(np.abs(g - w) <= tol * np.maximum(1.0, np.abs(w))))
+
+
+def same_everywhere(w, arr):
+    """The result's bytes equal on every rank."""
+    b = np.frombuffer(arr.tobytes(), dtype=np.uint8)
+    if b.size == 0:
+        return True
+    out = np.zeros(b.size * w.size, dtype=np.uint8)
+    w.allgather(b.copy(), out=out)
+    rows = out.reshape(w.size, -1)
+    return all(np.array_equal(rows[0], rows[r]) for r in range(w.size))
+
+
+def fail(w, what):
+    print("check_numpy: rank %d: FAIL: %s" % (w.rank, what), flush=True)
+    sys.exit(1)
+
+
+def collectives(w):
+    n, r = w.size, w.rank
+    checked = 0
+    for dtype in DTYPES:
+        for op in OPS:
+            if op == "avg" and not np.issubdtype(dtype, np.floating):
+                try:
+                    w.allreduce(data(r, dtype, 3), op="avg")
+                except rlxcoll.ArgumentError:
+                    continue
+                fail(w, "avg on %s did not raise ArgumentError" % np.dtype(dtype))
+            if op == "prod" and np.issubdtype(dtype, np.floating):
+                pass
+            for count in (0, 1, 7, 1023, 65539):
+                want = reference(dtype, op, count, n)
+                x = data(r, dtype, count)
+                w.allreduce(x, op=op)  # in place
+                out = np.empty(count, dtype=dtype)
+                w.allreduce(data(r, dtype, count), op=op, out=out)
+                for got, how in ((x, "in place"), (out, "out=")):
+                    if not close(got, want, dtype, op):
+                        fail(w, "allreduce %s %s count %d %s: %s against %s" % (
+                            np.dtype(dtype), op, count, how, got[:4], want[:4]))
+                if not same_everywhere(w, x) or not np.array_equal(x, out):
+                    fail(w, "allreduce %s %s count %d: results differ between ranks or calls"
+                         % (np.dtype(dtype), op, count))
+                checked += 1
+    # bcast, reduce, allgather, reduce_scatter, barrier
+    for dtype in (np.int32, np.float64, np.uint8):
+        root = n - 1
+        b = data(root, dtype, 101) if r == root else np.zeros(101, dtype=dtype)
+        w.bcast(b, root=root)
+        if not np.array_equal(b, data(root, dtype, 101)):
+            fail(w, "bcast %s" % np.dtype(dtype))
+        x = data(r, dtype, 33)
+        res = np.zeros(33, dtype=dtype)
+        w.reduce(x, op="max", root=0, out=res)
+        if r == 0 and not np.array_equal(res, reference(dtype, "max", 33, n)):
+            fail(w, "reduce %s" % np.dtype(dtype))
+        g = np.zeros(33 * n, dtype=dtype)
+        w.allgather(x, out=g)
+        if not np.array_equal(g, np.concatenate([data(k, dtype, 33) for k in range(n)])):
+            fail(w, "allgather %s" % np.dtype(dtype))
+        full = data(r, dtype, 5 * n)
+        part = np.zeros(5, dtype=dtype)
+        w.reduce_scatter(full, out=part, op="min")
+        allmin = np.minimum.reduce([data(k, dtype, 5 * n) for k in range(n)])
+        if not np.array_equal(part, allmin[5 * r:5 * (r + 1)]):
+            fail(w, "reduce_scatter %s" % np.dtype(dtype))
+    w.barrier()
+    # nonblocking, bytearray and memoryview, split and dup
+    req = w.iallreduce(np.full(1000, r, dtype=np.float32), op="sum")
+    res = req.wait()
+    if not (req.test() and np.all(res == n * (n - 1) / 2)):
+        fail(w, "iallreduce")
+    ba = bytearray(b"rlxcoll!" if r == 0 else bytes(8))
+    w.bcast(ba)
+    mv = memoryview(np.full(4, r + 1, dtype=np.int64))
+    w.allreduce(mv, op="prod")
+    if bytes(ba) != b"rlxcoll!" or list(mv) != [int(np.prod(np.arange(1, n + 1)))] * 4:
+        fail(w, "bytearray bcast or memoryview allreduce")
+    half = w.split(r % 2, key=-r)
+    if half.size != (n + 1 - r % 2) // 2 or half.rank != sorted(
+            [k for k in range(n) if k % 2 == r % 2], reverse=True).index(r):
+        fail(w, "split: rank %d of %d" % (half.rank, half.size))
+    none = w.split(None)
+    d = w.dup()
+    s = np.array([1.0])
+    d.allreduce(s)
+    half.free()
+    d.free()
+    if none is not None or s[0] != n:
+        fail(w, "split(None) or dup")
+    # bad arguments raise, and change nothing
+    for bad, exc in ((lambda: w.allreduce(b"read-only"), TypeError),
+                     (lambda: w.allreduce(np.zeros(3, dtype=np.complex64)), TypeError),
+                     (lambda: w.allreduce(np.zeros(3), op="xor"), ValueError),
+                     (lambda: w.allreduce(np.zeros(3), out=np.zeros(4)), ValueError),
+                     (lambda: w.allgather(np.zeros(3), out=np.zeros(3 * w.size + 1)), ValueError),
+                     (lambda: w.allreduce(np.zeros(4, dtype=np.int16)), TypeError)):
+        try:
+            bad()
+        except exc:
+            continue
+        fail(w, "a bad argument did not raise %s" % exc.__name__)
+    half16 = np.zeros(3, dtype=np.int16)
+    w.allreduce(half16, dtype="bfloat16")  # 2-byte items as bfloat16: fine
+    w.barrier()
+    return checked
+
+
+def mismatch(w):
+    try:
+        w.allreduce(np.zeros(3 if w.rank == w.size - 1 else 2, dtype=np.float32))
+    except rlxcoll.Mismatch as e:
+        if "count=3" not in str(e) or "count=2" not in str(e) or e.code != -8:
+            fail(w, "Mismatch does not name both calls: %s" % e)
+        return
+    fail(w, "no Mismatch")
+
+
+def kill(w):
+    w.barrier()
+    if w.rank == 1:
+        os.kill(os.getpid(), signal.SIGKILL)
+    t0 = time.monotonic()
+    try:
+        w.allreduce(np.zeros(1000, dtype=np.float32))
+    except rlxcoll.PeerLost as e:
+        took = time.monotonic() - t0
+        if took > 2.0 * float(os.environ.get("RLX_TEST_TIME_SCALE", "1")):
+            fail(w, "PeerLost after %.2f s" % took)
+        if "rank 1" not in str(e):
+            fail(w, "PeerLost does not name rank 1: %s" % e)
+        print("check_numpy: rank %d: PeerLost after %.2f s: %s" % (w.rank, took, e), flush=True)
+        s = w.shrink()
+        x = np.ones(1)
+        s.allreduce(x)
+        if x[0] != w.size - 1:
+            fail(w, "allreduce after shrink")
+        return
+    fail(w, "no PeerLost")
+
+
+def interrupt(w):
+    w.barrier()
+    if w.rank == 0:
+        print("check_numpy: rank 0 (pid %d) waits" % os.getpid(), flush=True)
+        t0 = time.monotonic()
+        try:
+            w.barrier()  # the others come only after 3 s; the test sends SIGINT before
+        except KeyboardInterrupt:
+            print("check_numpy: rank 0: KeyboardInterrupt after %.2f s" % (time.monotonic() - t0),
+                  flush=True)
+            return
+        fail(w, "the barrier was not interrupted")
+    time.sleep(3)
+    try:
+        w.barrier()
+    except (rlxcoll.Interrupted, rlxcoll.Revoked, rlxcoll.PeerLost) as e:
+        if "interrupted" not in str(e):
+            fail(w, "the error does not say rank 0 was interrupted: %s" % e)
+        print("check_numpy: rank %d: %s: %s" % (w.rank, type(e).__name__, e), flush=True)
+        return
+    fail(w, "the barrier went on without rank 0")
+
+
+def main():
+    mode = sys.argv[1]
+    rlxcoll.init()
+    w = rlxcoll.world()
+    if mode == "collectives":
+        n = collectives(w)
+        print("check_numpy: rank %d: %d allreduce cases" % (w.rank, n))
+    elif mode == "mismatch":
+        mismatch(w)
+    elif mode == "kill":
+        kill(w)
+    elif mode == "interrupt":
+        interrupt(w)
+    print("check_numpy: rank %d: PASS" % w.rank, flush=True)
+
+
+main()

@@ -1,0 +1,116 @@
+"""rlxcoll.torch, the "rlx" backend of torch.distributed, on every rank of
+a job (rlxrun -n N):
+    check_torch.py ops            all_reduce (sum, avg, min, max, product) of
+                                  float32/float64/float16/bfloat16/int32/int64
+                                  tensors against a local reference, broadcast,
+                                  reduce, all_gather (list and into a tensor),
+                                  reduce_scatter (list and tensor), barrier,
+                                  async handles, a non-contiguous tensor
+    check_torch.py ddp BACKEND F  DistributedDataParallel over BACKEND (rlx or
+                                  gloo): 20 SGD steps of a small seeded model;
+                                  rank 0 saves the parameters to F (.npy)
+Prints "check_torch: rank R: PASS"."""
+import os
+import socket
+import sys
+
+import numpy as np
+import torch
+import torch.distributed as dist
+
+import rlxcoll.torch  # noqa: F401 (registers "rlx")
+
+
+def fail(what):
+    print("check_torch: rank %d: FAIL: %s" % (dist.get_rank(), what), flush=True)
+    sys.exit(1)
+
+
+def local(rank, dtype, count=37):
+    g = torch.Generator().manual_seed(100 + rank)
+    if dtype.is_floating_point:
+        return (torch.rand(count, generator=g, dtype=torch.float64) * 4 - 2).to(dtype)
+    return torch.randint(-50, 50, (count,), generator=g, dtype=dtype)
+
+
+def ops():
+    r, n = dist.get_rank(), dist.get_world_size()
+    R = dist.ReduceOp
+    for dtype in (torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.int32,
+                  torch.int64):
+        for op, name in ((R.SUM, "sum"), (R.AVG, "avg"), (R.MIN, "min"), (R.MAX, "max"),
+                         (R.PRODUCT, "product")):
+            if name == "avg" and not dtype.is_floating_point:
+                continue
+            xs = [local(k, dtype).double() for k in range(n)]
+            want = {"sum": sum(xs), "avg": sum(xs) / n, "min": torch.stack(xs).min(0).values,
+                    "max": torch.stack(xs).max(0).values,
+                    "product": torch.stack(xs).prod(0)}[name]
+            t = local(r, dtype)
+            dist.all_reduce(t, op=op)
+            tol = {torch.float16: 3e-3, torch.bfloat16: 2e-2}.get(dtype, 1e-6)
+            if not torch.allclose(t.double(), want.to(dtype).double(), rtol=tol, atol=tol):
+                fail("all_reduce %s %s: %s against %s" % (dtype, name, t[:3], want[:3]))
+    t = torch.arange(10.0) if r == 0 else torch.zeros(10)
+    dist.broadcast(t, src=0)
+    x = torch.full((5,), float(r + 1))
+    dist.reduce(x, dst=n - 1, op=R.SUM)
+    if not torch.equal(t, torch.arange(10.0)) or (r == n - 1 and x[0] != n * (n + 1) / 2):
+        fail("broadcast or reduce")
+    outs = [torch.zeros(3) for _ in range(n)]
+    dist.all_gather(outs, torch.full((3,), float(r)))
+    flat = torch.zeros(3 * n, dtype=torch.int64)
+    dist.all_gather_into_tensor(flat, torch.full((3,), r, dtype=torch.int64))
+    if any(not torch.equal(outs[k], torch.full((3,), float(k))) for k in range(n)) or \
+            not torch.equal(flat, torch.arange(n).repeat_interleave(3)):
+        fail("all_gather")
+    part = torch.zeros(2)
+    dist.reduce_scatter(part, [torch.full((2,), float(k + r)) for k in range(n)])
+    part2 = torch.zeros(2)
+    dist.reduce_scatter_tensor(part2, torch.arange(2.0 * n) + r)
+    if not torch.equal(part, torch.full((2,), float(n * r + n * (n - 1) / 2))) or \
+            not torch.equal(part2, torch.tensor([2.0 * r, 2.0 * r + 1]) * n + n * (n - 1) / 2):
+        fail("reduce_scatter: %s %s" % (part, part2))
+    hs = [dist.all_reduce(torch.full((1000,), float(r)), async_op=True) for _ in range(4)]
+    for h in hs:
+        h.wait()
+    nc = torch.zeros(4, 3)[:, 1]  # not contiguous
+    nc.fill_(r)
+    dist.all_reduce(nc)
+    if not torch.all(nc == n * (n - 1) / 2):
+        fail("a non-contiguous tensor")
+    dist.barrier()
+
+
+def ddp(out):
+    torch.manual_seed(7)
+    model = torch.nn.Sequential(torch.nn.Linear(20, 32), torch.nn.ReLU(), torch.nn.Linear(32, 4))
+    m = torch.nn.parallel.DistributedDataParallel(model)
+    opt = torch.optim.SGD(m.parameters(), lr=0.05, momentum=0.9)
+    g = torch.Generator().manual_seed(11 + dist.get_rank())
+    for _ in range(20):
+        x = torch.randn(16, 20, generator=g)
+        y = torch.randint(0, 4, (16,), generator=g)
+        opt.zero_grad()
+        torch.nn.functional.cross_entropy(m(x), y).backward()
+        opt.step()
+    if dist.get_rank() == 0:
+        np.save(out, torch.cat([p.detach().reshape(-1) for p in model.parameters()]).numpy())
+
+
+def main():
+    mode = sys.argv[1]
+    backend = sys.argv[2] if mode == "ddp" else "rlx"
+    if backend == "gloo":  # gloo needs torch's own rendezvous
+        os.environ.update(RANK=os.environ["RLX_RANK"], WORLD_SIZE=os.environ["RLX_SIZE"],
+                          MASTER_ADDR="127.0.0.1", MASTER_PORT=os.environ["GLOO_PORT"])
+    dist.init_process_group(backend)
+    if mode == "ops":
+        ops()
+    else:
+        ddp(sys.argv[3])
+    print("check_torch: rank %d: PASS" % dist.get_rank(), flush=True)
+    dist.destroy_process_group()
+
+
+main()
