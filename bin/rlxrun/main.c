@@ -460,6 +460,12 @@ int main(int argc, char **argv) {
     fprintf(stderr, "rlxrun: out of memory\n");
     return 1;
   }
+  memset(&job, 0, sizeof(job));
+  job.loop = uv_default_loop();
+  /* From here everything printed is queued and written by threads: the
+   * loop below never waits for whoever reads our output. (Before the
+   * rendezvous's thread starts: it logs to our stderr too.) */
+  outq_start(job.loop, on_output_room);
   if (via_srun) {
     fprintf(stderr, "rlxrun: inside Slurm job %s: starting %d rank(s) with srun\n", slurm_job,
             opts.nranks);
@@ -472,6 +478,7 @@ int main(int argc, char **argv) {
                                sizeof(rdv));
   if (!via_srun && !opts.join && rc != 0) {
     fprintf(stderr, "rlxrun: cannot open the rendezvous on %s: %s\n", listen_on, strerror(-rc));
+    outq_finish();
     return 1;
   }
   /* A job that may grow says where joiners find it. */
@@ -482,17 +489,13 @@ int main(int argc, char **argv) {
       fprintf(stderr, "rlxrun: --max-np: cannot write the file joiners read in %s\n",
               job_dir[0] ? job_dir : "TMPDIR");
       rlx__rdv_server_stop(server);
+      outq_finish();
       return 1;
     }
     fprintf(stderr, "rlxrun: the job may grow to %d ranks: rlxrun --join %s -n K %s\n",
             opts.max_np, path, opts.argv[0]);
   }
 
-  memset(&job, 0, sizeof(job));
-  job.loop = uv_default_loop();
-  /* From here everything printed is queued and written by threads: the
-   * loop below never waits for whoever reads our output. */
-  outq_start(job.loop, on_output_room);
   job.n = via_srun ? 1 : opts.nranks;
   job.tag = via_srun ? 0 : opts.tag_output;
   job.tag_prefix = opts.join ? "j" : NULL;

@@ -32,6 +32,15 @@ import torch
 import torch.distributed as dist
 from torch._C._distributed_c10d import ProcessGroup, _create_work_from_future
 
+# torch 1.13 (Debian's) takes a ProcessGroup from a backend's creator;
+# torch 2 a Backend, which its ProcessGroup wraps. Same methods.
+try:
+    from torch._C._distributed_c10d import Backend as _Base
+    if int(torch.__version__.split(".")[0]) < 2:
+        _Base = ProcessGroup
+except ImportError:
+    _Base = ProcessGroup
+
 import rlxcoll
 
 _OPS = [(dist.ReduceOp.SUM, "sum"), (dist.ReduceOp.AVG, "avg"), (dist.ReduceOp.MIN, "min"),
@@ -102,7 +111,7 @@ class _Worker(threading.Thread):
         return _create_work_from_future(fut)
 
 
-class ProcessGroupRlx(ProcessGroup):
+class ProcessGroupRlx(_Base):
     """torch.distributed's ProcessGroup over an rlxcoll communicator."""
 
     def __init__(self, comm):
