@@ -32,14 +32,12 @@ import torch
 import torch.distributed as dist
 from torch._C._distributed_c10d import ProcessGroup, _create_work_from_future
 
-# torch 1.13 (Debian's) takes a ProcessGroup from a backend's creator;
-# torch 2 a Backend, which its ProcessGroup wraps. Same methods.
-try:
-    from torch._C._distributed_c10d import Backend as _Base
-    if int(torch.__version__.split(".")[0]) < 2:
-        _Base = ProcessGroup
-except ImportError:
-    _Base = ProcessGroup
+# torch 1.13 (Debian's) takes a ProcessGroup written in Python from a
+# backend's creator. torch 2 wants a c10d Backend, which Python cannot
+# make (no constructor: a C++ extension would be needed): say so plainly.
+if int(torch.__version__.split(".")[0]) >= 2:
+    raise ImportError("rlxcoll.torch needs torch 1.x (Debian 12's python3-torch 1.13): torch %s "
+                      "takes only C++ backends (c10d::Backend)" % torch.__version__)
 
 import rlxcoll
 
@@ -111,7 +109,7 @@ class _Worker(threading.Thread):
         return _create_work_from_future(fut)
 
 
-class ProcessGroupRlx(_Base):
+class ProcessGroupRlx(ProcessGroup):
     """torch.distributed's ProcessGroup over an rlxcoll communicator."""
 
     def __init__(self, comm):
