@@ -1,7 +1,9 @@
 /* float16 and bfloat16 to and from float32, bit-exact: round to nearest
- * even, NaN stays NaN (quiet), infinities and subnormals kept. */
+ * even, NaN stays NaN (quiet), infinities and subnormals kept. In the base
+ * library: the collectives (RLX_WIRE, half dtypes) and the compute layer
+ * (half-width gradients) both use it. */
 #include <string.h>
-#include "coll.h"
+#include "half.h"
 
 static uint32_t bits_of(float f) {
   uint32_t u;
