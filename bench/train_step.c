@@ -4,8 +4,10 @@
  * many steps. Prints one line:
  *   backend=... model=784-256-10 batch=1024 step_us=... samples_per_s=...
  * usage: train_step [--backend B] [--hidden 256[,..]] [--batch N]
- *                   [--steps N] [--warmup N] [--fused 1]
+ *                   [--steps N] [--warmup N] [--fused 1] [--half f16|bf16]
  * --fused 1: rlx_model_step (one rank: the gradient stays on the device)
+ * --half: rlx_model_grad_half + rlx_model_apply_half (16-bit gradients,
+ *   rounded and widened on the device: half the bytes over the bus)
  * instead of rlx_model_grad + rlx_model_apply; apply_us is then 0. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,7 +28,7 @@ static int cmp(const void *a, const void *b) {
 
 int main(int argc, char **argv) {
   const char *backend = "auto", *hidden = "256";
-  int batch = 256, steps = 50, warmup = 5, fused = 0;
+  int batch = 256, steps = 50, warmup = 5, fused = 0, half = 0;
   for (int i = 1; i + 1 < argc; i += 2) {
     if (!strcmp(argv[i], "--backend")) backend = argv[i + 1];
     else if (!strcmp(argv[i], "--hidden")) hidden = argv[i + 1];
@@ -34,6 +36,7 @@ int main(int argc, char **argv) {
     else if (!strcmp(argv[i], "--steps")) steps = atoi(argv[i + 1]);
     else if (!strcmp(argv[i], "--warmup")) warmup = atoi(argv[i + 1]);
     else if (!strcmp(argv[i], "--fused")) fused = atoi(argv[i + 1]);
+    else if (!strcmp(argv[i], "--half")) half = !strcmp(argv[i + 1], "bf16") ? 2 : 1;
     else { fprintf(stderr, "train_step: unknown flag %s\n", argv[i]); return 2; }
   }
   if (batch < 1 || steps < 1 || warmup < 0) { fprintf(stderr, "train_step: bad numbers\n"); return 2; }
@@ -55,6 +58,7 @@ int main(int argc, char **argv) {
   size_t np = rlx_model_nparams(m);
   float *x = rlx_model_input_buffer(m), *g = rlx_model_grad_buffer(m);
   int32_t *y = malloc(sizeof(int32_t) * batch);
+  uint16_t *g16 = rlx_model_grad16_buffer(m);
   uint32_t *idx = malloc(sizeof(uint32_t) * batch);
   double *t = malloc(sizeof(double) * steps), *ta = malloc(sizeof(double) * steps);
   if (!x || !g || !y || !idx || !t || !ta) return 1;
@@ -69,6 +73,8 @@ int main(int argc, char **argv) {
       t1 = now_us();
     }
     if (fused ? rc != RLX_OK
+        : half ? ((rc = rlx_model_grad_half(m, x, y, batch, g16, half == 2, &loss, NULL)) != RLX_OK ||
+                  (t1 = now_us(), rc = rlx_model_apply_half(m, g16, half == 2, 0.01f)) != RLX_OK)
               : ((rc = rlx_model_grad(m, x, y, batch, g, &loss, NULL)) != RLX_OK ||
                  (t1 = now_us(), rc = rlx_model_apply(m, g, 0.01f)) != RLX_OK)) {
       fprintf(stderr, "train_step: %s\n", rlx_errmsg());
@@ -86,7 +92,8 @@ int main(int argc, char **argv) {
   for (int i = 0; i < ns; i++)
     k += snprintf(model + k, sizeof model - k, "%s%d", i ? "-" : "", sizes[i]);
   printf("backend=\"%s%s\" model=%s params=%zu batch=%d step_us=%.1f apply_us=%.1f "
-         "samples_per_s=%.0f\n", rlx_model_backend(m), fused ? " fused" : "", model, np, batch,
+         "samples_per_s=%.0f\n", rlx_model_backend(m),
+         fused ? " fused" : half == 2 ? " bf16 grads" : half ? " f16 grads" : "", model, np, batch,
          t[steps / 2], ta[steps / 2], batch / (t[steps / 2] * 1e-6));
   rlx_model_free(&m);
   rlx_dataset_free(&ds);

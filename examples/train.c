@@ -31,6 +31,7 @@ struct run {
   rlx_model_desc_t desc; /* how the model was made (a change of backend remakes it) */
   int sizes[TRAIN_MAX_HIDDEN + 2];
   float *x, *grad;       /* the model's own buffers */
+  uint16_t *grad16;      /* --grad-precision f16|bf16: the model's 16-bit one */
   rlx_dataset_t *train, *test;
   size_t ntrain;
   size_t np;
@@ -331,6 +332,7 @@ static int agree_backend(struct run *r) {
   free(p);
   r->x = rlx_model_input_buffer(r->m);
   r->grad = rlx_model_grad_buffer(r->m);
+  r->grad16 = r->o.grad_half ? rlx_model_grad16_buffer(r->m) : NULL;
   printf("train: rank %d uses cpu too: another rank's step was faster there\n", r->rank);
   return RLX_OK;
 }
@@ -363,6 +365,7 @@ static void prepare(struct run *r) {
     fail(r, "creating the model", rc);
   r->x = rlx_model_input_buffer(r->m);
   r->grad = rlx_model_grad_buffer(r->m);
+  r->grad16 = r->o.grad_half ? rlx_model_grad16_buffer(r->m) : NULL;
   r->np = rlx_model_nparams(r->m);
 }
 
@@ -436,7 +439,7 @@ int main(int argc, char **argv) {
   /* The model's own buffers: pinned on a GPU, so batches and gradients
    * move by DMA. */
   int32_t *y = malloc(sizeof(int32_t) * chunk);
-  if (!perm || !idx || !r.x || !y || !r.grad)
+  if (!perm || !idx || !r.x || !y || !r.grad || (r.o.grad_half && !r.grad16))
     fail(&r, "buffers", RLX_ERR_NOMEM);
 
   int stop = 0;
@@ -497,6 +500,20 @@ int main(int argc, char **argv) {
     if (r.size == 1) { /* nothing to average: the gradient stays on the device */
       if ((rc = rlx_model_step(r.m, x, y, r.o.batch, r.lr, &loss, &ok)) != RLX_OK)
         fail(&r, "computing the step", rc);
+    } else if (r.o.grad_half) { /* 16 bits over the bus and on the wire */
+      int bf = r.o.grad_half == 2;
+      uint16_t *grad16 = r.grad16;
+      if ((rc = rlx_model_grad_half(r.m, x, y, r.o.batch, grad16, bf, &loss, &ok)) != RLX_OK)
+        fail(&r, "computing gradients", rc);
+      if ((rc = rlx_allreduce(RLX_IN_PLACE, grad16, r.np, bf ? RLX_BFLOAT16 : RLX_FLOAT16, RLX_AVG,
+                              r.w)) != RLX_OK) {
+        if (!recover(&r, rc))
+          fail(&r, "rlx_allreduce (gradients)", rc);
+        memset(st, 0, sizeof st);
+        continue;
+      }
+      if ((rc = rlx_model_apply_half(r.m, grad16, bf, r.lr)) != RLX_OK)
+        fail(&r, "applying the update", rc);
     } else {
       if ((rc = rlx_model_grad(r.m, x, y, r.o.batch, grad, &loss, &ok)) != RLX_OK)
         fail(&r, "computing gradients", rc);

@@ -15,6 +15,7 @@ struct train_opts {
   int hidden[TRAIN_MAX_HIDDEN], nhidden; /* --hidden 256[,128...] */
   uint64_t seed;           /* --seed */
   const char *wire;        /* --wire f32|f16|bf16 (sets RLX_WIRE) */
+  int grad_half;           /* --grad-precision: 0 f32, 1 f16, 2 bf16 (rounded on the device) */
   const char *data;        /* --data DIR */
   int synthetic;           /* --synthetic */
   long steps;              /* --steps: stop after this many (0 = all epochs) */

@@ -57,6 +57,8 @@ RLX_API int rlx_model_set_momentum(rlx_model_t *m, const float *v);
  * of memory. */
 RLX_API float *rlx_model_input_buffer(rlx_model_t *m);
 RLX_API float *rlx_model_grad_buffer(rlx_model_t *m);
+/* Room for one 16-bit gradient (rlx_model_grad_half), pinned as well. */
+RLX_API uint16_t *rlx_model_grad16_buffer(rlx_model_t *m);
 
 /* Forward and backward on one batch: x is batch x sizes[0] floats,
  * labels are class indices. The mean-loss gradient lands in grad (flat, as
@@ -67,6 +69,14 @@ RLX_API int rlx_model_grad(rlx_model_t *m, const float *x, const int32_t *labels
 /* SGD step with the given (usually averaged) gradient:
  * v = momentum * v + grad; params -= lr * v. */
 RLX_API int rlx_model_apply(rlx_model_t *m, const float *grad, float lr);
+/* The same with a 16-bit gradient (bf16 0: IEEE float16, 1: bfloat16),
+ * rounded to nearest even from the float32 one, bit for bit alike on
+ * every backend; on OpenCL the rounding and the widening run on the
+ * device, so half the bytes cross the bus. For RLX_FLOAT16/RLX_BFLOAT16
+ * allreduces (half the bytes on the wire too). */
+RLX_API int rlx_model_grad_half(rlx_model_t *m, const float *x, const int32_t *labels, int batch,
+                                uint16_t *grad, int bf16, float *loss, int *correct);
+RLX_API int rlx_model_apply_half(rlx_model_t *m, const uint16_t *grad, int bf16, float lr);
 /* One rank's whole step, rlx_model_grad then rlx_model_apply, with the
  * gradient kept where it is computed: on an OpenCL device nothing goes
  * back to the host but the loss and the count. */

@@ -57,6 +57,11 @@ struct rlx__backend_ops {
               float *loss, int *correct);
   /* the momentum buffer: read into v (set 0), or written from it (set 1) */
   int (*velocity)(struct rlx__backend *b, float *v, int set);
+  /* grad and apply with a 16-bit gradient (bf16 0: float16, 1: bfloat16),
+   * rounded where it is computed; NULL: model.c rounds on the host */
+  int (*grad_half)(struct rlx__backend *b, const float *x, const int32_t *y, int batch,
+                   uint16_t *g, int bf16, float *loss, int *correct);
+  int (*apply_half)(struct rlx__backend *b, const uint16_t *g, int bf16, float lr);
 };
 
 int rlx__cpu_create(const struct rlx__layout *lo, float momentum, struct rlx__backend **out);

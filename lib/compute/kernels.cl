@@ -84,3 +84,31 @@ __kernel void sgd(__global float *p, __global float *v, __global const float *g,
   v[i] = u;
   p[i] -= lr * u;
 }
+
+/* Half-width gradients (rlx_model_grad_half / _apply_half): g[off..off+n)
+ * rounded to nearest even into h as IEEE half (bf16 0) or bfloat16 (1),
+ * bit for bit as the host's conversion (lib/half.c) rounds; and back. */
+__kernel void to_half(__global const float *g, __global half *h, uint off, uint n, uint bf16) {
+  uint i = get_global_id(0);
+  if (i >= n)
+    return;
+  float v = g[off + i];
+  if (!bf16) {
+    vstore_half_rte(v, off + i, h);
+    return;
+  }
+  uint x = as_uint(v);
+  ushort r;
+  if ((x & 0x7f800000u) == 0x7f800000u && (x & 0x7fffffu))
+    r = (ushort)((x >> 16) | 0x40u); /* NaN stays a quiet NaN */
+  else
+    r = (ushort)((x + 0x7fffu + ((x >> 16) & 1u)) >> 16);
+  ((__global ushort *)h)[off + i] = r;
+}
+
+__kernel void from_half(__global const half *h, __global float *g, uint n, uint bf16) {
+  uint i = get_global_id(0);
+  if (i >= n)
+    return;
+  g[i] = bf16 ? as_float((uint)((__global const ushort *)h)[i] << 16) : vload_half(i, h);
+}

@@ -4,12 +4,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include "compute/backend.h"
+#include "half.h"
 #include "internal.h"
 
 struct rlx_model {
   struct rlx__layout lo;
   struct rlx__backend *be;
   float *in_buf, *grad_buf;   /* rlx_model_input_buffer / _grad_buffer */
+  float *grad16_buf;          /* rlx_model_grad16_buffer (np 16-bit values) */
   char fallback[1400];
 };
 
@@ -153,12 +155,19 @@ float *rlx_model_grad_buffer(rlx_model_t *m) {
   return m ? m->grad_buf : NULL;
 }
 
+uint16_t *rlx_model_grad16_buffer(rlx_model_t *m) {
+  if (m && !m->grad16_buf)
+    m->grad16_buf = host_alloc(m, (m->lo.nparams + 1) / 2);
+  return m ? (uint16_t *)m->grad16_buf : NULL;
+}
+
 int rlx_model_free(rlx_model_t **mp) {
   if (!mp)
     return rlx__err(RLX_ERR_ARG, "rlx_model_free: NULL");
   if (*mp) {
     host_free(*mp, (*mp)->in_buf);
     host_free(*mp, (*mp)->grad_buf);
+    host_free(*mp, (*mp)->grad16_buf);
     if ((*mp)->be)
       (*mp)->be->ops->destroy((*mp)->be);
     free(*mp);
@@ -230,6 +239,39 @@ int rlx_model_apply(rlx_model_t *m, const float *g, float lr) {
     return rlx__err(RLX_ERR_ARG, "rlx_model_apply: learning rate %g out of range [0, 1e6)",
                     (double)lr);
   return m->be->ops->apply(m->be, g, lr);
+}
+
+int rlx_model_grad_half(rlx_model_t *m, const float *x, const int32_t *y, int batch,
+                        uint16_t *g, int bf16, float *loss, int *correct) {
+  int rc = check_batch(m, "rlx_model_grad_half", x, y, batch);
+  if (rc != RLX_OK)
+    return rc;
+  if (!g)
+    return rlx__err(RLX_ERR_ARG, "rlx_model_grad_half: grad is NULL");
+  if (m->be->ops->grad_half)
+    return m->be->ops->grad_half(m->be, x, y, batch, g, bf16, loss, correct);
+  float *f = rlx_model_grad_buffer(m);
+  if (!f)
+    return rlx__err(RLX_ERR_NOMEM, "rlx_model_grad_half: no memory for the gradient");
+  if ((rc = m->be->ops->grad(m->be, x, y, batch, f, loss, correct)) != RLX_OK)
+    return rc;
+  (bf16 ? rlx__f32_to_bf16_n : rlx__f32_to_f16_n)(g, f, m->lo.nparams);
+  return RLX_OK;
+}
+
+int rlx_model_apply_half(rlx_model_t *m, const uint16_t *g, int bf16, float lr) {
+  if (!m || !g)
+    return rlx__err(RLX_ERR_ARG, "rlx_model_apply_half: NULL argument");
+  if (!(lr >= 0.0f && lr < 1e6f))
+    return rlx__err(RLX_ERR_ARG, "rlx_model_apply_half: learning rate %g out of range [0, 1e6)",
+                    (double)lr);
+  if (m->be->ops->apply_half)
+    return m->be->ops->apply_half(m->be, g, bf16, lr);
+  float *f = rlx_model_grad_buffer(m);
+  if (!f)
+    return rlx__err(RLX_ERR_NOMEM, "rlx_model_apply_half: no memory for the gradient");
+  (bf16 ? rlx__bf16_to_f32_n : rlx__f16_to_f32_n)(f, g, m->lo.nparams);
+  return m->be->ops->apply(m->be, f, lr);
 }
 
 int rlx_model_step(rlx_model_t *m, const float *x, const int32_t *y, int batch, float lr,

@@ -14,9 +14,9 @@
 #include "compute/kernels_cl.h"
 #include "internal.h"
 
-enum { K_BIAS_ACT, K_SOFTMAX_XENT, K_SUM_ROWS, K_RELU_BACK, K_SGD, K_COUNT };
+enum { K_BIAS_ACT, K_SOFTMAX_XENT, K_SUM_ROWS, K_RELU_BACK, K_SGD, K_TO_HALF, K_FROM_HALF, K_COUNT };
 static const char *const kernel_names[K_COUNT] = {"bias_act", "softmax_xent", "sum_rows",
-                                                  "relu_back", "sgd"};
+                                                  "relu_back", "sgd", "to_half", "from_half"};
 
 struct ocl {
   struct rlx__backend base;
@@ -27,6 +27,7 @@ struct ocl {
   cl_kernel k[K_COUNT];
   size_t wg;                          /* work-group size for 1-D launches */
   cl_mem params, velocity, grad, x, y, dz, dz2, ones, row_loss, row_ok, stats;
+  cl_mem grad16; /* the gradient in 16 bits (rlx_model_grad_half), made at first use */
   cl_mem gemm_tmp;                    /* CLBlast's scratch, allocated once, not per call */
   size_t gemm_tmp_bytes;
   cl_mem act[RLX__MAX_LAYERS + 1];    /* act[0] aliases x */
@@ -103,8 +104,9 @@ static void ocl_destroy(struct rlx__backend *b) {
     clFinish(o->tq);
   if (o->q)
     clFinish(o->q);
-  cl_mem *mems[] = {&o->params, &o->velocity, &o->grad, &o->x,        &o->y,     &o->dz,
-                    &o->dz2,    &o->ones,     &o->row_loss, &o->row_ok, &o->stats, &o->gemm_tmp};
+  cl_mem *mems[] = {&o->params, &o->velocity, &o->grad,  &o->x,        &o->y,
+                    &o->dz,     &o->dz2,      &o->ones,  &o->row_loss, &o->row_ok,
+                    &o->stats,  &o->gemm_tmp, &o->grad16};
   for (size_t i = 0; i < RLX__ARRAY_SIZE(mems); i++)
     if (*mems[i])
       clReleaseMemObject(*mems[i]);
@@ -266,9 +268,27 @@ static int read_stats(struct ocl *o, float stats[2]) {
   return RLX_OK;
 }
 
+/* Round layer l's gradient (o->grad) into o->grad16 after event after;
+ * *done: when it is there. */
+static int round_layer(struct ocl *o, int l, cl_uint bf16, cl_event after, cl_event *done) {
+  const struct rlx__layout *lo = o->base.lo;
+  cl_uint off = (cl_uint)lo->w_off[l], n = (cl_uint)(lo->b_off[l] + lo->sizes[l + 1] - lo->w_off[l]);
+  ARG(o, K_TO_HALF, 0, o->grad);
+  ARG(o, K_TO_HALF, 1, o->grad16);
+  ARG(o, K_TO_HALF, 2, off);
+  ARG(o, K_TO_HALF, 3, n);
+  ARG(o, K_TO_HALF, 4, bf16);
+  size_t global = round_up(n, o->wg);
+  CL_TRY(o, "to_half", clEnqueueNDRangeKernel(o->q, o->k[K_TO_HALF], 1, NULL, &global, &o->wg, 1,
+                                              &after, done));
+  return RLX_OK;
+}
+
 /* Forward and backward into o->grad; each layer's part is downloaded to g
- * as soon as it is final (g NULL: it stays on the device). */
-static int backprop(struct ocl *o, const float *x, const int32_t *y, int batch, float *g) {
+ * as soon as it is final (g NULL: it stays on the device); half 1 or 2:
+ * rounded on the device to float16 or bfloat16 first, and g is 16-bit. */
+static int backprop(struct ocl *o, const float *x, const int32_t *y, int batch, void *g,
+                    int half) {
   const struct rlx__layout *lo = o->base.lo;
   int rc = forward(o, x, y, batch, 1);
   if (rc != RLX_OK)
@@ -285,11 +305,20 @@ static int backprop(struct ocl *o, const float *x, const int32_t *y, int batch, 
                           0, out, o->ones, 0, 1, 0.0f, o->grad, lo->b_off[l], 1, &o->q, &done));
     /* This layer's gradient is final: download it on the second queue
      * while the compute queue goes on to the layers below. */
+    size_t es = half ? 2 : sizeof(float), count = lo->b_off[l] + out - lo->w_off[l];
+    if (g != NULL && half) {
+      cl_event rounded;
+      if ((rc = round_layer(o, l, (cl_uint)(half - 1), done, &rounded)) != RLX_OK) {
+        clReleaseEvent(done);
+        return rc;
+      }
+      clReleaseEvent(done);
+      done = rounded;
+    }
     cl_int e = g == NULL ? CL_SUCCESS
-                         : clEnqueueReadBuffer(o->tq, o->grad, CL_FALSE,
-                                               sizeof(float) * lo->w_off[l],
-                                               sizeof(float) * (lo->b_off[l] + out - lo->w_off[l]),
-                                               g + lo->w_off[l], 1, &done, NULL);
+                         : clEnqueueReadBuffer(o->tq, half ? o->grad16 : o->grad, CL_FALSE,
+                                               es * lo->w_off[l], es * count,
+                                               (char *)g + es * lo->w_off[l], 1, &done, NULL);
     clReleaseEvent(done);
     if (e != CL_SUCCESS) {
       clFinish(o->tq);
@@ -313,11 +342,16 @@ static int backprop(struct ocl *o, const float *x, const int32_t *y, int batch, 
   return RLX_OK;
 }
 
-static int ocl_grad(struct rlx__backend *b, const float *x, const int32_t *y, int batch, float *g,
-                    float *loss, int *correct) {
+static cl_mem alloc(struct ocl *o, size_t bytes, int *fail);
+
+static int grad_as(struct rlx__backend *b, const float *x, const int32_t *y, int batch, void *g,
+                   int half, float *loss, int *correct) {
   struct ocl *o = ocl_of(b);
   const struct rlx__layout *lo = b->lo;
-  int rc = backprop(o, x, y, batch, g);
+  int bad = 0;
+  if (half && o->grad16 == NULL && (o->grad16 = alloc(o, 2 * lo->nparams, &bad)) == NULL)
+    return rlx__err(RLX_ERR_NOMEM, "%s: no device memory for a 16-bit gradient", o->base.name);
+  int rc = backprop(o, x, y, batch, g, half);
   if (rc != RLX_OK) {
     clFinish(o->tq);
     return rc;
@@ -331,7 +365,7 @@ static int ocl_grad(struct rlx__backend *b, const float *x, const int32_t *y, in
     return cl_fail(o, "read gradient", e);
   if (rlx__fault_compute_zeros()) {
     /* Injected fault (test builds): a driver that says yes and computes nothing. */
-    memset(g, 0, sizeof(float) * lo->nparams);
+    memset(g, 0, (half ? 2 : sizeof(float)) * lo->nparams);
     stats[0] = stats[1] = 0.0f;
   }
   if (loss)
@@ -339,6 +373,16 @@ static int ocl_grad(struct rlx__backend *b, const float *x, const int32_t *y, in
   if (correct)
     *correct = (int)stats[1];
   return RLX_OK;
+}
+
+static int ocl_grad(struct rlx__backend *b, const float *x, const int32_t *y, int batch, float *g,
+                    float *loss, int *correct) {
+  return grad_as(b, x, y, batch, g, 0, loss, correct);
+}
+
+static int ocl_grad_half(struct rlx__backend *b, const float *x, const int32_t *y, int batch,
+                         uint16_t *g, int bf16, float *loss, int *correct) {
+  return grad_as(b, x, y, batch, g, bf16 ? 2 : 1, loss, correct);
 }
 
 /* The SGD kernel on o->grad, enqueued. */
@@ -367,12 +411,34 @@ static int ocl_apply(struct rlx__backend *b, const float *g, float lr) {
   return RLX_OK;
 }
 
+/* The 16-bit gradient up, widened on the device, then SGD. */
+static int ocl_apply_half(struct rlx__backend *b, const uint16_t *g, int bf16, float lr) {
+  struct ocl *o = ocl_of(b);
+  int bad = 0;
+  cl_uint n = (cl_uint)b->lo->nparams, bf = bf16 != 0;
+  if (o->grad16 == NULL && (o->grad16 = alloc(o, 2 * (size_t)n, &bad)) == NULL)
+    return rlx__err(RLX_ERR_NOMEM, "%s: no device memory for a 16-bit gradient", o->base.name);
+  CL_TRY(o, "write gradient", clEnqueueWriteBuffer(o->q, o->grad16, CL_FALSE, 0, 2 * (size_t)n, g,
+                                                   0, NULL, NULL));
+  ARG(o, K_FROM_HALF, 0, o->grad16);
+  ARG(o, K_FROM_HALF, 1, o->grad);
+  ARG(o, K_FROM_HALF, 2, n);
+  ARG(o, K_FROM_HALF, 3, bf);
+  int rc = launch(o, K_FROM_HALF, n);
+  if (rc == RLX_OK)
+    rc = sgd(o, lr);
+  if (rc != RLX_OK)
+    return rc;
+  CL_TRY(o, "clFinish", clFinish(o->q)); /* the caller may reuse g */
+  return RLX_OK;
+}
+
 /* One rank's step: the gradient never leaves the device; the loss and the
  * count, read last, are the one wait. */
 static int ocl_step(struct rlx__backend *b, const float *x, const int32_t *y, int batch, float lr,
                     float *loss, int *correct) {
   struct ocl *o = ocl_of(b);
-  int rc = backprop(o, x, y, batch, NULL);
+  int rc = backprop(o, x, y, batch, NULL, 0);
   if (rc == RLX_OK)
     rc = sgd(o, lr);
   float stats[2];
@@ -406,6 +472,8 @@ static const struct rlx__backend_ops ocl_ops = {
     .set_params = ocl_set_params,
     .get_params = ocl_get_params,
     .velocity = ocl_velocity,
+    .grad_half = ocl_grad_half,
+    .apply_half = ocl_apply_half,
     .grad = ocl_grad,
     .apply = ocl_apply,
     .step = ocl_step,

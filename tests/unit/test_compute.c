@@ -9,6 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "compute/backend.h"
+#include "half.h"
 #include "compute/cl_devices.h"
 #include "internal.h"
 
@@ -183,7 +184,7 @@ static int liar_eval(struct rlx__backend *b, const float *x, const int32_t *y, i
 static const struct rlx__backend_ops liar_ops = {NULL,      liar_set,   liar_get,
                                                  liar_grad, liar_apply, liar_eval,
                                                  NULL,      NULL,       NULL,
-                                                 NULL};
+                                                 NULL,      NULL,       NULL};
 
 START_TEST(validation_catches_wrong_answers) {
   const int sizes[] = {20, 16, 10};
@@ -384,6 +385,56 @@ START_TEST(momentum_travels) {
 }
 END_TEST
 
+/* 16-bit gradients: rlx_model_grad_half gives the float32 gradient
+ * rounded to nearest even as the host rounds it (lib/half.c), bit for bit,
+ * on the device too; rlx_model_apply_half applies what widening gives. */
+START_TEST(half_gradients) {
+  const int sizes[] = {13, 9, 3};
+  const int B = 11;
+  float x[11 * 13];
+  int32_t y[11];
+  const char *devs[] = {"cpu", "opencl"};
+  fill(x, sizeof x / sizeof *x, 77, 1.0);
+  for (int i = 0; i < B; i++)
+    y[i] = i % 3;
+  for (int d = 0; d < 2; d++) {
+    rlx_model_t *a = make(sizes, 3, B, devs[d], 0.9f), *b = make(sizes, 3, B, devs[d], 0.9f);
+    if (d == 1 && strncmp(rlx_model_backend(a), "opencl", 6) != 0) {
+      rlx_model_free(&a);
+      rlx_model_free(&b);
+      break; /* no OpenCL here */
+    }
+    size_t n = rlx_model_nparams(a);
+    float *g = malloc(n * sizeof *g), *w = malloc(n * sizeof *w), *pa = malloc(n * sizeof *pa),
+          *pb = malloc(n * sizeof *pb);
+    uint16_t *h = malloc(n * sizeof *h), *want = malloc(n * sizeof *want);
+    for (int bf16 = 0; bf16 < 2; bf16++) {
+      float la, lb;
+      ck_assert_int_eq(rlx_model_grad(a, x, y, B, g, &la, NULL), RLX_OK);
+      ck_assert_int_eq(rlx_model_grad_half(a, x, y, B, h, bf16, &lb, NULL), RLX_OK);
+      (bf16 ? rlx__f32_to_bf16_n : rlx__f32_to_f16_n)(want, g, n);
+      size_t diff = 0;
+      for (size_t i = 0; i < n; i++)
+        diff += h[i] != want[i];
+      ck_assert_msg(diff == 0 && la == lb, "%s %s: %zu of %zu values rounded otherwise", devs[d],
+                    bf16 ? "bf16" : "f16", diff, n);
+      (bf16 ? rlx__bf16_to_f32_n : rlx__f16_to_f32_n)(w, h, n);
+      ck_assert_int_eq(rlx_model_apply_half(a, h, bf16, 0.05f), RLX_OK);
+      ck_assert_int_eq(rlx_model_apply(b, w, 0.05f), RLX_OK);
+      ck_assert_int_eq(rlx_model_get_params(a, pa), RLX_OK);
+      ck_assert_int_eq(rlx_model_get_params(b, pb), RLX_OK);
+      ck_assert_msg(memcmp(pa, pb, n * sizeof *pa) == 0, "%s %s: apply_half differs", devs[d],
+                    bf16 ? "bf16" : "f16");
+    }
+    ck_assert_int_eq(rlx_model_grad_half(a, x, y, B, NULL, 0, NULL, NULL), RLX_ERR_ARG);
+    ck_assert_int_eq(rlx_model_apply_half(a, h, 0, -1.0f), RLX_ERR_ARG);
+    free(g), free(w), free(pa), free(pb), free(h), free(want);
+    rlx_model_free(&a);
+    rlx_model_free(&b);
+  }
+}
+END_TEST
+
 /* RLX_DEVICE=gpu where OpenCL lists no GPU (PoCL's CPU device here): a
  * clear error naming the devices there are, and, when a GPU vendor's
  * OpenCL library is on disk (RLX_GPU_OPENCL_LIBS stands in for NVIDIA's
@@ -443,6 +494,7 @@ Suite *compute_suite(void) {
   tcase_add_test(t, gpu_asked_without_gpu);
   tcase_add_test(t, step_matches_grad_then_apply);
   tcase_add_test(t, momentum_travels);
+  tcase_add_test(t, half_gradients);
   tcase_add_test(t, gpu_placement);
   tcase_add_test(t, opencl_matches_cpu_on_awkward_shapes);
   suite_add_tcase(s, t);
