@@ -69,6 +69,23 @@ RLX_API int rlx_model_grad(rlx_model_t *m, const float *x, const int32_t *labels
 /* SGD step with the given (usually averaged) gradient:
  * v = momentum * v + grad; params -= lr * v. */
 RLX_API int rlx_model_apply(rlx_model_t *m, const float *grad, float lr);
+/* Backward with the gradient handed over in buckets as backward makes it
+ * (the last layer first): once grad[off, off + n) is final on the host,
+ * ready(off, n, arg) is called on this thread (start its allreduce
+ * there). A bucket is whole layers, at least bucket_floats values (0: a
+ * layer each); the buckets cover the gradient, each once. A nonzero
+ * return from ready stops the backward pass and is returned. On OpenCL
+ * later layers compute while earlier buckets are handed over. */
+typedef int (*rlx_grad_ready_fn)(size_t off, size_t n, void *arg);
+RLX_API int rlx_model_grad_buckets(rlx_model_t *m, const float *x, const int32_t *labels,
+                                   int batch, float *grad, size_t bucket_floats,
+                                   rlx_grad_ready_fn ready, void *arg, float *loss, int *correct);
+/* rlx_model_apply on parameters [off, off + n) only (a bucket's). */
+RLX_API int rlx_model_apply_range(rlx_model_t *m, const float *grad, size_t off, size_t n,
+                                  float lr);
+/* rlx_model_grad_buffer's spare room: this many floats after the
+ * gradient, the program's own (values that ride in the same allreduce). */
+#define RLX_MODEL_GRAD_SPARE 16
 /* The same with a 16-bit gradient (bf16 0: IEEE float16, 1: bfloat16),
  * rounded to nearest even from the float32 one, bit for bit alike on
  * every backend; on OpenCL the rounding and the widening run on the

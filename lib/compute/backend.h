@@ -62,6 +62,14 @@ struct rlx__backend_ops {
   int (*grad_half)(struct rlx__backend *b, const float *x, const int32_t *y, int batch,
                    uint16_t *g, int bf16, float *loss, int *correct);
   int (*apply_half)(struct rlx__backend *b, const uint16_t *g, int bf16, float lr);
+  /* grad, calling done(l, arg) as soon as layer l's part of g is final on
+   * the host (last layer first); a nonzero return stops and is returned.
+   * NULL: model.c calls done for every layer after grad. */
+  int (*grad_layers)(struct rlx__backend *b, const float *x, const int32_t *y, int batch,
+                     float *g, int (*done)(int l, void *arg), void *arg, float *loss,
+                     int *correct);
+  /* apply on g[off, off + n) only */
+  int (*apply_range)(struct rlx__backend *b, const float *g, size_t off, size_t n, float lr);
 };
 
 int rlx__cpu_create(const struct rlx__layout *lo, float momentum, struct rlx__backend **out);

@@ -67,8 +67,9 @@ static float *cpu_forward(struct cpu *c, const float *x, int batch) {
   return c->act[lo->nlayers];
 }
 
-static int cpu_grad(struct rlx__backend *b, const float *x, const int32_t *y, int batch, float *g,
-                    float *loss, int *correct) {
+static int cpu_grad_layers(struct rlx__backend *b, const float *x, const int32_t *y, int batch,
+                           float *g, int (*done)(int l, void *arg), void *arg, float *loss,
+                           int *correct) {
   struct cpu *c = cpu_of(b);
   const struct rlx__layout *lo = b->lo;
   const struct rlx__blas *B = c->blas;
@@ -85,6 +86,9 @@ static int cpu_grad(struct rlx__backend *b, const float *x, const int32_t *y, in
                 in, 0.0f, g + lo->w_off[l], in);
     B->sgemv(CblasRowMajor, CblasTrans, batch, out, 1.0f, dz, out, c->ones, 1, 0.0f,
                 g + lo->b_off[l], 1);
+    int rc = done ? done(l, arg) : 0;
+    if (rc != 0)
+      return rc;
     if (l == 0)
       break;
     /* dA = dZ W, then through the ReLU of layer l */
@@ -99,6 +103,17 @@ static int cpu_grad(struct rlx__backend *b, const float *x, const int32_t *y, in
     *loss = (float)(lsum / batch);
   if (correct)
     *correct = (int)ok;
+  return RLX_OK;
+}
+
+static int cpu_grad(struct rlx__backend *b, const float *x, const int32_t *y, int batch, float *g,
+                    float *loss, int *correct) {
+  return cpu_grad_layers(b, x, y, batch, g, NULL, NULL, loss, correct);
+}
+
+static int cpu_apply_range(struct rlx__backend *b, const float *g, size_t off, size_t n, float lr) {
+  struct cpu *c = cpu_of(b);
+  rlx__cpu_sgd(c->params + off, c->velocity + off, g + off, n, lr, b->momentum);
   return RLX_OK;
 }
 
@@ -122,6 +137,8 @@ static const struct rlx__backend_ops cpu_ops = {
     .set_params = cpu_set_params,
     .get_params = cpu_get_params,
     .velocity = cpu_velocity,
+    .grad_layers = cpu_grad_layers,
+    .apply_range = cpu_apply_range,
     .grad = cpu_grad,
     .apply = cpu_apply,
     .eval = cpu_eval,

@@ -151,7 +151,7 @@ float *rlx_model_input_buffer(rlx_model_t *m) {
 
 float *rlx_model_grad_buffer(rlx_model_t *m) {
   if (m && !m->grad_buf)
-    m->grad_buf = host_alloc(m, m->lo.nparams);
+    m->grad_buf = host_alloc(m, m->lo.nparams + RLX_MODEL_GRAD_SPARE);
   return m ? m->grad_buf : NULL;
 }
 
@@ -239,6 +239,61 @@ int rlx_model_apply(rlx_model_t *m, const float *g, float lr) {
     return rlx__err(RLX_ERR_ARG, "rlx_model_apply: learning rate %g out of range [0, 1e6)",
                     (double)lr);
   return m->be->ops->apply(m->be, g, lr);
+}
+
+/* Buckets of whole layers, from the last: layer l holds g[w_off[l],
+ * b_off[l] + width) and layers lie in order, so a bucket is one range. */
+struct buckets {
+  const struct rlx__layout *lo;
+  size_t min, start;
+  int top; /* the highest layer of the bucket being filled, -1: none */
+  rlx_grad_ready_fn ready;
+  void *arg;
+};
+
+static int layer_done(int l, void *arg) {
+  struct buckets *k = arg;
+  const struct rlx__layout *lo = k->lo;
+  if (k->top < 0)
+    k->top = l;
+  size_t end = lo->b_off[k->top] + (size_t)lo->sizes[k->top + 1];
+  if (end - lo->w_off[l] < k->min && l > 0)
+    return 0; /* not full yet */
+  k->top = -1;
+  return k->ready(lo->w_off[l], end - lo->w_off[l], k->arg);
+}
+
+int rlx_model_grad_buckets(rlx_model_t *m, const float *x, const int32_t *y, int batch, float *g,
+                           size_t bucket_floats, rlx_grad_ready_fn ready, void *arg,
+                           float *loss, int *correct) {
+  int rc = check_batch(m, "rlx_model_grad_buckets", x, y, batch);
+  if (rc != RLX_OK)
+    return rc;
+  if (!g || !ready)
+    return rlx__err(RLX_ERR_ARG, "rlx_model_grad_buckets: %s is NULL", g ? "ready" : "grad");
+  struct buckets k = {&m->lo, bucket_floats, 0, -1, ready, arg};
+  if (m->be->ops->grad_layers)
+    return m->be->ops->grad_layers(m->be, x, y, batch, g, layer_done, &k, loss, correct);
+  if ((rc = m->be->ops->grad(m->be, x, y, batch, g, loss, correct)) != RLX_OK)
+    return rc;
+  for (int l = m->lo.nlayers - 1; l >= 0; l--)
+    if ((rc = layer_done(l, &k)) != 0)
+      return rc;
+  return RLX_OK;
+}
+
+int rlx_model_apply_range(rlx_model_t *m, const float *g, size_t off, size_t n, float lr) {
+  if (!m || !g)
+    return rlx__err(RLX_ERR_ARG, "rlx_model_apply_range: NULL argument");
+  if (off > m->lo.nparams || n > m->lo.nparams - off)
+    return rlx__err(RLX_ERR_ARG, "rlx_model_apply_range: [%zu, %zu) is outside the %zu parameters",
+                    off, off + n, m->lo.nparams);
+  if (!(lr >= 0.0f && lr < 1e6f))
+    return rlx__err(RLX_ERR_ARG, "rlx_model_apply_range: learning rate %g out of range [0, 1e6)",
+                    (double)lr);
+  if (n == 0)
+    return RLX_OK;
+  return m->be->ops->apply_range(m->be, g, off, n, lr);
 }
 
 int rlx_model_grad_half(rlx_model_t *m, const float *x, const int32_t *y, int batch,

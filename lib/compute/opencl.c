@@ -288,7 +288,7 @@ static int round_layer(struct ocl *o, int l, cl_uint bf16, cl_event after, cl_ev
  * as soon as it is final (g NULL: it stays on the device); half 1 or 2:
  * rounded on the device to float16 or bfloat16 first, and g is 16-bit. */
 static int backprop(struct ocl *o, const float *x, const int32_t *y, int batch, void *g,
-                    int half) {
+                    int half, cl_event *ev) {
   const struct rlx__layout *lo = o->base.lo;
   int rc = forward(o, x, y, batch, 1);
   if (rc != RLX_OK)
@@ -318,7 +318,8 @@ static int backprop(struct ocl *o, const float *x, const int32_t *y, int batch, 
     cl_int e = g == NULL ? CL_SUCCESS
                          : clEnqueueReadBuffer(o->tq, half ? o->grad16 : o->grad, CL_FALSE,
                                                es * lo->w_off[l], es * count,
-                                               (char *)g + es * lo->w_off[l], 1, &done, NULL);
+                                               (char *)g + es * lo->w_off[l], 1, &done,
+                                               ev ? &ev[l] : NULL);
     clReleaseEvent(done);
     if (e != CL_SUCCESS) {
       clFinish(o->tq);
@@ -351,7 +352,7 @@ static int grad_as(struct rlx__backend *b, const float *x, const int32_t *y, int
   int bad = 0;
   if (half && o->grad16 == NULL && (o->grad16 = alloc(o, 2 * lo->nparams, &bad)) == NULL)
     return rlx__err(RLX_ERR_NOMEM, "%s: no device memory for a 16-bit gradient", o->base.name);
-  int rc = backprop(o, x, y, batch, g, half);
+  int rc = backprop(o, x, y, batch, g, half, NULL);
   if (rc != RLX_OK) {
     clFinish(o->tq);
     return rc;
@@ -411,6 +412,63 @@ static int ocl_apply(struct rlx__backend *b, const float *g, float lr) {
   return RLX_OK;
 }
 
+/* Backward as ocl_grad, every layer's download an event of its own:
+ * while the device computes the layers below, the host waits for each in
+ * turn and hands it over (done). */
+static int ocl_grad_layers(struct rlx__backend *b, const float *x, const int32_t *y, int batch,
+                           float *g, int (*done)(int l, void *arg), void *arg, float *loss,
+                           int *correct) {
+  struct ocl *o = ocl_of(b);
+  const struct rlx__layout *lo = b->lo;
+  cl_event ev[RLX__MAX_LAYERS] = {0};
+  int rc = backprop(o, x, y, batch, g, 0, ev), stop = 0;
+  clFlush(o->q);
+  clFlush(o->tq);
+  for (int l = lo->nlayers - 1; l >= 0; l--) {
+    if (ev[l] == NULL)
+      continue;
+    cl_int e = clWaitForEvents(1, &ev[l]);
+    clReleaseEvent(ev[l]);
+    if (rc == RLX_OK && e != CL_SUCCESS)
+      rc = cl_fail(o, "read gradient", e);
+    if (rc == RLX_OK && !stop && (stop = done(l, arg)) != 0)
+      rc = stop;
+  }
+  if (rc != RLX_OK) {
+    clFinish(o->q);
+    clFinish(o->tq);
+    return rc;
+  }
+  float stats[2];
+  if ((rc = read_stats(o, stats)) != RLX_OK)
+    return rc;
+  if (loss)
+    *loss = stats[0] / (float)batch;
+  if (correct)
+    *correct = (int)stats[1];
+  return RLX_OK;
+}
+
+/* A bucket's SGD: its gradient up, the kernel over its range only. */
+static int ocl_apply_range(struct rlx__backend *b, const float *g, size_t off, size_t n, float lr) {
+  struct ocl *o = ocl_of(b);
+  cl_uint end = (cl_uint)(off + n);
+  float mu = o->base.momentum;
+  CL_TRY(o, "write gradient", clEnqueueWriteBuffer(o->q, o->grad, CL_TRUE, sizeof(float) * off,
+                                                   sizeof(float) * n, g + off, 0, NULL, NULL));
+  ARG(o, K_SGD, 0, o->params);
+  ARG(o, K_SGD, 1, o->velocity);
+  ARG(o, K_SGD, 2, o->grad);
+  ARG(o, K_SGD, 3, lr);
+  ARG(o, K_SGD, 4, mu);
+  ARG(o, K_SGD, 5, end);
+  /* (the kernel stops at index end; the offset starts it at off) */
+  size_t global = round_up(n, o->wg), goff = off;
+  CL_TRY(o, "sgd", clEnqueueNDRangeKernel(o->q, o->k[K_SGD], 1, &goff, &global, &o->wg, 0, NULL,
+                                          NULL));
+  return RLX_OK;
+}
+
 /* The 16-bit gradient up, widened on the device, then SGD. */
 static int ocl_apply_half(struct rlx__backend *b, const uint16_t *g, int bf16, float lr) {
   struct ocl *o = ocl_of(b);
@@ -438,7 +496,7 @@ static int ocl_apply_half(struct rlx__backend *b, const uint16_t *g, int bf16, f
 static int ocl_step(struct rlx__backend *b, const float *x, const int32_t *y, int batch, float lr,
                     float *loss, int *correct) {
   struct ocl *o = ocl_of(b);
-  int rc = backprop(o, x, y, batch, NULL, 0);
+  int rc = backprop(o, x, y, batch, NULL, 0, NULL);
   if (rc == RLX_OK)
     rc = sgd(o, lr);
   float stats[2];
@@ -474,6 +532,8 @@ static const struct rlx__backend_ops ocl_ops = {
     .velocity = ocl_velocity,
     .grad_half = ocl_grad_half,
     .apply_half = ocl_apply_half,
+    .grad_layers = ocl_grad_layers,
+    .apply_range = ocl_apply_range,
     .grad = ocl_grad,
     .apply = ocl_apply,
     .step = ocl_step,

@@ -184,7 +184,8 @@ static int liar_eval(struct rlx__backend *b, const float *x, const int32_t *y, i
 static const struct rlx__backend_ops liar_ops = {NULL,      liar_set,   liar_get,
                                                  liar_grad, liar_apply, liar_eval,
                                                  NULL,      NULL,       NULL,
-                                                 NULL,      NULL,       NULL};
+                                                 NULL,      NULL,       NULL,
+                                                 NULL,      NULL};
 
 START_TEST(validation_catches_wrong_answers) {
   const int sizes[] = {20, 16, 10};
@@ -435,6 +436,82 @@ START_TEST(half_gradients) {
 }
 END_TEST
 
+/* Buckets: rlx_model_grad_buckets hands over whole layers from the last,
+ * each range once, covering the gradient, bit for bit rlx_model_grad's;
+ * rlx_model_apply_range over the buckets equals rlx_model_apply. Bucket
+ * sizes at the edges: a layer each, odd, all in one. */
+struct seen {
+  size_t off[8], n[8];
+  int k;
+  const float *g, *want;
+};
+static int note(size_t off, size_t n, void *arg) {
+  struct seen *s = arg;
+  ck_assert_int_lt(s->k, 8);
+  ck_assert_msg(memcmp(s->g + off, s->want + off, n * sizeof(float)) == 0,
+                "bucket [%zu, %zu) not final when handed over", off, off + n);
+  s->off[s->k] = off;
+  s->n[s->k++] = n;
+  return 0;
+}
+static int refuse(size_t off, size_t n, void *arg) {
+  (void)off, (void)n, (void)arg;
+  return RLX_ERR_PEER_LOST;
+}
+
+START_TEST(gradient_buckets) {
+  const int sizes[] = {13, 9, 7, 3};
+  const int B = 11;
+  float x[11 * 13];
+  int32_t y[11];
+  const char *devs[] = {"cpu", "opencl"};
+  fill(x, sizeof x / sizeof *x, 5, 1.0);
+  for (int i = 0; i < B; i++)
+    y[i] = i % 3;
+  for (int d = 0; d < 2; d++) {
+    rlx_model_t *a = make(sizes, 4, B, devs[d], 0.9f), *b = make(sizes, 4, B, devs[d], 0.9f);
+    if (d == 1 && strncmp(rlx_model_backend(a), "opencl", 6) != 0) {
+      rlx_model_free(&a);
+      rlx_model_free(&b);
+      break; /* no OpenCL here */
+    }
+    size_t n = rlx_model_nparams(a);
+    float *want = malloc(n * sizeof *want), *g = malloc(n * sizeof *g), *pa = malloc(n * 4),
+          *pb = malloc(n * 4);
+    const size_t sizes_b[] = {0, 61, 1000000}; /* layers of 126, 70 and 24 values */
+    for (int t = 0; t < 3; t++) {
+      struct seen s = {.g = g, .want = want};
+      float la, lb;
+      ck_assert_int_eq(rlx_model_grad(a, x, y, B, want, &la, NULL), RLX_OK);
+      memset(g, 0xff, n * sizeof *g);
+      ck_assert_int_eq(rlx_model_grad_buckets(b, x, y, B, g, sizes_b[t], note, &s, &lb, NULL),
+                       RLX_OK);
+      ck_assert_msg(la == lb, "%s: loss %g against %g", devs[d], (double)lb, (double)la);
+      size_t end = n;
+      for (int k = 0; k < s.k; k++) { /* from the end down, no gaps */
+        ck_assert_msg(s.off[k] + s.n[k] == end, "%s: bucket %d is [%zu, %zu), want it to end at %zu",
+                      devs[d], k, s.off[k], s.off[k] + s.n[k], end);
+        end = s.off[k];
+      }
+      ck_assert_msg(end == 0 && s.k == (t == 0 ? 3 : t == 1 ? 2 : 1), "%s: %d buckets for %zu",
+                    devs[d], s.k, sizes_b[t]);
+      for (int k = 0; k < s.k; k++)
+        ck_assert_int_eq(rlx_model_apply_range(b, g, s.off[k], s.n[k], 0.05f), RLX_OK);
+      ck_assert_int_eq(rlx_model_apply(a, want, 0.05f), RLX_OK);
+      ck_assert_int_eq(rlx_model_get_params(a, pa), RLX_OK);
+      ck_assert_int_eq(rlx_model_get_params(b, pb), RLX_OK);
+      ck_assert_msg(memcmp(pa, pb, n * 4) == 0, "%s: apply_range differs from apply", devs[d]);
+    }
+    ck_assert_int_eq(rlx_model_grad_buckets(b, x, y, B, g, 0, refuse, NULL, NULL, NULL),
+                     RLX_ERR_PEER_LOST);
+    ck_assert_int_eq(rlx_model_apply_range(b, g, n - 1, 2, 0.05f), RLX_ERR_ARG);
+    free(want), free(g), free(pa), free(pb);
+    rlx_model_free(&a);
+    rlx_model_free(&b);
+  }
+}
+END_TEST
+
 /* RLX_DEVICE=gpu where OpenCL lists no GPU (PoCL's CPU device here): a
  * clear error naming the devices there are, and, when a GPU vendor's
  * OpenCL library is on disk (RLX_GPU_OPENCL_LIBS stands in for NVIDIA's
@@ -495,6 +572,7 @@ Suite *compute_suite(void) {
   tcase_add_test(t, step_matches_grad_then_apply);
   tcase_add_test(t, momentum_travels);
   tcase_add_test(t, half_gradients);
+  tcase_add_test(t, gradient_buckets);
   tcase_add_test(t, gpu_placement);
   tcase_add_test(t, opencl_matches_cpu_on_awkward_shapes);
   suite_add_tcase(s, t);
