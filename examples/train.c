@@ -202,15 +202,16 @@ static rlx_dataset_t *load(struct run *r, const char *split, size_t synth_count)
  * SIGINT), the leader's "the learning rate changed" and, with --elastic,
  * whether ranks wait to join; every rank acts on it after the same step. */
 /* 0: go on, 1: stop, -1: a rank was lost and the run resynchronised. */
-static int control(struct run *r, long step) {
+static void control_mine(struct run *r, int64_t ctl[3]) {
   int joiners = r->o.elastic ? rlx_comm_joiners(r->w) : 0;
-  int64_t ctl[3] = {stop_asked ? 1 : 0, r->rank == r->leader && hup_asked ? 1 : 0,
-                    joiners > 0 ? joiners : 0};
-  int rc = rlx_allreduce(RLX_IN_PLACE, ctl, 3, RLX_INT64, RLX_MAX, r->w);
-  if (rc != RLX_OK && recover(r, rc))
-    return -1;
-  if (rc != RLX_OK)
-    fail(r, "rlx_allreduce (control)", rc);
+  ctl[0] = stop_asked ? 1 : 0;
+  ctl[1] = r->rank == r->leader && hup_asked ? 1 : 0;
+  ctl[2] = joiners > 0 ? joiners : 0;
+}
+
+/* What every rank does, alike, with the step's combined control. */
+static int control_act(struct run *r, const int64_t ctl[3], long step) {
+  int rc;
   if (ctl[1]) {
     double lr = r->lr;
     if (r->rank == r->leader) {
@@ -241,6 +242,68 @@ static int control(struct run *r, long step) {
   if (ctl[2] > 0 && !ctl[0])
     grow(r);
   return ctl[0] != 0;
+}
+
+static int control(struct run *r, long step) {
+  int64_t ctl[3];
+  control_mine(r, ctl);
+  int rc = rlx_allreduce(RLX_IN_PLACE, ctl, 3, RLX_INT64, RLX_MAX, r->w);
+  if (rc != RLX_OK && recover(r, rc))
+    return -1;
+  if (rc != RLX_OK)
+    fail(r, "rlx_allreduce (control)", rc);
+  return control_act(r, ctl, step);
+}
+
+/* --bucket-kb: DDP's overlap. Each bucket of the gradient (whole layers,
+ * the last first) starts its allreduce as soon as backward handed it to
+ * the host; then, in that order, each averaged bucket is applied while
+ * the later ones are still in flight. The step's control rides in the
+ * first bucket, in the gradient buffer's spare room right after it: as
+ * averages, a value above 0 means some rank said so. */
+#define MAX_BUCKETS 16
+struct pipe {
+  rlx_comm_t *w;
+  float *g;
+  size_t np;
+  rlx_request_t *req[MAX_BUCKETS];
+  size_t off[MAX_BUCKETS], n[MAX_BUCKETS];
+  int nb;
+};
+
+static int start_bucket(size_t off, size_t n, void *arg) {
+  struct pipe *p = arg;
+  if (p->nb == MAX_BUCKETS)
+    return RLX_ERR_ARG; /* (a bucket is at least a layer: never) */
+  size_t count = off + n == p->np ? n + 3 : n;
+  int rc = rlx_iallreduce(RLX_IN_PLACE, p->g + off, count, RLX_FLOAT32, RLX_AVG, p->w,
+                          &p->req[p->nb]);
+  if (rc != RLX_OK)
+    return rc;
+  p->off[p->nb] = off;
+  p->n[p->nb++] = n;
+  return 0;
+}
+
+static int bucketed_step(struct run *r, const float *x, const int32_t *y, float *loss, int *ok,
+                         int64_t ctl[3]) {
+  struct pipe p = {.w = r->w, .g = r->grad, .np = r->np};
+  control_mine(r, ctl);
+  for (int k = 0; k < 3; k++)
+    r->grad[r->np + k] = (float)ctl[k];
+  int rc = rlx_model_grad_buckets(r->m, x, y, r->o.batch, r->grad,
+                                  (size_t)r->o.bucket_kb * 1024 / sizeof(float), start_bucket, &p,
+                                  loss, ok);
+  for (int b = 0; b < p.nb; b++) { /* every request ends, even after a failure */
+    int w = rlx_wait(&p.req[b]);
+    if (rc == RLX_OK && w != RLX_OK)
+      rc = w;
+    if (rc == RLX_OK)
+      rc = rlx_model_apply_range(r->m, r->grad, p.off[b], p.n[b], r->lr);
+  }
+  for (int k = 0; k < 3; k++)
+    ctl[k] = r->grad[r->np + k] > 0.0f;
+  return rc;
 }
 
 static void progress(struct run *r, int epoch, long s, long steps, double loss) {
@@ -493,13 +556,22 @@ int main(int argc, char **argv) {
     for (int j = 0; j < r.o.batch; j++)
       idx[j] = perm[(size_t)r.off + (size_t)j * r.size + r.rank];
     float loss;
-    int ok;
+    int ok, have_ctl = 0;
+    int64_t ctl[3];
     float *x = r.x, *grad = r.grad;
     if ((rc = rlx_dataset_batch(r.train, idx, r.o.batch, x, y)) != RLX_OK)
       fail(&r, "reading a batch", rc);
-    if (r.size == 1) { /* nothing to average: the gradient stays on the device */
+    if (r.size == 1 && r.o.bucket_kb == 0) { /* nothing to average: it stays on the device */
       if ((rc = rlx_model_step(r.m, x, y, r.o.batch, r.lr, &loss, &ok)) != RLX_OK)
         fail(&r, "computing the step", rc);
+    } else if (r.o.bucket_kb > 0 && !r.o.grad_half) {
+      if ((rc = bucketed_step(&r, x, y, &loss, &ok, ctl)) != RLX_OK) {
+        if (!recover(&r, rc))
+          fail(&r, "the gradient's buckets", rc);
+        memset(st, 0, sizeof st);
+        continue; /* at the leader's position, on the survivors */
+      }
+      have_ctl = 1;
     } else if (r.o.grad_half) { /* 16 bits over the bus and on the wire */
       int bf = r.o.grad_half == 2;
       uint16_t *grad16 = r.grad16;
@@ -535,7 +607,7 @@ int main(int argc, char **argv) {
     if (lf) /* this rank's batch: the whole step's loss would cost an allreduce */
       fprintf(lf, "{\"type\":\"step\",\"epoch\":%ld,\"step\":%ld,\"loss\":%.6f,\"time_s\":%.3f}\n",
               r.epoch + 1, r.step, (double)loss, now_s() - t_start);
-    int c = control(&r, r.step);
+    int c = have_ctl ? control_act(&r, ctl, r.step) : control(&r, r.step);
     if (c < 0) {
       memset(st, 0, sizeof st);
       continue;

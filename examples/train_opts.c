@@ -11,7 +11,7 @@ static const char usage[] =
     "             [--lr F] [--momentum F] [--hidden N[,N...]] [--seed N]\n"
     "             [--wire f32|f16|bf16] [--data DIR] [--synthetic] [--steps N]\n"
     "             [--train-limit N] [--lr-file F] [--dump-params F] [--elastic]\n"
-    "             [--log-json F] [--grad-precision f32|f16|bf16]\n"
+    "             [--log-json F] [--grad-precision f32|f16|bf16] [--bucket-kb K]\n"
     "Data-parallel training of an MLP on Fashion-MNIST; see train(1).\n";
 
 static int bad(const char *flag, const char *val, const char *want) {
@@ -70,6 +70,7 @@ int train_parse(int argc, char **argv, struct train_opts *o) {
       {"lr-file", required_argument, 0, 'f'},  {"dump-params", required_argument, 0, 'p'},
       {"elastic", no_argument, 0, 'E'},        {"help", no_argument, 0, 'h'},
       {"log-json", required_argument, 0, 'j'}, {"grad-precision", required_argument, 0, 'g'},
+      {"bucket-kb", required_argument, 0, 'K'},
       {0, 0, 0, 0}};
   *o = (struct train_opts){.backend = NULL, .epochs = 3, .batch = 64, .lr = 0.05,
                            .momentum = 0.9, .hidden = {256}, .nhidden = 1, .seed = 42,
@@ -116,6 +117,11 @@ int train_parse(int argc, char **argv, struct train_opts *o) {
       if (strcmp(optarg, "f32") && strcmp(optarg, "f16") && strcmp(optarg, "bf16"))
         return bad("--wire", optarg, "want f32, f16 or bf16");
       o->wire = optarg;
+      break;
+    case 'K':
+      if (num("--bucket-kb", optarg, 0, 1 << 20, &d) != 0)
+        return -1;
+      o->bucket_kb = (long)d;
       break;
     case 'g':
       if (strcmp(optarg, "f32") && strcmp(optarg, "f16") && strcmp(optarg, "bf16"))

@@ -16,6 +16,7 @@ struct train_opts {
   uint64_t seed;           /* --seed */
   const char *wire;        /* --wire f32|f16|bf16 (sets RLX_WIRE) */
   int grad_half;           /* --grad-precision: 0 f32, 1 f16, 2 bf16 (rounded on the device) */
+  long bucket_kb;          /* --bucket-kb: gradient buckets allreduced while backward runs (0: one) */
   const char *data;        /* --data DIR */
   int synthetic;           /* --synthetic */
   long steps;              /* --steps: stop after this many (0 = all epochs) */
