@@ -645,6 +645,8 @@ int rlx__opencl_create(const struct rlx__layout *lo, float momentum, int index, 
   int d = choose(devs, n, index, local_rank, why, whylen, note, sizeof note);
   if (d < 0)
     return RLX_ERR_DEVICE;
+  rlx__info("compute: local rank %d takes OpenCL device %d of %d (%s)", local_rank, d, n,
+            devs[d].name);
   struct ocl *o = calloc(1, sizeof *o);
   if (!o) {
     snprintf(why, whylen, "out of memory");
