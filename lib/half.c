@@ -95,6 +95,45 @@ __attribute__((target("f16c,avx"))) static void f16_to_f32_f16c(float *d, const 
   for (; i < n; i++)
     d[i] = rlx__f16_to_f32(s[i]);
 }
+/* bfloat16 is float32's top half: round to nearest even (a quiet NaN
+ * stays one), or a shift back; 8 at a time. */
+__attribute__((target("avx2"))) static void f32_to_bf16_avx2(uint16_t *d, const float *s,
+                                                             size_t n) {
+  const __m256i exp = _mm256_set1_epi32(0x7f800000), man = _mm256_set1_epi32(0x7fffff),
+                one = _mm256_set1_epi32(1), bias = _mm256_set1_epi32(0x7fff),
+                quiet = _mm256_set1_epi32(0x40), zero = _mm256_setzero_si256();
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    __m256i x = _mm256_loadu_si256((const __m256i *)(s + i));
+    __m256i rounded = _mm256_srli_epi32(
+        _mm256_add_epi32(x, _mm256_add_epi32(bias, _mm256_and_si256(_mm256_srli_epi32(x, 16), one))),
+        16);
+    __m256i nan = _mm256_andnot_si256(_mm256_cmpeq_epi32(_mm256_and_si256(x, man), zero),
+                                      _mm256_cmpeq_epi32(_mm256_and_si256(x, exp), exp));
+    __m256i q = _mm256_or_si256(_mm256_srli_epi32(x, 16), quiet);
+    __m256i r = _mm256_blendv_epi8(rounded, q, nan);
+    /* the low 16 bits of each 32: pack (values fit in 16 bits unsigned) */
+    __m256i packed = _mm256_packus_epi32(r, r);
+    packed = _mm256_permute4x64_epi64(packed, 0x08);
+    _mm_storeu_si128((__m128i *)(d + i), _mm256_castsi256_si128(packed));
+  }
+  for (; i < n; i++)
+    d[i] = rlx__f32_to_bf16(s[i]);
+}
+__attribute__((target("avx2"))) static void bf16_to_f32_avx2(float *d, const uint16_t *s,
+                                                             size_t n) {
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    __m256i x = _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(s + i)));
+    _mm256_storeu_si256((__m256i *)(d + i), _mm256_slli_epi32(x, 16));
+  }
+  for (; i < n; i++)
+    d[i] = rlx__bf16_to_f32(s[i]);
+}
+static int have_avx2(void) {
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx2");
+}
 static int have_f16c(void) {
   __builtin_cpu_init();
   return __builtin_cpu_supports("f16c") && __builtin_cpu_supports("avx");
@@ -124,11 +163,23 @@ void rlx__f16_to_f32_n(float *dst, const uint16_t *src, size_t n) {
 }
 
 void rlx__f32_to_bf16_n(uint16_t *dst, const float *src, size_t n) {
+#if defined(__x86_64__)
+  if (have_avx2()) {
+    f32_to_bf16_avx2(dst, src, n);
+    return;
+  }
+#endif
   for (size_t i = 0; i < n; i++)
     dst[i] = rlx__f32_to_bf16(src[i]);
 }
 
 void rlx__bf16_to_f32_n(float *dst, const uint16_t *src, size_t n) {
+#if defined(__x86_64__)
+  if (have_avx2()) {
+    bf16_to_f32_avx2(dst, src, n);
+    return;
+  }
+#endif
   for (size_t i = 0; i < n; i++)
     dst[i] = rlx__bf16_to_f32(src[i]);
 }
