@@ -33,11 +33,12 @@ import torch.distributed as dist
 from torch._C._distributed_c10d import ProcessGroup, _create_work_from_future
 
 # torch 1.13 (Debian's) takes a ProcessGroup written in Python from a
-# backend's creator. torch 2 wants a c10d Backend, which Python cannot
-# make (no constructor: a C++ extension would be needed): say so plainly.
-if int(torch.__version__.split(".")[0]) >= 2:
-    raise ImportError("rlxcoll.torch needs torch 1.x (Debian 12's python3-torch 1.13): torch %s "
-                      "takes only C++ backends (c10d::Backend)" % torch.__version__)
+# backend's creator. torch 2 wants a c10d Backend there, which Python
+# cannot make (it has no constructor: a C++ extension would be needed):
+# on torch 2 the backend is not registered, and ProcessGroupRlx is only
+# usable directly (pg.allreduce([t]).wait(), as bench/torch_rlx_gloo.py
+# --direct does).
+TORCH2 = int(torch.__version__.split(".")[0]) >= 2
 
 import rlxcoll
 
@@ -290,6 +291,7 @@ def _env_or_rlx(url, timeout=datetime.timedelta(minutes=30), **kwargs):
     return _env_handler(url, timeout=timeout, **kwargs)
 
 
-dist.Backend.register_backend("rlx", _create)
+if not TORCH2:
+    dist.Backend.register_backend("rlx", _create)
 _handlers["rlx"] = _rlx_rendezvous
 _handlers["env"] = _env_or_rlx
