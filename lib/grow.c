@@ -23,17 +23,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include "runtime.h"
+#include "byteorder.h"
 
 #define FINAL_MIX 0x46494e4cu /* "FINL": the id of rlx_finalize's copy */
 #define GROW_MIX 0x47524f57u  /* "GROW" */
-
-static void put32(uint8_t *p, uint32_t v) {
-  for (int b = 0; b < 4; b++)
-    p[b] = (uint8_t)(v >> (8 * b));
-}
-static uint32_t get32(const uint8_t *p) {
-  return (uint32_t)p[0] | ((uint32_t)p[1] << 8) | ((uint32_t)p[2] << 16) | ((uint32_t)p[3] << 24);
-}
 
 /* Add cards (n of them, rank = job index) to the runtime's and to the
  * point-to-point layer. */
@@ -144,9 +137,9 @@ static uint8_t *welcome_block(const rlx_comm_t *g, size_t *len) {
   uint8_t *b = malloc(*len);
   if (b == NULL)
     return NULL;
-  put32(b, g->id);
-  put32(b + 4, (uint32_t)rt->cfg.max_np);
-  put32(b + 8, (uint32_t)g->size);
+  rlx__put32(b, g->id);
+  rlx__put32(b + 4, (uint32_t)rt->cfg.max_np);
+  rlx__put32(b + 8, (uint32_t)g->size);
   for (int i = 0; i < g->size; i++) {
     struct rlx__card card = rt->cards[g->world[i]];
     card.rank = (uint32_t)g->world[i];
@@ -176,13 +169,13 @@ static int admit(rlx_comm_t *c, rlx_comm_t **g, int *admitted) {
         rlx__warn("rlx_comm_grow: asking the rendezvous for the joiners failed: %s",
                   strerror(-e));
       taken = n > 0;
-      put32(head, (uint32_t)n);
+      rlx__put32(head, (uint32_t)n);
     }
     pthread_mutex_unlock(&rt->member_mtx);
   }
   if (c->size > 1 && (rc = run_on(c, &rlx__bcast_binomial, head, sizeof head, c->leader)) != RLX_OK)
     goto fail;
-  n = (int)get32(head);
+  n = (int)rlx__get32(head);
   if (n < 0 || n > (1 << 20)) {
     rc = rlx__err(RLX_ERR_CORRUPT, "rlx_comm_grow: the leader announced %d joiners", n);
     goto fail;
@@ -214,7 +207,7 @@ static int admit(rlx_comm_t *c, rlx_comm_t **g, int *admitted) {
   }
   memcpy(world, c->world, sizeof(int) * (size_t)c->size);
   for (int i = 0; i < n; i++)
-    world[c->size + i] = (int)get32(cards + (size_t)i * RLX__CARD_SIZE + 4);
+    world[c->size + i] = (int)rlx__get32(cards + (size_t)i * RLX__CARD_SIZE + 4);
   pthread_mutex_lock(&c->mtx);
   uint32_t child = ++c->children;
   pthread_mutex_unlock(&c->mtx);
@@ -338,7 +331,7 @@ int rlx__join_admitted(struct rlx__runtime *rt, uint32_t index, const uint8_t *b
                        int rdv_fd) {
   if (len < 12)
     return rlx__err(RLX_ERR_BOOTSTRAP, "the job's welcome is truncated");
-  uint32_t id = get32(blk), max_np = get32(blk + 4), n = get32(blk + 8);
+  uint32_t id = rlx__get32(blk), max_np = rlx__get32(blk + 4), n = rlx__get32(blk + 8);
   if (n == 0 || n > (1u << 20) || len != 12 + (size_t)n * RLX__CARD_SIZE)
     return rlx__err(RLX_ERR_BOOTSTRAP, "the job's welcome is malformed (%u members, %zu bytes)",
                     n, len);

@@ -4,25 +4,18 @@
  * job's n-th growth). */
 #include <string.h>
 #include "bootstrap.h"
-
-static void put32(uint8_t *p, uint32_t v) {
-  for (int i = 0; i < 4; i++)
-    p[i] = (uint8_t)(v >> (8 * i));
-}
-static uint32_t get32(const uint8_t *p) {
-  return (uint32_t)p[0] | ((uint32_t)p[1] << 8) | ((uint32_t)p[2] << 16) | ((uint32_t)p[3] << 24);
-}
+#include "../byteorder.h"
 
 void rlx__card_encode(const struct rlx__card *c, uint8_t out[RLX__CARD_SIZE]) {
   memset(out, 0, RLX__CARD_SIZE);
   memcpy(out, "RLXB", 4);
-  put32(out + 4, c->rank);
-  put32(out + 8, c->size);
-  put32(out + 12, c->election_id);
+  rlx__put32(out + 4, c->rank);
+  rlx__put32(out + 8, c->size);
+  rlx__put32(out + 12, c->election_id);
   memcpy(out + 16, c->host, strnlen(c->host, sizeof(c->host) - 1));
   memcpy(out + 112, c->tcp, strnlen(c->tcp, sizeof(c->tcp) - 1));
   memcpy(out + 176, c->unix_path, strnlen(c->unix_path, 107));
-  put32(out + 284, c->generation);
+  rlx__put32(out + 284, c->generation);
 }
 
 int rlx__card_decode(const uint8_t in[RLX__CARD_SIZE], struct rlx__card *c) {
@@ -32,12 +25,12 @@ int rlx__card_decode(const uint8_t in[RLX__CARD_SIZE], struct rlx__card *c) {
       memchr(in + 176, 0, 108) == NULL)
     return -1;
   memset(c, 0, sizeof(*c));
-  c->rank = get32(in + 4);
-  c->size = get32(in + 8);
-  c->election_id = get32(in + 12);
+  c->rank = rlx__get32(in + 4);
+  c->size = rlx__get32(in + 8);
+  c->election_id = rlx__get32(in + 12);
   memcpy(c->host, in + 16, 96);
   memcpy(c->tcp, in + 112, 64);
   memcpy(c->unix_path, in + 176, 108);
-  c->generation = get32(in + 284);
+  c->generation = rlx__get32(in + 284);
   return 0;
 }

@@ -11,6 +11,7 @@
 #include <unistd.h>
 #include "../transport/handshake.h"
 #include "bootstrap.h"
+#include "../byteorder.h"
 
 int rlx__rdv_connect(const char *hostport, const char *job_key, uint32_t rank, uint64_t deadline,
                      int *fd_out, char *local_ip, size_t ip_len, char *why, size_t why_len) {
@@ -119,14 +120,6 @@ out:
 
 /* ---- a member of a job that may grow ---------------------------------------- */
 
-static void put32(uint8_t *p, uint32_t v) {
-  for (int b = 0; b < 4; b++)
-    p[b] = (uint8_t)(v >> (8 * b));
-}
-static uint32_t get32(const uint8_t *p) {
-  return (uint32_t)p[0] | ((uint32_t)p[1] << 8) | ((uint32_t)p[2] << 16) | ((uint32_t)p[3] << 24);
-}
-
 int rlx__rdv_member_start(struct rlx__rdv_member *m, int fd) {
   memset(m, 0, sizeof(*m));
   m->fd = fd;
@@ -151,7 +144,7 @@ int rlx__rdv_member_joiners(struct rlx__rdv_member *m) {
     if (got > 0)
       m->have += (size_t)got;
     while (m->have >= 5 && m->buf[0] == 'J') {
-      m->waiting = (int)get32(m->buf + 1);
+      m->waiting = (int)rlx__get32(m->buf + 1);
       memmove(m->buf, m->buf + 5, m->have - 5);
       m->have -= 5;
     }
@@ -171,7 +164,7 @@ int rlx__rdv_member_admit(struct rlx__rdv_member *m, uint32_t max, uint64_t dead
   int rc;
   *cards = NULL;
   *n = 0;
-  put32(req + 1, max);
+  rlx__put32(req + 1, max);
   if ((rc = rlx__sock_write_full(m->fd, req, sizeof req, deadline)) != 0)
     return rc;
   for (;;) { /* count updates may come first */
@@ -180,15 +173,15 @@ int rlx__rdv_member_admit(struct rlx__rdv_member *m, uint32_t max, uint64_t dead
     if (t == 'J') {
       if ((rc = take(m, head, 4, deadline)) != 0)
         return rc;
-      m->waiting = (int)get32(head);
+      m->waiting = (int)rlx__get32(head);
       continue;
     }
     if (t != 'a' || (rc = take(m, head, 8, deadline)) != 0)
       return t != 'a' ? -EPROTO : rc;
     break;
   }
-  uint32_t k = get32(head);
-  *generation = get32(head + 4);
+  uint32_t k = rlx__get32(head);
+  *generation = rlx__get32(head + 4);
   if (k > max)
     return -EPROTO;
   if (k == 0)
@@ -207,7 +200,7 @@ int rlx__rdv_member_admit(struct rlx__rdv_member *m, uint32_t max, uint64_t dead
 int rlx__rdv_member_welcome(struct rlx__rdv_member *m, const void *blk, size_t len,
                             uint64_t deadline) {
   uint8_t head[5] = {'W'};
-  put32(head + 1, (uint32_t)len);
+  rlx__put32(head + 1, (uint32_t)len);
   int rc = rlx__sock_write_full(m->fd, head, sizeof head, deadline);
   return rc ? rc : rlx__sock_write_full(m->fd, blk, len, deadline);
 }
@@ -246,8 +239,8 @@ int rlx__rdv_join(int fd, const struct rlx__card *mine, uint64_t deadline, uint3
     rc = -EPROTO;
     goto out;
   }
-  *index = get32(head + 4);
-  *len = get32(head + 8);
+  *index = rlx__get32(head + 4);
+  *len = rlx__get32(head + 8);
   if (memcmp(head, "RLXW", 4) != 0 || *len == 0 || *len > (1u << 24) ||
       (*blk = malloc(*len)) == NULL) {
     snprintf(why, why_len, "the rendezvous sent a malformed welcome");

@@ -28,6 +28,7 @@
 #include <unistd.h>
 #include "../transport/handshake.h"
 #include "bootstrap.h"
+#include "../byteorder.h"
 
 #define AUTH_DEADLINE_NS (10ull * 1000000000ull)
 
@@ -165,14 +166,6 @@ static void accept_one(struct rlx__rdv_server *s) {
   rlx__hs_init(&c->hs, s->job_key, RLX__HS_ANY, RLX__HS_RENDEZVOUS);
 }
 
-static void put32(uint8_t *p, uint32_t v) {
-  for (int b = 0; b < 4; b++)
-    p[b] = (uint8_t)(v >> (8 * b));
-}
-static uint32_t get32(const uint8_t *p) {
-  return (uint32_t)p[0] | ((uint32_t)p[1] << 8) | ((uint32_t)p[2] << 16) | ((uint32_t)p[3] << 24);
-}
-
 static int count_waiting(const struct rlx__rdv_server *s) {
   int n = 0;
   for (int i = 0; i < s->nclients; i++)
@@ -209,8 +202,8 @@ static int admit(struct rlx__rdv_server *s, int i, uint32_t max) {
   if (n > 0)
     s->generation = gen;
   out[0] = 'a';
-  put32(out + 1, (uint32_t)n);
-  put32(out + 5, gen);
+  rlx__put32(out + 1, (uint32_t)n);
+  rlx__put32(out + 5, gen);
   int rc = rlx__sock_write_full(m->fd, out, 9 + (size_t)n * RLX__CARD_SIZE,
                                 rlx__bs_now_ns() + 1000000000ull);
   free(out);
@@ -235,8 +228,8 @@ static void welcome(struct rlx__rdv_server *s, int i, const uint8_t *blk, size_t
     uint8_t head[12];
     uint64_t deadline = rlx__bs_now_ns() + 1000000000ull;
     memcpy(head, "RLXW", 4);
-    put32(head + 4, j->index);
-    put32(head + 8, (uint32_t)len);
+    rlx__put32(head + 4, j->index);
+    rlx__put32(head + 8, (uint32_t)len);
     if (rlx__sock_write_full(j->fd, head, sizeof head, deadline) != 0 ||
         rlx__sock_write_full(j->fd, blk, len, deadline) != 0)
       slog(s, "rendezvous: could not welcome the joining rank at %s", j->addr);
@@ -268,7 +261,7 @@ static int on_member(struct rlx__rdv_server *s, int i) {
     return 0;
   }
   if (c->state == CS_MEMBER_ARG) {
-    uint32_t v = get32(c->in);
+    uint32_t v = rlx__get32(c->in);
     c->state = CS_MEMBER;
     c->need = 1;
     if (c->cmd == 'A')
@@ -301,7 +294,7 @@ static void tell_members(struct rlx__rdv_server *s) {
     return;
   s->told = n;
   uint8_t msg[5] = {'J'};
-  put32(msg + 1, (uint32_t)n);
+  rlx__put32(msg + 1, (uint32_t)n);
   for (int i = s->nclients - 1; i >= 0; i--) {
     struct client *c = &s->clients[i];
     if ((c->state == CS_MEMBER || c->state == CS_MEMBER_ARG || c->state == CS_MEMBER_BLK) &&
