@@ -59,21 +59,25 @@ int rlx__elect(const int *world, int n) {
   return best;
 }
 
-static int make_comm(rlx_comm_t *parent, uint32_t id, int *world, int n, int rank,
-                     rlx_comm_t **out) {
+rlx_comm_t *rlx__comm_new(uint32_t id, int *world, int n, int rank) {
   rlx_comm_t *c = calloc(1, sizeof(*c));
-  if (c == NULL) {
-    free(world);
-    return rlx__err(RLX_ERR_NOMEM, "no memory for a communicator");
-  }
+  if (c == NULL)
+    return NULL;
   c->id = id == 0 ? 1 : id; /* 0 is the world's */
   c->rank = rank;
   c->size = n;
   c->world = world;
   c->leader = rlx__elect(world, n);
   pthread_mutex_init(&c->mtx, NULL);
-  (void)parent;
-  *out = c;
+  return c;
+}
+
+/* A new communicator into *out, owning world (freed when out of memory). */
+static int make_comm(uint32_t id, int *world, int n, int rank, rlx_comm_t **out) {
+  if ((*out = rlx__comm_new(id, world, n, rank)) == NULL) {
+    free(world);
+    return rlx__err(RLX_ERR_NOMEM, "no memory for a communicator");
+  }
   return RLX_OK;
 }
 
@@ -170,7 +174,7 @@ int rlx_comm_split(rlx_comm_t *c, int color, int key, rlx_comm_t **out) {
   }
   free(all);
   free(m);
-  return make_comm(c, rlx__id_mix(rlx__id_mix(c->id, child), (uint32_t)color), world, n, me, out);
+  return make_comm(rlx__id_mix(rlx__id_mix(c->id, child), (uint32_t)color), world, n, me, out);
 }
 
 int rlx_comm_dup(rlx_comm_t *c, rlx_comm_t **out) {
@@ -195,7 +199,7 @@ int rlx_comm_dup(rlx_comm_t *c, rlx_comm_t **out) {
   pthread_mutex_lock(&c->mtx);
   uint32_t child = ++c->children;
   pthread_mutex_unlock(&c->mtx);
-  return make_comm(c, rlx__id_mix(rlx__id_mix(c->id, child), 0xd0d0d0d0u), world, c->size, c->rank, out);
+  return make_comm(rlx__id_mix(rlx__id_mix(c->id, child), 0xd0d0d0d0u), world, c->size, c->rank, out);
 }
 
 void rlx__comm_release(rlx_comm_t *c) {

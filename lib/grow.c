@@ -95,19 +95,6 @@ static void retune(const rlx_comm_t *c) {
             rt->engine.yield ? "oversubscribed: yielding" : "spinning", spin_us);
 }
 
-static rlx_comm_t *new_comm(uint32_t id, int *world, int n, int rank) {
-  rlx_comm_t *c = calloc(1, sizeof(*c));
-  if (c == NULL)
-    return NULL;
-  c->id = id == 0 ? 1 : id;
-  c->rank = rank;
-  c->size = n;
-  c->world = world;
-  c->leader = rlx__elect(world, n);
-  pthread_mutex_init(&c->mtx, NULL);
-  return c;
-}
-
 void rlx__set_last(const rlx_comm_t *from, const rlx_comm_t *next) {
   struct rlx__runtime *rt = &rlx__rt;
   if (from != NULL && from != &rt->world && (rt->last == NULL || from->id != rt->last_src))
@@ -116,7 +103,7 @@ void rlx__set_last(const rlx_comm_t *from, const rlx_comm_t *next) {
   if (world == NULL)
     return; /* then finalize synchronises on the previous one */
   memcpy(world, next->world, sizeof(int) * (size_t)next->size);
-  rlx_comm_t *copy = new_comm(rlx__id_mix(next->id, FINAL_MIX), world, next->size, next->rank);
+  rlx_comm_t *copy = rlx__comm_new(rlx__id_mix(next->id, FINAL_MIX), world, next->size, next->rank);
   if (copy == NULL) {
     free(world);
     return;
@@ -211,7 +198,7 @@ static int admit(rlx_comm_t *c, rlx_comm_t **g, int *admitted) {
   pthread_mutex_lock(&c->mtx);
   uint32_t child = ++c->children;
   pthread_mutex_unlock(&c->mtx);
-  *g = new_comm(rlx__id_mix(rlx__id_mix(c->id, child), GROW_MIX), world, c->size + n, c->rank);
+  *g = rlx__comm_new(rlx__id_mix(rlx__id_mix(c->id, child), GROW_MIX), world, c->size + n, c->rank);
   if (*g == NULL) {
     free(world);
     rc = rlx__err(RLX_ERR_NOMEM, "rlx_comm_grow: no memory");

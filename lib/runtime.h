@@ -141,6 +141,9 @@ void rlx__comm_give(rlx_comm_t *c);
  * usable. Returns rc, rlx_errmsg kept. */
 int rlx__refused(rlx_comm_t *c, int rc);
 void rlx__comm_shm_free(rlx_comm_t *c);
+/* A new communicator (id 0, the world's, becomes 1) owning world, its
+ * leader elected; NULL when out of memory (world then still the caller's). */
+rlx_comm_t *rlx__comm_new(uint32_t id, int *world, int n, int rank);
 /* Free a communicator's storage (not the world's struct itself). */
 void rlx__comm_release(rlx_comm_t *c);
 

@@ -158,18 +158,15 @@ int rlx__comm_agree(rlx_comm_t *c, const char *call, int probe_first, rlx_comm_t
                   SHRINK_ROUNDS_MAX);
   if (rc == RLX_OK) {
     int *world = malloc(sizeof(int) * (size_t)nalive);
-    rlx_comm_t *n = calloc(1, sizeof(*n));
-    if (!world || !n) {
-      free(world), free(n);
+    rlx_comm_t *n = NULL;
+    if (world != NULL) {
+      memcpy(world, alive, sizeof(int) * (size_t)nalive);
+      n = rlx__comm_new(base * 2654435761u + 1, world, nalive, me);
+    }
+    if (n == NULL) {
+      free(world);
       rc = rlx__err(RLX_ERR_NOMEM, "rlx_comm_shrink: no memory");
     } else {
-      memcpy(world, alive, sizeof(int) * (size_t)nalive);
-      n->id = base * 2654435761u + 1;
-      n->rank = me;
-      n->size = nalive;
-      n->world = world;
-      n->leader = rlx__elect(world, nalive);
-      pthread_mutex_init(&n->mtx, NULL);
       *out = n;
       rlx__info("%s: %d of %d members remain; leader is rank %d (was rank %d)", call,
                 nalive, c->size, n->leader, c->leader);
