@@ -171,7 +171,6 @@ int rlx__p2p_init(struct rlx__p2p *p, uv_loop_t *loop, int rank, int size, const
     rlx__cma_enable();
   p->loop = loop;
   p->rank = rank;
-  p->size = size;
   /* shm is the Unix socket with shared memory under it (shm.c), on by
    * default; RLX_TRANSPORT=unix keeps frames on the socket */
   int shm = forced != NULL && strcmp(forced, "shm") == 0;
@@ -180,18 +179,10 @@ int rlx__p2p_init(struct rlx__p2p *p, uv_loop_t *loop, int rank, int size, const
   snprintf(p->job_key, sizeof(p->job_key), "%s", job_key);
   rlx__list_init(&p->conns);
   rlx__list_init(&p->pool);
-  /* (a joining rank starts with no peers: size 0 until it is admitted) */
-  p->peers = calloc((size_t)size + 1, sizeof(*p->peers));
-  p->shm_conn = calloc((size_t)size + 1, sizeof(*p->shm_conn));
-  p->watch = calloc((size_t)size + 1, sizeof(*p->watch));
-  if (p->peers == NULL || p->shm_conn == NULL || p->watch == NULL)
-    return rlx__err(RLX_ERR_NOMEM, "no memory for %d peers", size);
-  for (int i = 0; i < size; i++) {
-    rlx__list_init(&p->peers[i].posted);
-    rlx__list_init(&p->peers[i].unexpected);
-    rlx__list_init(&p->peers[i].sendq);
-    rlx__list_init(&p->peers[i].cma_wait);
-  }
+  /* the peers' tables, as for a job that grew from none (a joining rank
+   * has none until it is admitted) */
+  if ((rc = rlx__p2p_grow(p, size)) != RLX_OK)
+    return rc;
   for (int t = 0; rlx__transports[t] != NULL; t++)
     if ((rc = open_listener(p, rlx__transports[t], mine)) != RLX_OK)
       return rc;
@@ -236,9 +227,8 @@ int rlx__p2p_grow(struct rlx__p2p *p, int size) {
     return rlx__err(RLX_ERR_NOMEM, "no memory for %d peers", size);
   }
   /* The peers' list heads move: their first and last entries follow. */
-  memcpy(peers, p->peers, sizeof(*peers) * (size_t)p->size);
   for (int i = 0; i < size; i++) {
-    struct rlx__p2p_peer *pe = &peers[i], *old = &p->peers[i];
+    struct rlx__p2p_peer *pe = &peers[i];
     if (i >= p->size) {
       rlx__list_init(&pe->posted);
       rlx__list_init(&pe->unexpected);
@@ -246,13 +236,17 @@ int rlx__p2p_grow(struct rlx__p2p *p, int size) {
       rlx__list_init(&pe->cma_wait);
       continue;
     }
+    struct rlx__p2p_peer *old = &p->peers[i];
+    *pe = *old;
     rlx__list_moved(&pe->posted, &old->posted);
     rlx__list_moved(&pe->unexpected, &old->unexpected);
     rlx__list_moved(&pe->sendq, &old->sendq);
     rlx__list_moved(&pe->cma_wait, &old->cma_wait);
   }
-  memcpy(shm_conn, p->shm_conn, sizeof(*shm_conn) * (size_t)p->nshm);
-  memcpy(watch, p->watch, sizeof(*watch) * (size_t)p->nwatch);
+  if (p->nshm > 0)
+    memcpy(shm_conn, p->shm_conn, sizeof(*shm_conn) * (size_t)p->nshm);
+  if (p->nwatch > 0)
+    memcpy(watch, p->watch, sizeof(*watch) * (size_t)p->nwatch);
   free(p->peers);
   free(p->shm_conn);
   free(p->watch);
