@@ -171,12 +171,16 @@ static size_t gemm_scratch(struct ocl *o) {
   return most;
 }
 
-static int launch(struct ocl *o, int k, size_t n) {
+/* Kernel k over work items [off, off + n), in work groups of o->wg. */
+static int launch_at(struct ocl *o, int k, size_t off, size_t n) {
   size_t global = round_up(n ? n : 1, o->wg);
   CL_TRY(o, kernel_names[k],
-         clEnqueueNDRangeKernel(o->q, o->k[k], 1, NULL, &global, &o->wg, 0, NULL, NULL));
+         clEnqueueNDRangeKernel(o->q, o->k[k], 1, off ? &off : NULL, &global, &o->wg, 0, NULL,
+                                NULL));
   return RLX_OK;
 }
+
+static int launch(struct ocl *o, int k, size_t n) { return launch_at(o, k, 0, n); }
 
 #define ARG(o, kn, i, v) CL_TRY(o, "clSetKernelArg", clSetKernelArg((o)->k[kn], (i), sizeof(v), &(v)))
 
@@ -387,16 +391,17 @@ static int ocl_grad_half(struct rlx__backend *b, const float *x, const int32_t *
 }
 
 /* The SGD kernel on o->grad, enqueued. */
-static int sgd(struct ocl *o, float lr) {
-  cl_uint n = (cl_uint)o->base.lo->nparams;
+/* (on parameters [off, off + n): the kernel stops at index off + n) */
+static int sgd(struct ocl *o, float lr, size_t off, size_t n) {
+  cl_uint end = (cl_uint)(off + n);
   float mu = o->base.momentum;
   ARG(o, K_SGD, 0, o->params);
   ARG(o, K_SGD, 1, o->velocity);
   ARG(o, K_SGD, 2, o->grad);
   ARG(o, K_SGD, 3, lr);
   ARG(o, K_SGD, 4, mu);
-  ARG(o, K_SGD, 5, n);
-  return launch(o, K_SGD, n);
+  ARG(o, K_SGD, 5, end);
+  return launch_at(o, K_SGD, off, n);
 }
 
 static int ocl_apply(struct rlx__backend *b, const float *g, float lr) {
@@ -404,7 +409,7 @@ static int ocl_apply(struct rlx__backend *b, const float *g, float lr) {
   CL_TRY(o, "write gradient", clEnqueueWriteBuffer(o->q, o->grad, CL_FALSE, 0,
                                                    sizeof(float) * b->lo->nparams, g, 0, NULL,
                                                    NULL));
-  int rc = sgd(o, lr);
+  int rc = sgd(o, lr, 0, o->base.lo->nparams);
   if (rc != RLX_OK)
     return rc;
   /* The caller may reuse g as soon as we return. */
@@ -452,21 +457,9 @@ static int ocl_grad_layers(struct rlx__backend *b, const float *x, const int32_t
 /* A bucket's SGD: its gradient up, the kernel over its range only. */
 static int ocl_apply_range(struct rlx__backend *b, const float *g, size_t off, size_t n, float lr) {
   struct ocl *o = ocl_of(b);
-  cl_uint end = (cl_uint)(off + n);
-  float mu = o->base.momentum;
   CL_TRY(o, "write gradient", clEnqueueWriteBuffer(o->q, o->grad, CL_TRUE, sizeof(float) * off,
                                                    sizeof(float) * n, g + off, 0, NULL, NULL));
-  ARG(o, K_SGD, 0, o->params);
-  ARG(o, K_SGD, 1, o->velocity);
-  ARG(o, K_SGD, 2, o->grad);
-  ARG(o, K_SGD, 3, lr);
-  ARG(o, K_SGD, 4, mu);
-  ARG(o, K_SGD, 5, end);
-  /* (the kernel stops at index end; the offset starts it at off) */
-  size_t global = round_up(n, o->wg), goff = off;
-  CL_TRY(o, "sgd", clEnqueueNDRangeKernel(o->q, o->k[K_SGD], 1, &goff, &global, &o->wg, 0, NULL,
-                                          NULL));
-  return RLX_OK;
+  return sgd(o, lr, off, n);
 }
 
 /* The 16-bit gradient up, widened on the device, then SGD. */
@@ -484,7 +477,7 @@ static int ocl_apply_half(struct rlx__backend *b, const uint16_t *g, int bf16, f
   ARG(o, K_FROM_HALF, 3, bf);
   int rc = launch(o, K_FROM_HALF, n);
   if (rc == RLX_OK)
-    rc = sgd(o, lr);
+    rc = sgd(o, lr, 0, o->base.lo->nparams);
   if (rc != RLX_OK)
     return rc;
   CL_TRY(o, "clFinish", clFinish(o->q)); /* the caller may reuse g */
@@ -498,7 +491,7 @@ static int ocl_step(struct rlx__backend *b, const float *x, const int32_t *y, in
   struct ocl *o = ocl_of(b);
   int rc = backprop(o, x, y, batch, NULL, 0, NULL);
   if (rc == RLX_OK)
-    rc = sgd(o, lr);
+    rc = sgd(o, lr, 0, o->base.lo->nparams);
   float stats[2];
   if (rc == RLX_OK)
     rc = read_stats(o, stats);
