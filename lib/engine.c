@@ -134,12 +134,9 @@ int rlx_set_interrupt(rlx_interrupt_fn fn, void *arg) {
   return RLX_OK;
 }
 
-int rlx__interrupted(uint64_t *last) {
+int rlx__interrupted(uint64_t *last, uint64_t now) {
   rlx_interrupt_fn fn = atomic_load_explicit(&interrupt_fn, memory_order_relaxed);
-  if (fn == NULL)
-    return 0;
-  uint64_t now = rlx__now_ns();
-  if (now - *last < RLX__INTERRUPT_EVERY_NS)
+  if (fn == NULL || now - *last < RLX__INTERRUPT_EVERY_NS)
     return 0;
   *last = now;
   return fn(atomic_load(&interrupt_arg)) != 0;
@@ -172,7 +169,7 @@ int rlx__engine_wait(struct rlx__engine *e, const atomic_int *done, const atomic
       rc = -1;
       break;
     }
-    if (rlx__interrupted(&checked)) {
+    if (rlx__interrupted(&checked, now)) {
       rc = -2;
       break;
     }

@@ -52,8 +52,9 @@ int rlx__engine_wait(struct rlx__engine *e, const atomic_int *done, const atomic
                      uint64_t deadline);
 /* rlx_set_interrupt's function: 1 when the program asks a waiting call
  * to give up (checked at most every 10 ms: INTERRUPT_EVERY_NS), else 0.
- * *last: the caller's time of its last check. */
-int rlx__interrupted(uint64_t *last);
+ * *last: the caller's time of its last check; now: the caller's clock
+ * (no clock read of its own on a waiting loop's every turn). */
+int rlx__interrupted(uint64_t *last, uint64_t now);
 #define RLX__INTERRUPT_EVERY_NS (10ull * 1000 * 1000)
 /* An operation completed (called under the loop lock). */
 void rlx__engine_notify(struct rlx__engine *e);

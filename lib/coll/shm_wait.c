@@ -227,6 +227,19 @@ void rlx__shmg_p2p_call(struct rlx__shm_group *g, uint64_t seq, const uint8_t si
   atomic_store_explicit(&g->line[g->me].p2p_seq, seq + 1, memory_order_release);
 }
 
+/* This call fails here for a reason of this rank's: the segment fails
+ * for the others too, and an ABORT tells any of them in a point-to-point
+ * call. */
+static int fail_everywhere(struct rlx__shm_group *g, struct rlx__op *op, int err,
+                           const char *msg) {
+  rlx__shmg_fail(g, err, -1, op->seq, msg);
+  int rc = end_call(op, err, msg);
+  rlx__engine_lock(g->engine);
+  rlx__exec_tell(op);
+  rlx__engine_unlock(g->engine);
+  return rc;
+}
+
 /* A rank we wait for runs this very call point to point (rlx_iallreduce
  * against our rlx_allreduce): they cannot meet. Say so now rather than at
  * the deadline, to the other ranks too (an ABORT reaches its
@@ -254,12 +267,7 @@ static int check_p2p_caller(struct rlx__shm_group *g, struct rlx__op *op, int wh
            "nonblocking or a communicator call: a nonblocking collective does not match a "
            "blocking one)",
            r, theirs, g->me, mine, (unsigned long long)op->seq, r);
-  rlx__shmg_fail(g, RLX_ERR_MISMATCH, -1, op->seq, msg);
-  int rc = end_call(op, RLX_ERR_MISMATCH, msg);
-  rlx__engine_lock(g->engine);
-  rlx__exec_tell(op);
-  rlx__engine_unlock(g->engine);
-  return rc;
+  return fail_everywhere(g, op, RLX_ERR_MISMATCH, msg);
 }
 
 /* The program asked the waiting call to give up (rlx_set_interrupt): it
@@ -271,12 +279,7 @@ static int interrupted(struct rlx__shm_group *g, struct rlx__op *op, int which, 
   rlx__exec_describe(op, mine, sizeof(mine));
   snprintf(msg, sizeof(msg), "%s on rank %d was interrupted (by the program: a signal?) while "
            "waiting for %s", mine, g->me, who[0] ? who : "nobody");
-  rlx__shmg_fail(g, RLX_ERR_INTERRUPTED, -1, op->seq, msg);
-  int rc = end_call(op, RLX_ERR_INTERRUPTED, msg);
-  rlx__engine_lock(g->engine);
-  rlx__exec_tell(op);
-  rlx__engine_unlock(g->engine);
-  return rc;
+  return fail_everywhere(g, op, RLX_ERR_INTERRUPTED, msg);
 }
 
 static void futex_sleep(struct rlx__shm_group *g, uint32_t bell, uint64_t deadline) {
@@ -334,7 +337,7 @@ static int wait_for(struct rlx__shm_group *g, struct rlx__op *op, int which, int
         rc = timed_out(g, op, which, r, step);
         break;
       }
-      if (rlx__interrupted(&t_int)) {
+      if (rlx__interrupted(&t_int, now)) {
         rc = interrupted(g, op, which, r, step);
         break;
       }
