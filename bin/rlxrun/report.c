@@ -121,15 +121,10 @@ int report_take(const char *line, size_t len) {
   char *word = end + 2, *tab = strchr(word, '\t');
   if (tab)
     *tab = '\0';
-  if (rank >= nr) { /* a rank that joined a running job: its job index is no rank of ours */
-    static const char *const reports[] = {"pid", "flight-recorder", "flight", "flight-end",
-                                          "stats", "stats-conn"};
-    for (size_t k = 0; k < sizeof reports / sizeof reports[0]; k++)
-      if (tab && strcmp(word, reports[k]) == 0)
-        return 1;
-    return 0;
-  }
-  struct rank_report *r = &rr[rank];
+  /* A rank that joined a running job: its job index is no rank of ours;
+   * its reports are taken (out of the output) into a record nobody reads. */
+  static struct rank_report joiner;
+  struct rank_report *r = rank < nr ? &rr[rank] : &joiner;
   int n = tab ? split_tabs(tab + 1, f, FIELDS) : 0;
   if (strcmp(word, "pid") == 0 && n >= 1) {
     r->pid = atoi(f[0]);
