@@ -22,26 +22,12 @@ start_job() {
   shift 2
   timeout 90 "$RLXRUN" -n "$n" --enable-recovery --max-np 8 "$@" "$GROW" "$plan" >"$TMP/job" 2>&1 &
   JOB=$!
-  i=0
-  until JOINFILE=$(sed -n 's/.*rlxrun --join \([^ ]*\) -n K.*/\1/p' "$TMP/job") && [ -n "$JOINFILE" ]; do
-    i=$((i + 1))
-    [ $i -lt 100 ] || { cat "$TMP/job"; fail "the job did not say where joiners go"; }
-    sleep 0.1
-  done
+  JOINFILE=$(join_file "$TMP/job" 10) || exit 1
 }
 
 # join K PLAN OUT: K joiners in the background.
 join() {
   timeout 90 "$RLXRUN" --join "$JOINFILE" -n "$1" "$GROW" "$2" >"$3" 2>&1 &
-}
-
-wait_for() { # wait_for FILE PATTERN COUNT
-  i=0
-  until [ "$(grep -c "$2" "$1")" -ge "$3" ]; do
-    i=$((i + 1))
-    [ $i -lt 300 ] || { cat "$1"; fail "waited 30 s for '$2' in $1"; }
-    sleep 0.1
-  done
 }
 
 passes() { grep -c "grow_check: rank [0-9]*: PASS at size $2" "$1"; }
@@ -73,7 +59,6 @@ PLAN="wait=$TMP/go2,grow=3"
 start_job 2 "$PLAN"
 join 1 "$PLAN" "$TMP/j1"
 wait_for "$TMP/job" "asks to join" 1
-wait_for "$TMP/j1" "rlxcoll\[" 0
 sleep 0.3
 jpid=$(pgrep -f "grow_check wait=$TMP/go2" | while read p; do
   grep -q RLX_JOIN=1 /proc/$p/environ 2>/dev/null && echo $p; done | head -1)

@@ -129,12 +129,7 @@ GROW="$top_builddir/tests/integration/grow_check"
 in_c "cd $top_builddir && $RLXRUN --host nsa:2 -n 2 --enable-recovery --max-np 3 --timeout 120 $GROW grow=3" \
   >"$TMP/out" 2>&1 &
 job=$!
-i=0
-until joinfile=$(sed -n 's/.*rlxrun --join \([^ ]*\) -n K.*/\1/p' "$TMP/out") && [ -n "$joinfile" ]; do
-  i=$((i + 1))
-  [ $i -lt 300 ] || { cat "$TMP/out"; fail "join: the job did not say where joiners go"; }
-  sleep 0.1
-done
+joinfile=$(join_file "$TMP/out") || exit 1
 in_c "cd $top_builddir && RLX_LOG=info $RLXRUN --join $joinfile -n 1 --timeout 120 $GROW grow=3" \
   >"$TMP/joiner" 2>&1 || { cat "$TMP/out" "$TMP/joiner"; fail "join: the joiner from nsc failed"; }
 wait $job || { cat "$TMP/out" "$TMP/joiner"; fail "join: the job on nsa failed"; }

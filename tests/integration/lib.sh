@@ -56,3 +56,21 @@ py_stage() {
   done
   PYTESTS="$src/tests/python"
 }
+
+# wait_for FILE PATTERN [COUNT [SECONDS]]: until COUNT lines of FILE match
+# PATTERN (default 1, within 30 s); else FILE's content and a failure.
+wait_for() {
+  _w=0
+  while _c=$(grep -c -- "$2" "$1" 2>/dev/null); [ "${_c:-0}" -lt "${3:-1}" ]; do
+    _w=$((_w + 1))
+    [ $_w -lt $((${4:-30} * 10)) ] || { cat "$1" >&2; fail "waited ${4:-30} s for '$2' in $1"; }
+    sleep 0.1
+  done
+}
+
+# join_file OUT [SECONDS]: the file a job started with rlxrun --max-np
+# names for joiners, once its rlxrun (writing to OUT) said it.
+join_file() {
+  wait_for "$1" "rlxrun --join .* -n K" 1 "${2:-30}"
+  sed -n 's/.*rlxrun --join \([^ ]*\) -n K.*/\1/p' "$1"
+}

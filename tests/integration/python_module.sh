@@ -23,12 +23,7 @@ timeout 60 "$RLXRUN" -n 3 --enable-recovery "$PYTHON" "$PYTESTS/check_numpy.py" 
 echo "a killed rank: $(grep -m1 -o 'PeerLost after [0-9.]* s' "$TMP/out") on every survivor, then shrink()"
 timeout 60 "$RLXRUN" -n 3 "$PYTHON" "$PYTESTS/check_numpy.py" interrupt >"$TMP/out" 2>&1 &
 job=$!
-i=0
-until grep -q "waits" "$TMP/out"; do
-  i=$((i + 1))
-  [ $i -lt 300 ] || { cat "$TMP/out"; fail "interrupt: rank 0 never waited"; }
-  sleep 0.1
-done
+wait_for "$TMP/out" "waits"
 sleep 0.3
 kill -INT "$(sed -n 's/.*rank 0 (pid \([0-9]*\)) waits.*/\1/p' "$TMP/out")"
 wait $job

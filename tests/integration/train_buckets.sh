@@ -39,10 +39,7 @@ done
 timeout 120 "$RLXRUN" -n 4 --enable-recovery "$TRAIN" --backend cpu --elastic --bucket-kb 1 --epochs 2 \
   --hidden 512 >"$TMP/out" 2>&1 &
 job=$!
-i=0
-until [ "$(grep -c 'computes on' "$TMP/out")" -ge 4 ]; do
-  i=$((i + 1)); [ $i -lt 300 ] || { cat "$TMP/out"; fail "kill: ranks never started"; }; sleep 0.1
-done
+wait_for "$TMP/out" "computes on" 4
 sleep 1
 pid=$(sed -n 's/^\[2\] train: rank 2 (pid \([0-9]*\)) computes.*/\1/p' "$TMP/out")
 t0=$(date +%s.%N)

@@ -11,33 +11,24 @@
 export TMPDIR="$TMP"
 ARGS="--elastic --backend cpu --epochs 5 --hidden 512"
 
-wait_for() { # wait_for FILE PATTERN
-  i=0
-  until grep -q "$2" "$1"; do
-    i=$((i + 1))
-    [ $i -lt 600 ] || { cat "$1"; fail "waited 60 s for '$2' in $1"; }
-    sleep 0.1
-  done
-}
-
 timeout 300 "$RLXRUN" -n 2 --enable-recovery --max-np 4 "$TRAIN" $ARGS >"$TMP/job" 2>&1 &
 job=$!
-wait_for "$TMP/job" "epoch 1/5"
-joinfile=$(sed -n 's/.*rlxrun --join \([^ ]*\) -n K.*/\1/p' "$TMP/job")
+wait_for "$TMP/job" "epoch 1/5" 1 60
+joinfile=$(join_file "$TMP/job") || exit 1
 timeout 300 "$RLXRUN" --join "$joinfile" -n 2 --enable-recovery "$TRAIN" $ARGS >"$TMP/j1" 2>&1 &
-wait_for "$TMP/job" "going on with 4"
+wait_for "$TMP/job" "going on with 4" 1 60
 # a stranger with the wrong key, while the job trains
 RLX_JOIN=1 RLX_RENDEZVOUS=$(head -1 "$joinfile") RLX_JOB_KEY=wrong RLX_INIT_TIMEOUT=5 \
   timeout 30 "$TRAIN" $ARGS >"$TMP/bad" 2>&1 && fail "a joiner with a wrong key trained"
 grep -q "rlx_init: authentication failed: joining rank: .*wrong job key" "$TMP/bad" ||
   { cat "$TMP/bad"; fail "the wrong key was not named"; }
-wait_for "$TMP/j1" "computes on"
+wait_for "$TMP/j1" "computes on" 1 60
 victim=$(sed -n 's/.*train: rank [0-9]* (pid \([0-9]*\)) computes.*/\1/p' "$TMP/j1" | head -1)
 [ -n "$victim" ] || { cat "$TMP/j1"; fail "no joiner pid"; }
 kill -9 "$victim"
-wait_for "$TMP/job" "1 rank(s) lost (.*); going on with 3"
+wait_for "$TMP/job" "1 rank(s) lost (.*); going on with 3" 1 60
 timeout 300 "$RLXRUN" --join "$joinfile" -n 1 "$TRAIN" $ARGS >"$TMP/j2" 2>&1 &
-wait_for "$TMP/job" "1 rank(s) joined; going on with 4"
+wait_for "$TMP/job" "1 rank(s) joined; going on with 4" 1 60
 wait $job || { cat "$TMP/job" "$TMP/j1" "$TMP/j2"; fail "the job exited $?"; }
 sleep 0.5
 cat "$TMP/job" | grep -v "computes on"
