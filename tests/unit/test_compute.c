@@ -37,6 +37,22 @@ static rlx_model_t *make(const int *sizes, int ns, int max_batch, const char *de
   return m;
 }
 
+/* Models on devs[d] ("cpu", "opencl"; b NULL: one), momentum 0.9; 0
+ * when devs[d] is OpenCL and there is none here (nothing made). */
+static int models_on(const char *dev, const int *sizes, int ns, int batch, rlx_model_t **a,
+                     rlx_model_t **b) {
+  *a = make(sizes, ns, batch, dev, 0.9f);
+  if (b)
+    *b = make(sizes, ns, batch, dev, 0.9f);
+  if (strcmp(dev, "opencl") == 0 && strncmp(rlx_model_backend(*a), "opencl", 6) != 0) {
+    rlx_model_free(a);
+    if (b)
+      rlx_model_free(b);
+    return 0;
+  }
+  return 1;
+}
+
 static double mean_loss(rlx_model_t *m, const float *x, const int32_t *y, int b) {
   double s = 0;
   long ok = 0;
@@ -289,12 +305,9 @@ START_TEST(step_matches_grad_then_apply) {
   int ok_a, ok_b;
   const char *devs[] = {"cpu", "opencl"};
   for (int d = 0; d < 2; d++) {
-    rlx_model_t *a = make(sizes, 4, B, devs[d], 0.9f), *b = make(sizes, 4, B, devs[d], 0.9f);
-    if (d == 1 && strncmp(rlx_model_backend(a), "opencl", 6) != 0) {
-      rlx_model_free(&a);
-      rlx_model_free(&b);
+    rlx_model_t *a, *b;
+    if (!models_on(devs[d], sizes, 4, B, &a, &b))
       break; /* no OpenCL here */
-    }
     size_t n = rlx_model_nparams(a);
     float *g = malloc(n * sizeof *g), *pa = malloc(n * sizeof *pa), *pb = malloc(n * sizeof *pb);
     for (int step = 0; step < 6; step++) {
@@ -333,11 +346,9 @@ START_TEST(momentum_travels) {
   int32_t y[11];
   const char *devs[] = {"cpu", "opencl"};
   for (int d = 0; d < 2; d++) {
-    rlx_model_t *a = make(sizes, 3, B, devs[d], 0.9f);
-    if (d == 1 && strncmp(rlx_model_backend(a), "opencl", 6) != 0) {
-      rlx_model_free(&a);
+    rlx_model_t *a;
+    if (!models_on(devs[d], sizes, 3, B, &a, NULL))
       break; /* no OpenCL here */
-    }
     size_t n = rlx_model_nparams(a);
     float *p = malloc(n * sizeof *p), *v = malloc(n * sizeof *v), *pa = malloc(n * sizeof *pa),
           *pb = malloc(n * sizeof *pb), *pc = malloc(n * sizeof *pc);
@@ -399,12 +410,9 @@ START_TEST(half_gradients) {
   for (int i = 0; i < B; i++)
     y[i] = i % 3;
   for (int d = 0; d < 2; d++) {
-    rlx_model_t *a = make(sizes, 3, B, devs[d], 0.9f), *b = make(sizes, 3, B, devs[d], 0.9f);
-    if (d == 1 && strncmp(rlx_model_backend(a), "opencl", 6) != 0) {
-      rlx_model_free(&a);
-      rlx_model_free(&b);
+    rlx_model_t *a, *b;
+    if (!models_on(devs[d], sizes, 3, B, &a, &b))
       break; /* no OpenCL here */
-    }
     size_t n = rlx_model_nparams(a);
     float *g = malloc(n * sizeof *g), *w = malloc(n * sizeof *w), *pa = malloc(n * sizeof *pa),
           *pb = malloc(n * sizeof *pb);
@@ -469,12 +477,9 @@ START_TEST(gradient_buckets) {
   for (int i = 0; i < B; i++)
     y[i] = i % 3;
   for (int d = 0; d < 2; d++) {
-    rlx_model_t *a = make(sizes, 4, B, devs[d], 0.9f), *b = make(sizes, 4, B, devs[d], 0.9f);
-    if (d == 1 && strncmp(rlx_model_backend(a), "opencl", 6) != 0) {
-      rlx_model_free(&a);
-      rlx_model_free(&b);
+    rlx_model_t *a, *b;
+    if (!models_on(devs[d], sizes, 4, B, &a, &b))
       break; /* no OpenCL here */
-    }
     size_t n = rlx_model_nparams(a);
     float *want = malloc(n * sizeof *want), *g = malloc(n * sizeof *g), *pa = malloc(n * 4),
           *pb = malloc(n * 4);
