@@ -65,6 +65,7 @@ int main(int argc, char **argv) {
   double t_init = t0 ? since_launch(t0) : 0;
   float *g = calloc(n, sizeof(float)), *p = calloc(n, sizeof(float)), *m = calloc(n, sizeof(float));
   double *times = calloc((size_t)steps, sizeof(double)), t_start = now_s(), t_grew = 0;
+  double t_admit = 0, t_state = 0;
   rlx_comm_t *c = rlx_comm_world();
   long step = 0, grew_at = -1;
   int joined = rlx_joined();
@@ -85,12 +86,16 @@ int main(int argc, char **argv) {
     }
     if (ctl[0] > 0) {
       rlx_comm_t *grown = NULL;
+      double tg = now_s();
       check(rlx_comm_grow(c, &grown), "rlx_comm_grow");
+      t_admit = now_s() - tg;
       if (c != rlx_comm_world())
         rlx_comm_free(&c);
       c = grown;
       long at = step;
+      tg = now_s();
       share(c, &step, p, m, n);
+      t_state = now_s() - tg;
       grew_at = at;
       t_grew = now_s();
     }
@@ -107,8 +112,9 @@ int main(int argc, char **argv) {
     qsort(times, (size_t)steps - 1, sizeof(double), cmp);
     double med = times[(steps - 1) / 2];
     printf("grow_bench: %d ranks after growing: median step %.1f us, the step that admitted "
-           "the joiner %.1f us: pause %.1f us (%.2f steps)\n", rlx_comm_size(c), med * 1e6,
-           grow_step * 1e6, (grow_step - med) * 1e6, (grow_step - med) / med);
+           "the joiner %.1f us: pause %.1f us (%.2f steps; rlx_comm_grow %.1f us, the state %.1f us)\n",
+           rlx_comm_size(c), med * 1e6, grow_step * 1e6, (grow_step - med) * 1e6,
+           (grow_step - med) / med, t_admit * 1e6, t_state * 1e6);
   }
   if (c != rlx_comm_world())
     rlx_comm_free(&c);

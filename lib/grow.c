@@ -240,6 +240,161 @@ fail:
   return rc;
 }
 
+/* ---- the admission's second half ------------------------------------------- */
+
+/* An admission between its halves (one at a time): the joiners were
+ * welcomed and connect to every member while the job goes on; g is the
+ * grown communicator as welcomed (the nbase members of the communicator
+ * that admitted them, then the joiners), still to be agreed on. Used by
+ * the members' rlx_comm_grow, which they call in step; rlx_comm_joiners
+ * reads it under member_mtx. */
+static struct {
+  rlx_comm_t *g;
+  int nbase;
+  uint64_t t_welcome, t_dialed;
+} pend;
+
+/* Every member of c was one of the base, and every base member not in c
+ * is lost (c is the base, a dup of it, or what it shrank to): only then
+ * do c's members end the admission, or some member would be missing
+ * from its agreement. */
+static int pending_fits(const rlx_comm_t *c) {
+  struct rlx__runtime *rt = &rlx__rt;
+  int found = 0;
+  for (int i = 0; i < c->size; i++) {
+    int in = 0;
+    for (int b = 0; b < pend.nbase && !in; b++)
+      in = pend.g->world[b] == c->world[i];
+    if (!in)
+      return 0;
+    found++;
+  }
+  rlx__engine_lock(&rt->engine);
+  for (int b = 0; b < pend.nbase; b++) {
+    int in = 0;
+    for (int i = 0; i < c->size && !in; i++)
+      in = c->world[i] == pend.g->world[b];
+    if (!in && rlx__p2p_lost_reason(&rt->p2p, pend.g->world[b]) == NULL)
+      found = -1;
+  }
+  rlx__engine_unlock(&rt->engine);
+  return found == c->size;
+}
+
+/* Has every joiner connected to this rank (or been lost)? Joiners slow to
+ * connect are called up (a dead one refuses: lost; a stopped one keeps
+ * the admission waiting, not the job); one not connected RLX_TIMEOUT
+ * after its welcome is given up. */
+static int pending_connected(void) {
+  struct rlx__runtime *rt = &rlx__rt;
+  uint64_t now = rlx__now_ns();
+  int all = 1, dial = now - pend.t_welcome > 100000000ull && now - pend.t_dialed > 1000000000ull;
+  int expired = rt->cfg.timeout_s > 0 && now - pend.t_welcome > (uint64_t)(rt->cfg.timeout_s * 1e9);
+  rlx__engine_lock(&rt->engine);
+  for (int i = pend.nbase; i < pend.g->size; i++) {
+    int w = pend.g->world[i];
+    if (rlx__p2p_connected(&rt->p2p, w) || rlx__p2p_lost_reason(&rt->p2p, w) != NULL)
+      continue;
+    if (expired) {
+      char why[160];
+      snprintf(why, sizeof why, "joining rank %d did not connect within RLX_TIMEOUT (%g s) of "
+               "its admission", i, rt->cfg.timeout_s);
+      rlx__p2p_mark_lost(&rt->p2p, w, why);
+      continue;
+    }
+    all = 0;
+    if (dial)
+      rlx__p2p_dial(&rt->p2p, w);
+  }
+  rlx__engine_unlock(&rt->engine);
+  if (dial)
+    pend.t_dialed = now;
+  return all;
+}
+
+/* The least of every member's flag: a small allreduce on c. */
+static int all_of(rlx_comm_t *c, int32_t mine, int32_t *all) {
+  struct rlx__op op;
+  memset(&op, 0, sizeof(op));
+  op.kind = RLX__CK_COMM;
+  op.call = "rlx_comm_grow";
+  op.dt = RLX_INT32;
+  op.rop = RLX_MIN;
+  op.esize = 4;
+  op.count = 1;
+  op.src = &mine;
+  op.dst = all;
+  op.algo = &rlx__allreduce_rd;
+  *all = mine;
+  return c->size > 1 ? rlx__run_op(c, &op) : RLX_OK;
+}
+
+static void drop_pending(void) {
+  struct rlx__runtime *rt = &rlx__rt;
+  pthread_mutex_lock(&rt->member_mtx);
+  rlx_comm_t *g = pend.g;
+  pend.g = NULL;
+  pthread_mutex_unlock(&rt->member_mtx);
+  if (g != NULL) {
+    rlx__comm_release(g);
+    free(g);
+  }
+}
+
+void rlx__grow_fini(void) { drop_pending(); }
+
+/* c's members as a communicator of its own (nobody admitted now). */
+static int same_members(rlx_comm_t *c, rlx_comm_t **out) {
+  int *world = malloc(sizeof(int) * (size_t)c->size);
+  if (world == NULL)
+    return rlx__err(RLX_ERR_NOMEM, "rlx_comm_grow: no memory");
+  memcpy(world, c->world, sizeof(int) * (size_t)c->size);
+  pthread_mutex_lock(&c->mtx);
+  uint32_t child = ++c->children;
+  pthread_mutex_unlock(&c->mtx);
+  *out = rlx__comm_new(rlx__id_mix(rlx__id_mix(c->id, child), GROW_MIX), world, c->size, c->rank);
+  if (*out == NULL) {
+    free(world);
+    return rlx__err(RLX_ERR_NOMEM, "rlx_comm_grow: no memory");
+  }
+  return RLX_OK;
+}
+
+/* The second half: once every member has every joiner connected, all of
+ * them (joiners too, whose rlx_init waits in it) agree on who is in. */
+static int end_admission(rlx_comm_t *c, rlx_comm_t **out) {
+  int32_t ready = 0;
+  int rc = all_of(c, pending_connected(), &ready);
+  if (rc != RLX_OK)
+    return rc;
+  if (!ready)
+    return same_members(c, out);
+  rlx_comm_t *s = NULL;
+  /* (joiners' job indices are above every earlier rank's) */
+  int admitted = pend.g->size - pend.nbase, first = pend.g->world[pend.nbase];
+  uint64_t t0 = rlx__now_ns();
+  /* (waiting as the grown job's ranks on this host may: a joiner that
+   * makes them outnumber the cores needs them to yield) */
+  retune(pend.g);
+  rc = rlx__comm_agree(pend.g, "rlx_comm_grow", 0, &s);
+  drop_pending();
+  if (rc != RLX_OK)
+    return rc;
+  int in = 0;
+  for (int i = 0; i < s->size; i++)
+    in += s->world[i] >= first;
+  if (in < admitted)
+    rlx__warn("rlx_comm_grow: %d of %d joining rank(s) left out: lost during their admission",
+              admitted - in, admitted);
+  rlx__set_last(c, s);
+  retune(s); /* (the agreed communicator: without the ranks lost meanwhile) */
+  rlx__info("rlx_comm_grow: %d joiner(s) admitted; %d ranks now (were %d), leader rank %d; "
+            "agreement %.0f us", in, s->size, c->size, s->leader,
+            (double)(rlx__now_ns() - t0) / 1e3);
+  *out = s;
+  return RLX_OK;
+}
+
 int rlx_comm_grow(rlx_comm_t *c, rlx_comm_t **out) {
   struct rlx__runtime *rt = &rlx__rt;
   if (out == NULL)
@@ -262,27 +417,26 @@ int rlx_comm_grow(rlx_comm_t *c, rlx_comm_t **out) {
   rlx_comm_t *g = NULL;
   if (c->size > 1 && (rc = rlx__comm_shm(c)) < 0)
     goto out;
+  if (pend.g != NULL) { /* an admission is under way: end it, or wait */
+    rc = pending_fits(c) ? end_admission(c, &g) : same_members(c, &g);
+    goto out;
+  }
+  /* The first half: take the joiners waiting now and welcome them; they
+   * connect to every member while the job goes on in a communicator of
+   * the same members, and a later call ends the admission. */
   rc = admit(c, &g, &admitted);
-  if (took)
-    rlx__comm_give(c);
-  took = 0;
   if (rc != RLX_OK || admitted == 0)
     goto out;
-  /* step 4: every survivor of the admission agrees on who is in
-   * (waiting as the grown job's ranks on this host may: a joiner that
-   * makes them outnumber the cores needs them to yield) */
-  retune(g);
-  rlx_comm_t *s = NULL;
-  rc = rlx__comm_agree(g, "rlx_comm_grow", 0, &s);
-  rlx__comm_release(g);
-  free(g);
-  g = s;
-  if (rc != RLX_OK)
-    goto out;
-  rlx__set_last(c, g);
-  retune(g); /* (the agreed communicator: without the ranks lost meanwhile) */
-  rlx__info("rlx_comm_grow: %d joiner(s) admitted; %d ranks now (were %d), leader rank %d", admitted,
-            g->size, c->size, g->leader);
+  pthread_mutex_lock(&rt->member_mtx);
+  pend.g = g;
+  pend.nbase = c->size;
+  pend.t_welcome = rlx__now_ns();
+  pend.t_dialed = 0;
+  pthread_mutex_unlock(&rt->member_mtx);
+  g = NULL;
+  rlx__info("rlx_comm_grow: %d joiner(s) welcomed; they connect while the job goes on",
+            admitted);
+  rc = same_members(c, &g);
 out:
   if (took)
     rlx__comm_give(c);
@@ -304,8 +458,15 @@ int rlx_comm_joiners(const rlx_comm_t *c) {
   if (rt->cfg.max_np <= 0 || rt->member.fd < 0)
     return 0;
   pthread_mutex_lock(&rt->member_mtx);
-  int n = rlx__rdv_member_joiners(&rt->member);
+  int n = rlx__rdv_member_joiners(&rt->member), pending = -1;
+  /* Welcomed joiners count once every one has connected here or is lost:
+   * then a grow ends their admission. (Until then the job goes on, and
+   * the ones slow to connect are called up.) */
+  if (pend.g != NULL)
+    pending = pending_connected() ? pend.g->size - pend.nbase : 0;
   pthread_mutex_unlock(&rt->member_mtx);
+  if (pending >= 0)
+    return pending;
   int room = rt->cfg.max_np - c->size;
   return n < room ? n : room > 0 ? room : 0;
 }
@@ -368,6 +529,14 @@ out:
 int rlx__join_confirm(void) {
   struct rlx__runtime *rt = &rlx__rt;
   rlx_comm_t *s = NULL;
+  /* Connect to every member now: they end the admission once all their
+   * joiners have (the job goes on meanwhile), and meet us in the
+   * agreement. */
+  rlx__engine_lock(&rt->engine);
+  for (int i = 0; i < rt->world.size; i++)
+    if (rt->world.world[i] < rt->cfg.rank)
+      rlx__p2p_dial(&rt->p2p, rt->world.world[i]);
+  rlx__engine_unlock(&rt->engine);
   int rc = rlx__comm_agree(&rt->world, "rlx_comm_grow", 0, &s);
   if (rc != RLX_OK)
     return rc;

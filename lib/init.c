@@ -341,6 +341,7 @@ static void teardown(struct rlx__runtime *rt) {
   if (rt->rundir[0])
     rmdir(rt->rundir);
   rt->unix_path[0] = rt->rundir[0] = '\0';
+  rlx__grow_fini();
   rlx__rdv_member_close(&rt->member);
   rlx__rdv_server_stop(rt->rdv);
   rt->rdv = NULL;

@@ -123,6 +123,8 @@ int rlx__join_admitted(struct rlx__runtime *rt, uint32_t index, const uint8_t *b
                        int rdv_fd);
 int rlx__join_confirm(void);
 void rlx__set_last(const rlx_comm_t *from, const rlx_comm_t *next);
+/* An admission still between its halves at rlx_finalize: dropped. */
+void rlx__grow_fini(void);
 /* comm_shm.c: does c run its blocking collectives in a shared segment?
  * Makes it at the first call: 1 yes, 0 no, or the error of the members'
  * agreement (rlx_errmsg says). Free: at the communicator's release. */

@@ -102,6 +102,8 @@ int rlx__p2p_connected(struct rlx__p2p *p, int peer) {
   return peer == p->rank || (p->peers[peer].conn && p->peers[peer].conn->state == C_READY);
 }
 
+void rlx__p2p_dial(struct rlx__p2p *p, int peer) { rlx__conn_ensure(p, peer, 1); }
+
 void rlx__p2p_mark_lost(struct rlx__p2p *p, int peer, const char *why) {
   rlx__peer_fail(p, peer, RLX_ERR_PEER_LOST, why);
 }

@@ -128,6 +128,10 @@ void rlx__p2p_abort(struct rlx__p2p *p, int peer, uint32_t comm_id, uint64_t seq
  * dead). Both under the loop lock. */
 int rlx__p2p_connected(struct rlx__p2p *p, int peer);
 void rlx__p2p_mark_lost(struct rlx__p2p *p, int peer, const char *why);
+/* Connect to peer now, with nothing to send yet (a higher rank is called
+ * up: it dials back); nothing if connected, connecting or lost. Under the
+ * loop lock. */
+void rlx__p2p_dial(struct rlx__p2p *p, int peer);
 /* Withdraw a pending transfer (on timeout or failure); cb is not called.
  * A send already being written closes its connection. */
 void rlx__p2p_cancel(struct rlx__p2p *p, struct rlx__xfer *x);
