@@ -1,11 +1,12 @@
 #!/bin/sh
 # What a joining rank costs (issue 16): for each N in NS, a job of N ranks
-# (rlxrun --max-np N+1) runs steps of grow_bench (an allreduce of
-# PARAMS floats, the per-step control allreduce); half a second in, one
-# rank joins with rlxrun --join, and the job runs SECS more. Prints, per round, the leader's median
-# step, the step that admitted the joiner and the pause (their difference),
-# and the joiner's time from its launch to rlx_init returning and to the
-# end of its first step in the job.
+# (rlxrun --max-np N+1) runs steps of grow_bench (an allreduce of PARAMS
+# floats, the SGD update, the per-step control allreduce); half a second
+# in, one rank joins with rlxrun --join, and the job runs SECS more after
+# it caught up. Prints, per round, the leader's median steps and the pause
+# (grow_bench.c says how it is counted), whether every rank's state is the
+# same at the end, and the joiner's time from its launch to rlx_init
+# returning, to its first step in the job and to catching up.
 #   BUILD=build NS="2 4 8" ROUNDS=3 SECS=1 PARAMS=203530 bench/grow_bench.sh
 # (PACK=DIR: a folder bench/pack_build.sh made, for the lent machines)
 set -u
@@ -36,6 +37,6 @@ for n in $NS; do
     timeout 300 "$RUN" --join "$joinfile" -n 1 "$BENCH" "$SECS" "$PARAMS" "$(date +%s%N)" \
       >"$TMPDIR/joiner" 2>&1 || { cat "$out" "$TMPDIR/joiner"; exit 1; }
     wait $job || { cat "$out"; exit 1; }
-    echo "n=$n round $r: $(sed -n 's/.*grow_bench: \([0-9]* ranks after.*\)/\1/p' "$out"); joiner: $(sed -n 's/.*grow_bench: joiner: //p' "$TMPDIR/joiner")"
+    echo "n=$n round $r: $(sed -n 's/.*grow_bench: \([0-9]* -> [0-9]* ranks.*\)/\1/p' "$out"); joiner: $(sed -n 's/.*grow_bench: joiner: //p' "$TMPDIR/joiner")"
   done
 done

@@ -180,6 +180,12 @@ int main(int argc, char **argv) {
     char m1[700];
     snprintf(m1, sizeof m1, "%s", rlx_errmsg());
     int rc2 = rc1 == RLX_OK ? rlx_barrier(w) : rc1;
+    /* A rank whose part of the failed call was right (a bcast's other
+     * receiver) may also complete the next call, when the ranks that
+     * failed it had sent their part of that one before they learned of
+     * the failure (seen once in ~100 runs on a loaded host); the call
+     * after it is revoked then. */
+    int rc3 = rc1 == RLX_OK && rc2 == RLX_OK ? rlx_barrier(w) : rc2;
     double took = now() - t0;
     /* A rank still waiting in the call for data from a rank that completed
      * it (its part was not what the others expected) and then left loses
@@ -187,7 +193,9 @@ int main(int argc, char **argv) {
      * calls so far (issue 14 keeps that open). */
     int ok = (rc1 == RLX_ERR_MISMATCH && strstr(m1, " called ") != NULL) ||
              (rc1 == RLX_ERR_PEER_LOST && strstr(m1, "lost rank") != NULL) ||
-             (rc1 == RLX_OK && (rc2 == RLX_ERR_REVOKED || rc2 == RLX_ERR_MISMATCH));
+             (rc1 == RLX_OK && (rc2 == RLX_ERR_REVOKED || rc2 == RLX_ERR_MISMATCH)) ||
+             (rc1 == RLX_OK && rc2 == RLX_OK && rank > 1 && strcmp(argv[1], "bcastreduce") == 0 &&
+              (rc3 == RLX_ERR_REVOKED || rc3 == RLX_ERR_PEER_LOST));
     ok = ok && took < bound(3.0);
     printf("fault_check: rank %d: %s after %.2f s: %s%s%s\n", rank, rlx_strerror(rc1), took,
            rc1 ? m1 : "then ", rc1 ? "" : rlx_strerror(rc2), rc1 ? "" : ": ");
