@@ -182,7 +182,11 @@ int main(int argc, char **argv) {
     int size = rlx_comm_size(c), rank = rlx_comm_rank(c);
     for (size_t i = 0; i < r.n; i += STRIDE)
       r.g[i] = r.catching ? 0.0f : 1e-3f * (float)((r.step + rank) % 7);
+    double TA = now_s();
     check(rlx_allreduce(RLX_IN_PLACE, r.g, r.n, RLX_FLOAT32, RLX_AVG, c), "allreduce");
+    double TB = now_s();
+    if (joined && k < 2 && getenv("GROW_BENCH_STEPS"))
+      printf("grow_bench: joiner step %ld: fill %.1f allreduce %.1f us\n", k, (TA - ts) * 1e6, (TB - TA) * 1e6);
     if (catching_ranks > 0) { /* the average over the ranks that gave gradients */
       float f = (float)size / (float)(size - catching_ranks);
       for (size_t i = 0; i < r.n; i++)

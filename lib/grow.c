@@ -438,6 +438,11 @@ int rlx_comm_grow(rlx_comm_t *c, rlx_comm_t **out) {
             admitted);
   rc = same_members(c, &g);
 out:
+  /* the same members in the same order (nobody admitted now): the new
+   * communicator takes over c's segment, alike on every member */
+  if (rc == RLX_OK && g != NULL && g->size == c->size &&
+      memcmp(g->world, c->world, sizeof(int) * (size_t)c->size) == 0)
+    rlx__comm_shm_hand_over(c, g);
   if (took)
     rlx__comm_give(c);
   if (rc < 0 && g != NULL) {

@@ -143,6 +143,9 @@ void rlx__comm_give(rlx_comm_t *c);
  * usable. Returns rc, rlx_errmsg kept. */
 int rlx__refused(rlx_comm_t *c, int rc);
 void rlx__comm_shm_free(rlx_comm_t *c);
+/* c's segment (and numbering of calls) to `to`, a communicator of c's
+ * members in c's order; c's calls go point to point from then on. */
+void rlx__comm_shm_hand_over(rlx_comm_t *c, rlx_comm_t *to);
 /* A new communicator (id 0, the world's, becomes 1) owning world, its
  * leader elected; NULL when out of memory (world then still the caller's). */
 rlx_comm_t *rlx__comm_new(uint32_t id, int *world, int n, int rank);
