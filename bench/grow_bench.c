@@ -23,6 +23,9 @@
  * rank: its parameters are then bit for bit the others'), and gives
  * gradients from then on. At the end every rank's parameters and momentum
  * are compared (a hash): the run fails if they differ.
+ * (GROW_BENCH_SHARE=sync: the state goes by a blocking broadcast at the
+ * admission instead, for comparison; GROW_BENCH_STEPS=1: each step of the
+ * window, and the admission's parts.)
  *
  * The leader prints the median step before and after growing and the
  * pause: what the steps from the welcome to two steps after the joiner
@@ -119,6 +122,25 @@ static void start_share(struct run *r, rlx_comm_t *c, int joiner) {
            (now_s() - t1) * 1e6);
 }
 
+/* Did the communicator rlx_comm_grow returned bring new ranks in? Each of
+ * its ranks says whether it is one (a joiner right after rlx_init): the
+ * first half of an admission brings nobody in. */
+static int newcomers(rlx_comm_t *c, int mine) {
+  int64_t v = mine;
+  check(rlx_allreduce(RLX_IN_PLACE, &v, 1, RLX_INT64, RLX_MAX, c), "allreduce (newcomers)");
+  return v > 0;
+}
+
+/* GROW_BENCH_SHARE=sync: the state goes by a blocking broadcast on the
+ * grown communicator at the admission (what train --elastic does), for
+ * comparison. */
+static void share_now(struct run *r, rlx_comm_t *c) {
+  check(rlx_bcast(r->state, state_len(r->n), RLX_UINT8, rlx_comm_leader(c), c), "rlx_bcast (state)");
+  int64_t pos;
+  memcpy(&pos, r->state, 8);
+  r->step = (long)pos;
+}
+
 /* Is the state here (wait: the leader, before it changes it)? A joiner
  * then replays the steps it missed. */
 static void poll_share(struct run *r, int wait) {
@@ -172,10 +194,17 @@ int main(int argc, char **argv) {
   rlx_comm_t *c = rlx_comm_world();
   long k = 0, welcomed = -1, admitted = -1, caught = -1;
   int joined = rlx_joined(), catching_ranks = 0, size0 = rlx_comm_size(c);
+  const char *share = getenv("GROW_BENCH_SHARE");
+  int sync_share = share != NULL && strcmp(share, "sync") == 0;
   if (joined) {
-    r.catching = 1;
-    start_share(&r, c, 1);
-    catching_ranks = 1; /* (at least: every joiner of this admission) */
+    newcomers(c, 1);
+    if (sync_share) {
+      share_now(&r, c);
+    } else {
+      r.catching = 1;
+      start_share(&r, c, 1);
+      catching_ranks = 1; /* (at least: every joiner of this admission) */
+    }
   }
   for (; k < MAX_STEPS; k++) { /* k: this process's step count */
     double ts = now_s();
@@ -221,16 +250,19 @@ int main(int argc, char **argv) {
       check(rlx_comm_grow(c, &grown), "rlx_comm_grow");
       if (getenv("GROW_BENCH_STEPS"))
         printf("grow_bench: rlx_comm_grow %.1f us\n", (now_s() - T0) * 1e6);
-      int grew = rlx_comm_size(grown) > rlx_comm_size(c);
       if (c != rlx_comm_world())
         check(rlx_comm_free(&c), "rlx_comm_free");
       c = grown;
       if (welcomed < 0)
         welcomed = k;
-      if (grew) {
+      if (newcomers(c, 0)) {
         admitted = k;
-        catching_ranks = rlx_comm_size(c) - size;
-        start_share(&r, c, 0);
+        if (sync_share) {
+          share_now(&r, c);
+        } else {
+          catching_ranks = rlx_comm_size(c) - size;
+          start_share(&r, c, 0);
+        }
       }
     }
     times[k] = now_s() - ts;

@@ -136,7 +136,19 @@ static void welcome(struct run *r) {
     fail(r, "giving the joiners the leader's state", rc);
 }
 
-/* --elastic: ranks wait to join (rlxrun --join): admit them now. */
+/* Did the grown communicator bring new ranks in? Each of its ranks says
+ * whether it is one (a joiner, right after its rlx_init): the first half
+ * of an admission (rlx_comm_grow(3)) brings nobody in yet. */
+static int newcomers(struct run *r, int mine) {
+  int64_t v = mine;
+  int rc = rlx_allreduce(RLX_IN_PLACE, &v, 1, RLX_INT64, RLX_MAX, r->w);
+  if (rc != RLX_OK && !recover(r, rc))
+    fail(r, "rlx_allreduce (newcomers)", rc);
+  return rc == RLX_OK && v > 0;
+}
+
+/* --elastic: ranks wait to join (rlxrun --join): admit them now (or, in
+ * the first half of their admission, let them connect meanwhile). */
 static double now_s(void);
 static void grow(struct run *r) {
   rlx_comm_t *g = NULL;
@@ -155,6 +167,8 @@ static void grow(struct run *r) {
   r->size = rlx_comm_size(g);
   r->leader = rlx_comm_leader(g);
   double t1 = now_s();
+  if (!newcomers(r, 0))
+    return;
   welcome(r);
   if (r->rank == r->leader) {
     printf("train: step %ld: %d rank(s) joined; going on with %d, data re-sharded (admission "
@@ -453,9 +467,9 @@ static void setup(struct run *r) {
            r->o.momentum, r->train->origin, r->ntrain, r->test->count);
   }
   fflush(stdout);
-  if (rlx_joined())
+  if (rlx_joined() && newcomers(r, 1))
     welcome(r);
-  else
+  else if (!rlx_joined())
     start_identical(r);
 }
 

@@ -116,6 +116,7 @@ void rlx__engine_close(struct rlx__engine *e) {
 
 void rlx__engine_lock(struct rlx__engine *e) { pthread_mutex_lock(&e->loop_mtx); }
 void rlx__engine_unlock(struct rlx__engine *e) { pthread_mutex_unlock(&e->loop_mtx); }
+int rlx__engine_trylock(struct rlx__engine *e) { return pthread_mutex_trylock(&e->loop_mtx) == 0; }
 
 void rlx__engine_notify(struct rlx__engine *e) {
   if (atomic_load(&e->waiters) > 0) {

@@ -43,6 +43,10 @@ void rlx__engine_close(struct rlx__engine *e);
 size_t rlx__engine_turn(struct rlx__engine *e);
 void rlx__engine_lock(struct rlx__engine *e);
 void rlx__engine_unlock(struct rlx__engine *e);
+/* The lock if it is free now (1), else 0: for looks that may be put off
+ * (the progress thread, preempted while it holds the lock on an
+ * oversubscribed host, can keep it a millisecond). */
+int rlx__engine_trylock(struct rlx__engine *e);
 /* Wait, driving the loop, until *done is set or the deadline (rlx__now_ns,
  * 0 = none) passes. *progress is a counter the operation bumps on each
  * step: while it moves, the spin budget starts over. Returns 0 when done,

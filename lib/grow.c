@@ -75,7 +75,12 @@ static int run_on(rlx_comm_t *c, const struct rlx__algo *algo, void *buf, size_t
   op.root = root;
   op.src = buf;
   op.dst = buf;
-  op.algo = algo;
+  /* in c's shared segment when it has one: point to point, every call
+   * waits on the loop's wake-ups, ~1 ms a call on an oversubscribed host */
+  op.algo = c->shm == NULL ? algo
+            : algo == &rlx__bcast_binomial ? &rlx__bcast_shm
+            : algo == &rlx__barrier_dissemination ? &rlx__barrier_shm
+                                               : algo;
   return rlx__run_op(c, &op);
 }
 
@@ -261,6 +266,8 @@ static struct {
 static int pending_fits(const rlx_comm_t *c) {
   struct rlx__runtime *rt = &rlx__rt;
   int found = 0;
+  if (c->size == pend.nbase && memcmp(c->world, pend.g->world, sizeof(int) * (size_t)c->size) == 0)
+    return 1; /* (the base itself, or a copy of it: no lock needed) */
   for (int i = 0; i < c->size; i++) {
     int in = 0;
     for (int b = 0; b < pend.nbase && !in; b++)
@@ -281,8 +288,9 @@ static int pending_fits(const rlx_comm_t *c) {
   return found == c->size;
 }
 
-/* Has every joiner connected to this rank (or been lost)? Joiners slow to
- * connect are called up (a dead one refuses: lost; a stopped one keeps
+/* Has every joiner connected to this rank (or been lost)? (0 also when the
+ * progress thread holds the lock: this is asked every step, and the
+ * answer may come a step later.) Joiners slow to connect are called up (a dead one refuses: lost; a stopped one keeps
  * the admission waiting, not the job); one not connected RLX_TIMEOUT
  * after its welcome is given up. */
 static int pending_connected(void) {
@@ -290,7 +298,8 @@ static int pending_connected(void) {
   uint64_t now = rlx__now_ns();
   int all = 1, dial = now - pend.t_welcome > 100000000ull && now - pend.t_dialed > 1000000000ull;
   int expired = rt->cfg.timeout_s > 0 && now - pend.t_welcome > (uint64_t)(rt->cfg.timeout_s * 1e9);
-  rlx__engine_lock(&rt->engine);
+  if (!rlx__engine_trylock(&rt->engine))
+    return 0; /* (the progress thread has the lock: look next time) */
   for (int i = pend.nbase; i < pend.g->size; i++) {
     int w = pend.g->world[i];
     if (rlx__p2p_connected(&rt->p2p, w) || rlx__p2p_lost_reason(&rt->p2p, w) != NULL)
@@ -324,7 +333,7 @@ static int all_of(rlx_comm_t *c, int32_t mine, int32_t *all) {
   op.count = 1;
   op.src = &mine;
   op.dst = all;
-  op.algo = &rlx__allreduce_rd;
+  op.algo = c->shm != NULL ? &rlx__allreduce_shm : &rlx__allreduce_rd;
   *all = mine;
   return c->size > 1 ? rlx__run_op(c, &op) : RLX_OK;
 }
