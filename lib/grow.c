@@ -289,10 +289,11 @@ static int pending_fits(const rlx_comm_t *c) {
 }
 
 /* Has every joiner connected to this rank (or been lost)? (0 also when the
- * progress thread holds the lock: this is asked every step, and the
- * answer may come a step later.) Joiners slow to connect are called up (a dead one refuses: lost; a stopped one keeps
- * the admission waiting, not the job); one not connected RLX_TIMEOUT
- * after its welcome is given up. */
+ * progress thread holds the loop's lock: this is asked every step, and
+ * the answer may come a step later.) Joiners slow to connect are called
+ * up (a dead one refuses: lost; a stopped one keeps the admission
+ * waiting, not the job); one not connected RLX_TIMEOUT after its welcome
+ * is given up. Under member_mtx. */
 static int pending_connected(void) {
   struct rlx__runtime *rt = &rlx__rt;
   uint64_t now = rlx__now_ns();
@@ -372,8 +373,11 @@ static int same_members(rlx_comm_t *c, rlx_comm_t **out) {
 /* The second half: once every member has every joiner connected, all of
  * them (joiners too, whose rlx_init waits in it) agree on who is in. */
 static int end_admission(rlx_comm_t *c, rlx_comm_t **out) {
-  int32_t ready = 0;
-  int rc = all_of(c, pending_connected(), &ready);
+  struct rlx__runtime *rt = &rlx__rt;
+  pthread_mutex_lock(&rt->member_mtx);
+  int32_t ready = 0, mine = pending_connected();
+  pthread_mutex_unlock(&rt->member_mtx);
+  int rc = all_of(c, mine, &ready);
   if (rc != RLX_OK)
     return rc;
   if (!ready)
