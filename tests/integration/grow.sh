@@ -8,6 +8,8 @@
 #  3. a member stopped and then killed while the others are in
 #     rlx_comm_grow: every survivor's grow fails naming it, they shrink,
 #     and the joiners (given back to the rendezvous) are admitted after;
+#     3b. a member killed between the admission's halves: the survivors
+#     shrink and the admission ends on the shrunk communicator;
 #  4. two groups of joiners back to back: 2 -> 6;
 #  5. a wrong key, a job that does not grow, a bad RLX_JOIN: refused,
 #     named, and the job goes on;
@@ -104,6 +106,39 @@ sleep 0.5
 [ "$(grep -c 'rlx_comm_grow: peer lost: .*lost rank 2 during rlx_comm_grow.*; shrinking' "$TMP/job")" = 2 ] ||
   { cat "$TMP/job"; fail "3: the members' grow did not fail naming rank 2"; }
 echo "3. a member killed during rlx_comm_grow: both survivors' grow failed naming it; shrunk to 2, then 2 joiners admitted: 4"
+
+# ---- 3b. a member dies between the admission's halves: a joiner stopped
+# before it could connect keeps the admission open while the job goes on;
+# a member is killed; the survivors shrink, and when the joiner goes on,
+# the admission ends on the shrunk communicator (3 - 1 + 1), then another
+# joiner makes it 4
+PLAN="wait=$TMP/go3b,grow=4"
+start_job 3 "$PLAN"
+wait_for "$TMP/job" "rank 2 (pid" 1
+join 1 "$PLAN" "$TMP/j1"
+wait_for "$TMP/job" "asks to join" 1
+sleep 0.3
+jpid=$(pgrep -f "grow_check wait=$TMP/go3b" | while read p; do
+  grep -q RLX_JOIN=1 /proc/$p/environ 2>/dev/null && echo $p; done | head -1)
+[ -n "$jpid" ] || fail "3b: no joiner process"
+kill -STOP "$jpid"
+touch "$TMP/go3b"
+wait_for "$TMP/job" "admitted (generation 1)" 1
+sleep 0.5
+mpid=$(pid_of "$TMP/job" 2)
+[ -n "$mpid" ] || { cat "$TMP/job"; fail "3b: no pid for rank 2"; }
+kill -9 "$mpid"
+wait_for "$TMP/job" "; shrinking" 2
+kill -CONT "$jpid"
+wait_for "$TMP/j1" "joined as rank 2 of 3" 1 ||
+  { cat "$TMP/job" "$TMP/j1"; fail "3b: the joiner was not admitted into the shrunk job"; }
+join 1 "$PLAN" "$TMP/j2"
+wait $JOB || { cat "$TMP/job" "$TMP/j1" "$TMP/j2"; fail "3b: the job exited $?"; }
+sleep 0.5
+cat "$TMP/j1" "$TMP/j2" >"$TMP/joiners"
+[ "$(passes "$TMP/job" 4)" = 2 ] && [ "$(passes "$TMP/joiners" 4)" = 2 ] ||
+  { cat "$TMP/job" "$TMP/joiners"; fail "3b: not every rank passed at size 4"; }
+echo "3b. a member killed between the halves: the survivors shrank, the stopped joiner's admission ended on them (3 of 3), the next made 4"
 
 # ---- 4. two groups back to back
 PLAN="grow=6"
