@@ -211,11 +211,7 @@ int main(int argc, char **argv) {
     int size = rlx_comm_size(c), rank = rlx_comm_rank(c);
     for (size_t i = 0; i < r.n; i += STRIDE)
       r.g[i] = r.catching ? 0.0f : 1e-3f * (float)((r.step + rank) % 7);
-    double TA = now_s();
     check(rlx_allreduce(RLX_IN_PLACE, r.g, r.n, RLX_FLOAT32, RLX_AVG, c), "allreduce");
-    double TB = now_s();
-    if (joined && k < 2 && getenv("GROW_BENCH_STEPS"))
-      printf("grow_bench: joiner step %ld: fill %.1f allreduce %.1f us\n", k, (TA - ts) * 1e6, (TB - TA) * 1e6);
     if (catching_ranks > 0) { /* the average over the ranks that gave gradients */
       float f = (float)size / (float)(size - catching_ranks);
       for (size_t i = 0; i < r.n; i++)
@@ -246,10 +242,10 @@ int main(int argc, char **argv) {
     }
     if (ctl[0] > 0 && !ctl[1]) {
       rlx_comm_t *grown = NULL;
-      double T0 = now_s();
+      double tg = now_s();
       check(rlx_comm_grow(c, &grown), "rlx_comm_grow");
       if (getenv("GROW_BENCH_STEPS"))
-        printf("grow_bench: rlx_comm_grow %.1f us\n", (now_s() - T0) * 1e6);
+        printf("grow_bench: rlx_comm_grow %.1f us\n", (now_s() - tg) * 1e6);
       if (c != rlx_comm_world())
         check(rlx_comm_free(&c), "rlx_comm_free");
       c = grown;
