@@ -20,25 +20,31 @@ static int eligible(const rlx_comm_t *c) {
   return 1;
 }
 
-/* Every member's ok, the least of them: a small allreduce on c. */
+/* Every member's ok, the least of them. */
 static int agree(void *ctx, int *ok) {
-  rlx_comm_t *c = ctx;
-  int32_t mine = *ok, all = 0;
+  int32_t all = 0;
+  int rc = rlx__comm_least(ctx, "rlx_comm (shared segment)", *ok, &all, 1);
+  *ok = rc == RLX_OK && all != 0;
+  return rc;
+}
+
+int rlx__comm_least(rlx_comm_t *c, const char *call, int32_t mine, int32_t *least,
+                    int internal) {
   struct rlx__op op;
   memset(&op, 0, sizeof(op));
   op.kind = RLX__CK_COMM;
-  op.call = "rlx_comm (shared segment)";
+  op.call = call;
   op.dt = RLX_INT32;
   op.rop = RLX_MIN;
   op.esize = 4;
   op.count = 1;
   op.src = &mine;
-  op.dst = &all;
-  op.algo = &rlx__allreduce_rd;
-  op.seq = RLX__SEQ_INTERNAL | c->internal_seq++;
-  int rc = rlx__run_op(c, &op);
-  *ok = rc == RLX_OK && all != 0;
-  return rc;
+  op.dst = least;
+  op.algo = c->shm != NULL ? &rlx__allreduce_shm : &rlx__allreduce_rd;
+  if (internal)
+    op.seq = RLX__SEQ_INTERNAL | c->internal_seq++;
+  *least = mine;
+  return c->size > 1 ? rlx__run_op(c, &op) : RLX_OK;
 }
 
 int rlx__comm_shm(rlx_comm_t *c) {

@@ -322,23 +322,6 @@ static int pending_connected(void) {
   return all;
 }
 
-/* The least of every member's flag: a small allreduce on c. */
-static int all_of(rlx_comm_t *c, int32_t mine, int32_t *all) {
-  struct rlx__op op;
-  memset(&op, 0, sizeof(op));
-  op.kind = RLX__CK_COMM;
-  op.call = "rlx_comm_grow";
-  op.dt = RLX_INT32;
-  op.rop = RLX_MIN;
-  op.esize = 4;
-  op.count = 1;
-  op.src = &mine;
-  op.dst = all;
-  op.algo = c->shm != NULL ? &rlx__allreduce_shm : &rlx__allreduce_rd;
-  *all = mine;
-  return c->size > 1 ? rlx__run_op(c, &op) : RLX_OK;
-}
-
 static void drop_pending(void) {
   struct rlx__runtime *rt = &rlx__rt;
   pthread_mutex_lock(&rt->member_mtx);
@@ -377,7 +360,7 @@ static int end_admission(rlx_comm_t *c, rlx_comm_t **out) {
   pthread_mutex_lock(&rt->member_mtx);
   int32_t ready = 0, mine = pending_connected();
   pthread_mutex_unlock(&rt->member_mtx);
-  int rc = all_of(c, mine, &ready);
+  int rc = rlx__comm_least(c, "rlx_comm_grow", mine, &ready, 0);
   if (rc != RLX_OK)
     return rc;
   if (!ready)

@@ -129,6 +129,11 @@ void rlx__grow_fini(void);
  * Makes it at the first call: 1 yes, 0 no, or the error of the members'
  * agreement (rlx_errmsg says). Free: at the communicator's release. */
 int rlx__comm_shm(rlx_comm_t *c);
+/* The least of every member's value: a small allreduce on c (in its
+ * segment when it has one), named call; internal: one of the library's
+ * own calls, numbered apart from the program's. */
+int rlx__comm_least(rlx_comm_t *c, const char *call, int32_t mine, int32_t *least,
+                    int internal);
 /* Calls on one communicator do not overlap across threads: a blocking
  * call takes c for its thread (*took 1), a nonblocking one only checks;
  * RLX_ERR_STATE when another thread's blocking call holds it. The

@@ -35,6 +35,11 @@ join() {
 
 passes() { grep -c "grow_check: rank [0-9]*: PASS at size $2" "$1"; }
 
+joiner_pid() { # joiner_pid PLAN: the pid of the joiner running grow_check PLAN
+  pgrep -f "grow_check $1" | while read p; do
+    grep -q RLX_JOIN=1 /proc/$p/environ 2>/dev/null && echo $p; done | head -1
+}
+
 pid_of() { # pid_of FILE RANK: the pid rank RANK of the job printed
   sed -n "s/^\[$2\] grow_check: rank $2 (pid \([0-9]*\))/\1/p" "$1"
 }
@@ -67,8 +72,7 @@ start_job 2 "$PLAN"
 join 1 "$PLAN" "$TMP/j1"
 wait_for "$TMP/job" "asks to join" 1
 sleep 0.3
-jpid=$(pgrep -f "grow_check wait=$TMP/go2" | while read p; do
-  grep -q RLX_JOIN=1 /proc/$p/environ 2>/dev/null && echo $p; done | head -1)
+jpid=$(joiner_pid "wait=$TMP/go2")
 [ -n "$jpid" ] || fail "2: no joiner process"
 kill -STOP "$jpid"
 touch "$TMP/go2"
@@ -118,8 +122,7 @@ wait_for "$TMP/job" "rank 2 (pid" 1
 join 1 "$PLAN" "$TMP/j1"
 wait_for "$TMP/job" "asks to join" 1
 sleep 0.3
-jpid=$(pgrep -f "grow_check wait=$TMP/go3b" | while read p; do
-  grep -q RLX_JOIN=1 /proc/$p/environ 2>/dev/null && echo $p; done | head -1)
+jpid=$(joiner_pid "wait=$TMP/go3b")
 [ -n "$jpid" ] || fail "3b: no joiner process"
 kill -STOP "$jpid"
 touch "$TMP/go3b"
