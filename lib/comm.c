@@ -192,14 +192,18 @@ int rlx_comm_dup(rlx_comm_t *c, rlx_comm_t **out) {
     return rc;
   /* Same members, same order: no exchange needed, as long as every rank
    * dups (and splits) in the same order, which the API requires. */
+  return rlx__comm_copy(c, 0xd0d0d0d0u, out);
+}
+
+int rlx__comm_copy(rlx_comm_t *c, uint32_t mix, rlx_comm_t **out) {
   int *world = malloc(sizeof(int) * (size_t)c->size);
   if (world == NULL)
-    return rlx__err(RLX_ERR_NOMEM, "rlx_comm_dup: no memory");
+    return rlx__err(RLX_ERR_NOMEM, "no memory for a communicator");
   memcpy(world, c->world, sizeof(int) * (size_t)c->size);
   pthread_mutex_lock(&c->mtx);
   uint32_t child = ++c->children;
   pthread_mutex_unlock(&c->mtx);
-  return make_comm(rlx__id_mix(rlx__id_mix(c->id, child), 0xd0d0d0d0u), world, c->size, c->rank, out);
+  return make_comm(rlx__id_mix(rlx__id_mix(c->id, child), mix), world, c->size, c->rank, out);
 }
 
 void rlx__comm_release(rlx_comm_t *c) {

@@ -338,19 +338,7 @@ void rlx__grow_fini(void) { drop_pending(); }
 
 /* c's members as a communicator of its own (nobody admitted now). */
 static int same_members(rlx_comm_t *c, rlx_comm_t **out) {
-  int *world = malloc(sizeof(int) * (size_t)c->size);
-  if (world == NULL)
-    return rlx__err(RLX_ERR_NOMEM, "rlx_comm_grow: no memory");
-  memcpy(world, c->world, sizeof(int) * (size_t)c->size);
-  pthread_mutex_lock(&c->mtx);
-  uint32_t child = ++c->children;
-  pthread_mutex_unlock(&c->mtx);
-  *out = rlx__comm_new(rlx__id_mix(rlx__id_mix(c->id, child), GROW_MIX), world, c->size, c->rank);
-  if (*out == NULL) {
-    free(world);
-    return rlx__err(RLX_ERR_NOMEM, "rlx_comm_grow: no memory");
-  }
-  return RLX_OK;
+  return rlx__comm_copy(c, GROW_MIX, out);
 }
 
 /* The second half: once every member has every joiner connected, all of

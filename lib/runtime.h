@@ -154,6 +154,9 @@ void rlx__comm_shm_hand_over(rlx_comm_t *c, rlx_comm_t *to);
 /* A new communicator (id 0, the world's, becomes 1) owning world, its
  * leader elected; NULL when out of memory (world then still the caller's). */
 rlx_comm_t *rlx__comm_new(uint32_t id, int *world, int n, int rank);
+/* A communicator of c's members in c's order, its id c's next child's
+ * mixed with mix (every member makes it at the same call: no exchange). */
+int rlx__comm_copy(rlx_comm_t *c, uint32_t mix, rlx_comm_t **out);
 /* Free a communicator's storage (not the world's struct itself). */
 void rlx__comm_release(rlx_comm_t *c);
 

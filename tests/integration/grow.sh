@@ -35,9 +35,28 @@ join() {
 
 passes() { grep -c "grow_check: rank [0-9]*: PASS at size $2" "$1"; }
 
-joiner_pid() { # joiner_pid PLAN: the pid of the joiner running grow_check PLAN
-  pgrep -f "grow_check $1" | while read p; do
-    grep -q RLX_JOIN=1 /proc/$p/environ 2>/dev/null && echo $p; done | head -1
+# join_stopped GO CASE: one joiner of $PLAN (which begins wait=GO) in the
+# background, output in $TMP/j1, stopped (SIGSTOP) while it waits at the
+# rendezvous; then the members go on (GO is made). Sets jpid.
+join_stopped() {
+  join 1 "$PLAN" "$TMP/j1"
+  wait_for "$TMP/job" "asks to join" 1
+  sleep 0.3
+  jpid=$(pgrep -f "grow_check wait=$1" | while read p; do
+    grep -q RLX_JOIN=1 /proc/$p/environ 2>/dev/null && echo $p; done | head -1)
+  [ -n "$jpid" ] || fail "$2: no joiner process"
+  kill -STOP "$jpid"
+  touch "$1"
+}
+
+# all_pass CASE SIZE M J: the job ends well; M of its ranks and J joiners
+# ($TMP/j1 and $TMP/j2, then in $TMP/joiners) passed at SIZE.
+all_pass() {
+  wait $JOB || { cat "$TMP/job" "$TMP/j1" "$TMP/j2"; fail "$1: the job exited $?"; }
+  sleep 0.5
+  cat "$TMP/j1" "$TMP/j2" >"$TMP/joiners"
+  [ "$(passes "$TMP/job" $2)" = $3 ] && [ "$(passes "$TMP/joiners" $2)" = $4 ] ||
+    { cat "$TMP/job" "$TMP/joiners"; fail "$1: not every rank passed at size $2"; }
 }
 
 pid_of() { # pid_of FILE RANK: the pid rank RANK of the job printed
@@ -50,14 +69,10 @@ start_job 2 "$PLAN"
 join 2 "$PLAN" "$TMP/j1"
 wait_for "$TMP/job" "size 3: collectives right" 1
 join 1 "$PLAN" "$TMP/j2"
-wait $JOB || { cat "$TMP/job" "$TMP/j1" "$TMP/j2"; fail "1: the job exited $?"; }
-sleep 0.5
-cat "$TMP/j1" "$TMP/j2" >"$TMP/joiners"
+all_pass 1 4 1 3
 for s in 2 4 3; do
   grep -q "rank 0: size $s: collectives right" "$TMP/job" || { cat "$TMP/job"; fail "1: no size $s"; }
 done
-[ "$(passes "$TMP/job" 4)" = 1 ] && [ "$(passes "$TMP/joiners" 4)" = 3 ] ||
-  { cat "$TMP/job" "$TMP/joiners"; fail "1: not every rank passed at size 4"; }
 # the two joiners follow the members: ranks 2 and 3 (admitted together, or
 # one at a time when the second reached the rendezvous a grow later)
 grep -q "joined as rank 2 of [34]" "$TMP/j1" && grep -q "joined as rank 3 of 4" "$TMP/j1" ||
@@ -69,13 +84,7 @@ echo "1. 2 -> 4 -> 3 -> 4: every collective right at each size; $(grep -m1 -o 'j
 PLAN="wait=$TMP/go2,grow=3"
 export RLX_LOG=warn # (the members say whom they left out)
 start_job 2 "$PLAN"
-join 1 "$PLAN" "$TMP/j1"
-wait_for "$TMP/job" "asks to join" 1
-sleep 0.3
-jpid=$(joiner_pid "wait=$TMP/go2")
-[ -n "$jpid" ] || fail "2: no joiner process"
-kill -STOP "$jpid"
-touch "$TMP/go2"
+join_stopped "$TMP/go2" 2
 sleep 1.5
 kill -9 "$jpid"
 t0=$(date +%s.%N)
@@ -119,13 +128,7 @@ echo "3. a member killed during rlx_comm_grow: both survivors' grow failed namin
 PLAN="wait=$TMP/go3b,grow=4"
 start_job 3 "$PLAN"
 wait_for "$TMP/job" "rank 2 (pid" 1
-join 1 "$PLAN" "$TMP/j1"
-wait_for "$TMP/job" "asks to join" 1
-sleep 0.3
-jpid=$(joiner_pid "wait=$TMP/go3b")
-[ -n "$jpid" ] || fail "3b: no joiner process"
-kill -STOP "$jpid"
-touch "$TMP/go3b"
+join_stopped "$TMP/go3b" 3b
 wait_for "$TMP/job" "admitted (generation 1)" 1
 sleep 0.5
 mpid=$(pid_of "$TMP/job" 2)
@@ -136,11 +139,7 @@ kill -CONT "$jpid"
 wait_for "$TMP/j1" "joined as rank 2 of 3" 1 ||
   { cat "$TMP/job" "$TMP/j1"; fail "3b: the joiner was not admitted into the shrunk job"; }
 join 1 "$PLAN" "$TMP/j2"
-wait $JOB || { cat "$TMP/job" "$TMP/j1" "$TMP/j2"; fail "3b: the job exited $?"; }
-sleep 0.5
-cat "$TMP/j1" "$TMP/j2" >"$TMP/joiners"
-[ "$(passes "$TMP/job" 4)" = 2 ] && [ "$(passes "$TMP/joiners" 4)" = 2 ] ||
-  { cat "$TMP/job" "$TMP/joiners"; fail "3b: not every rank passed at size 4"; }
+all_pass 3b 4 2 2
 echo "3b. a member killed between the halves: the survivors shrank, the stopped joiner's admission ended on them (3 of 3), the next made 4"
 
 # ---- 4. two groups back to back
@@ -149,11 +148,7 @@ start_job 2 "$PLAN"
 join 2 "$PLAN" "$TMP/j1"
 wait_for "$TMP/job" "admitted (generation 1)" 1
 join 2 "$PLAN" "$TMP/j2"
-wait $JOB || { cat "$TMP/job" "$TMP/j1" "$TMP/j2"; fail "4: the job exited $?"; }
-sleep 0.5
-cat "$TMP/j1" "$TMP/j2" >"$TMP/joiners"
-[ "$(passes "$TMP/job" 6)" = 2 ] && [ "$(passes "$TMP/joiners" 6)" = 4 ] ||
-  { cat "$TMP/job" "$TMP/joiners"; fail "4: not every rank passed at size 6"; }
+all_pass 4 6 2 4
 echo "4. two groups back to back: 2 -> 6 ($(grep -c 'admitted (generation' "$TMP/job") admission(s))"
 
 # ---- 5. refused: a wrong key; a job that does not grow; bad settings
