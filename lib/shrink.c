@@ -97,7 +97,10 @@ int rlx_comm_shrink(rlx_comm_t *c, rlx_comm_t **out) {
   if (!rt->initialized || c == NULL)
     return rlx__err(c == NULL ? RLX_ERR_ARG : RLX_ERR_STATE, "rlx_comm_shrink: %s",
                     c == NULL ? "communicator is NULL" : "rlx_init has not been called");
-  return rlx__comm_agree(c, "rlx_comm_shrink", 1, out);
+  int rc = rlx__comm_agree(c, "rlx_comm_shrink", 1, out);
+  if (rc == RLX_OK) /* the job's newest: rlx_finalize synchronises on it */
+    rlx__set_last(c, *out);
+  return rc;
 }
 
 int rlx__comm_agree(rlx_comm_t *c, const char *call, int probe_first, rlx_comm_t **out) {

@@ -13,6 +13,9 @@ for n in 2 3 4 5; do
       { cat "$TMP/out"; fail "n=$n victim=$victim: not every survivor passed"; }
     grep -q "go on (--enable-recovery)" "$TMP/out" || fail "n=$n: rlxrun did not say it goes on"
     grep -q "rlxrun: 1 rank(s) lost; the other $((n - 1)) finished" "$TMP/out" || fail "n=$n: no summary"
+    # the survivors' rlx_finalize waited for the late one (0.5 s)
+    awk '/rlx_finalize waited/ { if ($(NF - 1) + 0 < 0.4) bad = 1; k++ } END { exit bad || k != '$((n - 2))' }' \
+      "$TMP/out" || { cat "$TMP/out"; fail "n=$n victim=$victim: rlx_finalize did not wait for the survivors"; }
   done
   echo "n=$n: $(grep -m1 'shrink in' "$TMP/out" | sed 's/.*shrink_check: //')"
 done
