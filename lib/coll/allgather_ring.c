@@ -11,9 +11,7 @@ static size_t setup(struct rlx__op *op) {
   size_t seg = RLX__ALLGATHER_SEG / op->esize;
   op->a[A_SEGELEMS] = (long)seg;
   op->a[A_NSEG] = op->count == 0 ? 1 : (long)((op->count + seg - 1) / seg);
-  op->nlanes = op->size > 1 && op->a[A_NSEG] >= RLX__RING_LANES_FROM && !rlx__p2p_by_ref(op->p2p)
-                    ? RLX__RING_LANES
-                    : 1;
+  op->nlanes = rlx__ring_lanes(op, op->a[A_NSEG]);
   return 0;
 }
 

@@ -37,7 +37,7 @@ static size_t setup(struct rlx__op *op) {
     seg = 1;
   op->a[A_SEGELEMS] = (long)seg;
   op->a[A_NSEG] = biggest == 0 ? 1 : (long)((biggest + seg - 1) / seg);
-  op->nlanes = op->size > 1 && op->a[A_NSEG] >= RLX__RING_LANES_FROM && !by_ref ? RLX__RING_LANES : 1;
+  op->nlanes = rlx__ring_lanes(op, op->a[A_NSEG]);
   return (size_t)op->nlanes * seg * op->esize; /* a receive segment per lane */
 }
 

@@ -31,6 +31,7 @@ static inline long rlx__ceil_lg(long n) {
 /* ---- operations and their rounds (exec.c) -------------------------------- */
 #include <stdatomic.h>
 #include "../transport/p2p.h"
+#include "../tuning.h"
 #include "call.h"
 
 struct rlx__shm_group;
@@ -190,6 +191,19 @@ void rlx__exec_waiting_on(const struct rlx__op *op, char *buf, size_t len);
 void rlx__exec_waiting_for(uint32_t comm_id, uint64_t seq, char *buf, size_t len);
 
 /* ---- algorithms, one file each ------------------------------------------- */
+/* How many lanes a ring of nseg segments per chunk runs: two, whose
+ * rounds interleave on each socket, once a chunk has RLX__RING_LANES_FROM
+ * segments, over sockets (by reference one lane beats two), and only
+ * while ranks fit the cores: ranks outnumbering them (4 on 2 cores, TCP,
+ * bench/ab_builds.sh, 2026-12-01) took 58 against 36 ms at 32 MiB and 120
+ * against 70 at 64 MiB with two; 2 ranks: the same either way. */
+static inline int rlx__ring_lanes(const struct rlx__op *op, long nseg) {
+  return op->size > 1 && nseg >= RLX__RING_LANES_FROM && !rlx__p2p_by_ref(op->p2p) &&
+                 !op->p2p->oversubscribed
+             ? RLX__RING_LANES
+             : 1;
+}
+
 extern const struct rlx__algo rlx__allreduce_rd;
 extern const struct rlx__algo rlx__allreduce_ring;
 extern const struct rlx__algo rlx__allreduce_rabenseifner;
