@@ -2,7 +2,9 @@
  * rendezvous (started with RLX_JOIN=1), rlx_comm_joiners says how many
  * wait, and a joiner's rlx_init ends in the grown communicator.
  *
- * Admission, on the members of c (every one calls rlx_comm_grow):
+ * Admission, on the members of c (every one calls rlx_comm_grow), in two
+ * halves so that the job never waits for a joiner to connect. The first
+ * call that finds joiners waiting:
  *   1. the leader asks the rendezvous for up to max_np - size waiting
  *      joiners: their cards, with the job indices and the generation the
  *      rendezvous gave them (indices are never reused in a job);
@@ -11,13 +13,15 @@
  *      joiner reaches a member that does not know it yet;
  *   3. the leader sends the rendezvous the grown communicator (its id, the
  *      job's RLX_MAX_NP, every member's card in order), which hands it to
- *      each joiner;
+ *      each joiner; the call returns a communicator of c's members, and the
+ *      joiners connect to every member meanwhile (pend, below).
+ * A failure before step 3 gives the joiners back to the rendezvous (they
+ * wait for the next growth) and fails the call on the members. A later
+ * call, once every member has every joiner connected (or lost):
  *   4. members and joiners end with rlx_comm_shrink's agreement on the
  *      grown communicator: one round when nobody failed; a joiner or a
- *      member that died during admission is left out the same way on
- *      every survivor.
- * A failure before step 3 gives the joiners back to the rendezvous (they
- * wait for the next growth) and fails the call on the members. */
+ *      member that died meanwhile is left out the same way on every
+ *      survivor. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -140,8 +144,13 @@ static uint8_t *welcome_block(const rlx_comm_t *g, size_t *len) {
   return b;
 }
 
+/* c's members as a communicator of its own (nobody admitted now). */
+static int same_members(rlx_comm_t *c, rlx_comm_t **out) {
+  return rlx__comm_copy(c, GROW_MIX, out);
+}
+
 /* Steps 1-3 on the members; *g is the grown communicator (still to be
- * agreed on), or c's dup when nobody was admitted. */
+ * agreed on), or a communicator of c's members when nobody was admitted. */
 static int admit(rlx_comm_t *c, rlx_comm_t **g, int *admitted) {
   struct rlx__runtime *rt = &rlx__rt;
   uint64_t deadline = rt->cfg.timeout_s > 0 ? rlx__now_ns() + (uint64_t)(rt->cfg.timeout_s * 1e9)
@@ -172,26 +181,28 @@ static int admit(rlx_comm_t *c, rlx_comm_t **g, int *admitted) {
     rc = rlx__err(RLX_ERR_CORRUPT, "rlx_comm_grow: the leader announced %d joiners", n);
     goto fail;
   }
-  struct rlx__card *dec = NULL;
-  if (n > 0) {
-    if (cards == NULL && (cards = malloc((size_t)n * RLX__CARD_SIZE)) == NULL) {
-      rc = rlx__err(RLX_ERR_NOMEM, "rlx_comm_grow: no memory");
-      goto fail;
-    }
-    if (c->size > 1 &&
-        (rc = run_on(c, &rlx__bcast_binomial, cards, (size_t)n * RLX__CARD_SIZE, c->leader)) !=
-            RLX_OK)
-      goto fail;
-    if ((dec = calloc((size_t)n, sizeof(*dec))) == NULL) {
-      rc = rlx__err(RLX_ERR_NOMEM, "rlx_comm_grow: no memory");
-      goto fail;
-    }
-    if ((rc = decode_cards(cards, n, dec)) == RLX_OK)
-      rc = add_cards(rt, dec, n);
-    free(dec);
-    if (rc != RLX_OK)
-      goto fail;
+  if (n == 0) {
+    free(cards);
+    return same_members(c, g);
   }
+  struct rlx__card *dec = NULL;
+  if (cards == NULL && (cards = malloc((size_t)n * RLX__CARD_SIZE)) == NULL) {
+    rc = rlx__err(RLX_ERR_NOMEM, "rlx_comm_grow: no memory");
+    goto fail;
+  }
+  if (c->size > 1 &&
+      (rc = run_on(c, &rlx__bcast_binomial, cards, (size_t)n * RLX__CARD_SIZE, c->leader)) !=
+          RLX_OK)
+    goto fail;
+  if ((dec = calloc((size_t)n, sizeof(*dec))) == NULL) {
+    rc = rlx__err(RLX_ERR_NOMEM, "rlx_comm_grow: no memory");
+    goto fail;
+  }
+  if ((rc = decode_cards(cards, n, dec)) == RLX_OK)
+    rc = add_cards(rt, dec, n);
+  free(dec);
+  if (rc != RLX_OK)
+    goto fail;
   int *world = malloc(sizeof(int) * (size_t)(c->size + n));
   if (world == NULL) {
     rc = rlx__err(RLX_ERR_NOMEM, "rlx_comm_grow: no memory");
@@ -209,10 +220,6 @@ static int admit(rlx_comm_t *c, rlx_comm_t **g, int *admitted) {
     rc = rlx__err(RLX_ERR_NOMEM, "rlx_comm_grow: no memory");
     goto fail;
   }
-  if (n == 0) {
-    free(cards);
-    return RLX_OK;
-  }
   /* every member knows the joiners now: they may be told */
   if (c->size > 1 && (rc = run_on(c, &rlx__barrier_dissemination, NULL, 0, 0)) != RLX_OK)
     goto fail;
@@ -224,7 +231,7 @@ static int admit(rlx_comm_t *c, rlx_comm_t **g, int *admitted) {
     pthread_mutex_unlock(&rt->member_mtx);
     free(blk);
     taken = 0;
-    if (e != 0) /* the joiners never hear: the agreement leaves them out at RLX_TIMEOUT */
+    if (e != 0) /* the joiners never hear: members give them up at RLX_TIMEOUT */
       rlx__warn("rlx_comm_grow: welcoming the joiners failed: %s", strerror(-e));
   }
   free(cards);
@@ -335,11 +342,6 @@ static void drop_pending(void) {
 }
 
 void rlx__grow_fini(void) { drop_pending(); }
-
-/* c's members as a communicator of its own (nobody admitted now). */
-static int same_members(rlx_comm_t *c, rlx_comm_t **out) {
-  return rlx__comm_copy(c, GROW_MIX, out);
-}
 
 /* The second half: once every member has every joiner connected, all of
  * them (joiners too, whose rlx_init waits in it) agree on who is in. */
