@@ -222,8 +222,8 @@ static int start(rlx_comm_t *c, struct rlx_request *rq) {
   }
   rlx__engine_lock(&rt->engine);
   rlx__exec_start(op);
-  if (rq->nonblocking) /* let the loop register what the start asked for */
-    uv_run(&rt->engine.loop, UV_RUN_NOWAIT);
+  if (rq->nonblocking) /* let the loop register what the start asked for (rings too: rlx_test) */
+    rlx__engine_turn(&rt->engine);
   rlx__engine_unlock(&rt->engine);
   if (rq->nonblocking)
     pthread_mutex_unlock(&c->mtx);
@@ -588,9 +588,13 @@ int rlx_test(rlx_request_t **req, int *done) {
   struct rlx__engine *e = &rlx__rt.engine;
   *done = 0;
   if (!atomic_load(&h->op.done) && h->comm != NULL) {
-    /* Lend this thread to the loop for one pass, if nobody else runs it. */
+    /* Lend this thread to the loop for one pass, if nobody else runs it:
+     * libuv and the shared-memory rings together. A pass of libuv alone
+     * could take the doorbell meant to wake the sleeping progress thread,
+     * and what it announced would wait in the ring until that thread's
+     * next timeout (100 ms: seen as a joiner's first step). */
     if (pthread_mutex_trylock(&e->loop_mtx) == 0) {
-      uv_run(&e->loop, UV_RUN_NOWAIT);
+      rlx__engine_turn(e);
       pthread_mutex_unlock(&e->loop_mtx);
     }
     uint64_t now = rlx__now_ns();

@@ -328,6 +328,59 @@ static void check_nonblocking(rlx_dtype_t dt, rlx_op_t op, size_t count) {
   free(b);
 }
 
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static void nap_us(long us) {
+  struct timespec ts = {us / 1000000, (us % 1000000) * 1000};
+  nanosleep(&ts, NULL);
+}
+
+/* --polling: a caller that polls a nonblocking call with rlx_test (and
+ * naps between polls) sees it complete as soon as the data is there. The
+ * root posts its ibcast 20 ms after the others, whose progress threads are
+ * asleep by then; rlx_test's own pass of the loop used to take the
+ * doorbell meant to wake them without reading the rings, and the data
+ * then waited for the progress thread's 100 ms timeout (6 of 20 calls
+ * were 60-80 ms late on 2 ranks). Late here: 40 ms past the root's delay. */
+static void check_polling(size_t count) {
+  char *b = malloc(count + 1);
+  int late = 0;
+  double worst = 0;
+  for (int it = 0; it < 20; it++) {
+    rlx_request_t *q = NULL;
+    memset(b, rank == 0 ? 7 : 0, count);
+    checks++;
+    if (rlx_barrier(rlx_comm_world()) != RLX_OK) {
+      FAIL("polling: barrier: %s", rlx_errmsg());
+      break;
+    }
+    double t0 = now_s();
+    if (rank == 0)
+      nap_us(20000);
+    int rc = rlx_ibcast(b, count, RLX_UINT8, 0, rlx_comm_world(), &q), done = 0;
+    while (rc == RLX_OK && !done && (rc = rlx_test(&q, &done)) == RLX_OK && !done)
+      nap_us(20);
+    double late_s = now_s() - t0 - 0.020;
+    if (rc != RLX_OK) {
+      FAIL("polling: ibcast of %zu bytes: %s", count, rlx_errmsg());
+      break;
+    }
+    if (rank != 0 && (b[0] != 7 || b[count - 1] != 7))
+      FAIL("polling: ibcast of %zu bytes: wrong data", count);
+    if (late_s > worst)
+      worst = late_s;
+    late += rank != 0 && late_s > 0.040;
+  }
+  if (late)
+    FAIL("polling: %d of 20 ibcasts of %zu bytes completed 40+ ms after the root's post (worst "
+         "%.1f ms late): rlx_test did not see data that was there", late, count, worst * 1e3);
+  free(b);
+}
+
 static void check_random_floats(size_t count) {
   float *in = malloc(count * sizeof(float)), *out = malloc(count * sizeof(float));
   srand(1234 + rank);
@@ -443,7 +496,7 @@ int main(int argc, char **argv) {
   mallopt(M_MMAP_THRESHOLD, 256 << 20);
   mallopt(M_TRIM_THRESHOLD, 1 << 30);
   size_t counts[16] = {0, 1, 7, 1023, 1048579};
-  int ncounts = 5, nstress = 0, random_floats = 0, big_all = 0, half_exact = 0;
+  int ncounts = 5, nstress = 0, random_floats = 0, big_all = 0, half_exact = 0, polling = 0;
   int want_dt[RLX_DTYPE_COUNT];
   for (int d = 0; d < RLX_DTYPE_COUNT; d++)
     want_dt[d] = 1;
@@ -462,6 +515,9 @@ int main(int argc, char **argv) {
       pause_s = atof(argv[++i]);
     } else if (strcmp(argv[i], "--half-exact") == 0) {
       half_exact = 1;
+      ncounts = 0;
+    } else if (strcmp(argv[i], "--polling") == 0) {
+      polling = 1;
       ncounts = 0;
     } else if (strcmp(argv[i], "--big-all") == 0) {
       big_all = 1;
@@ -500,10 +556,14 @@ int main(int argc, char **argv) {
   checks++;
   if (lmax != leader || leader < 0 || leader >= size)
     FAIL("leader disagreement: %d here, max %d", leader, lmax);
-  if (size > 1 && !half_exact)
+  if (size > 1 && !half_exact && !polling)
     check_misuse();
   if (half_exact)
     check_half_exact();
+  if (polling && size > 1) {
+    check_polling(8);
+    check_polling(1 << 20);
+  }
 
   for (int c = 0; c < ncounts; c++) {
     for (int dt = 0; dt < RLX_DTYPE_COUNT; dt++) {

@@ -38,6 +38,13 @@ for n in 3 4; do
   grep -q "0 failures in all" "$TMP/out" || { cat "$TMP/out"; fail "n=$n half sums: no summary"; }
 done
 echo "half-precision sums in the segment: exact where the half type holds them (n = 3, 4)"
+# A caller polling a nonblocking call with rlx_test sees its data at once
+# (coll_check.c, check_polling, says what went wrong before).
+for n in 2 3; do
+  timeout 60 "$RLXRUN" -n $n "$CHECK" --polling >"$TMP/out" 2>&1 || { cat "$TMP/out"; fail "n=$n polling"; }
+  grep -q "0 failures in all" "$TMP/out" || { cat "$TMP/out"; fail "n=$n polling: no summary"; }
+done
+echo "rlx_test sees a nonblocking call's data as it comes (n = 2, 3)"
 # Point to point for every collective, over the shared-memory rings.
 for n in ${COLL_RANKS_P2P-2 5}; do
   RLX_SHM_COLL=off RLX_LOG=info timeout 300 "$RLXRUN" -n $n --timeout 280 "$CHECK" \
