@@ -10,13 +10,20 @@
 #include <string.h>
 #include "compute/backend.h"
 #include "compute/cl_devices.h"
+#include "compute/cl_profile.h"
 #include "compute/clblast_tuning.h"
 #include "compute/kernels_cl.h"
 #include "internal.h"
 
-enum { K_BIAS_ACT, K_SOFTMAX_XENT, K_SUM_ROWS, K_RELU_BACK, K_SGD, K_TO_HALF, K_FROM_HALF, K_COUNT };
-static const char *const kernel_names[K_COUNT] = {"bias_act", "softmax_xent", "sum_rows",
-                                                  "relu_back", "sgd", "to_half", "from_half"};
+enum {
+  K_BIAS_ACT, K_SOFTMAX_XENT, K_SUM_ROWS, K_RELU_BACK, K_SGD, K_TO_HALF, K_FROM_HALF, K_COL_SUMS,
+  K_WGRAD_SMALL, K_COUNT
+};
+static const char *const kernel_names[K_COUNT] = {
+    "bias_act", "softmax_xent", "sum_rows", "relu_back", "sgd",
+    "to_half",  "from_half",    "col_sums", "wgrad_small"};
+/* wgrad_small's limit (kernels.cl's SMALL_OUT) on a layer's outputs */
+#define SMALL_OUT 16
 
 struct ocl {
   struct rlx__backend base;
@@ -26,15 +33,27 @@ struct ocl {
   cl_program prog;
   cl_kernel k[K_COUNT];
   size_t wg;                          /* work-group size for 1-D launches */
-  cl_mem params, velocity, grad, x, y, dz, dz2, ones, row_loss, row_ok, stats;
+  cl_mem params, velocity, grad, x, y, dz, dz2, row_loss, row_ok, stats;
   cl_mem grad16; /* the gradient in 16 bits (rlx_model_grad_half), made at first use */
   cl_mem gemm_tmp;                    /* CLBlast's scratch, allocated once, not per call */
   size_t gemm_tmp_bytes;
   cl_mem act[RLX__MAX_LAYERS + 1];    /* act[0] aliases x */
   struct { cl_mem mem; float *ptr; } pinned[4]; /* mapped for their lifetime */
+  struct rlx__cl_prof *prof;          /* RLX_COMPUTE_PROFILE=1, else NULL */
 };
 
 static struct ocl *ocl_of(struct rlx__backend *b) { return (struct ocl *)b; }
+
+/* The profiling event slot of the next command on the compute queue
+ * (NULL, "no event", unless RLX_COMPUTE_PROFILE=1). */
+#define PEV(o, what, layer) rlx__cl_prof_ev((o)->prof, (what), (layer), 0)
+
+/* A command whose event we make anyway: profiled too. */
+static void prof_keep(struct ocl *o, const char *what, int layer, int side, cl_event ev) {
+  cl_event *slot = rlx__cl_prof_ev(o->prof, what, layer, side);
+  if (slot != NULL && clRetainEvent(ev) == CL_SUCCESS)
+    *slot = ev;
+}
 
 /* Name the call, the error and the device. */
 static int cl_fail(struct ocl *o, const char *what, cl_int e) {
@@ -104,8 +123,13 @@ static void ocl_destroy(struct rlx__backend *b) {
     clFinish(o->tq);
   if (o->q)
     clFinish(o->q);
+  if (o->prof) {
+    rlx__cl_prof_collect(o->prof, 1);
+    rlx__cl_prof_report(o->prof, o->base.name);
+    rlx__cl_prof_free(o->prof);
+  }
   cl_mem *mems[] = {&o->params, &o->velocity, &o->grad,  &o->x,        &o->y,
-                    &o->dz,     &o->dz2,      &o->ones,  &o->row_loss, &o->row_ok,
+                    &o->dz,     &o->dz2,      &o->row_loss, &o->row_ok,
                     &o->stats,  &o->gemm_tmp, &o->grad16};
   for (size_t i = 0; i < RLX__ARRAY_SIZE(mems); i++)
     if (*mems[i])
@@ -131,7 +155,7 @@ static size_t round_up(size_t n, size_t m) { return (n + m - 1) / m * m; }
 
 /* Row-major C = A op B through CLBlast, on our scratch buffer when it is
  * big enough (CLBlast otherwise creates and frees one on every call). */
-static int gemm(struct ocl *o, const char *what, CLBlastTranspose ta, CLBlastTranspose tb, size_t m,
+static int gemm(struct ocl *o, const char *what, int layer, CLBlastTranspose ta, CLBlastTranspose tb, size_t m,
                 size_t n, size_t k, cl_mem a, size_t aoff, size_t lda, cl_mem b, size_t boff,
                 size_t ldb, cl_mem c, size_t coff, size_t ldc) {
   size_t need = 0;
@@ -141,10 +165,11 @@ static int gemm(struct ocl *o, const char *what, CLBlastTranspose ta, CLBlastTra
                                  coff, ldc, &o->q, &need) == CLBlastSuccess &&
       need <= o->gemm_tmp_bytes)
     st = CLBlastSgemmWithTempBuffer(CLBlastLayoutRowMajor, ta, tb, m, n, k, 1.0f, a, aoff, lda, b,
-                                    boff, ldb, 0.0f, c, coff, ldc, &o->q, NULL, o->gemm_tmp);
+                                    boff, ldb, 0.0f, c, coff, ldc, &o->q, PEV(o, what, layer),
+                                    o->gemm_tmp);
   else
     st = CLBlastSgemm(CLBlastLayoutRowMajor, ta, tb, m, n, k, 1.0f, a, aoff, lda, b, boff, ldb,
-                      0.0f, c, coff, ldc, &o->q, NULL);
+                      0.0f, c, coff, ldc, &o->q, PEV(o, what, layer));
   if (st != CLBlastSuccess)
     return rlx__err(RLX_ERR_DEVICE, "%s: CLBlast Sgemm (%s): status %d", o->base.name, what,
                     (int)st);
@@ -172,15 +197,15 @@ static size_t gemm_scratch(struct ocl *o) {
 }
 
 /* Kernel k over work items [off, off + n), in work groups of o->wg. */
-static int launch_at(struct ocl *o, int k, size_t off, size_t n) {
+static int launch_at(struct ocl *o, int k, size_t off, size_t n, int layer) {
   size_t global = round_up(n ? n : 1, o->wg);
   CL_TRY(o, kernel_names[k],
          clEnqueueNDRangeKernel(o->q, o->k[k], 1, off ? &off : NULL, &global, &o->wg, 0, NULL,
-                                NULL));
+                                PEV(o, kernel_names[k], layer)));
   return RLX_OK;
 }
 
-static int launch(struct ocl *o, int k, size_t n) { return launch_at(o, k, 0, n); }
+static int launch(struct ocl *o, int k, size_t n, int layer) { return launch_at(o, k, 0, n, layer); }
 
 #define ARG(o, kn, i, v) CL_TRY(o, "clSetKernelArg", clSetKernelArg((o)->k[kn], (i), sizeof(v), &(v)))
 
@@ -223,13 +248,13 @@ static int forward(struct ocl *o, const float *x, const int32_t *y, int batch, i
   int rc;
   CL_TRY(o, "write batch", clEnqueueWriteBuffer(o->q, o->x, CL_FALSE, 0,
                                                 sizeof(float) * (size_t)batch * lo->sizes[0], x,
-                                                0, NULL, NULL));
+                                                0, NULL, PEV(o, "write batch", -1)));
   CL_TRY(o, "write labels", clEnqueueWriteBuffer(o->q, o->y, CL_FALSE, 0,
                                                  sizeof(int32_t) * (size_t)batch, y, 0, NULL,
-                                                 NULL));
+                                                 PEV(o, "write labels", -1)));
   for (int l = 0; l < lo->nlayers; l++) {
     cl_uint in = (cl_uint)lo->sizes[l], out = (cl_uint)lo->sizes[l + 1];
-    if ((rc = gemm(o, "forward", CLBlastTransposeNo, CLBlastTransposeYes, (size_t)batch, out, in,
+    if ((rc = gemm(o, "forward", l, CLBlastTransposeNo, CLBlastTransposeYes, (size_t)batch, out, in,
                    o->act[l], 0, in, o->params, lo->w_off[l], in, o->act[l + 1], 0, out)) != RLX_OK)
       return rc;
     cl_uint boff = (cl_uint)lo->b_off[l], n = (cl_uint)batch * out;
@@ -240,7 +265,7 @@ static int forward(struct ocl *o, const float *x, const int32_t *y, int batch, i
     ARG(o, K_BIAS_ACT, 3, out);
     ARG(o, K_BIAS_ACT, 4, relu);
     ARG(o, K_BIAS_ACT, 5, n);
-    if ((rc = launch(o, K_BIAS_ACT, n)) != RLX_OK)
+    if ((rc = launch(o, K_BIAS_ACT, n, l)) != RLX_OK)
       return rc;
   }
   cl_uint rows = (cl_uint)batch, classes = (cl_uint)lo->sizes[lo->nlayers];
@@ -253,7 +278,7 @@ static int forward(struct ocl *o, const float *x, const int32_t *y, int batch, i
   ARG(o, K_SOFTMAX_XENT, 5, wd);
   ARG(o, K_SOFTMAX_XENT, 6, o->row_loss);
   ARG(o, K_SOFTMAX_XENT, 7, o->row_ok);
-  if ((rc = launch(o, K_SOFTMAX_XENT, rows)) != RLX_OK)
+  if ((rc = launch(o, K_SOFTMAX_XENT, rows, -1)) != RLX_OK)
     return rc;
   ARG(o, K_SUM_ROWS, 0, o->row_loss);
   ARG(o, K_SUM_ROWS, 1, o->row_ok);
@@ -262,13 +287,13 @@ static int forward(struct ocl *o, const float *x, const int32_t *y, int batch, i
   CL_TRY(o, "clSetKernelArg", clSetKernelArg(o->k[K_SUM_ROWS], 4, sizeof(float) * o->wg, NULL));
   CL_TRY(o, "clSetKernelArg", clSetKernelArg(o->k[K_SUM_ROWS], 5, sizeof(float) * o->wg, NULL));
   CL_TRY(o, "sum_rows", clEnqueueNDRangeKernel(o->q, o->k[K_SUM_ROWS], 1, NULL, &o->wg, &o->wg,
-                                               0, NULL, NULL));
+                                               0, NULL, PEV(o, "sum_rows", -1)));
   return RLX_OK;
 }
 
 static int read_stats(struct ocl *o, float stats[2]) {
   CL_TRY(o, "read loss", clEnqueueReadBuffer(o->q, o->stats, CL_TRUE, 0, 2 * sizeof(float), stats,
-                                             0, NULL, NULL));
+                                             0, NULL, PEV(o, "read loss", -1)));
   return RLX_OK;
 }
 
@@ -285,6 +310,50 @@ static int round_layer(struct ocl *o, int l, cl_uint bf16, cl_event after, cl_ev
   size_t global = round_up(n, o->wg);
   CL_TRY(o, "to_half", clEnqueueNDRangeKernel(o->q, o->k[K_TO_HALF], 1, NULL, &global, &o->wg, 1,
                                               &after, done));
+  prof_keep(o, "to_half", l, 0, *done);
+  return RLX_OK;
+}
+
+/* Layer l's weight gradient into o->grad from its output's gradient dz
+ * (batch x out) and its input: a product over the batch, CLBlast's but for
+ * a layer of few outputs (the classifier), which wgrad_small does. */
+static int weight_grad(struct ocl *o, int l, int batch, cl_mem dz) {
+  const struct rlx__layout *lo = o->base.lo;
+  cl_uint in = (cl_uint)lo->sizes[l], out = (cl_uint)lo->sizes[l + 1], rows = (cl_uint)batch;
+  if (out > SMALL_OUT || o->wg < 16)
+    return gemm(o, "weight gradient", l, CLBlastTransposeYes, CLBlastTransposeNo, out, in,
+                (size_t)batch, dz, 0, out, o->act[l], 0, in, o->grad, lo->w_off[l], in);
+  cl_uint woff = (cl_uint)lo->w_off[l];
+  ARG(o, K_WGRAD_SMALL, 0, dz);
+  ARG(o, K_WGRAD_SMALL, 1, o->act[l]);
+  ARG(o, K_WGRAD_SMALL, 2, rows);
+  ARG(o, K_WGRAD_SMALL, 3, out);
+  ARG(o, K_WGRAD_SMALL, 4, in);
+  ARG(o, K_WGRAD_SMALL, 5, o->grad);
+  ARG(o, K_WGRAD_SMALL, 6, woff);
+  CL_TRY(o, "clSetKernelArg",
+         clSetKernelArg(o->k[K_WGRAD_SMALL], 7, sizeof(float) * SMALL_OUT * o->wg, NULL));
+  size_t global = (in + 7) / 8 * o->wg;
+  CL_TRY(o, "wgrad_small", clEnqueueNDRangeKernel(o->q, o->k[K_WGRAD_SMALL], 1, NULL, &global,
+                                                  &o->wg, 0, NULL, PEV(o, "weight gradient", l)));
+  return RLX_OK;
+}
+
+/* Layer l's bias gradient, dz's column sums; *done: its event (the layer's
+ * gradient is then final). */
+static int bias_grad(struct ocl *o, int l, int batch, cl_mem dz, cl_event *done) {
+  const struct rlx__layout *lo = o->base.lo;
+  cl_uint rows = (cl_uint)batch, cols = (cl_uint)lo->sizes[l + 1], off = (cl_uint)lo->b_off[l];
+  ARG(o, K_COL_SUMS, 0, dz);
+  ARG(o, K_COL_SUMS, 1, rows);
+  ARG(o, K_COL_SUMS, 2, cols);
+  ARG(o, K_COL_SUMS, 3, o->grad);
+  ARG(o, K_COL_SUMS, 4, off);
+  CL_TRY(o, "clSetKernelArg", clSetKernelArg(o->k[K_COL_SUMS], 5, sizeof(float) * o->wg, NULL));
+  size_t global = cols * o->wg;
+  CL_TRY(o, "col_sums", clEnqueueNDRangeKernel(o->q, o->k[K_COL_SUMS], 1, NULL, &global, &o->wg,
+                                               0, NULL, done));
+  prof_keep(o, "bias gradient", l, 0, *done);
   return RLX_OK;
 }
 
@@ -294,6 +363,7 @@ static int round_layer(struct ocl *o, int l, cl_uint bf16, cl_event after, cl_ev
 static int backprop(struct ocl *o, const float *x, const int32_t *y, int batch, void *g,
                     int half, cl_event *ev) {
   const struct rlx__layout *lo = o->base.lo;
+  rlx__cl_prof_collect(o->prof, 1); /* a step begins: the last one (and its update) ended */
   int rc = forward(o, x, y, batch, 1);
   if (rc != RLX_OK)
     return rc;
@@ -301,12 +371,8 @@ static int backprop(struct ocl *o, const float *x, const int32_t *y, int batch, 
   for (int l = lo->nlayers - 1; l >= 0; l--) {
     size_t in = (size_t)lo->sizes[l], out = (size_t)lo->sizes[l + 1];
     cl_event done;
-    if ((rc = gemm(o, "weight gradient", CLBlastTransposeYes, CLBlastTransposeNo, out, in,
-                   (size_t)batch, dz, 0, out, o->act[l], 0, in, o->grad, lo->w_off[l], in)) != RLX_OK)
+    if ((rc = weight_grad(o, l, batch, dz)) != RLX_OK || (rc = bias_grad(o, l, batch, dz, &done)) != RLX_OK)
       return rc;
-    BLAS_TRY(o, "Sgemv (bias gradient)",
-             CLBlastSgemv(CLBlastLayoutRowMajor, CLBlastTransposeYes, (size_t)batch, out, 1.0f, dz,
-                          0, out, o->ones, 0, 1, 0.0f, o->grad, lo->b_off[l], 1, &o->q, &done));
     /* This layer's gradient is final: download it on the second queue
      * while the compute queue goes on to the layers below. */
     size_t es = half ? 2 : sizeof(float), count = lo->b_off[l] + out - lo->w_off[l];
@@ -323,7 +389,9 @@ static int backprop(struct ocl *o, const float *x, const int32_t *y, int batch, 
                          : clEnqueueReadBuffer(o->tq, half ? o->grad16 : o->grad, CL_FALSE,
                                                es * lo->w_off[l], es * count,
                                                (char *)g + es * lo->w_off[l], 1, &done,
-                                               ev ? &ev[l] : NULL);
+                                               ev ? &ev[l]
+                                                  : rlx__cl_prof_ev(o->prof, "read gradient",
+                                                                    l, 1));
     clReleaseEvent(done);
     if (e != CL_SUCCESS) {
       clFinish(o->tq);
@@ -331,14 +399,14 @@ static int backprop(struct ocl *o, const float *x, const int32_t *y, int batch, 
     }
     if (l == 0)
       break;
-    if ((rc = gemm(o, "backward", CLBlastTransposeNo, CLBlastTransposeNo, (size_t)batch, in, out,
+    if ((rc = gemm(o, "backward", l, CLBlastTransposeNo, CLBlastTransposeNo, (size_t)batch, in, out,
                    dz, 0, out, o->params, lo->w_off[l], in, dprev, 0, in)) != RLX_OK)
       return rc;
     cl_uint n = (cl_uint)((size_t)batch * in);
     ARG(o, K_RELU_BACK, 0, dprev);
     ARG(o, K_RELU_BACK, 1, o->act[l]);
     ARG(o, K_RELU_BACK, 2, n);
-    if ((rc = launch(o, K_RELU_BACK, n)) != RLX_OK)
+    if ((rc = launch(o, K_RELU_BACK, n, l)) != RLX_OK)
       return rc;
     cl_mem t = dz;
     dz = dprev;
@@ -364,6 +432,7 @@ static int grad_as(struct rlx__backend *b, const float *x, const int32_t *y, int
   float stats[2];
   rc = read_stats(o, stats);
   cl_int e = clFinish(o->tq);
+  rlx__cl_prof_collect(o->prof, 0);
   if (rc != RLX_OK)
     return rc;
   if (e != CL_SUCCESS)
@@ -401,19 +470,20 @@ static int sgd(struct ocl *o, float lr, size_t off, size_t n) {
   ARG(o, K_SGD, 3, lr);
   ARG(o, K_SGD, 4, mu);
   ARG(o, K_SGD, 5, end);
-  return launch_at(o, K_SGD, off, n);
+  return launch_at(o, K_SGD, off, n, -1);
 }
 
 static int ocl_apply(struct rlx__backend *b, const float *g, float lr) {
   struct ocl *o = ocl_of(b);
   CL_TRY(o, "write gradient", clEnqueueWriteBuffer(o->q, o->grad, CL_FALSE, 0,
                                                    sizeof(float) * b->lo->nparams, g, 0, NULL,
-                                                   NULL));
+                                                   PEV(o, "write gradient", -1)));
   int rc = sgd(o, lr, 0, o->base.lo->nparams);
   if (rc != RLX_OK)
     return rc;
   /* The caller may reuse g as soon as we return. */
   CL_TRY(o, "clFinish", clFinish(o->q));
+  rlx__cl_prof_collect(o->prof, 0);
   return RLX_OK;
 }
 
@@ -445,7 +515,9 @@ static int ocl_grad_layers(struct rlx__backend *b, const float *x, const int32_t
     return rc;
   }
   float stats[2];
-  if ((rc = read_stats(o, stats)) != RLX_OK)
+  rc = read_stats(o, stats);
+  rlx__cl_prof_collect(o->prof, 0);
+  if (rc != RLX_OK)
     return rc;
   if (loss)
     *loss = stats[0] / (float)batch;
@@ -458,7 +530,8 @@ static int ocl_grad_layers(struct rlx__backend *b, const float *x, const int32_t
 static int ocl_apply_range(struct rlx__backend *b, const float *g, size_t off, size_t n, float lr) {
   struct ocl *o = ocl_of(b);
   CL_TRY(o, "write gradient", clEnqueueWriteBuffer(o->q, o->grad, CL_TRUE, sizeof(float) * off,
-                                                   sizeof(float) * n, g + off, 0, NULL, NULL));
+                                                   sizeof(float) * n, g + off, 0, NULL,
+                                                   PEV(o, "write gradient", -1)));
   return sgd(o, lr, off, n);
 }
 
@@ -470,17 +543,18 @@ static int ocl_apply_half(struct rlx__backend *b, const uint16_t *g, int bf16, f
   if (o->grad16 == NULL && (o->grad16 = alloc(o, 2 * (size_t)n, &bad)) == NULL)
     return rlx__err(RLX_ERR_NOMEM, "%s: no device memory for a 16-bit gradient", o->base.name);
   CL_TRY(o, "write gradient", clEnqueueWriteBuffer(o->q, o->grad16, CL_FALSE, 0, 2 * (size_t)n, g,
-                                                   0, NULL, NULL));
+                                                   0, NULL, PEV(o, "write gradient", -1)));
   ARG(o, K_FROM_HALF, 0, o->grad16);
   ARG(o, K_FROM_HALF, 1, o->grad);
   ARG(o, K_FROM_HALF, 2, n);
   ARG(o, K_FROM_HALF, 3, bf);
-  int rc = launch(o, K_FROM_HALF, n);
+  int rc = launch(o, K_FROM_HALF, n, -1);
   if (rc == RLX_OK)
     rc = sgd(o, lr, 0, o->base.lo->nparams);
   if (rc != RLX_OK)
     return rc;
   CL_TRY(o, "clFinish", clFinish(o->q)); /* the caller may reuse g */
+  rlx__cl_prof_collect(o->prof, 0);
   return RLX_OK;
 }
 
@@ -495,6 +569,7 @@ static int ocl_step(struct rlx__backend *b, const float *x, const int32_t *y, in
   float stats[2];
   if (rc == RLX_OK)
     rc = read_stats(o, stats);
+  rlx__cl_prof_collect(o->prof, 0);
   if (rc != RLX_OK)
     return rc;
   if (loss)
@@ -508,9 +583,12 @@ static int ocl_eval(struct rlx__backend *b, const float *x, const int32_t *y, in
                     double *loss_sum, long *correct) {
   struct ocl *o = ocl_of(b);
   float stats[2];
+  struct rlx__cl_prof *prof = o->prof; /* evaluation is not a step: not profiled */
+  o->prof = NULL;
   int rc = forward(o, x, y, batch, 0);
   if (rc == RLX_OK)
     rc = read_stats(o, stats);
+  o->prof = prof;
   if (rc != RLX_OK)
     return rc;
   *loss_sum += stats[0];
@@ -653,11 +731,19 @@ int rlx__opencl_create(const struct rlx__layout *lo, float momentum, int index, 
   cl_int e;
   cl_context_properties props[] = {CL_CONTEXT_PLATFORM, (cl_context_properties)devs[d].platform,
                                    0};
+  int profile = rlx__cl_prof_wanted(why, whylen);
+  if (profile < 0)
+    goto fail;
+  if (profile && (o->prof = rlx__cl_prof_new()) == NULL) {
+    snprintf(why, whylen, "out of memory");
+    goto fail;
+  }
+  cl_command_queue_properties qp = profile ? CL_QUEUE_PROFILING_ENABLE : 0;
   o->ctx = clCreateContext(props, 1, &devs[d].id, NULL, NULL, &e);
   if (e == CL_SUCCESS)
-    o->q = clCreateCommandQueue(o->ctx, devs[d].id, 0, &e);
+    o->q = clCreateCommandQueue(o->ctx, devs[d].id, qp, &e);
   if (e == CL_SUCCESS)
-    o->tq = clCreateCommandQueue(o->ctx, devs[d].id, 0, &e);
+    o->tq = clCreateCommandQueue(o->ctx, devs[d].id, qp, &e);
   if (e != CL_SUCCESS) {
     snprintf(why, whylen, "%s: no context or queue: %s", o->base.name, rlx__cl_errname(e));
     goto fail;
@@ -686,7 +772,6 @@ int rlx__opencl_create(const struct rlx__layout *lo, float momentum, int index, 
   o->y = alloc(o, sizeof(int32_t) * B, &bad);
   o->dz = alloc(o, sizeof(float) * B * lo->max_width, &bad);
   o->dz2 = alloc(o, sizeof(float) * B * lo->max_width, &bad);
-  o->ones = alloc(o, sizeof(float) * B, &bad);
   o->row_loss = alloc(o, sizeof(float) * B, &bad);
   o->row_ok = alloc(o, sizeof(float) * B, &bad);
   o->stats = alloc(o, 2 * sizeof(float), &bad);
@@ -703,7 +788,7 @@ int rlx__opencl_create(const struct rlx__layout *lo, float momentum, int index, 
   /* Zero every buffer. CLBlast computes beta * C even when beta is 0, so a
    * NaN in fresh device memory would survive into C (seen on PoCL in a
    * forked process: validation caught it as an infinite bias gradient). */
-  float one = 1.0f, zero = 0.0f;
+  float zero = 0.0f;
   cl_mem all[] = {o->params, o->velocity, o->grad, o->x, o->dz, o->dz2, o->row_loss, o->row_ok};
   size_t sizes[] = {P, P, P, sizeof(float) * B * lo->sizes[0], sizeof(float) * B * lo->max_width,
                     sizeof(float) * B * lo->max_width, sizeof(float) * B, sizeof(float) * B};
@@ -713,8 +798,6 @@ int rlx__opencl_create(const struct rlx__layout *lo, float momentum, int index, 
   for (int l = 1; e == CL_SUCCESS && l <= lo->nlayers; l++)
     e = clEnqueueFillBuffer(o->q, o->act[l], &zero, sizeof zero, 0,
                             sizeof(float) * B * lo->sizes[l], 0, NULL, NULL);
-  if (e == CL_SUCCESS)
-    e = clEnqueueFillBuffer(o->q, o->ones, &one, sizeof one, 0, sizeof(float) * B, 0, NULL, NULL);
   if (e == CL_SUCCESS)
     e = clFinish(o->q);
   if (e != CL_SUCCESS) {

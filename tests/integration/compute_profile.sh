@@ -1,0 +1,41 @@
+#!/bin/sh
+# RLX_COMPUTE_PROFILE=1: the OpenCL backend times every command of a step
+# on the device and prints where the step went when the model is freed:
+# one rank's fused step (forward, backward and update on the device) and
+# two ranks' steps (each layer's gradient downloaded on the transfer
+# queue, the averaged gradient written back). A bad value is refused with
+# its reason. (PoCL here; skipped without an OpenCL device.)
+. "$(dirname "$0")/lib.sh"
+row() { # row FILE NAME: the row's calls per step (rlxrun tags lines [rank] when n > 1)
+  sed -n "s/^\(\[[0-9]*\] \)\{0,1\}  $2  *\([0-9.]*\) .*/\2/p" "$1" | head -n 1
+}
+for n in 1 2; do
+  RLX_COMPUTE_PROFILE=1 timeout 120 "$RLXRUN" -n $n --timeout 110 "$TRAIN" --backend opencl \
+    --hidden 64 --steps 6 --train-limit 4096 >"$TMP/out" 2>&1 || { cat "$TMP/out"; fail "n=$n: train"; }
+  grep -q "computes on opencl" "$TMP/out" || { echo "skipped: no OpenCL device"; exit 77; }
+  [ "$(grep -c "compute profile (opencl: .*), [0-9]* steps" "$TMP/out")" = $n ] ||
+    { cat "$TMP/out"; fail "n=$n: not every rank printed its profile"; }
+  head="$(grep -m1 "compute profile" "$TMP/out")"
+  steps=$(echo "$head" | sed -n 's/.*), \([0-9]*\) steps.*/\1/p')
+  span=$(echo "$head" | sed -n 's/.* end \([0-9.]*\)$/\1/p')
+  [ "$steps" -ge 6 ] || { cat "$TMP/out"; fail "n=$n: $steps steps profiled, not 6 or more"; }
+  python3 -c "import sys; sys.exit(0 if float('$span') > 0 else 1)" || fail "n=$n: span $span"
+  for r in "write batch" "forward, layer 0" "forward, layer 1" "softmax_xent" \
+           "weight gradient, layer 0" "backward, layer 1" "relu_back, layer 1" "sgd"; do
+    c=$(row "$TMP/out" "$r")
+    [ "$c" = "1.00" ] || { cat "$TMP/out"; fail "n=$n: '$r' $c calls per step, not 1.00"; }
+  done
+  # two ranks download each layer's gradient and upload the average every step
+  c=$(row "$TMP/out" "\[transfer\] read gradient, layer 0")
+  w=$(row "$TMP/out" "write gradient")
+  if [ $n = 2 ]; then
+    [ "$c" = "1.00" ] && [ "$w" = "1.00" ] || { cat "$TMP/out"; fail "n=2: downloads $c, uploads $w per step"; }
+  else # one rank: only validation's probe
+    python3 -c "import sys; sys.exit(0 if float('${c:-0}') < 0.5 else 1)" ||
+      { cat "$TMP/out"; fail "n=1: the fused step downloaded its gradient ($c per step)"; }
+  fi
+done
+RLX_COMPUTE_PROFILE=yes RLX_DEVICE=opencl timeout 60 "$TRAIN" --backend opencl --steps 1 \
+  --train-limit 1024 >"$TMP/out" 2>&1
+grep -q 'RLX_COMPUTE_PROFILE="yes": expected 0 or 1' "$TMP/out" || { cat "$TMP/out"; fail "bad value not named"; }
+echo "compute profile: ok"
