@@ -56,6 +56,9 @@ RLX_API int rlx_model_set_momentum(rlx_model_t *m, const float *v);
  * no staging copy; any other buffer works too, only slower. NULL when out
  * of memory. */
 RLX_API float *rlx_model_input_buffer(rlx_model_t *m);
+/* A second such buffer: the next batch fills it (rlx_model_prefetch)
+ * while a step computes on the first. */
+RLX_API float *rlx_model_next_input_buffer(rlx_model_t *m);
 RLX_API float *rlx_model_grad_buffer(rlx_model_t *m);
 /* Room for one 16-bit gradient (rlx_model_grad_half), pinned as well. */
 RLX_API uint16_t *rlx_model_grad16_buffer(rlx_model_t *m);
@@ -99,6 +102,14 @@ RLX_API int rlx_model_apply_half(rlx_model_t *m, const uint16_t *grad, int bf16,
  * back to the host but the loss and the count. */
 RLX_API int rlx_model_step(rlx_model_t *m, const float *x, const int32_t *labels, int batch,
                            float lr, float *loss, int *correct);
+/* Start moving a later step's batch to the device now, while this step
+ * runs (the OpenCL backend: on its transfer queue, into a second input
+ * buffer). The next rlx_model_step, _grad, _grad_half or _eval called with
+ * the same x, labels and batch computes on the moved copy instead of
+ * uploading it then. x and labels must stay unchanged until that call
+ * returns; at most two batches wait; x NULL drops them. The C backend
+ * reads the host's memory and has nothing to move: RLX_OK. */
+RLX_API int rlx_model_prefetch(rlx_model_t *m, const float *x, const int32_t *labels, int batch);
 /* Forward only: adds the summed loss of the batch to *loss_sum and the
  * number of right predictions to *correct. */
 RLX_API int rlx_model_eval(rlx_model_t *m, const float *x, const int32_t *labels, int batch,

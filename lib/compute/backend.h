@@ -70,6 +70,9 @@ struct rlx__backend_ops {
                      int *correct);
   /* apply on g[off, off + n) only */
   int (*apply_range)(struct rlx__backend *b, const float *g, size_t off, size_t n, float lr);
+  /* start moving a later step's batch where it is computed (x NULL: drop
+   * what was started); NULL: nothing to move */
+  int (*prefetch)(struct rlx__backend *b, const float *x, const int32_t *y, int batch);
 };
 
 int rlx__cpu_create(const struct rlx__layout *lo, float momentum, struct rlx__backend **out);

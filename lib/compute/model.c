@@ -11,6 +11,7 @@ struct rlx_model {
   struct rlx__layout lo;
   struct rlx__backend *be;
   float *in_buf, *grad_buf;   /* rlx_model_input_buffer / _grad_buffer */
+  float *in_buf2;             /* rlx_model_next_input_buffer */
   float *grad16_buf;          /* rlx_model_grad16_buffer (np 16-bit values) */
   char fallback[1400];
 };
@@ -149,6 +150,12 @@ float *rlx_model_input_buffer(rlx_model_t *m) {
   return m ? m->in_buf : NULL;
 }
 
+float *rlx_model_next_input_buffer(rlx_model_t *m) {
+  if (m && !m->in_buf2)
+    m->in_buf2 = host_alloc(m, (size_t)m->lo.max_batch * m->lo.sizes[0]);
+  return m ? m->in_buf2 : NULL;
+}
+
 float *rlx_model_grad_buffer(rlx_model_t *m) {
   if (m && !m->grad_buf)
     m->grad_buf = host_alloc(m, m->lo.nparams + RLX_MODEL_GRAD_SPARE);
@@ -166,6 +173,7 @@ int rlx_model_free(rlx_model_t **mp) {
     return rlx__err(RLX_ERR_ARG, "rlx_model_free: NULL");
   if (*mp) {
     host_free(*mp, (*mp)->in_buf);
+    host_free(*mp, (*mp)->in_buf2);
     host_free(*mp, (*mp)->grad_buf);
     host_free(*mp, (*mp)->grad16_buf);
     if ((*mp)->be)
@@ -345,6 +353,15 @@ int rlx_model_step(rlx_model_t *m, const float *x, const int32_t *y, int batch, 
   if ((rc = m->be->ops->grad(m->be, x, y, batch, g, loss, correct)) != RLX_OK)
     return rc;
   return m->be->ops->apply(m->be, g, lr);
+}
+
+int rlx_model_prefetch(rlx_model_t *m, const float *x, const int32_t *y, int batch) {
+  if (m && !x && !y)
+    return m->be->ops->prefetch ? m->be->ops->prefetch(m->be, NULL, NULL, 0) : RLX_OK;
+  int rc = check_batch(m, "rlx_model_prefetch", x, y, batch);
+  if (rc != RLX_OK)
+    return rc;
+  return m->be->ops->prefetch ? m->be->ops->prefetch(m->be, x, y, batch) : RLX_OK;
 }
 
 int rlx_model_eval(rlx_model_t *m, const float *x, const int32_t *y, int batch,

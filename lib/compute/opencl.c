@@ -34,6 +34,16 @@ struct ocl {
   cl_kernel k[K_COUNT];
   size_t wg;                          /* work-group size for 1-D launches */
   cl_mem params, velocity, grad, x, y, dz, dz2, row_loss, row_ok, stats;
+  cl_mem x2, y2; /* a second input slot for rlx_model_prefetch, made at its first call */
+  struct {
+    const float *x;
+    const int32_t *y;
+    int batch;
+    unsigned long order; /* the oldest match is used first (the same buffers for every step) */
+    cl_event ev; /* its upload on tq; NULL: the slot waits for nobody */
+  } pf[2];       /* batches prefetched into slot 0 (x, y) and 1 (x2, y2), not yet used */
+  unsigned long pf_count;
+  cl_mem ycur;   /* the labels forward took */
   cl_mem grad16; /* the gradient in 16 bits (rlx_model_grad_half), made at first use */
   cl_mem gemm_tmp;                    /* CLBlast's scratch, allocated once, not per call */
   size_t gemm_tmp_bytes;
@@ -123,6 +133,9 @@ static void ocl_destroy(struct rlx__backend *b) {
     clFinish(o->tq);
   if (o->q)
     clFinish(o->q);
+  for (int s = 0; s < 2; s++)
+    if (o->pf[s].ev)
+      clReleaseEvent(o->pf[s].ev);
   if (o->prof) {
     rlx__cl_prof_collect(o->prof, 1);
     rlx__cl_prof_report(o->prof, o->base.name);
@@ -130,7 +143,7 @@ static void ocl_destroy(struct rlx__backend *b) {
   }
   cl_mem *mems[] = {&o->params, &o->velocity, &o->grad,  &o->x,        &o->y,
                     &o->dz,     &o->dz2,      &o->row_loss, &o->row_ok,
-                    &o->stats,  &o->gemm_tmp, &o->grad16};
+                    &o->stats,  &o->gemm_tmp, &o->grad16, &o->x2, &o->y2};
   for (size_t i = 0; i < RLX__ARRAY_SIZE(mems); i++)
     if (*mems[i])
       clReleaseMemObject(*mems[i]);
@@ -241,17 +254,96 @@ static int ocl_velocity(struct rlx__backend *b, float *v, int set) {
   return RLX_OK;
 }
 
+static cl_mem alloc(struct ocl *o, size_t bytes, int *fail);
+
+/* The batch on the device: the slot rlx_model_prefetch moved it into
+ * (the compute queue waits for that upload), else uploaded now into a slot
+ * no prefetched batch waits in. act[0] and ycur then name it. */
+static int batch_in(struct ocl *o, const float *x, const int32_t *y, int batch) {
+  const struct rlx__layout *lo = o->base.lo;
+  int m = -1;
+  for (int s = 0; s < 2; s++)
+    if (o->pf[s].ev && o->pf[s].x == x && o->pf[s].y == y && o->pf[s].batch == batch &&
+        (m < 0 || o->pf[s].order < o->pf[m].order))
+      m = s;
+  if (m >= 0) {
+    cl_int e = clEnqueueBarrierWithWaitList(o->q, 1, &o->pf[m].ev, PEV(o, "prefetched batch", -1));
+    clReleaseEvent(o->pf[m].ev);
+    o->pf[m].ev = NULL;
+    if (e != CL_SUCCESS)
+      return cl_fail(o, "wait for the prefetched batch", e);
+    o->act[0] = m ? o->x2 : o->x;
+    o->ycur = m ? o->y2 : o->y;
+    return RLX_OK;
+  }
+  /* slot 0 unless a batch waits there; both waiting (for other steps):
+   * slot 0's is dropped, once its upload is done */
+  int s = o->pf[0].ev != NULL && o->pf[1].ev == NULL;
+  cl_event after = o->pf[s].ev;
+  o->pf[s].ev = NULL;
+  cl_mem xs = s ? o->x2 : o->x, ys = s ? o->y2 : o->y;
+  cl_int e = clEnqueueWriteBuffer(o->q, xs, CL_FALSE, 0,
+                                  sizeof(float) * (size_t)batch * lo->sizes[0], x, after ? 1 : 0,
+                                  after ? &after : NULL, PEV(o, "write batch", -1));
+  if (after)
+    clReleaseEvent(after);
+  if (e != CL_SUCCESS)
+    return cl_fail(o, "write batch", e);
+  CL_TRY(o, "write labels", clEnqueueWriteBuffer(o->q, ys, CL_FALSE, 0,
+                                                 sizeof(int32_t) * (size_t)batch, y, 0, NULL,
+                                                 PEV(o, "write labels", -1)));
+  o->act[0] = xs;
+  o->ycur = ys;
+  return RLX_OK;
+}
+
+/* rlx_model_prefetch: the batch's upload starts now on the transfer
+ * queue, into a slot no other prefetched batch waits in. */
+static int ocl_prefetch(struct rlx__backend *b, const float *x, const int32_t *y, int batch) {
+  struct ocl *o = ocl_of(b);
+  const struct rlx__layout *lo = b->lo;
+  int bad = 0;
+  if (x == NULL) { /* drop them */
+    for (int s = 0; s < 2; s++)
+      if (o->pf[s].ev) {
+        clWaitForEvents(1, &o->pf[s].ev);
+        clReleaseEvent(o->pf[s].ev);
+        o->pf[s].ev = NULL;
+      }
+    return RLX_OK;
+  }
+  if (o->x2 == NULL) {
+    o->x2 = alloc(o, sizeof(float) * (size_t)lo->max_batch * lo->sizes[0], &bad);
+    o->y2 = alloc(o, sizeof(int32_t) * (size_t)lo->max_batch, &bad);
+    if (bad)
+      return rlx__err(RLX_ERR_NOMEM, "%s: no device memory for a second batch", o->base.name);
+  }
+  int s = o->pf[1].ev == NULL ? 1 : o->pf[0].ev == NULL ? 0 : -1;
+  if (s < 0)
+    return rlx__err(RLX_ERR_ARG, "rlx_model_prefetch: two batches already wait for their steps "
+                    "(prefetch with x NULL drops them)");
+  cl_mem xs = s ? o->x2 : o->x, ys = s ? o->y2 : o->y;
+  CL_TRY(o, "prefetch labels", clEnqueueWriteBuffer(o->tq, ys, CL_FALSE, 0,
+                                                    sizeof(int32_t) * (size_t)batch, y, 0, NULL,
+                                                    NULL));
+  CL_TRY(o, "prefetch batch",
+         clEnqueueWriteBuffer(o->tq, xs, CL_FALSE, 0, sizeof(float) * (size_t)batch * lo->sizes[0],
+                              x, 0, NULL, &o->pf[s].ev)); /* (tq is in order: the labels are in too) */
+  o->pf[s].x = x;
+  o->pf[s].y = y;
+  o->pf[s].batch = batch;
+  o->pf[s].order = ++o->pf_count;
+  clFlush(o->tq);
+  return RLX_OK;
+}
+
 /* Batch in, forward through every layer, then softmax cross-entropy and
  * the per-batch sums; the logits' gradient lands in dz when want_dz. */
 static int forward(struct ocl *o, const float *x, const int32_t *y, int batch, int want_dz) {
   const struct rlx__layout *lo = o->base.lo;
-  int rc;
-  CL_TRY(o, "write batch", clEnqueueWriteBuffer(o->q, o->x, CL_FALSE, 0,
-                                                sizeof(float) * (size_t)batch * lo->sizes[0], x,
-                                                0, NULL, PEV(o, "write batch", -1)));
-  CL_TRY(o, "write labels", clEnqueueWriteBuffer(o->q, o->y, CL_FALSE, 0,
-                                                 sizeof(int32_t) * (size_t)batch, y, 0, NULL,
-                                                 PEV(o, "write labels", -1)));
+  int rc = batch_in(o, x, y, batch);
+  if (rc != RLX_OK)
+    return rc;
   for (int l = 0; l < lo->nlayers; l++) {
     cl_uint in = (cl_uint)lo->sizes[l], out = (cl_uint)lo->sizes[l + 1];
     if ((rc = gemm(o, "forward", l, CLBlastTransposeNo, CLBlastTransposeYes, (size_t)batch, out, in,
@@ -271,7 +363,7 @@ static int forward(struct ocl *o, const float *x, const int32_t *y, int batch, i
   cl_uint rows = (cl_uint)batch, classes = (cl_uint)lo->sizes[lo->nlayers];
   cl_int wd = want_dz;
   ARG(o, K_SOFTMAX_XENT, 0, o->act[lo->nlayers]);
-  ARG(o, K_SOFTMAX_XENT, 1, o->y);
+  ARG(o, K_SOFTMAX_XENT, 1, o->ycur);
   ARG(o, K_SOFTMAX_XENT, 2, rows);
   ARG(o, K_SOFTMAX_XENT, 3, classes);
   ARG(o, K_SOFTMAX_XENT, 4, o->dz);
@@ -414,8 +506,6 @@ static int backprop(struct ocl *o, const float *x, const int32_t *y, int batch, 
   }
   return RLX_OK;
 }
-
-static cl_mem alloc(struct ocl *o, size_t bytes, int *fail);
 
 static int grad_as(struct rlx__backend *b, const float *x, const int32_t *y, int batch, void *g,
                    int half, float *loss, int *correct) {
@@ -605,6 +695,7 @@ static const struct rlx__backend_ops ocl_ops = {
     .apply_half = ocl_apply_half,
     .grad_layers = ocl_grad_layers,
     .apply_range = ocl_apply_range,
+    .prefetch = ocl_prefetch,
     .grad = ocl_grad,
     .apply = ocl_apply,
     .step = ocl_step,
@@ -778,6 +869,7 @@ int rlx__opencl_create(const struct rlx__layout *lo, float momentum, int index, 
   for (int l = 1; l <= lo->nlayers; l++)
     o->act[l] = alloc(o, sizeof(float) * B * lo->sizes[l], &bad);
   o->act[0] = o->x;
+  o->ycur = o->y;
   if (!bad && (o->gemm_tmp_bytes = gemm_scratch(o)) > 0)
     o->gemm_tmp = alloc(o, o->gemm_tmp_bytes, &bad);
   if (bad) {

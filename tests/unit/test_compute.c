@@ -197,11 +197,11 @@ static int liar_eval(struct rlx__backend *b, const float *x, const int32_t *y, i
   struct liar *l = (struct liar *)b;
   return l->real->ops->eval(l->real, x, y, n, s, ok);
 }
-static const struct rlx__backend_ops liar_ops = {NULL,      liar_set,   liar_get,
-                                                 liar_grad, liar_apply, liar_eval,
-                                                 NULL,      NULL,       NULL,
-                                                 NULL,      NULL,       NULL,
-                                                 NULL,      NULL};
+static const struct rlx__backend_ops liar_ops = {.set_params = liar_set,
+                                                 .get_params = liar_get,
+                                                 .grad = liar_grad,
+                                                 .apply = liar_apply,
+                                                 .eval = liar_eval};
 
 START_TEST(validation_catches_wrong_answers) {
   const int sizes[] = {20, 16, 10};
@@ -326,6 +326,90 @@ START_TEST(step_matches_grad_then_apply) {
     ck_assert_msg(rel(pa, pb, n) <= 1e-6, "%s: parameters differ by %g", devs[d], rel(pa, pb, n));
     ck_assert_int_eq(rlx_model_step(a, x, y, 0, 0.05f, NULL, NULL), RLX_ERR_ARG);
     ck_assert_int_eq(rlx_model_step(a, x, y, B, -1.0f, NULL, NULL), RLX_ERR_ARG);
+    free(g);
+    free(pa);
+    free(pb);
+    rlx_model_free(&a);
+    rlx_model_free(&b);
+  }
+}
+END_TEST
+
+/* rlx_model_prefetch: 8 steps whose batches (in two buffers, in turn)
+ * were moved ahead, each while the step before ran, end with exactly the
+ * parameters of 8 steps uploading their own batch; in the middle one step
+ * is called on a batch nobody prefetched while two wait (it is uploaded
+ * and they stay usable), and rlx_model_grad and _eval use a prefetched
+ * batch too. A third batch waiting is refused; x NULL drops them. Both
+ * backends (the C one has nothing to move). */
+START_TEST(prefetch_matches_plain) {
+  const int sizes[] = {13, 9, 3};
+  const int B = 11;
+  float xs[3][11 * 13], loss_a, loss_b;
+  int32_t ys[3][11];
+  int ok_a, ok_b;
+  const char *devs[] = {"cpu", "opencl"};
+  for (int d = 0; d < 2; d++) {
+    rlx_model_t *a, *b;
+    if (!models_on(devs[d], sizes, 3, B, &a, &b))
+      break; /* no OpenCL here */
+    size_t n = rlx_model_nparams(a);
+    float *g = malloc(n * sizeof *g), *pa = malloc(n * sizeof *pa), *pb = malloc(n * sizeof *pb);
+    for (int step = 0; step < 9; step++) {
+      int k = step % 2;
+      fill(xs[k], 11 * 13, 30 + (uint64_t)step, 1.0);
+      for (int i = 0; i < B; i++)
+        ys[k][i] = (i * 5 + step) % 3;
+      if (step == 0)
+        ck_assert_int_eq(rlx_model_prefetch(a, xs[0], ys[0], B), RLX_OK);
+      if (step < 8) { /* the next one goes ahead now */
+        int nk = (step + 1) % 2;
+        fill(xs[nk], 11 * 13, 31 + (uint64_t)step, 1.0);
+        for (int i = 0; i < B; i++)
+          ys[nk][i] = (i * 5 + step + 1) % 3;
+        ck_assert_int_eq(rlx_model_prefetch(a, xs[nk], ys[nk], B), RLX_OK);
+      }
+      if (step == 4) { /* two wait: a third is refused, an unprefetched batch is uploaded */
+        ck_assert_int_eq(rlx_model_prefetch(a, xs[2], ys[2], B), RLX_ERR_ARG);
+        fill(xs[2], 11 * 13, 99, 1.0);
+        for (int i = 0; i < B; i++)
+          ys[2][i] = i % 3;
+        ck_assert_int_eq(rlx_model_step(a, xs[2], ys[2], B, 0.05f, NULL, NULL), RLX_OK);
+        ck_assert_int_eq(rlx_model_step(b, xs[2], ys[2], B, 0.05f, NULL, NULL), RLX_OK);
+      }
+      if (step == 8) { /* grad + apply on a prefetched batch */
+        ck_assert_int_eq(rlx_model_grad(a, xs[k], ys[k], B, g, &loss_a, &ok_a), RLX_OK);
+        ck_assert_int_eq(rlx_model_apply(a, g, 0.05f), RLX_OK);
+      } else {
+        ck_assert_int_eq(rlx_model_step(a, xs[k], ys[k], B, 0.05f, &loss_a, &ok_a), RLX_OK);
+      }
+      if (step == 8) {
+        ck_assert_int_eq(rlx_model_grad(b, xs[k], ys[k], B, g, &loss_b, &ok_b), RLX_OK);
+        ck_assert_int_eq(rlx_model_apply(b, g, 0.05f), RLX_OK);
+      } else {
+        ck_assert_int_eq(rlx_model_step(b, xs[k], ys[k], B, 0.05f, &loss_b, &ok_b), RLX_OK);
+      }
+      ck_assert_msg(loss_a == loss_b && ok_a == ok_b, "%s step %d: loss %g against %g", devs[d],
+                    step, (double)loss_a, (double)loss_b);
+    }
+    ck_assert_int_eq(rlx_model_get_params(a, pa), RLX_OK);
+    ck_assert_int_eq(rlx_model_get_params(b, pb), RLX_OK);
+    ck_assert_msg(memcmp(pa, pb, n * sizeof *pa) == 0, "%s: parameters differ by %g", devs[d],
+                  rel(pa, pb, n));
+    /* evaluation on a prefetched batch; then two waiting are dropped */
+    double la = 0, lb = 0;
+    long ca = 0, cb = 0;
+    ck_assert_int_eq(rlx_model_prefetch(a, xs[1], ys[1], B), RLX_OK);
+    ck_assert_int_eq(rlx_model_eval(a, xs[1], ys[1], B, &la, &ca), RLX_OK);
+    ck_assert_int_eq(rlx_model_eval(b, xs[1], ys[1], B, &lb, &cb), RLX_OK);
+    ck_assert_msg(la == lb && ca == cb, "%s: eval %g against %g", devs[d], la, lb);
+    ck_assert_int_eq(rlx_model_prefetch(a, xs[0], ys[0], B), RLX_OK);
+    ck_assert_int_eq(rlx_model_prefetch(a, xs[1], ys[1], B), RLX_OK);
+    ck_assert_int_eq(rlx_model_prefetch(a, NULL, NULL, 0), RLX_OK);
+    ck_assert_int_eq(rlx_model_prefetch(a, xs[2], ys[2], B), RLX_OK);
+    ck_assert_int_eq(rlx_model_prefetch(a, xs[2], ys[2], B + 1), RLX_ERR_ARG);
+    ck_assert_ptr_nonnull(rlx_model_next_input_buffer(a));
+    ck_assert_ptr_ne(rlx_model_next_input_buffer(a), rlx_model_input_buffer(a));
     free(g);
     free(pa);
     free(pb);
@@ -575,6 +659,7 @@ Suite *compute_suite(void) {
   tcase_add_test(t, device_strings);
   tcase_add_test(t, gpu_asked_without_gpu);
   tcase_add_test(t, step_matches_grad_then_apply);
+  tcase_add_test(t, prefetch_matches_plain);
   tcase_add_test(t, momentum_travels);
   tcase_add_test(t, half_gradients);
   tcase_add_test(t, gradient_buckets);
