@@ -31,6 +31,12 @@ struct run {
   rlx_model_desc_t desc; /* how the model was made (a change of backend remakes it) */
   int sizes[TRAIN_MAX_HIDDEN + 2];
   float *x, *grad;       /* the model's own buffers */
+  float *x2;             /* --prefetch: the model's second input buffer, for the next batch */
+  struct {               /* the batch rlx_model_prefetch moved ahead: for which step */
+    rlx_model_t *m;      /* (a remade model has none) */
+    long epoch, off;
+    int size, rank, buf, valid;
+  } pre;
   uint16_t *grad16;      /* --grad-precision f16|bf16: the model's 16-bit one */
   rlx_dataset_t *train, *test;
   size_t ntrain;
@@ -408,6 +414,7 @@ static int agree_backend(struct run *r) {
     fail(r, "creating the model", rc);
   free(p);
   r->x = rlx_model_input_buffer(r->m);
+  r->x2 = r->o.prefetch ? rlx_model_next_input_buffer(r->m) : NULL;
   r->grad = rlx_model_grad_buffer(r->m);
   r->grad16 = r->o.grad_half ? rlx_model_grad16_buffer(r->m) : NULL;
   printf("train: rank %d uses cpu too: another rank's step was faster there\n", r->rank);
@@ -441,6 +448,7 @@ static void prepare(struct run *r) {
   if (rc != RLX_OK)
     fail(r, "creating the model", rc);
   r->x = rlx_model_input_buffer(r->m);
+  r->x2 = r->o.prefetch ? rlx_model_next_input_buffer(r->m) : NULL;
   r->grad = rlx_model_grad_buffer(r->m);
   r->grad16 = r->o.grad_half ? rlx_model_grad16_buffer(r->m) : NULL;
   r->np = rlx_model_nparams(r->m);
@@ -471,6 +479,21 @@ static void setup(struct run *r) {
     welcome(r);
   else if (!rlx_joined())
     start_identical(r);
+}
+
+/* --prefetch: is this step's batch the one moved ahead during the last? */
+static int prefetched(const struct run *r) {
+  return r->pre.valid && r->pre.m == r->m && r->pre.epoch == r->epoch && r->pre.off == r->off &&
+         r->pre.size == r->size && r->pre.rank == r->rank;
+}
+
+/* A batch moved ahead for a step that will not come (an epoch's end, a
+ * recovery, a new size): dropped, its upload waited for, before its host
+ * buffer is filled again. */
+static void drop_prefetched(struct run *r) {
+  if (r->pre.valid && r->pre.m == r->m)
+    rlx_model_prefetch(r->m, NULL, NULL, 0);
+  r->pre.valid = 0;
 }
 
 int main(int argc, char **argv) {
@@ -515,8 +538,9 @@ int main(int argc, char **argv) {
   uint32_t *perm = malloc(sizeof(uint32_t) * r.ntrain), *idx = malloc(sizeof(uint32_t) * chunk);
   /* The model's own buffers: pinned on a GPU, so batches and gradients
    * move by DMA. */
-  int32_t *y = malloc(sizeof(int32_t) * chunk);
-  if (!perm || !idx || !r.x || !y || !r.grad || (r.o.grad_half && !r.grad16))
+  int32_t *y = malloc(sizeof(int32_t) * chunk), *y2 = malloc(sizeof(int32_t) * chunk);
+  if (!perm || !idx || !r.x || !y || !y2 || !r.grad || (r.o.grad_half && !r.grad16) ||
+      (r.o.prefetch && !r.x2))
     fail(&r, "buffers", RLX_ERR_NOMEM);
 
   int stop = 0;
@@ -534,6 +558,7 @@ int main(int argc, char **argv) {
       shuffled = r.epoch;
     }
     if ((size_t)r.off + G > r.ntrain || stop) { /* the epoch's end */
+      drop_prefetched(&r); /* (evaluation fills r.x) */
       double secs = now_s() - t0, tl, ta;
       if ((rc = rlx_allreduce(RLX_IN_PLACE, st, 3, RLX_FLOAT64, RLX_SUM, r.w)) == RLX_OK)
         rc = evaluate(&r, &tl, &ta, r.x, y, idx, chunk);
@@ -572,14 +597,38 @@ int main(int argc, char **argv) {
     float loss;
     int ok, have_ctl = 0;
     int64_t ctl[3];
-    float *x = r.x, *grad = r.grad;
-    if ((rc = rlx_dataset_batch(r.train, idx, r.o.batch, x, y)) != RLX_OK)
-      fail(&r, "reading a batch", rc);
+    float *x = r.x, *grad = r.grad, *xs[2] = {r.x, r.x2};
+    int32_t *yb = y, *ys[2] = {y, y2};
+    if (prefetched(&r)) { /* this batch is on its way to the device already */
+      x = xs[r.pre.buf];
+      yb = ys[r.pre.buf];
+      r.pre.valid = 0;
+    } else {
+      drop_prefetched(&r);
+      if ((rc = rlx_dataset_batch(r.train, idx, r.o.batch, x, y)) != RLX_OK)
+        fail(&r, "reading a batch", rc);
+    }
+    /* the next step's batch, if it is in this epoch, goes ahead now */
+    if (r.x2 && (size_t)r.off + 2 * G <= r.ntrain && !(r.o.steps && r.step + 1 >= r.o.steps)) {
+      int nb = x == r.x;
+      for (int j = 0; j < r.o.batch; j++)
+        idx[j] = perm[(size_t)r.off + G + (size_t)j * r.size + r.rank];
+      if ((rc = rlx_dataset_batch(r.train, idx, r.o.batch, xs[nb], ys[nb])) != RLX_OK ||
+          (rc = rlx_model_prefetch(r.m, xs[nb], ys[nb], r.o.batch)) != RLX_OK)
+        fail(&r, "moving the next batch ahead", rc);
+      r.pre.m = r.m;
+      r.pre.epoch = r.epoch;
+      r.pre.off = r.off + (long)G;
+      r.pre.size = r.size;
+      r.pre.rank = r.rank;
+      r.pre.buf = nb;
+      r.pre.valid = 1;
+    }
     if (r.size == 1 && r.o.bucket_kb == 0) { /* nothing to average: it stays on the device */
-      if ((rc = rlx_model_step(r.m, x, y, r.o.batch, r.lr, &loss, &ok)) != RLX_OK)
+      if ((rc = rlx_model_step(r.m, x, yb, r.o.batch, r.lr, &loss, &ok)) != RLX_OK)
         fail(&r, "computing the step", rc);
     } else if (r.o.bucket_kb > 0 && !r.o.grad_half) {
-      if ((rc = bucketed_step(&r, x, y, &loss, &ok, ctl)) != RLX_OK) {
+      if ((rc = bucketed_step(&r, x, yb, &loss, &ok, ctl)) != RLX_OK) {
         if (!recover(&r, rc))
           fail(&r, "the gradient's buckets", rc);
         memset(st, 0, sizeof st);
@@ -589,7 +638,7 @@ int main(int argc, char **argv) {
     } else if (r.o.grad_half) { /* 16 bits over the bus and on the wire */
       int bf = r.o.grad_half == 2;
       uint16_t *grad16 = r.grad16;
-      if ((rc = rlx_model_grad_half(r.m, x, y, r.o.batch, grad16, bf, &loss, &ok)) != RLX_OK)
+      if ((rc = rlx_model_grad_half(r.m, x, yb, r.o.batch, grad16, bf, &loss, &ok)) != RLX_OK)
         fail(&r, "computing gradients", rc);
       if ((rc = rlx_allreduce(RLX_IN_PLACE, grad16, r.np, bf ? RLX_BFLOAT16 : RLX_FLOAT16, RLX_AVG,
                               r.w)) != RLX_OK) {
@@ -601,7 +650,7 @@ int main(int argc, char **argv) {
       if ((rc = rlx_model_apply_half(r.m, grad16, bf, r.lr)) != RLX_OK)
         fail(&r, "applying the update", rc);
     } else {
-      if ((rc = rlx_model_grad(r.m, x, y, r.o.batch, grad, &loss, &ok)) != RLX_OK)
+      if ((rc = rlx_model_grad(r.m, x, yb, r.o.batch, grad, &loss, &ok)) != RLX_OK)
         fail(&r, "computing gradients", rc);
       if ((rc = rlx_allreduce(RLX_IN_PLACE, grad, r.np, RLX_FLOAT32, RLX_AVG, r.w)) != RLX_OK) {
         if (!recover(&r, rc))
@@ -649,6 +698,7 @@ int main(int argc, char **argv) {
   free(perm);
   free(idx);
   free(y);
+  free(y2);
   if (r.w != rlx_comm_world()) /* shrunk by --elastic */
     rlx_comm_free(&r.w);
   rc = rlx_finalize();

@@ -12,6 +12,7 @@ static const char usage[] =
     "             [--wire f32|f16|bf16] [--data DIR] [--synthetic] [--steps N]\n"
     "             [--train-limit N] [--lr-file F] [--dump-params F] [--elastic]\n"
     "             [--log-json F] [--grad-precision f32|f16|bf16] [--bucket-kb K]\n"
+    "             [--prefetch 0|1]\n"
     "Data-parallel training of an MLP on Fashion-MNIST; see train(1).\n";
 
 static int bad(const char *flag, const char *val, const char *want) {
@@ -70,11 +71,11 @@ int train_parse(int argc, char **argv, struct train_opts *o) {
       {"lr-file", required_argument, 0, 'f'},  {"dump-params", required_argument, 0, 'p'},
       {"elastic", no_argument, 0, 'E'},        {"help", no_argument, 0, 'h'},
       {"log-json", required_argument, 0, 'j'}, {"grad-precision", required_argument, 0, 'g'},
-      {"bucket-kb", required_argument, 0, 'K'},
+      {"bucket-kb", required_argument, 0, 'K'}, {"prefetch", required_argument, 0, 'P'},
       {0, 0, 0, 0}};
   *o = (struct train_opts){.backend = NULL, .epochs = 3, .batch = 64, .lr = 0.05,
                            .momentum = 0.9, .hidden = {256}, .nhidden = 1, .seed = 42,
-                           .data = "/usr/share/datasets/fashion-mnist"};
+                           .data = "/usr/share/datasets/fashion-mnist", .prefetch = 1};
   long v;
   double d;
   int c;
@@ -122,6 +123,11 @@ int train_parse(int argc, char **argv, struct train_opts *o) {
       if (num("--bucket-kb", optarg, 0, 1 << 20, &d) != 0)
         return -1;
       o->bucket_kb = (long)d;
+      break;
+    case 'P':
+      if (strcmp(optarg, "0") && strcmp(optarg, "1"))
+        return bad("--prefetch", optarg, "want 0 or 1");
+      o->prefetch = optarg[0] == '1';
       break;
     case 'g':
       if (strcmp(optarg, "f32") && strcmp(optarg, "f16") && strcmp(optarg, "bf16"))

@@ -17,6 +17,7 @@ struct train_opts {
   const char *wire;        /* --wire f32|f16|bf16 (sets RLX_WIRE) */
   int grad_half;           /* --grad-precision: 0 f32, 1 f16, 2 bf16 (rounded on the device) */
   long bucket_kb;          /* --bucket-kb: gradient buckets allreduced while backward runs (0: one) */
+  int prefetch;            /* --prefetch: the next batch moves to the device during this step (1) */
   const char *data;        /* --data DIR */
   int synthetic;           /* --synthetic */
   long steps;              /* --steps: stop after this many (0 = all epochs) */
