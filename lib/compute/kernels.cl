@@ -174,3 +174,66 @@ __kernel void wgrad_small(__global const float *dz, __global const float *a, uin
     for (uint j = 0; j < out; j++)
       g[woff + (size_t)j * in + i] = l[(j * lanes) * 8 + ii];
 }
+
+/* A weight gradient too wide for wgrad_small, g = dz^T a over the rows
+ * (dz rows x out, a rows x in, both row-major; g out x in): CLBlast's
+ * transposed product ran at 4 TFLOP/s on the H200 against 8-9 for the
+ * forward ones. Tiles of TILE x TILE outputs, 16 x 16 work-items each
+ * holding 4 x 4 of them (strided by 16: conflict-free local reads), the
+ * rows taken CHUNK at a time through local memory in coalesced row
+ * segments. The rows may be split over get_num_groups(2) groups (a small
+ * layer has too few tiles to fill the device): each then writes its
+ * partial tile to part, and sum_parts adds them up. */
+#define TILE 64
+#define CHUNK 16
+__kernel __attribute__((reqd_work_group_size(16, 16, 1))) void wgrad_tiles(
+    __global const float *dz, __global const float *a, uint rows, uint out, uint in,
+    __global float *g, uint woff, __global float *part, uint rows_per_split) {
+  __local float ld[CHUNK][TILE];
+  __local float la[CHUNK][TILE];
+  uint tx = get_local_id(0), ty = get_local_id(1), lid = ty * 16 + tx;
+  uint i0 = get_group_id(0) * TILE, o0 = get_group_id(1) * TILE, z = get_group_id(2);
+  uint b_start = z * rows_per_split, b_end = min(rows, b_start + rows_per_split);
+  float acc[4][4];
+  for (uint r = 0; r < 4; r++)
+    for (uint c = 0; c < 4; c++)
+      acc[r][c] = 0.0f;
+  for (uint b0 = b_start; b0 < b_end; b0 += CHUNK) {
+    for (uint k = 0; k < 4; k++) {
+      uint e = lid + k * 256, bb = e / TILE, cc = e % TILE, b = b0 + bb;
+      ld[bb][cc] = b < b_end && o0 + cc < out ? dz[(size_t)b * out + o0 + cc] : 0.0f;
+      la[bb][cc] = b < b_end && i0 + cc < in ? a[(size_t)b * in + i0 + cc] : 0.0f;
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (uint bb = 0; bb < CHUNK; bb++) {
+      float dv[4], av[4];
+      for (uint r = 0; r < 4; r++)
+        dv[r] = ld[bb][ty + 16 * r];
+      for (uint c = 0; c < 4; c++)
+        av[c] = la[bb][tx + 16 * c];
+      for (uint r = 0; r < 4; r++)
+        for (uint c = 0; c < 4; c++)
+          acc[r][c] = fma(dv[r], av[c], acc[r][c]);
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+  }
+  __global float *dst = get_num_groups(2) > 1 ? part + (size_t)z * out * in : g + woff;
+  for (uint r = 0; r < 4; r++)
+    for (uint c = 0; c < 4; c++) {
+      uint o = o0 + ty + 16 * r, i = i0 + tx + 16 * c;
+      if (o < out && i < in)
+        dst[(size_t)o * in + i] = acc[r][c];
+    }
+}
+
+/* g[woff + e] = the sum of wgrad_tiles' splits partial tiles at e. */
+__kernel void sum_parts(__global const float *part, uint splits, uint n, __global float *g,
+                        uint woff) {
+  uint e = get_global_id(0);
+  if (e >= n)
+    return;
+  float s = 0.0f;
+  for (uint z = 0; z < splits; z++)
+    s += part[(size_t)z * n + e];
+  g[woff + e] = s;
+}

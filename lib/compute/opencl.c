@@ -17,11 +17,14 @@
 
 enum {
   K_BIAS_ACT, K_SOFTMAX_XENT, K_SUM_ROWS, K_RELU_BACK, K_SGD, K_TO_HALF, K_FROM_HALF, K_COL_SUMS,
-  K_WGRAD_SMALL, K_COUNT
+  K_WGRAD_SMALL, K_SUM_PARTS, K_WGRAD_TILES, K_COUNT /* (wgrad_tiles last: its own work-group size) */
 };
 static const char *const kernel_names[K_COUNT] = {
-    "bias_act", "softmax_xent", "sum_rows", "relu_back", "sgd",
-    "to_half",  "from_half",    "col_sums", "wgrad_small"};
+    "bias_act", "softmax_xent", "sum_rows",    "relu_back", "sgd",        "to_half",
+    "from_half", "col_sums",    "wgrad_small", "sum_parts", "wgrad_tiles"};
+/* wgrad_tiles' shape (kernels.cl's TILE and CHUNK; 16 x 16 work-items) */
+#define TILE 64
+#define CHUNK 16
 /* wgrad_small's limit (kernels.cl's SMALL_OUT) on a layer's outputs */
 #define SMALL_OUT 16
 
@@ -46,6 +49,9 @@ struct ocl {
   cl_mem ycur;   /* the labels forward took */
   cl_mem grad16; /* the gradient in 16 bits (rlx_model_grad_half), made at first use */
   cl_mem gemm_tmp;                    /* CLBlast's scratch, allocated once, not per call */
+  int tiles_ok;                       /* the device runs wgrad_tiles' 256 work-items */
+  cl_mem part;                        /* wgrad_tiles' partial tiles, made at first need */
+  size_t part_bytes;
   size_t gemm_tmp_bytes;
   cl_mem act[RLX__MAX_LAYERS + 1];    /* act[0] aliases x */
   struct { cl_mem mem; float *ptr; } pinned[4]; /* mapped for their lifetime */
@@ -143,7 +149,7 @@ static void ocl_destroy(struct rlx__backend *b) {
   }
   cl_mem *mems[] = {&o->params, &o->velocity, &o->grad,  &o->x,        &o->y,
                     &o->dz,     &o->dz2,      &o->row_loss, &o->row_ok,
-                    &o->stats,  &o->gemm_tmp, &o->grad16, &o->x2, &o->y2};
+                    &o->stats,  &o->gemm_tmp, &o->grad16, &o->x2, &o->y2, &o->part};
   for (size_t i = 0; i < RLX__ARRAY_SIZE(mems); i++)
     if (*mems[i])
       clReleaseMemObject(*mems[i]);
@@ -406,16 +412,67 @@ static int round_layer(struct ocl *o, int l, cl_uint bf16, cl_event after, cl_ev
   return RLX_OK;
 }
 
+/* wgrad_tiles for layer l: the rows split in 2, 4 or 8 when the layer has
+ * too few tiles to fill the device (fewer than 256 work-groups), each
+ * split at least 64 rows, then sum_parts. */
+static int weight_grad_tiles(struct ocl *o, int l, int batch, cl_mem dz) {
+  const struct rlx__layout *lo = o->base.lo;
+  cl_uint in = (cl_uint)lo->sizes[l], out = (cl_uint)lo->sizes[l + 1], rows = (cl_uint)batch;
+  cl_uint woff = (cl_uint)lo->w_off[l], splits = 1, n = out * in;
+  size_t tiles = (size_t)((in + TILE - 1) / TILE) * ((out + TILE - 1) / TILE);
+  while (tiles * splits < 256 && splits < 8 && rows / (2 * splits) >= 64)
+    splits *= 2;
+  cl_uint per = (rows + splits - 1) / splits;
+  per = (per + CHUNK - 1) / CHUNK * CHUNK;
+  int bad = 0;
+  size_t need = splits > 1 ? sizeof(float) * splits * n : 0;
+  if (need > o->part_bytes) {
+    if (o->part)
+      clReleaseMemObject(o->part);
+    if ((o->part = alloc(o, need, &bad)) == NULL || bad) {
+      o->part_bytes = 0;
+      return rlx__err(RLX_ERR_NOMEM, "%s: no device memory for %u partial weight gradients",
+                      o->base.name, splits);
+    }
+    o->part_bytes = need;
+  }
+  cl_mem part = o->part ? o->part : o->grad; /* (one split: part is not read) */
+  ARG(o, K_WGRAD_TILES, 0, dz);
+  ARG(o, K_WGRAD_TILES, 1, o->act[l]);
+  ARG(o, K_WGRAD_TILES, 2, rows);
+  ARG(o, K_WGRAD_TILES, 3, out);
+  ARG(o, K_WGRAD_TILES, 4, in);
+  ARG(o, K_WGRAD_TILES, 5, o->grad);
+  ARG(o, K_WGRAD_TILES, 6, woff);
+  ARG(o, K_WGRAD_TILES, 7, part);
+  ARG(o, K_WGRAD_TILES, 8, per);
+  size_t local[3] = {16, 16, 1};
+  size_t global[3] = {(in + TILE - 1) / TILE * 16, (out + TILE - 1) / TILE * 16, splits};
+  CL_TRY(o, "wgrad_tiles", clEnqueueNDRangeKernel(o->q, o->k[K_WGRAD_TILES], 3, NULL, global, local,
+                                                  0, NULL, PEV(o, "weight gradient", l)));
+  if (splits == 1)
+    return RLX_OK;
+  ARG(o, K_SUM_PARTS, 0, o->part);
+  ARG(o, K_SUM_PARTS, 1, splits);
+  ARG(o, K_SUM_PARTS, 2, n);
+  ARG(o, K_SUM_PARTS, 3, o->grad);
+  ARG(o, K_SUM_PARTS, 4, woff);
+  return launch(o, K_SUM_PARTS, n, l);
+}
+
 /* Layer l's weight gradient into o->grad from its output's gradient dz
- * (batch x out) and its input: a product over the batch, CLBlast's but for
- * a layer of few outputs (the classifier), which wgrad_small does. */
+ * (batch x out) and its input: a product over the batch, wgrad_tiles'
+ * (CLBlast's where the device cannot run it) but for a layer of few
+ * outputs (the classifier), which wgrad_small does. */
 static int weight_grad(struct ocl *o, int l, int batch, cl_mem dz) {
   const struct rlx__layout *lo = o->base.lo;
   cl_uint in = (cl_uint)lo->sizes[l], out = (cl_uint)lo->sizes[l + 1], rows = (cl_uint)batch;
+  cl_uint woff = (cl_uint)lo->w_off[l];
+  if (out > SMALL_OUT && o->tiles_ok)
+    return weight_grad_tiles(o, l, batch, dz);
   if (out > SMALL_OUT || o->wg < 16)
     return gemm(o, "weight gradient", l, CLBlastTransposeYes, CLBlastTransposeNo, out, in,
                 (size_t)batch, dz, 0, out, o->act[l], 0, in, o->grad, lo->w_off[l], in);
-  cl_uint woff = (cl_uint)lo->w_off[l];
   ARG(o, K_WGRAD_SMALL, 0, dz);
   ARG(o, K_WGRAD_SMALL, 1, o->act[l]);
   ARG(o, K_WGRAD_SMALL, 2, rows);
@@ -848,10 +905,13 @@ int rlx__opencl_create(const struct rlx__layout *lo, float momentum, int index, 
   /* The largest power of two the device and our kernels allow, up to 256. */
   size_t maxwg = 1, kwg = 1;
   clGetDeviceInfo(devs[d].id, CL_DEVICE_MAX_WORK_GROUP_SIZE, sizeof maxwg, &maxwg, NULL);
-  for (int i = 0; i < K_COUNT; i++)
+  for (int i = 0; i < K_WGRAD_TILES; i++)
     if (clGetKernelWorkGroupInfo(o->k[i], devs[d].id, CL_KERNEL_WORK_GROUP_SIZE, sizeof kwg, &kwg,
                                  NULL) == CL_SUCCESS && kwg < maxwg)
       maxwg = kwg;
+  o->tiles_ok = clGetKernelWorkGroupInfo(o->k[K_WGRAD_TILES], devs[d].id,
+                                         CL_KERNEL_WORK_GROUP_SIZE, sizeof kwg, &kwg,
+                                         NULL) == CL_SUCCESS && kwg >= 256;
   for (o->wg = 1; o->wg * 2 <= maxwg && o->wg < 256; o->wg *= 2)
     ;
   size_t B = (size_t)lo->max_batch, P = sizeof(float) * lo->nparams;
