@@ -175,65 +175,91 @@ __kernel void wgrad_small(__global const float *dz, __global const float *a, uin
       g[woff + (size_t)j * in + i] = l[(j * lanes) * 8 + ii];
 }
 
-/* A weight gradient too wide for wgrad_small, g = dz^T a over the rows
- * (dz rows x out, a rows x in, both row-major; g out x in): CLBlast's
- * transposed product ran at 4 TFLOP/s on the H200 against 8-9 for the
- * forward ones. Tiles of TILE x TILE outputs, 16 x 16 work-items each
- * holding 4 x 4 of them (strided by 16: conflict-free local reads), the
- * rows taken CHUNK at a time through local memory in coalesced row
- * segments. The rows may be split over get_num_groups(2) groups (a small
- * layer has too few tiles to fill the device): each then writes its
- * partial tile to part, and sum_parts adds them up. */
+/* C = A B over k, row-major C (m x n at c + coff, leading dimension n),
+ * for the products CLBlast ran slowest on the H200 (4-9 TFLOP/s): A(i, k)
+ * is a[k * lda + i] when a_k (k-major: a weight gradient's output gradient)
+ * else a[i * lda + k]; B(k, j) is b[k * ldb + j] when b_k else
+ * b[j * ldb + k] (a layer's weights, out x in, used transposed). Tiles of
+ * TILE x TILE outputs, 16 x 16 work-items each holding 4 x 4 of them
+ * (strided by 16: conflict-free local reads), k taken CHUNK at a time
+ * through local memory (rows padded by one against bank conflicts when a
+ * k-minor operand is stored transposed). The k range may be split over
+ * get_num_groups(2) groups (a small product has too few tiles to fill
+ * the device): each then writes its partial tile to part, and sum_parts
+ * adds them. Else bias (when bias_on) and ReLU (when relu) end it here:
+ * the forward pass's bias_act folded in. */
 #define TILE 64
 #define CHUNK 16
-__kernel __attribute__((reqd_work_group_size(16, 16, 1))) void wgrad_tiles(
-    __global const float *dz, __global const float *a, uint rows, uint out, uint in,
-    __global float *g, uint woff, __global float *part, uint rows_per_split) {
-  __local float ld[CHUNK][TILE];
-  __local float la[CHUNK][TILE];
+__kernel __attribute__((reqd_work_group_size(16, 16, 1))) void gemm_tiles(
+    __global const float *a, uint a_off, uint lda, int a_k, __global const float *b, uint b_off,
+    uint ldb, int b_k, uint m, uint n, uint k, __global float *c, uint coff, __global float *part,
+    uint k_per_split, __global const float *bias, uint boff, int bias_on, int relu) {
+  __local float la[CHUNK][TILE + 1];
+  __local float lb[CHUNK][TILE + 1];
   uint tx = get_local_id(0), ty = get_local_id(1), lid = ty * 16 + tx;
-  uint i0 = get_group_id(0) * TILE, o0 = get_group_id(1) * TILE, z = get_group_id(2);
-  uint b_start = z * rows_per_split, b_end = min(rows, b_start + rows_per_split);
+  uint j0 = get_group_id(0) * TILE, i0 = get_group_id(1) * TILE, z = get_group_id(2);
+  uint k_start = z * k_per_split, k_end = min(k, k_start + k_per_split);
   float acc[4][4];
+  a += a_off;
+  b += b_off;
   for (uint r = 0; r < 4; r++)
-    for (uint c = 0; c < 4; c++)
-      acc[r][c] = 0.0f;
-  for (uint b0 = b_start; b0 < b_end; b0 += CHUNK) {
-    for (uint k = 0; k < 4; k++) {
-      uint e = lid + k * 256, bb = e / TILE, cc = e % TILE, b = b0 + bb;
-      ld[bb][cc] = b < b_end && o0 + cc < out ? dz[(size_t)b * out + o0 + cc] : 0.0f;
-      la[bb][cc] = b < b_end && i0 + cc < in ? a[(size_t)b * in + i0 + cc] : 0.0f;
+    for (uint q = 0; q < 4; q++)
+      acc[r][q] = 0.0f;
+  for (uint k0 = k_start; k0 < k_end; k0 += CHUNK) {
+    for (uint t = 0; t < 4; t++) {
+      uint e = lid + t * 256;
+      /* k-major: consecutive work-items along the row of TILE; else along
+       * the CHUNK of k that one row holds contiguously */
+      uint kk = a_k ? e / TILE : e % CHUNK, ii = a_k ? e % TILE : e / CHUNK, kq = k0 + kk;
+      la[kk][ii] = kq < k_end && i0 + ii < m
+                       ? a[a_k ? (size_t)kq * lda + i0 + ii : (size_t)(i0 + ii) * lda + kq]
+                       : 0.0f;
+      kk = b_k ? e / TILE : e % CHUNK;
+      uint jj = b_k ? e % TILE : e / CHUNK;
+      kq = k0 + kk;
+      lb[kk][jj] = kq < k_end && j0 + jj < n
+                       ? b[b_k ? (size_t)kq * ldb + j0 + jj : (size_t)(j0 + jj) * ldb + kq]
+                       : 0.0f;
     }
     barrier(CLK_LOCAL_MEM_FENCE);
-    for (uint bb = 0; bb < CHUNK; bb++) {
-      float dv[4], av[4];
+    for (uint kk = 0; kk < CHUNK; kk++) {
+      float av[4], bv[4];
       for (uint r = 0; r < 4; r++)
-        dv[r] = ld[bb][ty + 16 * r];
-      for (uint c = 0; c < 4; c++)
-        av[c] = la[bb][tx + 16 * c];
+        av[r] = la[kk][ty + 16 * r];
+      for (uint q = 0; q < 4; q++)
+        bv[q] = lb[kk][tx + 16 * q];
       for (uint r = 0; r < 4; r++)
-        for (uint c = 0; c < 4; c++)
-          acc[r][c] = fma(dv[r], av[c], acc[r][c]);
+        for (uint q = 0; q < 4; q++)
+          acc[r][q] = fma(av[r], bv[q], acc[r][q]);
     }
     barrier(CLK_LOCAL_MEM_FENCE);
   }
-  __global float *dst = get_num_groups(2) > 1 ? part + (size_t)z * out * in : g + woff;
+  int split = get_num_groups(2) > 1;
+  __global float *dst = split ? part + (size_t)z * m * n : c + coff;
   for (uint r = 0; r < 4; r++)
-    for (uint c = 0; c < 4; c++) {
-      uint o = o0 + ty + 16 * r, i = i0 + tx + 16 * c;
-      if (o < out && i < in)
-        dst[(size_t)o * in + i] = acc[r][c];
+    for (uint q = 0; q < 4; q++) {
+      uint i = i0 + ty + 16 * r, j = j0 + tx + 16 * q;
+      if (i < m && j < n) {
+        float v = acc[r][q];
+        if (!split && bias_on)
+          v += bias[boff + j];
+        dst[(size_t)i * n + j] = !split && relu ? fmax(v, 0.0f) : v;
+      }
     }
 }
 
-/* g[woff + e] = the sum of wgrad_tiles' splits partial tiles at e. */
-__kernel void sum_parts(__global const float *part, uint splits, uint n, __global float *g,
-                        uint woff) {
+/* c[coff + e] = the sum of gemm_tiles' partial products at e (e < m x n,
+ * n columns), then bias and ReLU as gemm_tiles would have. */
+__kernel void sum_parts(__global const float *part, uint splits, uint mn, uint n,
+                        __global float *c, uint coff, __global const float *bias, uint boff,
+                        int bias_on, int relu) {
   uint e = get_global_id(0);
-  if (e >= n)
+  if (e >= mn)
     return;
   float s = 0.0f;
   for (uint z = 0; z < splits; z++)
-    s += part[(size_t)z * n + e];
-  g[woff + e] = s;
+    s += part[(size_t)z * mn + e];
+  if (bias_on)
+    s += bias[boff + e % n];
+  c[coff + e] = relu ? fmax(s, 0.0f) : s;
 }

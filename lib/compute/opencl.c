@@ -17,12 +17,12 @@
 
 enum {
   K_BIAS_ACT, K_SOFTMAX_XENT, K_SUM_ROWS, K_RELU_BACK, K_SGD, K_TO_HALF, K_FROM_HALF, K_COL_SUMS,
-  K_WGRAD_SMALL, K_SUM_PARTS, K_WGRAD_TILES, K_COUNT /* (wgrad_tiles last: its own work-group size) */
+  K_WGRAD_SMALL, K_SUM_PARTS, K_GEMM_TILES, K_COUNT /* (gemm_tiles last: its own work-group size) */
 };
 static const char *const kernel_names[K_COUNT] = {
-    "bias_act", "softmax_xent", "sum_rows",    "relu_back", "sgd",        "to_half",
-    "from_half", "col_sums",    "wgrad_small", "sum_parts", "wgrad_tiles"};
-/* wgrad_tiles' shape (kernels.cl's TILE and CHUNK; 16 x 16 work-items) */
+    "bias_act", "softmax_xent", "sum_rows",    "relu_back", "sgd",       "to_half",
+    "from_half", "col_sums",    "wgrad_small", "sum_parts", "gemm_tiles"};
+/* gemm_tiles' shape (kernels.cl's TILE and CHUNK; 16 x 16 work-items) */
 #define TILE 64
 #define CHUNK 16
 /* wgrad_small's limit (kernels.cl's SMALL_OUT) on a layer's outputs */
@@ -49,8 +49,8 @@ struct ocl {
   cl_mem ycur;   /* the labels forward took */
   cl_mem grad16; /* the gradient in 16 bits (rlx_model_grad_half), made at first use */
   cl_mem gemm_tmp;                    /* CLBlast's scratch, allocated once, not per call */
-  int tiles_ok;                       /* the device runs wgrad_tiles' 256 work-items */
-  cl_mem part;                        /* wgrad_tiles' partial tiles, made at first need */
+  int tiles_ok;                       /* the device runs gemm_tiles' 256 work-items */
+  cl_mem part;                        /* gemm_tiles' partial products, made at first need */
   size_t part_bytes;
   size_t gemm_tmp_bytes;
   cl_mem act[RLX__MAX_LAYERS + 1];    /* act[0] aliases x */
@@ -343,6 +343,76 @@ static int ocl_prefetch(struct rlx__backend *b, const float *x, const int32_t *y
   return RLX_OK;
 }
 
+/* One of gemm_tiles' products (kernels.cl says what a_k and b_k mean),
+ * C = A B over k into c at coff (m x n), then bias (at params + boff, when
+ * bias_on) and ReLU: k split in 2, 4 or 8 when the product has too few
+ * tiles to fill the device (fewer than 256 work-groups), each split at
+ * least 64 deep, then sum_parts. */
+struct tiles {
+  cl_mem a, b, c;
+  cl_uint a_off, lda, b_off, ldb, coff, m, n, k;
+  cl_int a_k, b_k, bias_on, relu;
+  cl_uint boff;
+};
+
+static int gemm_tiles(struct ocl *o, const char *what, int layer, const struct tiles *t) {
+  cl_uint splits = 1, mn = t->m * t->n;
+  size_t ntiles = (size_t)((t->n + TILE - 1) / TILE) * ((t->m + TILE - 1) / TILE);
+  while (ntiles * splits < 256 && splits < 8 && t->k / (2 * splits) >= 64)
+    splits *= 2;
+  cl_uint per = (t->k + splits - 1) / splits;
+  per = (per + CHUNK - 1) / CHUNK * CHUNK;
+  int bad = 0;
+  size_t need = splits > 1 ? sizeof(float) * splits * mn : 0;
+  if (need > o->part_bytes) {
+    if (o->part)
+      clReleaseMemObject(o->part);
+    if ((o->part = alloc(o, need, &bad)) == NULL || bad) {
+      o->part_bytes = 0;
+      return rlx__err(RLX_ERR_NOMEM, "%s: no device memory for %u partial products",
+                      o->base.name, splits);
+    }
+    o->part_bytes = need;
+  }
+  cl_mem part = o->part ? o->part : t->c; /* (one split: part is not read) */
+  ARG(o, K_GEMM_TILES, 0, t->a);
+  ARG(o, K_GEMM_TILES, 1, t->a_off);
+  ARG(o, K_GEMM_TILES, 2, t->lda);
+  ARG(o, K_GEMM_TILES, 3, t->a_k);
+  ARG(o, K_GEMM_TILES, 4, t->b);
+  ARG(o, K_GEMM_TILES, 5, t->b_off);
+  ARG(o, K_GEMM_TILES, 6, t->ldb);
+  ARG(o, K_GEMM_TILES, 7, t->b_k);
+  ARG(o, K_GEMM_TILES, 8, t->m);
+  ARG(o, K_GEMM_TILES, 9, t->n);
+  ARG(o, K_GEMM_TILES, 10, t->k);
+  ARG(o, K_GEMM_TILES, 11, t->c);
+  ARG(o, K_GEMM_TILES, 12, t->coff);
+  ARG(o, K_GEMM_TILES, 13, part);
+  ARG(o, K_GEMM_TILES, 14, per);
+  ARG(o, K_GEMM_TILES, 15, o->params);
+  ARG(o, K_GEMM_TILES, 16, t->boff);
+  ARG(o, K_GEMM_TILES, 17, t->bias_on);
+  ARG(o, K_GEMM_TILES, 18, t->relu);
+  size_t local[3] = {16, 16, 1};
+  size_t global[3] = {(t->n + TILE - 1) / TILE * 16, (t->m + TILE - 1) / TILE * 16, splits};
+  CL_TRY(o, "gemm_tiles", clEnqueueNDRangeKernel(o->q, o->k[K_GEMM_TILES], 3, NULL, global, local,
+                                                 0, NULL, PEV(o, what, layer)));
+  if (splits == 1)
+    return RLX_OK;
+  ARG(o, K_SUM_PARTS, 0, o->part);
+  ARG(o, K_SUM_PARTS, 1, splits);
+  ARG(o, K_SUM_PARTS, 2, mn);
+  ARG(o, K_SUM_PARTS, 3, t->n);
+  ARG(o, K_SUM_PARTS, 4, t->c);
+  ARG(o, K_SUM_PARTS, 5, t->coff);
+  ARG(o, K_SUM_PARTS, 6, o->params);
+  ARG(o, K_SUM_PARTS, 7, t->boff);
+  ARG(o, K_SUM_PARTS, 8, t->bias_on);
+  ARG(o, K_SUM_PARTS, 9, t->relu);
+  return launch(o, K_SUM_PARTS, mn, layer);
+}
+
 /* Batch in, forward through every layer, then softmax cross-entropy and
  * the per-batch sums; the logits' gradient lands in dz when want_dz. */
 static int forward(struct ocl *o, const float *x, const int32_t *y, int batch, int want_dz) {
@@ -352,6 +422,14 @@ static int forward(struct ocl *o, const float *x, const int32_t *y, int batch, i
     return rc;
   for (int l = 0; l < lo->nlayers; l++) {
     cl_uint in = (cl_uint)lo->sizes[l], out = (cl_uint)lo->sizes[l + 1];
+    if (o->tiles_ok) { /* act W^T, then the bias and ReLU, in one */
+      struct tiles t = {.a = o->act[l], .lda = in, .b = o->params, .b_off = (cl_uint)lo->w_off[l],
+                        .ldb = in, .c = o->act[l + 1], .m = (cl_uint)batch, .n = out, .k = in,
+                        .bias_on = 1, .boff = (cl_uint)lo->b_off[l], .relu = l + 1 < lo->nlayers};
+      if ((rc = gemm_tiles(o, "forward", l, &t)) != RLX_OK)
+        return rc;
+      continue;
+    }
     if ((rc = gemm(o, "forward", l, CLBlastTransposeNo, CLBlastTransposeYes, (size_t)batch, out, in,
                    o->act[l], 0, in, o->params, lo->w_off[l], in, o->act[l + 1], 0, out)) != RLX_OK)
       return rc;
@@ -412,54 +490,6 @@ static int round_layer(struct ocl *o, int l, cl_uint bf16, cl_event after, cl_ev
   return RLX_OK;
 }
 
-/* wgrad_tiles for layer l: the rows split in 2, 4 or 8 when the layer has
- * too few tiles to fill the device (fewer than 256 work-groups), each
- * split at least 64 rows, then sum_parts. */
-static int weight_grad_tiles(struct ocl *o, int l, int batch, cl_mem dz) {
-  const struct rlx__layout *lo = o->base.lo;
-  cl_uint in = (cl_uint)lo->sizes[l], out = (cl_uint)lo->sizes[l + 1], rows = (cl_uint)batch;
-  cl_uint woff = (cl_uint)lo->w_off[l], splits = 1, n = out * in;
-  size_t tiles = (size_t)((in + TILE - 1) / TILE) * ((out + TILE - 1) / TILE);
-  while (tiles * splits < 256 && splits < 8 && rows / (2 * splits) >= 64)
-    splits *= 2;
-  cl_uint per = (rows + splits - 1) / splits;
-  per = (per + CHUNK - 1) / CHUNK * CHUNK;
-  int bad = 0;
-  size_t need = splits > 1 ? sizeof(float) * splits * n : 0;
-  if (need > o->part_bytes) {
-    if (o->part)
-      clReleaseMemObject(o->part);
-    if ((o->part = alloc(o, need, &bad)) == NULL || bad) {
-      o->part_bytes = 0;
-      return rlx__err(RLX_ERR_NOMEM, "%s: no device memory for %u partial weight gradients",
-                      o->base.name, splits);
-    }
-    o->part_bytes = need;
-  }
-  cl_mem part = o->part ? o->part : o->grad; /* (one split: part is not read) */
-  ARG(o, K_WGRAD_TILES, 0, dz);
-  ARG(o, K_WGRAD_TILES, 1, o->act[l]);
-  ARG(o, K_WGRAD_TILES, 2, rows);
-  ARG(o, K_WGRAD_TILES, 3, out);
-  ARG(o, K_WGRAD_TILES, 4, in);
-  ARG(o, K_WGRAD_TILES, 5, o->grad);
-  ARG(o, K_WGRAD_TILES, 6, woff);
-  ARG(o, K_WGRAD_TILES, 7, part);
-  ARG(o, K_WGRAD_TILES, 8, per);
-  size_t local[3] = {16, 16, 1};
-  size_t global[3] = {(in + TILE - 1) / TILE * 16, (out + TILE - 1) / TILE * 16, splits};
-  CL_TRY(o, "wgrad_tiles", clEnqueueNDRangeKernel(o->q, o->k[K_WGRAD_TILES], 3, NULL, global, local,
-                                                  0, NULL, PEV(o, "weight gradient", l)));
-  if (splits == 1)
-    return RLX_OK;
-  ARG(o, K_SUM_PARTS, 0, o->part);
-  ARG(o, K_SUM_PARTS, 1, splits);
-  ARG(o, K_SUM_PARTS, 2, n);
-  ARG(o, K_SUM_PARTS, 3, o->grad);
-  ARG(o, K_SUM_PARTS, 4, woff);
-  return launch(o, K_SUM_PARTS, n, l);
-}
-
 /* Layer l's weight gradient into o->grad from its output's gradient dz
  * (batch x out) and its input: a product over the batch, wgrad_tiles'
  * (CLBlast's where the device cannot run it) but for a layer of few
@@ -468,8 +498,11 @@ static int weight_grad(struct ocl *o, int l, int batch, cl_mem dz) {
   const struct rlx__layout *lo = o->base.lo;
   cl_uint in = (cl_uint)lo->sizes[l], out = (cl_uint)lo->sizes[l + 1], rows = (cl_uint)batch;
   cl_uint woff = (cl_uint)lo->w_off[l];
-  if (out > SMALL_OUT && o->tiles_ok)
-    return weight_grad_tiles(o, l, batch, dz);
+  if (out > SMALL_OUT && o->tiles_ok) { /* dz^T a: both k-major (k = the batch's rows) */
+    struct tiles t = {.a = dz, .lda = out, .a_k = 1, .b = o->act[l], .ldb = in, .b_k = 1,
+                      .c = o->grad, .coff = woff, .m = out, .n = in, .k = rows};
+    return gemm_tiles(o, "weight gradient", l, &t);
+  }
   if (out > SMALL_OUT || o->wg < 16)
     return gemm(o, "weight gradient", l, CLBlastTransposeYes, CLBlastTransposeNo, out, in,
                 (size_t)batch, dz, 0, out, o->act[l], 0, in, o->grad, lo->w_off[l], in);
@@ -548,8 +581,13 @@ static int backprop(struct ocl *o, const float *x, const int32_t *y, int batch, 
     }
     if (l == 0)
       break;
-    if ((rc = gemm(o, "backward", l, CLBlastTransposeNo, CLBlastTransposeNo, (size_t)batch, in, out,
-                   dz, 0, out, o->params, lo->w_off[l], in, dprev, 0, in)) != RLX_OK)
+    struct tiles t = {.a = dz, .lda = (cl_uint)out, .b = o->params, .b_off = (cl_uint)lo->w_off[l],
+                      .ldb = (cl_uint)in, .b_k = 1, .c = dprev, .m = (cl_uint)batch,
+                      .n = (cl_uint)in, .k = (cl_uint)out};
+    if ((rc = o->tiles_ok ? gemm_tiles(o, "backward", l, &t)
+                          : gemm(o, "backward", l, CLBlastTransposeNo, CLBlastTransposeNo,
+                                 (size_t)batch, in, out, dz, 0, out, o->params, lo->w_off[l], in,
+                                 dprev, 0, in)) != RLX_OK)
       return rc;
     cl_uint n = (cl_uint)((size_t)batch * in);
     ARG(o, K_RELU_BACK, 0, dprev);
@@ -557,9 +595,9 @@ static int backprop(struct ocl *o, const float *x, const int32_t *y, int batch, 
     ARG(o, K_RELU_BACK, 2, n);
     if ((rc = launch(o, K_RELU_BACK, n, l)) != RLX_OK)
       return rc;
-    cl_mem t = dz;
+    cl_mem swap = dz;
     dz = dprev;
-    dprev = t;
+    dprev = swap;
   }
   return RLX_OK;
 }
@@ -905,11 +943,11 @@ int rlx__opencl_create(const struct rlx__layout *lo, float momentum, int index, 
   /* The largest power of two the device and our kernels allow, up to 256. */
   size_t maxwg = 1, kwg = 1;
   clGetDeviceInfo(devs[d].id, CL_DEVICE_MAX_WORK_GROUP_SIZE, sizeof maxwg, &maxwg, NULL);
-  for (int i = 0; i < K_WGRAD_TILES; i++)
+  for (int i = 0; i < K_GEMM_TILES; i++)
     if (clGetKernelWorkGroupInfo(o->k[i], devs[d].id, CL_KERNEL_WORK_GROUP_SIZE, sizeof kwg, &kwg,
                                  NULL) == CL_SUCCESS && kwg < maxwg)
       maxwg = kwg;
-  o->tiles_ok = clGetKernelWorkGroupInfo(o->k[K_WGRAD_TILES], devs[d].id,
+  o->tiles_ok = clGetKernelWorkGroupInfo(o->k[K_GEMM_TILES], devs[d].id,
                                          CL_KERNEL_WORK_GROUP_SIZE, sizeof kwg, &kwg,
                                          NULL) == CL_SUCCESS && kwg >= 256;
   for (o->wg = 1; o->wg * 2 <= maxwg && o->wg < 256; o->wg *= 2)
