@@ -4,14 +4,17 @@
 # one rank's fused step (forward, backward and update on the device) and
 # two ranks' steps (each layer's gradient downloaded on the transfer
 # queue, the averaged gradient written back). A bad value is refused with
-# its reason. (PoCL here; skipped without an OpenCL device.)
+# its reason. With train --prefetch (its default) the batch's upload
+# leaves the step: the step waits for a batch moved ahead instead. (PoCL
+# here; skipped without an OpenCL device.)
 . "$(dirname "$0")/lib.sh"
 row() { # row FILE NAME: the row's calls per step (rlxrun tags lines [rank] when n > 1)
   sed -n "s/^\(\[[0-9]*\] \)\{0,1\}  $2  *\([0-9.]*\) .*/\2/p" "$1" | head -n 1
 }
 for n in 1 2; do
   RLX_COMPUTE_PROFILE=1 timeout 120 "$RLXRUN" -n $n --timeout 110 "$TRAIN" --backend opencl \
-    --hidden 64 --steps 6 --train-limit 4096 >"$TMP/out" 2>&1 || { cat "$TMP/out"; fail "n=$n: train"; }
+    --hidden 64 --steps 6 --train-limit 4096 --prefetch 0 >"$TMP/out" 2>&1 ||
+    { cat "$TMP/out"; fail "n=$n: train"; }
   grep -q "computes on opencl" "$TMP/out" || { echo "skipped: no OpenCL device"; exit 77; }
   [ "$(grep -c "compute profile (opencl: .*), [0-9]* steps" "$TMP/out")" = $n ] ||
     { cat "$TMP/out"; fail "n=$n: not every rank printed its profile"; }
@@ -35,6 +38,12 @@ for n in 1 2; do
       { cat "$TMP/out"; fail "n=1: the fused step downloaded its gradient ($c per step)"; }
   fi
 done
+RLX_COMPUTE_PROFILE=1 timeout 120 "$TRAIN" --backend opencl --hidden 64 --steps 12 --train-limit 4096 \
+  >"$TMP/out" 2>&1 || { cat "$TMP/out"; fail "train --prefetch 1"; }
+p=$(row "$TMP/out" "prefetched batch")
+w=$(row "$TMP/out" "write batch")
+python3 -c "import sys; sys.exit(0 if float('${p:-0}') >= 0.75 and float('${w:-0}') <= 0.25 else 1)" ||
+  { cat "$TMP/out"; fail "--prefetch 1: $p steps per step on a batch moved ahead, $w uploaded in the step"; }
 RLX_COMPUTE_PROFILE=yes RLX_DEVICE=opencl timeout 60 "$TRAIN" --backend opencl --steps 1 \
   --train-limit 1024 >"$TMP/out" 2>&1
 grep -q 'RLX_COMPUTE_PROFILE="yes": expected 0 or 1' "$TMP/out" || { cat "$TMP/out"; fail "bad value not named"; }
