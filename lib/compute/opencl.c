@@ -1,8 +1,10 @@
 /* The OpenCL backend. Parameters, momentum, activations and gradients live
  * on the device between steps; a step moves the batch in and the flat
  * gradient out, and an update moves the averaged gradient in. Matrix
- * products are CLBlast's; kernels.cl has the rest. One in-order queue, so
- * the only waits are the reads the caller needs. */
+ * products are kernels.cl's gemm_tiles (the forward one with its bias and
+ * ReLU folded in), CLBlast's where a device cannot run it or RLX_GEMM=clblast
+ * asks (README: why, measured); kernels.cl has the rest. One in-order
+ * compute queue, so the only waits are the reads the caller needs. */
 #include <clblast_c.h>
 #include <hwloc/opencl.h>
 #include <stdio.h>
@@ -884,6 +886,21 @@ static int build(struct ocl *o, cl_device_id dev, char *why, size_t whylen) {
   return 0;
 }
 
+/* RLX_GEMM: the step's matrix products by gemm_tiles (auto, unset: where
+ * the device runs it; tiles: or fail) or by CLBlast (clblast). 0 auto, 1
+ * clblast, 2 tiles, -1 (why filled) a bad value. */
+static int gemm_wanted(char *why, size_t whylen) {
+  const char *s = getenv("RLX_GEMM");
+  if (s == NULL || *s == '\0' || strcmp(s, "auto") == 0)
+    return 0;
+  if (strcmp(s, "clblast") == 0)
+    return 1;
+  if (strcmp(s, "tiles") == 0)
+    return 2;
+  snprintf(why, whylen, "RLX_GEMM=\"%.40s\": expected auto, tiles or clblast", s);
+  return -1;
+}
+
 static cl_mem alloc(struct ocl *o, size_t bytes, int *fail) {
   cl_int e;
   cl_mem m = clCreateBuffer(o->ctx, CL_MEM_READ_WRITE, bytes ? bytes : 4, NULL, &e);
@@ -917,8 +934,8 @@ int rlx__opencl_create(const struct rlx__layout *lo, float momentum, int index, 
   cl_int e;
   cl_context_properties props[] = {CL_CONTEXT_PLATFORM, (cl_context_properties)devs[d].platform,
                                    0};
-  int profile = rlx__cl_prof_wanted(why, whylen);
-  if (profile < 0)
+  int profile = rlx__cl_prof_wanted(why, whylen), gemm_choice = gemm_wanted(why, whylen);
+  if (profile < 0 || gemm_choice < 0)
     goto fail;
   if (profile && (o->prof = rlx__cl_prof_new()) == NULL) {
     snprintf(why, whylen, "out of memory");
@@ -950,6 +967,13 @@ int rlx__opencl_create(const struct rlx__layout *lo, float momentum, int index, 
   o->tiles_ok = clGetKernelWorkGroupInfo(o->k[K_GEMM_TILES], devs[d].id,
                                          CL_KERNEL_WORK_GROUP_SIZE, sizeof kwg, &kwg,
                                          NULL) == CL_SUCCESS && kwg >= 256;
+  if (gemm_choice == 1)
+    o->tiles_ok = 0;
+  if (gemm_choice == 2 && !o->tiles_ok) {
+    snprintf(why, whylen, "%s: RLX_GEMM=tiles: the device cannot run gemm_tiles' 256 work-items",
+             o->base.name);
+    goto fail;
+  }
   for (o->wg = 1; o->wg * 2 <= maxwg && o->wg < 256; o->wg *= 2)
     ;
   size_t B = (size_t)lo->max_batch, P = sizeof(float) * lo->nparams;

@@ -6,7 +6,8 @@
 # queue, the averaged gradient written back). A bad value is refused with
 # its reason. With train --prefetch (its default) the batch's upload
 # leaves the step: the step waits for a batch moved ahead instead. (PoCL
-# here; skipped without an OpenCL device.)
+# here; skipped without an OpenCL device.) RLX_GEMM chooses the products'
+# kernels.
 . "$(dirname "$0")/lib.sh"
 row() { # row FILE NAME: the row's calls per step (rlxrun tags lines [rank] when n > 1)
   sed -n "s/^\(\[[0-9]*\] \)\{0,1\}  $2  *\([0-9.]*\) .*/\2/p" "$1" | head -n 1
@@ -44,6 +45,18 @@ p=$(row "$TMP/out" "prefetched batch")
 w=$(row "$TMP/out" "write batch")
 python3 -c "import sys; sys.exit(0 if float('${p:-0}') >= 0.75 and float('${w:-0}') <= 0.25 else 1)" ||
   { cat "$TMP/out"; fail "--prefetch 1: $p steps per step on a batch moved ahead, $w uploaded in the step"; }
+# RLX_GEMM: the products by CLBlast (the forward's bias and ReLU then a
+# kernel of their own) or by gemm_tiles (folded in); the same parameters
+# within 1e-5 after 20 steps; a bad value is named.
+for g in clblast tiles; do
+  RLX_GEMM=$g RLX_COMPUTE_PROFILE=1 timeout 120 "$TRAIN" --backend opencl --hidden 64 --steps 20 \
+    --train-limit 4096 --dump-params "$TMP/p.$g" >"$TMP/out.$g" 2>&1 || { cat "$TMP/out.$g"; fail "RLX_GEMM=$g"; }
+done
+[ -n "$(row "$TMP/out.clblast" "bias_act, layer 0")" ] && [ -z "$(row "$TMP/out.tiles" "bias_act, layer 0")" ] ||
+  { cat "$TMP/out.clblast" "$TMP/out.tiles"; fail "RLX_GEMM did not choose the products' kernels"; }
+d=$(params_close "$TMP/p.clblast" "$TMP/p.tiles") || fail "RLX_GEMM clblast and tiles differ by $d"
+RLX_GEMM=fast timeout 60 "$TRAIN" --backend opencl --steps 1 --train-limit 1024 >"$TMP/out" 2>&1
+grep -q 'RLX_GEMM="fast": expected auto, tiles or clblast' "$TMP/out" || { cat "$TMP/out"; fail "bad RLX_GEMM not named"; }
 RLX_COMPUTE_PROFILE=yes RLX_DEVICE=opencl timeout 60 "$TRAIN" --backend opencl --steps 1 \
   --train-limit 1024 >"$TMP/out" 2>&1
 grep -q 'RLX_COMPUTE_PROFILE="yes": expected 0 or 1' "$TMP/out" || { cat "$TMP/out"; fail "bad value not named"; }

@@ -74,3 +74,17 @@ join_file() {
   wait_for "$1" "rlxrun --join .* -n K" 1 "${2:-30}"
   sed -n 's/.*rlxrun --join \([^ ]*\) -n K.*/\1/p' "$1"
 }
+
+# params_close A B: two float32 parameter files (train --dump-params) equal
+# within 1e-5 relative to the largest; prints the difference.
+params_close() {
+  python3 - "$1" "$2" <<'PY'
+import array, sys
+a, b = array.array("f"), array.array("f")
+a.frombytes(open(sys.argv[1], "rb").read()); b.frombytes(open(sys.argv[2], "rb").read())
+m = max(abs(v) for v in a)
+d = max(abs(x - y) for x, y in zip(a, b)) / m
+print("%.2e" % d)
+sys.exit(0 if len(a) == len(b) and d <= 1e-5 else 1)
+PY
+}

@@ -7,17 +7,6 @@
 # layers; a rank killed while buckets fly fails every survivor, which
 # shrink and go on (--elastic), within 2 s.
 . "$(dirname "$0")/lib.sh"
-same() { # same A B: float32 files equal within 1e-5 relative
-  python3 - "$1" "$2" <<'PY'
-import array, sys
-a, b = array.array("f"), array.array("f")
-a.frombytes(open(sys.argv[1], "rb").read()); b.frombytes(open(sys.argv[2], "rb").read())
-m = max(abs(v) for v in a)
-d = max(abs(x - y) for x, y in zip(a, b)) / m
-print("%.2e" % d)
-sys.exit(0 if len(a) == len(b) and d <= 1e-5 else 1)
-PY
-}
 for be in cpu opencl; do
   for n in 1 4; do
     for case in "256 1" "100,30 13"; do
@@ -31,7 +20,7 @@ for be in cpu opencl; do
         echo "skipped OpenCL: no device"; break 2
       fi
       run $1 $2
-      d=$(same "$TMP/p.0" "$TMP/p.$2") || fail "$be n=$n hidden $1: buckets and the serial step differ by $d"
+      d=$(params_close "$TMP/p.0" "$TMP/p.$2") || fail "$be n=$n hidden $1: buckets and the serial step differ by $d"
       echo "$be, $n rank(s), hidden $1, --bucket-kb $2: parameters within $d of the serial step's"
     done
   done
