@@ -337,6 +337,7 @@ static int ocl_prefetch(struct rlx__backend *b, const float *x, const int32_t *y
   CL_TRY(o, "prefetch batch",
          clEnqueueWriteBuffer(o->tq, xs, CL_FALSE, 0, sizeof(float) * (size_t)batch * lo->sizes[0],
                               x, 0, NULL, &o->pf[s].ev)); /* (tq is in order: the labels are in too) */
+  prof_keep(o, "prefetch batch", -1, 1, o->pf[s].ev);
   o->pf[s].x = x;
   o->pf[s].y = y;
   o->pf[s].batch = batch;
