@@ -98,8 +98,10 @@ START_TEST(cpu_gradient_matches_finite_differences) {
 END_TEST
 
 /* OpenCL against C: shapes and batches that are no multiple of any tile,
- * then seeded random ones. */
-START_TEST(opencl_matches_cpu_on_awkward_shapes) {
+ * then seeded random ones; the matrix products by gemm_tiles and by
+ * CLBlast (RLX_GEMM; auto: CLBlast on PoCL's CPU device). */
+static void awkward_shapes(const char *gemm) {
+  setenv("RLX_GEMM", gemm, 1);
   int shapes[8][5] = {{3, 13, 37, 5, 0}, {4, 100, 65, 33, 7}, {3, 784, 129, 10, 0},
                       {2, 3, 2, 0, 0}};
   uint64_t rng = 2026;
@@ -117,7 +119,8 @@ START_TEST(opencl_matches_cpu_on_awkward_shapes) {
     const int *sizes = shapes[s] + 1;
     rlx_model_t *c = make(sizes, ns, 257, "cpu", 0.9f), *o = make(sizes, ns, 257, "opencl", 0.9f);
     ck_assert_msg(!strncmp(rlx_model_backend(o), "opencl", 6) && !rlx_model_fallback(o),
-                  "OpenCL not in use: %s", rlx_model_fallback(o) ? rlx_model_fallback(o) : "?");
+                  "RLX_GEMM=%s: OpenCL not in use: %s", gemm,
+                  rlx_model_fallback(o) ? rlx_model_fallback(o) : "?");
     size_t n = rlx_model_nparams(c);
     float *p = malloc(n * 4), *gc = malloc(n * 4), *go = malloc(n * 4), *pc = malloc(n * 4),
           *po = malloc(n * 4);
@@ -136,7 +139,7 @@ START_TEST(opencl_matches_cpu_on_awkward_shapes) {
       ck_assert_int_eq(rlx_model_grad(c, x, y, B, gc, &lc, &kc), RLX_OK);
       ck_assert_int_eq(rlx_model_grad(o, x, y, B, go, &lo, &ko), RLX_OK);
       double r = rel(go, gc, n);
-      ck_assert_msg(r < 1e-4, "shape %zu batch %d: gradients differ by %g", s, B, r);
+      ck_assert_msg(r < 1e-4, "RLX_GEMM=%s shape %zu batch %d: gradients differ by %g", gemm, s, B, r);
       ck_assert_msg(fabs(lc - lo) < 1e-4 * fabs(lc), "loss %g vs %g", lc, lo);
       ck_assert_int_eq(kc, ko);
       ck_assert_int_eq(rlx_model_apply(c, gc, 0.1f), RLX_OK);
@@ -160,6 +163,12 @@ START_TEST(opencl_matches_cpu_on_awkward_shapes) {
     rlx_model_free(&c);
     rlx_model_free(&o);
   }
+  unsetenv("RLX_GEMM");
+}
+
+START_TEST(opencl_matches_cpu_on_awkward_shapes) {
+  awkward_shapes("tiles");
+  awkward_shapes("clblast");
 }
 END_TEST
 
