@@ -38,15 +38,15 @@ struct ocl {
   cl_program prog;
   cl_kernel k[K_COUNT];
   size_t wg;                          /* work-group size for 1-D launches */
-  cl_mem params, velocity, grad, x, y, dz, dz2, row_loss, row_ok, stats;
-  cl_mem x2, y2; /* a second input slot for rlx_model_prefetch, made at its first call */
+  cl_mem params, velocity, grad, dz, dz2, row_loss, row_ok, stats;
+  cl_mem xin[2], yin[2]; /* the batch's input slots ([1]: made at rlx_model_prefetch's first call) */
   struct {
     const float *x;
     const int32_t *y;
     int batch;
     unsigned long order; /* the oldest match is used first (the same buffers for every step) */
     cl_event ev; /* its upload on tq; NULL: the slot waits for nobody */
-  } pf[2];       /* batches prefetched into slot 0 (x, y) and 1 (x2, y2), not yet used */
+  } pf[2];       /* batches prefetched into each input slot, not yet used */
   unsigned long pf_count;
   cl_mem ycur;   /* the labels forward took */
   cl_mem grad16; /* the gradient in 16 bits (rlx_model_grad_half), made at first use */
@@ -55,7 +55,7 @@ struct ocl {
   cl_mem part;                        /* gemm_tiles' partial products, made at first need */
   size_t part_bytes;
   size_t gemm_tmp_bytes;
-  cl_mem act[RLX__MAX_LAYERS + 1];    /* act[0] aliases x */
+  cl_mem act[RLX__MAX_LAYERS + 1];    /* act[0]: the input slot of the batch in use */
   struct { cl_mem mem; float *ptr; } pinned[4]; /* mapped for their lifetime */
   struct rlx__cl_prof *prof;          /* RLX_COMPUTE_PROFILE=1, else NULL */
 };
@@ -149,9 +149,9 @@ static void ocl_destroy(struct rlx__backend *b) {
     rlx__cl_prof_report(o->prof, o->base.name);
     rlx__cl_prof_free(o->prof);
   }
-  cl_mem *mems[] = {&o->params, &o->velocity, &o->grad,  &o->x,        &o->y,
-                    &o->dz,     &o->dz2,      &o->row_loss, &o->row_ok,
-                    &o->stats,  &o->gemm_tmp, &o->grad16, &o->x2, &o->y2, &o->part};
+  cl_mem *mems[] = {&o->params,  &o->velocity, &o->grad,     &o->xin[0], &o->yin[0],
+                    &o->xin[1],  &o->yin[1],   &o->dz,       &o->dz2,    &o->row_loss,
+                    &o->row_ok,  &o->stats,    &o->gemm_tmp, &o->grad16, &o->part};
   for (size_t i = 0; i < RLX__ARRAY_SIZE(mems); i++)
     if (*mems[i])
       clReleaseMemObject(*mems[i]);
@@ -264,11 +264,26 @@ static int ocl_velocity(struct rlx__backend *b, float *v, int set) {
 
 static cl_mem alloc(struct ocl *o, size_t bytes, int *fail);
 
+/* The batch's upload into input slot s on queue q (after: an event to
+ * wait for first, or NULL): the labels, then the rows, whose event goes
+ * to *done (NULL: none). */
+static int upload(struct ocl *o, cl_command_queue q, int s, const float *x, const int32_t *y,
+                  int batch, cl_event after, cl_event *done) {
+  CL_TRY(o, "write labels",
+         clEnqueueWriteBuffer(q, o->yin[s], CL_FALSE, 0, sizeof(int32_t) * (size_t)batch, y,
+                              after ? 1 : 0, after ? &after : NULL,
+                              q == o->q ? PEV(o, "write labels", -1) : NULL));
+  CL_TRY(o, "write batch",
+         clEnqueueWriteBuffer(q, o->xin[s], CL_FALSE, 0,
+                              sizeof(float) * (size_t)batch * o->base.lo->sizes[0], x, 0, NULL,
+                              done));
+  return RLX_OK;
+}
+
 /* The batch on the device: the slot rlx_model_prefetch moved it into
  * (the compute queue waits for that upload), else uploaded now into a slot
  * no prefetched batch waits in. act[0] and ycur then name it. */
 static int batch_in(struct ocl *o, const float *x, const int32_t *y, int batch) {
-  const struct rlx__layout *lo = o->base.lo;
   int m = -1;
   for (int s = 0; s < 2; s++)
     if (o->pf[s].ev && o->pf[s].x == x && o->pf[s].y == y && o->pf[s].batch == batch &&
@@ -280,28 +295,20 @@ static int batch_in(struct ocl *o, const float *x, const int32_t *y, int batch) 
     o->pf[m].ev = NULL;
     if (e != CL_SUCCESS)
       return cl_fail(o, "wait for the prefetched batch", e);
-    o->act[0] = m ? o->x2 : o->x;
-    o->ycur = m ? o->y2 : o->y;
-    return RLX_OK;
+  } else {
+    /* slot 0 unless a batch waits there; both waiting (for other steps):
+     * slot 0's is dropped, once its upload is done */
+    m = o->pf[0].ev != NULL && o->pf[1].ev == NULL;
+    cl_event after = o->pf[m].ev;
+    o->pf[m].ev = NULL;
+    int rc = upload(o, o->q, m, x, y, batch, after, PEV(o, "write batch", -1));
+    if (after)
+      clReleaseEvent(after);
+    if (rc != RLX_OK)
+      return rc;
   }
-  /* slot 0 unless a batch waits there; both waiting (for other steps):
-   * slot 0's is dropped, once its upload is done */
-  int s = o->pf[0].ev != NULL && o->pf[1].ev == NULL;
-  cl_event after = o->pf[s].ev;
-  o->pf[s].ev = NULL;
-  cl_mem xs = s ? o->x2 : o->x, ys = s ? o->y2 : o->y;
-  cl_int e = clEnqueueWriteBuffer(o->q, xs, CL_FALSE, 0,
-                                  sizeof(float) * (size_t)batch * lo->sizes[0], x, after ? 1 : 0,
-                                  after ? &after : NULL, PEV(o, "write batch", -1));
-  if (after)
-    clReleaseEvent(after);
-  if (e != CL_SUCCESS)
-    return cl_fail(o, "write batch", e);
-  CL_TRY(o, "write labels", clEnqueueWriteBuffer(o->q, ys, CL_FALSE, 0,
-                                                 sizeof(int32_t) * (size_t)batch, y, 0, NULL,
-                                                 PEV(o, "write labels", -1)));
-  o->act[0] = xs;
-  o->ycur = ys;
+  o->act[0] = o->xin[m];
+  o->ycur = o->yin[m];
   return RLX_OK;
 }
 
@@ -320,9 +327,9 @@ static int ocl_prefetch(struct rlx__backend *b, const float *x, const int32_t *y
       }
     return RLX_OK;
   }
-  if (o->x2 == NULL) {
-    o->x2 = alloc(o, sizeof(float) * (size_t)lo->max_batch * lo->sizes[0], &bad);
-    o->y2 = alloc(o, sizeof(int32_t) * (size_t)lo->max_batch, &bad);
+  if (o->xin[1] == NULL) {
+    o->xin[1] = alloc(o, sizeof(float) * (size_t)lo->max_batch * lo->sizes[0], &bad);
+    o->yin[1] = alloc(o, sizeof(int32_t) * (size_t)lo->max_batch, &bad);
     if (bad)
       return rlx__err(RLX_ERR_NOMEM, "%s: no device memory for a second batch", o->base.name);
   }
@@ -330,13 +337,9 @@ static int ocl_prefetch(struct rlx__backend *b, const float *x, const int32_t *y
   if (s < 0)
     return rlx__err(RLX_ERR_ARG, "rlx_model_prefetch: two batches already wait for their steps "
                     "(prefetch with x NULL drops them)");
-  cl_mem xs = s ? o->x2 : o->x, ys = s ? o->y2 : o->y;
-  CL_TRY(o, "prefetch labels", clEnqueueWriteBuffer(o->tq, ys, CL_FALSE, 0,
-                                                    sizeof(int32_t) * (size_t)batch, y, 0, NULL,
-                                                    NULL));
-  CL_TRY(o, "prefetch batch",
-         clEnqueueWriteBuffer(o->tq, xs, CL_FALSE, 0, sizeof(float) * (size_t)batch * lo->sizes[0],
-                              x, 0, NULL, &o->pf[s].ev)); /* (tq is in order: the labels are in too) */
+  int rc = upload(o, o->tq, s, x, y, batch, NULL, &o->pf[s].ev);
+  if (rc != RLX_OK)
+    return rc;
   prof_keep(o, "prefetch batch", -1, 1, o->pf[s].ev);
   o->pf[s].x = x;
   o->pf[s].y = y;
@@ -982,8 +985,8 @@ int rlx__opencl_create(const struct rlx__layout *lo, float momentum, int index, 
   o->params = alloc(o, P, &bad);
   o->velocity = alloc(o, P, &bad);
   o->grad = alloc(o, P, &bad);
-  o->x = alloc(o, sizeof(float) * B * lo->sizes[0], &bad);
-  o->y = alloc(o, sizeof(int32_t) * B, &bad);
+  o->xin[0] = alloc(o, sizeof(float) * B * lo->sizes[0], &bad);
+  o->yin[0] = alloc(o, sizeof(int32_t) * B, &bad);
   o->dz = alloc(o, sizeof(float) * B * lo->max_width, &bad);
   o->dz2 = alloc(o, sizeof(float) * B * lo->max_width, &bad);
   o->row_loss = alloc(o, sizeof(float) * B, &bad);
@@ -991,8 +994,8 @@ int rlx__opencl_create(const struct rlx__layout *lo, float momentum, int index, 
   o->stats = alloc(o, 2 * sizeof(float), &bad);
   for (int l = 1; l <= lo->nlayers; l++)
     o->act[l] = alloc(o, sizeof(float) * B * lo->sizes[l], &bad);
-  o->act[0] = o->x;
-  o->ycur = o->y;
+  o->act[0] = o->xin[0];
+  o->ycur = o->yin[0];
   if (!bad && (o->gemm_tmp_bytes = gemm_scratch(o)) > 0)
     o->gemm_tmp = alloc(o, o->gemm_tmp_bytes, &bad);
   if (bad) {
@@ -1004,7 +1007,7 @@ int rlx__opencl_create(const struct rlx__layout *lo, float momentum, int index, 
    * NaN in fresh device memory would survive into C (seen on PoCL in a
    * forked process: validation caught it as an infinite bias gradient). */
   float zero = 0.0f;
-  cl_mem all[] = {o->params, o->velocity, o->grad, o->x, o->dz, o->dz2, o->row_loss, o->row_ok};
+  cl_mem all[] = {o->params, o->velocity, o->grad, o->xin[0], o->dz, o->dz2, o->row_loss, o->row_ok};
   size_t sizes[] = {P, P, P, sizeof(float) * B * lo->sizes[0], sizeof(float) * B * lo->max_width,
                     sizeof(float) * B * lo->max_width, sizeof(float) * B, sizeof(float) * B};
   e = CL_SUCCESS;
