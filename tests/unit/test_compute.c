@@ -53,6 +53,40 @@ static int models_on(const char *dev, const int *sizes, int ns, int batch, rlx_m
   return 1;
 }
 
+/* Two fresh models alike on a backend (0 without OpenCL), a gradient
+ * buffer, and room for each one's parameters: tests that take the same
+ * steps two ways, then compare. */
+struct twins {
+  rlx_model_t *a, *b;
+  size_t n;
+  float *g, *pa, *pb;
+};
+
+static int twins_on(const char *dev, const int *sizes, int ns, int batch, struct twins *t) {
+  if (!models_on(dev, sizes, ns, batch, &t->a, &t->b))
+    return 0;
+  t->n = rlx_model_nparams(t->a);
+  t->g = malloc(t->n * sizeof *t->g);
+  t->pa = malloc(t->n * sizeof *t->pa);
+  t->pb = malloc(t->n * sizeof *t->pb);
+  ck_assert(t->g && t->pa && t->pb);
+  return 1;
+}
+
+/* Both models' parameters, into pa and pb. */
+static void twins_params(struct twins *t) {
+  ck_assert_int_eq(rlx_model_get_params(t->a, t->pa), RLX_OK);
+  ck_assert_int_eq(rlx_model_get_params(t->b, t->pb), RLX_OK);
+}
+
+static void twins_free(struct twins *t) {
+  free(t->g);
+  free(t->pa);
+  free(t->pb);
+  rlx_model_free(&t->a);
+  rlx_model_free(&t->b);
+}
+
 static double mean_loss(rlx_model_t *m, const float *x, const int32_t *y, int b) {
   double s = 0;
   long ok = 0;
@@ -315,35 +349,36 @@ START_TEST(step_matches_grad_then_apply) {
   int ok_a, ok_b;
   const char *devs[] = {"cpu", "opencl"};
   for (int d = 0; d < 2; d++) {
-    rlx_model_t *a, *b;
-    if (!models_on(devs[d], sizes, 4, B, &a, &b))
+    struct twins t;
+    if (!twins_on(devs[d], sizes, 4, B, &t))
       break; /* no OpenCL here */
-    size_t n = rlx_model_nparams(a);
-    float *g = malloc(n * sizeof *g), *pa = malloc(n * sizeof *pa), *pb = malloc(n * sizeof *pb);
     for (int step = 0; step < 6; step++) {
       fill(x, sizeof x / sizeof *x, 10 + (uint64_t)step, 1.0);
       for (int i = 0; i < B; i++)
         y[i] = (i * 7 + step) % 3;
-      ck_assert_int_eq(rlx_model_step(a, x, y, B, 0.05f, &loss_a, &ok_a), RLX_OK);
-      ck_assert_int_eq(rlx_model_grad(b, x, y, B, g, &loss_b, &ok_b), RLX_OK);
-      ck_assert_int_eq(rlx_model_apply(b, g, 0.05f), RLX_OK);
+      ck_assert_int_eq(rlx_model_step(t.a, x, y, B, 0.05f, &loss_a, &ok_a), RLX_OK);
+      ck_assert_int_eq(rlx_model_grad(t.b, x, y, B, t.g, &loss_b, &ok_b), RLX_OK);
+      ck_assert_int_eq(rlx_model_apply(t.b, t.g, 0.05f), RLX_OK);
       ck_assert_msg(fabsf(loss_a - loss_b) <= 1e-6f * fabsf(loss_b) && ok_a == ok_b,
                     "%s step %d: loss %g against %g, correct %d against %d", devs[d], step,
                     (double)loss_a, (double)loss_b, ok_a, ok_b);
     }
-    ck_assert_int_eq(rlx_model_get_params(a, pa), RLX_OK);
-    ck_assert_int_eq(rlx_model_get_params(b, pb), RLX_OK);
-    ck_assert_msg(rel(pa, pb, n) <= 1e-6, "%s: parameters differ by %g", devs[d], rel(pa, pb, n));
-    ck_assert_int_eq(rlx_model_step(a, x, y, 0, 0.05f, NULL, NULL), RLX_ERR_ARG);
-    ck_assert_int_eq(rlx_model_step(a, x, y, B, -1.0f, NULL, NULL), RLX_ERR_ARG);
-    free(g);
-    free(pa);
-    free(pb);
-    rlx_model_free(&a);
-    rlx_model_free(&b);
+    twins_params(&t);
+    ck_assert_msg(rel(t.pa, t.pb, t.n) <= 1e-6, "%s: parameters differ by %g", devs[d],
+                  rel(t.pa, t.pb, t.n));
+    ck_assert_int_eq(rlx_model_step(t.a, x, y, 0, 0.05f, NULL, NULL), RLX_ERR_ARG);
+    ck_assert_int_eq(rlx_model_step(t.a, x, y, B, -1.0f, NULL, NULL), RLX_ERR_ARG);
+    twins_free(&t);
   }
 }
 END_TEST
+
+/* prefetch_matches_plain's batch for a step (its rows and labels). */
+static void prefetch_batch(float *x, int32_t *y, int batch, int step) {
+  fill(x, (size_t)batch * 13, 30 + (uint64_t)step, 1.0);
+  for (int i = 0; i < batch; i++)
+    y[i] = (i * 5 + step) % 3;
+}
 
 /* rlx_model_prefetch: 8 steps whose batches (in two buffers, in turn)
  * were moved ahead, each while the step before ran, end with exactly the
@@ -355,76 +390,63 @@ END_TEST
 START_TEST(prefetch_matches_plain) {
   const int sizes[] = {13, 9, 3};
   const int B = 11;
-  float xs[3][11 * 13], loss_a, loss_b;
+  float xs[3][11 * 13], loss[2];
   int32_t ys[3][11];
-  int ok_a, ok_b;
+  int ok[2];
   const char *devs[] = {"cpu", "opencl"};
   for (int d = 0; d < 2; d++) {
-    rlx_model_t *a, *b;
-    if (!models_on(devs[d], sizes, 3, B, &a, &b))
+    struct twins t;
+    if (!twins_on(devs[d], sizes, 3, B, &t))
       break; /* no OpenCL here */
-    size_t n = rlx_model_nparams(a);
-    float *g = malloc(n * sizeof *g), *pa = malloc(n * sizeof *pa), *pb = malloc(n * sizeof *pb);
+    rlx_model_t *ab[2] = {t.a, t.b};
     for (int step = 0; step < 9; step++) {
       int k = step % 2;
-      fill(xs[k], 11 * 13, 30 + (uint64_t)step, 1.0);
-      for (int i = 0; i < B; i++)
-        ys[k][i] = (i * 5 + step) % 3;
-      if (step == 0)
-        ck_assert_int_eq(rlx_model_prefetch(a, xs[0], ys[0], B), RLX_OK);
+      if (step == 0) {
+        prefetch_batch(xs[0], ys[0], B, 0);
+        ck_assert_int_eq(rlx_model_prefetch(t.a, xs[0], ys[0], B), RLX_OK);
+      }
       if (step < 8) { /* the next one goes ahead now */
         int nk = (step + 1) % 2;
-        fill(xs[nk], 11 * 13, 31 + (uint64_t)step, 1.0);
-        for (int i = 0; i < B; i++)
-          ys[nk][i] = (i * 5 + step + 1) % 3;
-        ck_assert_int_eq(rlx_model_prefetch(a, xs[nk], ys[nk], B), RLX_OK);
+        prefetch_batch(xs[nk], ys[nk], B, step + 1);
+        ck_assert_int_eq(rlx_model_prefetch(t.a, xs[nk], ys[nk], B), RLX_OK);
       }
       if (step == 4) { /* two wait: a third is refused, an unprefetched batch is uploaded */
-        ck_assert_int_eq(rlx_model_prefetch(a, xs[2], ys[2], B), RLX_ERR_ARG);
+        ck_assert_int_eq(rlx_model_prefetch(t.a, xs[2], ys[2], B), RLX_ERR_ARG);
         fill(xs[2], 11 * 13, 99, 1.0);
         for (int i = 0; i < B; i++)
           ys[2][i] = i % 3;
-        ck_assert_int_eq(rlx_model_step(a, xs[2], ys[2], B, 0.05f, NULL, NULL), RLX_OK);
-        ck_assert_int_eq(rlx_model_step(b, xs[2], ys[2], B, 0.05f, NULL, NULL), RLX_OK);
+        for (int w = 0; w < 2; w++)
+          ck_assert_int_eq(rlx_model_step(ab[w], xs[2], ys[2], B, 0.05f, NULL, NULL), RLX_OK);
       }
-      if (step == 8) { /* grad + apply on a prefetched batch */
-        ck_assert_int_eq(rlx_model_grad(a, xs[k], ys[k], B, g, &loss_a, &ok_a), RLX_OK);
-        ck_assert_int_eq(rlx_model_apply(a, g, 0.05f), RLX_OK);
-      } else {
-        ck_assert_int_eq(rlx_model_step(a, xs[k], ys[k], B, 0.05f, &loss_a, &ok_a), RLX_OK);
-      }
-      if (step == 8) {
-        ck_assert_int_eq(rlx_model_grad(b, xs[k], ys[k], B, g, &loss_b, &ok_b), RLX_OK);
-        ck_assert_int_eq(rlx_model_apply(b, g, 0.05f), RLX_OK);
-      } else {
-        ck_assert_int_eq(rlx_model_step(b, xs[k], ys[k], B, 0.05f, &loss_b, &ok_b), RLX_OK);
-      }
-      ck_assert_msg(loss_a == loss_b && ok_a == ok_b, "%s step %d: loss %g against %g", devs[d],
-                    step, (double)loss_a, (double)loss_b);
+      for (int w = 0; w < 2; w++) /* the last step as grad + apply, on a prefetched batch */
+        if (step == 8) {
+          ck_assert_int_eq(rlx_model_grad(ab[w], xs[k], ys[k], B, t.g, &loss[w], &ok[w]), RLX_OK);
+          ck_assert_int_eq(rlx_model_apply(ab[w], t.g, 0.05f), RLX_OK);
+        } else {
+          ck_assert_int_eq(rlx_model_step(ab[w], xs[k], ys[k], B, 0.05f, &loss[w], &ok[w]),
+                           RLX_OK);
+        }
+      ck_assert_msg(loss[0] == loss[1] && ok[0] == ok[1], "%s step %d: loss %g against %g",
+                    devs[d], step, (double)loss[0], (double)loss[1]);
     }
-    ck_assert_int_eq(rlx_model_get_params(a, pa), RLX_OK);
-    ck_assert_int_eq(rlx_model_get_params(b, pb), RLX_OK);
-    ck_assert_msg(memcmp(pa, pb, n * sizeof *pa) == 0, "%s: parameters differ by %g", devs[d],
-                  rel(pa, pb, n));
+    twins_params(&t);
+    ck_assert_msg(memcmp(t.pa, t.pb, t.n * sizeof *t.pa) == 0, "%s: parameters differ by %g",
+                  devs[d], rel(t.pa, t.pb, t.n));
     /* evaluation on a prefetched batch; then two waiting are dropped */
     double la = 0, lb = 0;
     long ca = 0, cb = 0;
-    ck_assert_int_eq(rlx_model_prefetch(a, xs[1], ys[1], B), RLX_OK);
-    ck_assert_int_eq(rlx_model_eval(a, xs[1], ys[1], B, &la, &ca), RLX_OK);
-    ck_assert_int_eq(rlx_model_eval(b, xs[1], ys[1], B, &lb, &cb), RLX_OK);
+    ck_assert_int_eq(rlx_model_prefetch(t.a, xs[1], ys[1], B), RLX_OK);
+    ck_assert_int_eq(rlx_model_eval(t.a, xs[1], ys[1], B, &la, &ca), RLX_OK);
+    ck_assert_int_eq(rlx_model_eval(t.b, xs[1], ys[1], B, &lb, &cb), RLX_OK);
     ck_assert_msg(la == lb && ca == cb, "%s: eval %g against %g", devs[d], la, lb);
-    ck_assert_int_eq(rlx_model_prefetch(a, xs[0], ys[0], B), RLX_OK);
-    ck_assert_int_eq(rlx_model_prefetch(a, xs[1], ys[1], B), RLX_OK);
-    ck_assert_int_eq(rlx_model_prefetch(a, NULL, NULL, 0), RLX_OK);
-    ck_assert_int_eq(rlx_model_prefetch(a, xs[2], ys[2], B), RLX_OK);
-    ck_assert_int_eq(rlx_model_prefetch(a, xs[2], ys[2], B + 1), RLX_ERR_ARG);
-    ck_assert_ptr_nonnull(rlx_model_next_input_buffer(a));
-    ck_assert_ptr_ne(rlx_model_next_input_buffer(a), rlx_model_input_buffer(a));
-    free(g);
-    free(pa);
-    free(pb);
-    rlx_model_free(&a);
-    rlx_model_free(&b);
+    ck_assert_int_eq(rlx_model_prefetch(t.a, xs[0], ys[0], B), RLX_OK);
+    ck_assert_int_eq(rlx_model_prefetch(t.a, xs[1], ys[1], B), RLX_OK);
+    ck_assert_int_eq(rlx_model_prefetch(t.a, NULL, NULL, 0), RLX_OK);
+    ck_assert_int_eq(rlx_model_prefetch(t.a, xs[2], ys[2], B), RLX_OK);
+    ck_assert_int_eq(rlx_model_prefetch(t.a, xs[2], ys[2], B + 1), RLX_ERR_ARG);
+    ck_assert_ptr_nonnull(rlx_model_next_input_buffer(t.a));
+    ck_assert_ptr_ne(rlx_model_next_input_buffer(t.a), rlx_model_input_buffer(t.a));
+    twins_free(&t);
   }
 }
 END_TEST
