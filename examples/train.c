@@ -481,6 +481,16 @@ static void setup(struct run *r) {
     start_identical(r);
 }
 
+/* This rank's batch of the step that starts at example off of the epoch's
+ * order perm (DistributedSampler's cut: every size-th from rank), into x
+ * and y; idx is room for its indices. */
+static int read_batch(const struct run *r, const uint32_t *perm, uint32_t *idx, size_t off,
+                      float *x, int32_t *y) {
+  for (int j = 0; j < r->o.batch; j++)
+    idx[j] = perm[off + (size_t)j * r->size + r->rank];
+  return rlx_dataset_batch(r->train, idx, r->o.batch, x, y);
+}
+
 /* --prefetch: is this step's batch the one moved ahead during the last? */
 static int prefetched(const struct run *r) {
   return r->pre.valid && r->pre.m == r->m && r->pre.epoch == r->epoch && r->pre.off == r->off &&
@@ -592,8 +602,6 @@ int main(int argc, char **argv) {
       t0 = now_s();
       continue;
     }
-    for (int j = 0; j < r.o.batch; j++)
-      idx[j] = perm[(size_t)r.off + (size_t)j * r.size + r.rank];
     float loss;
     int ok, have_ctl = 0;
     int64_t ctl[3];
@@ -605,15 +613,13 @@ int main(int argc, char **argv) {
       r.pre.valid = 0;
     } else {
       drop_prefetched(&r);
-      if ((rc = rlx_dataset_batch(r.train, idx, r.o.batch, x, y)) != RLX_OK)
+      if ((rc = read_batch(&r, perm, idx, (size_t)r.off, x, y)) != RLX_OK)
         fail(&r, "reading a batch", rc);
     }
     /* the next step's batch, if it is in this epoch, goes ahead now */
     if (r.x2 && (size_t)r.off + 2 * G <= r.ntrain && !(r.o.steps && r.step + 1 >= r.o.steps)) {
       int nb = x == r.x;
-      for (int j = 0; j < r.o.batch; j++)
-        idx[j] = perm[(size_t)r.off + G + (size_t)j * r.size + r.rank];
-      if ((rc = rlx_dataset_batch(r.train, idx, r.o.batch, xs[nb], ys[nb])) != RLX_OK ||
+      if ((rc = read_batch(&r, perm, idx, (size_t)r.off + G, xs[nb], ys[nb])) != RLX_OK ||
           (rc = rlx_model_prefetch(r.m, xs[nb], ys[nb], r.o.batch)) != RLX_OK)
         fail(&r, "moving the next batch ahead", rc);
       r.pre.m = r.m;
