@@ -28,6 +28,13 @@ static int cmp(const void *a, const void *b) {
   return x < y ? -1 : x > y;
 }
 
+/* Step s's batch: the data set's rows from s x batch on, wrapping. */
+static void step_batch(rlx_dataset_t *ds, uint32_t *idx, int batch, int s, float *x, int32_t *y) {
+  for (int j = 0; j < batch; j++)
+    idx[j] = (uint32_t)((s * batch + j) % ds->count);
+  rlx_dataset_batch(ds, idx, batch, x, y);
+}
+
 int main(int argc, char **argv) {
   const char *backend = "auto", *hidden = "256";
   int batch = 256, steps = 50, warmup = 5, fused = 0, half = 0, prefetch = 0;
@@ -68,16 +75,14 @@ int main(int argc, char **argv) {
   double *t = malloc(sizeof(double) * steps), *ta = malloc(sizeof(double) * steps);
   if (!x || !g || !y || !y2 || !idx || !t || !ta || (prefetch && !x2)) return 1;
   for (int s = 0; s < warmup + steps; s++) {
-    for (int j = 0; j < batch && (s == 0 || !prefetch); j++)
-      idx[j] = (uint32_t)((s * batch + j) % ds->count);
-    if (s == 0 || !prefetch)
-      rlx_dataset_batch(ds, idx, batch, x, y);
-    if (prefetch) { /* step s computes on xs[s % 2]; s + 1's batch goes to the other now */
+    if (!prefetch) {
+      step_batch(ds, idx, batch, s, x, y);
+    } else { /* step s computes on xs[s % 2]; s + 1's batch goes to the other now */
+      if (s == 0)
+        step_batch(ds, idx, batch, 0, xs[0], ys[0]);
       x = xs[s % 2];
       y = ys[s % 2];
-      for (int j = 0; j < batch; j++)
-        idx[j] = (uint32_t)(((s + 1) * batch + j) % ds->count);
-      rlx_dataset_batch(ds, idx, batch, xs[(s + 1) % 2], ys[(s + 1) % 2]);
+      step_batch(ds, idx, batch, s + 1, xs[(s + 1) % 2], ys[(s + 1) % 2]);
     }
     double t0 = now_us(), t1;
     float loss;
