@@ -15,10 +15,11 @@ __kernel void bias_act(__global float *z, __global const float *p, uint bias_off
 
 /* One row per work-item: softmax, cross-entropy, the right/wrong verdict
  * and, when dz is wanted, the mean loss's gradient (softmax - onehot)/rows,
- * all from one read of the logits. */
+ * all from one read of the logits. row_stats: each row's loss and verdict
+ * side by side (rows x 2), which col_sums adds up for the batch. */
 __kernel void softmax_xent(__global const float *z, __global const int *y, uint rows,
                            uint classes, __global float *dz, int want_dz,
-                           __global float *row_loss, __global float *row_ok) {
+                           __global float *row_stats) {
   uint r = get_global_id(0);
   if (r >= rows)
     return;
@@ -31,39 +32,13 @@ __kernel void softmax_xent(__global const float *z, __global const int *y, uint 
   for (uint j = 0; j < classes; j++)
     s += exp(zr[j] - m);
   int t = y[r];
-  row_loss[r] = log(s) + m - zr[t];
-  row_ok[r] = best == (uint)t ? 1.0f : 0.0f;
+  row_stats[2 * r] = log(s) + m - zr[t];
+  row_stats[2 * r + 1] = best == (uint)t ? 1.0f : 0.0f;
   if (want_dz) {
     __global float *d = dz + (size_t)r * classes;
     float inv = 1.0f / (s * (float)rows);
     for (uint j = 0; j < classes; j++)
       d[j] = exp(zr[j] - m) * inv - (j == (uint)t ? 1.0f / (float)rows : 0.0f);
-  }
-}
-
-/* Sum the per-row losses and verdicts: one work-group, a strided pass
- * then a tree in local memory. stats[0] = loss sum, stats[1] = right. */
-__kernel void sum_rows(__global const float *row_loss, __global const float *row_ok, uint rows,
-                       __global float *stats, __local float *l1, __local float *l2) {
-  uint lid = get_local_id(0), n = get_local_size(0);
-  float a = 0.0f, b = 0.0f;
-  for (uint i = lid; i < rows; i += n) {
-    a += row_loss[i];
-    b += row_ok[i];
-  }
-  l1[lid] = a;
-  l2[lid] = b;
-  barrier(CLK_LOCAL_MEM_FENCE);
-  for (uint s = n / 2; s > 0; s >>= 1) {
-    if (lid < s) {
-      l1[lid] += l1[lid + s];
-      l2[lid] += l2[lid + s];
-    }
-    barrier(CLK_LOCAL_MEM_FENCE);
-  }
-  if (lid == 0) {
-    stats[0] = l1[0];
-    stats[1] = l2[0];
   }
 }
 
@@ -113,8 +88,8 @@ __kernel void from_half(__global const half *h, __global float *g, uint n, uint 
   g[i] = bf16 ? as_float((uint)((__global const ushort *)h)[i] << 16) : vload_half(i, h);
 }
 
-/* A bias's gradient: out[off + c] = the sum over the batch's rows of
- * column c of m (rows x cols). One work-group per column, its work-items
+/* A bias's gradient, or the batch's loss and right answers:
+ * out[off + c] = the sum over the rows of column c of m (rows x cols). One work-group per column, its work-items
  * striding the rows, then a tree in local memory: every load of the
  * column is in flight at once (CLBlast's gemv took 17-25 us on the H200
  * for a 1024-row batch; a work-item per column loops over every row). */

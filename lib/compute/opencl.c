@@ -18,12 +18,12 @@
 #include "internal.h"
 
 enum {
-  K_BIAS_ACT, K_SOFTMAX_XENT, K_SUM_ROWS, K_RELU_BACK, K_SGD, K_TO_HALF, K_FROM_HALF, K_COL_SUMS,
+  K_BIAS_ACT, K_SOFTMAX_XENT, K_RELU_BACK, K_SGD, K_TO_HALF, K_FROM_HALF, K_COL_SUMS,
   K_WGRAD_SMALL, K_SUM_PARTS, K_GEMM_TILES, K_COUNT /* (gemm_tiles last: its own work-group size) */
 };
 static const char *const kernel_names[K_COUNT] = {
-    "bias_act", "softmax_xent", "sum_rows",    "relu_back", "sgd",       "to_half",
-    "from_half", "col_sums",    "wgrad_small", "sum_parts", "gemm_tiles"};
+    "bias_act", "softmax_xent", "relu_back", "sgd",       "to_half",   "from_half",
+    "col_sums", "wgrad_small",  "sum_parts", "gemm_tiles"};
 /* gemm_tiles' shape (kernels.cl's TILE and CHUNK; 16 x 16 work-items) */
 #define TILE 64
 #define CHUNK 16
@@ -38,7 +38,8 @@ struct ocl {
   cl_program prog;
   cl_kernel k[K_COUNT];
   size_t wg;                          /* work-group size for 1-D launches */
-  cl_mem params, velocity, grad, dz, dz2, row_loss, row_ok, stats;
+  cl_mem params, velocity, grad, dz, dz2, stats;
+  cl_mem row_stats; /* each row's loss and verdict (batch x 2), summed into stats */
   cl_mem xin[2], yin[2]; /* the batch's input slots ([1]: made at rlx_model_prefetch's first call) */
   struct {
     const float *x;
@@ -150,8 +151,8 @@ static void ocl_destroy(struct rlx__backend *b) {
     rlx__cl_prof_free(o->prof);
   }
   cl_mem *mems[] = {&o->params,  &o->velocity, &o->grad,     &o->xin[0], &o->yin[0],
-                    &o->xin[1],  &o->yin[1],   &o->dz,       &o->dz2,    &o->row_loss,
-                    &o->row_ok,  &o->stats,    &o->gemm_tmp, &o->grad16, &o->part};
+                    &o->xin[1],  &o->yin[1],   &o->dz,       &o->dz2,    &o->row_stats,
+                    &o->stats,   &o->gemm_tmp, &o->grad16,   &o->part};
   for (size_t i = 0; i < RLX__ARRAY_SIZE(mems); i++)
     if (*mems[i])
       clReleaseMemObject(*mems[i]);
@@ -263,6 +264,22 @@ static int ocl_velocity(struct rlx__backend *b, float *v, int set) {
 }
 
 static cl_mem alloc(struct ocl *o, size_t bytes, int *fail);
+
+/* out[off + c] = the sum of column c of m (rows x cols), by the col_sums
+ * kernel: a work-group per column; ev: its event (or NULL). */
+static int col_sums(struct ocl *o, cl_mem m, cl_uint rows, cl_uint cols, cl_mem out, cl_uint off,
+                    cl_event *ev) {
+  ARG(o, K_COL_SUMS, 0, m);
+  ARG(o, K_COL_SUMS, 1, rows);
+  ARG(o, K_COL_SUMS, 2, cols);
+  ARG(o, K_COL_SUMS, 3, out);
+  ARG(o, K_COL_SUMS, 4, off);
+  CL_TRY(o, "clSetKernelArg", clSetKernelArg(o->k[K_COL_SUMS], 5, sizeof(float) * o->wg, NULL));
+  size_t global = cols * o->wg;
+  CL_TRY(o, "col_sums", clEnqueueNDRangeKernel(o->q, o->k[K_COL_SUMS], 1, NULL, &global, &o->wg,
+                                               0, NULL, ev));
+  return RLX_OK;
+}
 
 /* The batch's upload into input slot s on queue q (after: an event to
  * wait for first, or NULL): the labels, then the rows, whose event goes
@@ -458,19 +475,10 @@ static int forward(struct ocl *o, const float *x, const int32_t *y, int batch, i
   ARG(o, K_SOFTMAX_XENT, 3, classes);
   ARG(o, K_SOFTMAX_XENT, 4, o->dz);
   ARG(o, K_SOFTMAX_XENT, 5, wd);
-  ARG(o, K_SOFTMAX_XENT, 6, o->row_loss);
-  ARG(o, K_SOFTMAX_XENT, 7, o->row_ok);
+  ARG(o, K_SOFTMAX_XENT, 6, o->row_stats);
   if ((rc = launch(o, K_SOFTMAX_XENT, rows, -1)) != RLX_OK)
     return rc;
-  ARG(o, K_SUM_ROWS, 0, o->row_loss);
-  ARG(o, K_SUM_ROWS, 1, o->row_ok);
-  ARG(o, K_SUM_ROWS, 2, rows);
-  ARG(o, K_SUM_ROWS, 3, o->stats);
-  CL_TRY(o, "clSetKernelArg", clSetKernelArg(o->k[K_SUM_ROWS], 4, sizeof(float) * o->wg, NULL));
-  CL_TRY(o, "clSetKernelArg", clSetKernelArg(o->k[K_SUM_ROWS], 5, sizeof(float) * o->wg, NULL));
-  CL_TRY(o, "sum_rows", clEnqueueNDRangeKernel(o->q, o->k[K_SUM_ROWS], 1, NULL, &o->wg, &o->wg,
-                                               0, NULL, PEV(o, "sum_rows", -1)));
-  return RLX_OK;
+  return col_sums(o, o->row_stats, rows, 2, o->stats, 0, PEV(o, "sum_rows", -1));
 }
 
 static int read_stats(struct ocl *o, float stats[2]) {
@@ -531,18 +539,11 @@ static int weight_grad(struct ocl *o, int l, int batch, cl_mem dz) {
  * gradient is then final). */
 static int bias_grad(struct ocl *o, int l, int batch, cl_mem dz, cl_event *done) {
   const struct rlx__layout *lo = o->base.lo;
-  cl_uint rows = (cl_uint)batch, cols = (cl_uint)lo->sizes[l + 1], off = (cl_uint)lo->b_off[l];
-  ARG(o, K_COL_SUMS, 0, dz);
-  ARG(o, K_COL_SUMS, 1, rows);
-  ARG(o, K_COL_SUMS, 2, cols);
-  ARG(o, K_COL_SUMS, 3, o->grad);
-  ARG(o, K_COL_SUMS, 4, off);
-  CL_TRY(o, "clSetKernelArg", clSetKernelArg(o->k[K_COL_SUMS], 5, sizeof(float) * o->wg, NULL));
-  size_t global = cols * o->wg;
-  CL_TRY(o, "col_sums", clEnqueueNDRangeKernel(o->q, o->k[K_COL_SUMS], 1, NULL, &global, &o->wg,
-                                               0, NULL, done));
-  prof_keep(o, "bias gradient", l, 0, *done);
-  return RLX_OK;
+  int rc = col_sums(o, dz, (cl_uint)batch, (cl_uint)lo->sizes[l + 1], o->grad,
+                    (cl_uint)lo->b_off[l], done);
+  if (rc == RLX_OK)
+    prof_keep(o, "bias gradient", l, 0, *done);
+  return rc;
 }
 
 /* Forward and backward into o->grad; each layer's part is downloaded to g
@@ -989,8 +990,7 @@ int rlx__opencl_create(const struct rlx__layout *lo, float momentum, int index, 
   o->yin[0] = alloc(o, sizeof(int32_t) * B, &bad);
   o->dz = alloc(o, sizeof(float) * B * lo->max_width, &bad);
   o->dz2 = alloc(o, sizeof(float) * B * lo->max_width, &bad);
-  o->row_loss = alloc(o, sizeof(float) * B, &bad);
-  o->row_ok = alloc(o, sizeof(float) * B, &bad);
+  o->row_stats = alloc(o, 2 * sizeof(float) * B, &bad);
   o->stats = alloc(o, 2 * sizeof(float), &bad);
   for (int l = 1; l <= lo->nlayers; l++)
     o->act[l] = alloc(o, sizeof(float) * B * lo->sizes[l], &bad);
@@ -1007,9 +1007,9 @@ int rlx__opencl_create(const struct rlx__layout *lo, float momentum, int index, 
    * NaN in fresh device memory would survive into C (seen on PoCL in a
    * forked process: validation caught it as an infinite bias gradient). */
   float zero = 0.0f;
-  cl_mem all[] = {o->params, o->velocity, o->grad, o->xin[0], o->dz, o->dz2, o->row_loss, o->row_ok};
+  cl_mem all[] = {o->params, o->velocity, o->grad, o->xin[0], o->dz, o->dz2, o->row_stats};
   size_t sizes[] = {P, P, P, sizeof(float) * B * lo->sizes[0], sizeof(float) * B * lo->max_width,
-                    sizeof(float) * B * lo->max_width, sizeof(float) * B, sizeof(float) * B};
+                    sizeof(float) * B * lo->max_width, 2 * sizeof(float) * B};
   e = CL_SUCCESS;
   for (size_t i = 0; e == CL_SUCCESS && i < RLX__ARRAY_SIZE(all); i++)
     e = clEnqueueFillBuffer(o->q, all[i], &zero, sizeof zero, 0, sizes[i], 0, NULL, NULL);
