@@ -116,8 +116,8 @@ __kernel void col_sums(__global const float *m, uint rows, uint cols, __global f
  * batch) too little parallelism: 69 us for 10 x 256 over 1024 rows on the
  * H200. Here a work-group takes 8 inputs i, its work-items in lanes that
  * stride the rows, each holding every output's sum; a tree over the lanes
- * in local memory (8 x lanes x SMALL_OUT floats) ends it. */
-#define SMALL_OUT 16
+ * in local memory (8 x lanes x SMALL_OUT floats) ends it. SMALL_OUT,
+ * TILE and CHUNK come from opencl.c's build options. */
 __kernel void wgrad_small(__global const float *dz, __global const float *a, uint rows, uint out,
                           uint in, __global float *g, uint woff, __local float *l) {
   uint lid = get_local_id(0), ii = lid % 8, lane = lid / 8, lanes = get_local_size(0) / 8;
@@ -163,8 +163,9 @@ __kernel void wgrad_small(__global const float *dz, __global const float *a, uin
  * the device): each then writes its partial tile to part, and sum_parts
  * adds them. Else bias (when bias_on) and ReLU (when relu) end it here:
  * the forward pass's bias_act folded in. */
-#define TILE 64
-#define CHUNK 16
+#if TILE != 64 || CHUNK != 16
+#error "gemm_tiles is written for 64 x 64 tiles (4 x 4 per work-item) and k 16 at a time"
+#endif
 __kernel __attribute__((reqd_work_group_size(16, 16, 1))) void gemm_tiles(
     __global const float *a, uint a_off, uint lda, int a_k, __global const float *b, uint b_off,
     uint ldb, int b_k, uint m, uint n, uint k, __global float *c, uint coff, __global float *part,

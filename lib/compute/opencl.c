@@ -24,11 +24,15 @@ enum {
 static const char *const kernel_names[K_COUNT] = {
     "bias_act", "softmax_xent", "relu_back", "sgd",       "to_half",   "from_half",
     "col_sums", "wgrad_small",  "sum_parts", "gemm_tiles"};
-/* gemm_tiles' shape (kernels.cl's TILE and CHUNK; 16 x 16 work-items) */
+/* gemm_tiles' shape (16 x 16 work-items) and wgrad_small's limit on a
+ * layer's outputs: kernels.cl takes them from the build options. */
 #define TILE 64
 #define CHUNK 16
-/* wgrad_small's limit (kernels.cl's SMALL_OUT) on a layer's outputs */
 #define SMALL_OUT 16
+#define STR_(x) #x
+#define STR(x) STR_(x)
+static const char build_options[] = "-cl-std=CL1.2 -DTILE=" STR(TILE) " -DCHUNK=" STR(CHUNK)
+                                    " -DSMALL_OUT=" STR(SMALL_OUT);
 
 struct ocl {
   struct rlx__backend base;
@@ -869,7 +873,7 @@ static int build(struct ocl *o, cl_device_id dev, char *why, size_t whylen) {
     snprintf(why, whylen, "%s: clCreateProgramWithSource: %s", o->base.name, rlx__cl_errname(e));
     return -1;
   }
-  e = clBuildProgram(o->prog, 1, &dev, "-cl-std=CL1.2", NULL, NULL);
+  e = clBuildProgram(o->prog, 1, &dev, build_options, NULL, NULL);
   if (e != CL_SUCCESS) {
     char log[256] = "";
     clGetProgramBuildInfo(o->prog, dev, CL_PROGRAM_BUILD_LOG, sizeof log - 1, log, NULL);
