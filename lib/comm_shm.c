@@ -40,11 +40,17 @@ int rlx__comm_least(rlx_comm_t *c, const char *call, int32_t mine, int32_t *leas
   op.count = 1;
   op.src = &mine;
   op.dst = least;
-  op.algo = c->shm != NULL ? &rlx__allreduce_shm : &rlx__allreduce_rd;
+  op.algo = rlx__comm_internal_algo(c, RLX__CK_ALLREDUCE, sizeof mine, &rlx__allreduce_rd);
   if (internal)
     op.seq = RLX__SEQ_INTERNAL | c->internal_seq++;
   *least = mine;
   return c->size > 1 ? rlx__run_op(c, &op) : RLX_OK;
+}
+
+const struct rlx__algo *rlx__comm_internal_algo(const rlx_comm_t *c, int kind, size_t bytes,
+                                                const struct rlx__algo *p2p) {
+  const struct rlx__algo *a = c->shm != NULL ? rlx__select_shm(kind, bytes, c->size, NULL) : NULL;
+  return a != NULL ? a : p2p;
 }
 
 int rlx__comm_shm(rlx_comm_t *c) {

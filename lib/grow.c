@@ -67,8 +67,10 @@ static int decode_cards(const uint8_t *in, int n, struct rlx__card *out) {
   return RLX_OK;
 }
 
-/* One of the library's calls on c, as rlx_comm_split makes them. */
-static int run_on(rlx_comm_t *c, const struct rlx__algo *algo, void *buf, size_t bytes, int root) {
+/* One of the library's calls on c, as rlx_comm_split makes them (kind:
+ * the collective; algo: its point-to-point algorithm). */
+static int run_on(rlx_comm_t *c, int kind, const struct rlx__algo *algo, void *buf, size_t bytes,
+                  int root) {
   struct rlx__op op;
   memset(&op, 0, sizeof(op));
   op.kind = RLX__CK_COMM;
@@ -79,12 +81,7 @@ static int run_on(rlx_comm_t *c, const struct rlx__algo *algo, void *buf, size_t
   op.root = root;
   op.src = buf;
   op.dst = buf;
-  /* in c's shared segment when it has one: point to point, every call
-   * waits on the loop's wake-ups, ~1 ms a call on an oversubscribed host */
-  op.algo = c->shm == NULL ? algo
-            : algo == &rlx__bcast_binomial ? &rlx__bcast_shm
-            : algo == &rlx__barrier_dissemination ? &rlx__barrier_shm
-                                               : algo;
+  op.algo = rlx__comm_internal_algo(c, kind, bytes, algo);
   return rlx__run_op(c, &op);
 }
 
@@ -174,7 +171,8 @@ static int admit(rlx_comm_t *c, rlx_comm_t **g, int *admitted) {
     }
     pthread_mutex_unlock(&rt->member_mtx);
   }
-  if (c->size > 1 && (rc = run_on(c, &rlx__bcast_binomial, head, sizeof head, c->leader)) != RLX_OK)
+  if (c->size > 1 && (rc = run_on(c, RLX__CK_BCAST, &rlx__bcast_binomial, head, sizeof head,
+                                  c->leader)) != RLX_OK)
     goto fail;
   n = (int)rlx__get32(head);
   if (n < 0 || n > (1 << 20)) {
@@ -190,9 +188,8 @@ static int admit(rlx_comm_t *c, rlx_comm_t **g, int *admitted) {
     rc = rlx__err(RLX_ERR_NOMEM, "rlx_comm_grow: no memory");
     goto fail;
   }
-  if (c->size > 1 &&
-      (rc = run_on(c, &rlx__bcast_binomial, cards, (size_t)n * RLX__CARD_SIZE, c->leader)) !=
-          RLX_OK)
+  if (c->size > 1 && (rc = run_on(c, RLX__CK_BCAST, &rlx__bcast_binomial, cards,
+                                  (size_t)n * RLX__CARD_SIZE, c->leader)) != RLX_OK)
     goto fail;
   if ((dec = calloc((size_t)n, sizeof(*dec))) == NULL) {
     rc = rlx__err(RLX_ERR_NOMEM, "rlx_comm_grow: no memory");
@@ -221,7 +218,7 @@ static int admit(rlx_comm_t *c, rlx_comm_t **g, int *admitted) {
     goto fail;
   }
   /* every member knows the joiners now: they may be told */
-  if (c->size > 1 && (rc = run_on(c, &rlx__barrier_dissemination, NULL, 0, 0)) != RLX_OK)
+  if (c->size > 1 && (rc = run_on(c, RLX__CK_BARRIER, &rlx__barrier_dissemination, NULL, 0, 0)) != RLX_OK)
     goto fail;
   if (c->rank == c->leader) {
     size_t len;

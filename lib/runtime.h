@@ -129,6 +129,12 @@ void rlx__grow_fini(void);
  * Makes it at the first call: 1 yes, 0 no, or the error of the members'
  * agreement (rlx_errmsg says). Free: at the communicator's release. */
 int rlx__comm_shm(rlx_comm_t *c);
+/* The algorithm of one of the library's own calls (kind, bytes) on c: the
+ * shared segment's when c has one and selection picks it there (point to
+ * point, every call waits on the loop's wake-ups: ~1 ms a call on an
+ * oversubscribed host), else the point-to-point one given. */
+const struct rlx__algo *rlx__comm_internal_algo(const rlx_comm_t *c, int kind, size_t bytes,
+                                                const struct rlx__algo *p2p);
 /* The least of every member's value: a small allreduce on c (in its
  * segment when it has one), named call; internal: one of the library's
  * own calls, numbered apart from the program's. */
