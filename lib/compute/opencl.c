@@ -1030,7 +1030,7 @@ int rlx__opencl_create(const struct rlx__layout *lo, float momentum, int index, 
    * by the device's kind, not timed here, so that every model on a device
    * computes alike (two runs compared bit for bit, ranks of one job).
    * Measured: the H200's step 1.2-1.7x shorter with gemm_tiles (README);
-   * PoCL's CPU device 784-256-10 at 256: 7.8 ms by CLBlast against 18.7-19.0
+   * PoCL's CPU device 784-256-10 at 256: 7.8 ms by CLBlast against 18.7-18.9
    * (bench/results/gemm-choice-pocl-2core-2026-12-01.txt). */
   cl_device_type type = 0;
   clGetDeviceInfo(devs[d].id, CL_DEVICE_TYPE, sizeof type, &type, NULL);
