@@ -53,6 +53,21 @@ const struct rlx__algo *rlx__comm_internal_algo(const rlx_comm_t *c, int kind, s
   return a != NULL ? a : p2p;
 }
 
+/* The ranks a new segment's layout holds: RLX_MAX_NP in a job that may
+ * grow (up to RLX__SHMG_CAP_MAX), so that the grown communicator can take
+ * the segment over (rlx__comm_shm_adopt); else the communicator's size.
+ * Job-wide settings: the same on every rank, joiners too. */
+static int layout_cap(int n) {
+  const struct rlx__runtime *rt = &rlx__rt;
+  int m = rt->cfg.max_np;
+  return m > n && m <= RLX__SHMG_CAP_MAX && !rt->pmix ? m : n;
+}
+
+static uint64_t setup_deadline(void) {
+  const struct rlx__runtime *rt = &rlx__rt;
+  return rt->cfg.timeout_s > 0 ? rlx__now_ns() + (uint64_t)(rt->cfg.timeout_s * 1e9) : 0;
+}
+
 int rlx__comm_shm(rlx_comm_t *c) {
   if (c->shm_state != 0)
     return c->shm_state > 0;
@@ -61,17 +76,41 @@ int rlx__comm_shm(rlx_comm_t *c) {
     return 0;
   }
   struct rlx__runtime *rt = &rlx__rt;
-  uint64_t deadline =
-      rt->cfg.timeout_s > 0 ? rlx__now_ns() + (uint64_t)(rt->cfg.timeout_s * 1e9) : 0;
   int err = 0;
-  c->shm = rlx__shmg_setup(&rt->engine, &rt->p2p, c->id, c->world, c->size, c->rank, deadline,
-                           agree, c, &err);
+  c->shm = rlx__shmg_setup(&rt->engine, &rt->p2p, c->id, c->world, c->size, c->rank,
+                           layout_cap(c->size), setup_deadline(), agree, c, &err);
   c->shm_state = c->shm != NULL ? 1 : -1;
   if (err != 0)
     return err;
   rlx__info("communicator %u: %d ranks, collectives %s", c->id, c->size,
             c->shm ? "in shared memory" : "point to point (no shared segment)");
   return c->shm != NULL;
+}
+
+int rlx__comm_shm_adopt(rlx_comm_t *s, rlx_comm_t *from) {
+  struct rlx__runtime *rt = &rlx__rt;
+  if (s->shm_state != 0 || s->size < 2 || !eligible(s))
+    return 0; /* (alike on every rank: the job's settings and cards) */
+  int member = from != NULL, err = 0;
+  struct rlx__shm_group *old = member && from->shm_state > 0 ? from->shm : NULL;
+  uint32_t old_id = old != NULL ? old->comm_id : 0;
+  struct rlx__shm_group *g =
+      rlx__shmg_adopt(&rt->engine, &rt->p2p, old, member, s->id, s->world, s->size, s->rank,
+                      layout_cap(s->size), setup_deadline(), agree, s, &err);
+  if (g == NULL)
+    return err; /* s sets a segment up at its first collective, as any */
+  s->shm = g;
+  s->shm_state = 1;
+  if (member) {
+    from->shm = NULL;
+    from->shm_state = -1;
+    rlx__info("communicator %u: %d ranks, collectives in the shared segment of communicator %u "
+              "(taken over)", s->id, s->size, old_id);
+  } else {
+    rlx__info("communicator %u: %d ranks, collectives in the job's shared segment (taken over)",
+              s->id, s->size);
+  }
+  return 1;
 }
 
 void rlx__comm_shm_free(rlx_comm_t *c) {

@@ -340,6 +340,17 @@ static void drop_pending(void) {
 
 void rlx__grow_fini(void) { drop_pending(); }
 
+/* The grown communicator s takes over the shared segment of c, the one it
+ * grew from (members), or of the job (joiners, c NULL): its first calls
+ * then find the members' pages faulted in (a new segment's first touch
+ * cost ~1 ms of the admission's pause on 16 cores). A failure leaves s to
+ * make its own at its first collective, which then reports any lost rank. */
+static void take_segment(rlx_comm_t *s, rlx_comm_t *c) {
+  int rc = rlx__comm_shm_adopt(s, c);
+  if (rc < 0)
+    rlx__warn("rlx_comm_grow: the shared segment was not taken over: %s", rlx_errmsg());
+}
+
 /* The second half: once every member has every joiner connected, all of
  * them (joiners too, whose rlx_init waits in it) agree on who is in. */
 static int end_admission(rlx_comm_t *c, rlx_comm_t **out) {
@@ -369,6 +380,7 @@ static int end_admission(rlx_comm_t *c, rlx_comm_t **out) {
   if (in < admitted)
     rlx__warn("rlx_comm_grow: %d of %d joining rank(s) left out: lost during their admission",
               admitted - in, admitted);
+  take_segment(s, c);
   rlx__set_last(c, s);
   retune(s); /* (the agreed communicator: without the ranks lost meanwhile) */
   rlx__info("rlx_comm_grow: %d joiner(s) admitted; %d ranks now (were %d), leader rank %d; "
@@ -541,6 +553,7 @@ int rlx__join_confirm(void) {
   s->world = NULL;
   rlx__comm_release(s);
   free(s);
+  take_segment(&rt->world, NULL);
   rlx__set_last(NULL, &rt->world);
   retune(&rt->world);
   rlx__info("joined the job as rank %d of %d (job index %d), leader rank %d", rt->world.rank,

@@ -157,6 +157,13 @@ void rlx__comm_shm_free(rlx_comm_t *c);
 /* c's segment (and numbering of calls) to `to`, a communicator of c's
  * members in c's order; c's calls go point to point from then on. */
 void rlx__comm_shm_hand_over(rlx_comm_t *c, rlx_comm_t *to);
+/* s, just agreed on by rlx_comm_grow, takes over the segment of from, the
+ * communicator it grew from (its first members, in order), on every rank
+ * of s at the same point: members pass from, joiners NULL. The members'
+ * pages are faulted in already; only the joiners map it. 1: taken over
+ * (from goes point to point); 0: not (s makes its own at its first
+ * collective); or the error of an agreement. */
+int rlx__comm_shm_adopt(rlx_comm_t *s, rlx_comm_t *from);
 /* A new communicator (id 0, the world's, becomes 1) owning world, its
  * leader elected; NULL when out of memory (world then still the caller's). */
 rlx_comm_t *rlx__comm_new(uint32_t id, int *world, int n, int rank);

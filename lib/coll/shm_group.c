@@ -36,8 +36,8 @@ static size_t seg_len(int n, size_t slot) {
 static void place(struct rlx__shm_group *g) {
   g->hdr = g->base;
   g->line = (void *)((char *)g->base + SHMG_PAGE);
-  g->data = (unsigned char *)g->base + SHMG_PAGE + lines_span(g->n);
-  g->result = g->data + (size_t)g->n * 2 * g->slot;
+  g->data = (unsigned char *)g->base + SHMG_PAGE + lines_span(g->cap);
+  g->result = g->data + (size_t)g->cap * 2 * g->slot;
 }
 
 /* Rank 0: a sealed memfd of the whole segment, mapped, header written. */
@@ -60,7 +60,7 @@ static int create(struct rlx__shm_group *g, int *memfd) {
   g->base = b;
   place(g);
   g->hdr->magic = SHMG_MAGIC;
-  g->hdr->n = (uint32_t)g->n;
+  g->hdr->n = (uint32_t)g->cap;
   g->hdr->comm_id = g->comm_id;
   g->hdr->slot = g->slot;
   g->hdr->len = g->len;
@@ -68,7 +68,8 @@ static int create(struct rlx__shm_group *g, int *memfd) {
   return 0;
 }
 
-/* The others: map what rank 0 sent, if it is the segment we expect. */
+/* The others: map what rank 0 sent, if it is the segment we expect (a
+ * joiner's: of the grown communicator, its layout as RLX_MAX_NP says). */
 static int attach(struct rlx__shm_group *g, int fd) {
   struct stat st;
   int rc = 0;
@@ -85,7 +86,7 @@ static int attach(struct rlx__shm_group *g, int fd) {
     return rc;
   g->base = b;
   place(g);
-  if (g->hdr->magic != SHMG_MAGIC || g->hdr->n != (uint32_t)g->n ||
+  if (g->hdr->magic != SHMG_MAGIC || g->hdr->n != (uint32_t)g->cap ||
       g->hdr->comm_id != g->comm_id || g->hdr->slot != g->slot || g->hdr->len != g->len)
     return -EPROTO; /* a segment of another communicator: nothing to trust */
   return 0;
@@ -105,15 +106,16 @@ static void cpu_rest(uint64_t since) {
   nanosleep(&ts, NULL);
 }
 
-/* Drive the loop until every connection the group needs is a ready
- * shared-memory one (1), one of them will not be (0), or the deadline. */
-static int connect_all(struct rlx__shm_group *g, uint64_t deadline) {
+/* Drive the loop until every connection the group needs (rank 0's to
+ * ranks from lo on; the others' to rank 0) is a ready shared-memory one
+ * (1), one of them will not be (0), or the deadline. */
+static int connect_all(struct rlx__shm_group *g, int lo, uint64_t deadline) {
   uint64_t since = rlx__now_ns();
   for (;;) {
     int waiting = 0, bad = 0;
     rlx__engine_lock(g->engine);
     rlx__engine_turn(g->engine); /* the rings too (rlx_test says why) */
-    for (int r = g->me == 0 ? 1 : 0; r < (g->me == 0 ? g->n : 1); r++) {
+    for (int r = g->me == 0 ? lo : 0; r < (g->me == 0 ? g->n : 1); r++) {
       int st = rlx__p2p_shm_state(g->p2p, g->world[r]);
       waiting += st == 0;
       bad += st < 0;
@@ -129,10 +131,11 @@ static int connect_all(struct rlx__shm_group *g, uint64_t deadline) {
   }
 }
 
-/* Rank 0 sends the segment to every member; a full socket is tried again. */
-static int send_all(struct rlx__shm_group *g, int memfd, uint64_t deadline) {
+/* Rank 0 sends the segment to every member from lo on; a full socket is
+ * tried again. */
+static int send_all(struct rlx__shm_group *g, int memfd, int lo, uint64_t deadline) {
   uint64_t since = rlx__now_ns();
-  for (int r = 1; r < g->n; r++) {
+  for (int r = lo; r < g->n; r++) {
     int rc;
     for (;;) {
       rlx__engine_lock(g->engine);
@@ -170,34 +173,41 @@ static int take(struct rlx__shm_group *g, uint64_t deadline) {
   return rc == 0;
 }
 
+/* The members' setup waits are bounded even without RLX_TIMEOUT: a
+ * member that cannot get the segment says so in the agreement. */
+static uint64_t bounded(uint64_t deadline) {
+  uint64_t cap = rlx__now_ns() + 30ull * 1000000000ull;
+  return deadline == 0 || deadline > cap ? cap : deadline;
+}
+
 struct rlx__shm_group *rlx__shmg_setup(struct rlx__engine *e, struct rlx__p2p *p,
-                                       uint32_t comm_id, const int *world, int n, int me,
+                                       uint32_t comm_id, const int *world, int n, int me, int cap,
                                        uint64_t deadline, int (*run_agree)(void *ctx, int *ok),
                                        void *ctx, int *err) {
   struct rlx__shm_group *g = calloc(1, sizeof(*g));
   int *w = malloc(sizeof(int) * (size_t)n);
   int ok = g != NULL && w != NULL, memfd = -1;
   *err = 0;
+  if (g != NULL)
+    g->memfd = -1;
   if (ok) {
     memcpy(w, world, sizeof(int) * (size_t)n);
     g->world = w;
     g->n = n;
     g->me = me;
+    g->cap = cap > n ? cap : n;
+    g->memfd = -1;
     g->comm_id = comm_id;
     g->slot = RLX__SHMG_SLOT;
-    g->len = seg_len(n, g->slot);
+    g->len = seg_len(g->cap, g->slot);
     g->engine = e;
     g->p2p = p;
   } else {
     free(w);
   }
-  /* The members' setup waits are bounded even without RLX_TIMEOUT: a
-   * member that cannot get the segment says so in the agreement. */
-  uint64_t cap = rlx__now_ns() + 30ull * 1000000000ull;
-  if (deadline == 0 || deadline > cap)
-    deadline = cap;
+  deadline = bounded(deadline);
   if (ok)
-    ok = connect_all(g, deadline);
+    ok = connect_all(g, 1, deadline);
   if (ok && me == 0) {
     int rc = create(g, &memfd);
     if (rc != 0)
@@ -206,11 +216,15 @@ struct rlx__shm_group *rlx__shmg_setup(struct rlx__engine *e, struct rlx__p2p *p
   }
   if ((*err = run_agree(ctx, &ok)) != 0 || !ok)
     goto none;
-  ok = me == 0 ? send_all(g, memfd, deadline) : take(g, deadline);
+  ok = me == 0 ? send_all(g, memfd, 1, deadline) : take(g, deadline);
   if ((*err = run_agree(ctx, &ok)) != 0 || !ok)
     goto none;
-  if (memfd >= 0)
-    close(memfd); /* the mappings keep it; nothing of it outlives the processes */
+  /* The mappings keep it; nothing of it outlives the processes. Rank 0
+   * of a layout with room keeps the descriptor too, for joiners. */
+  if (memfd >= 0 && g->cap > n)
+    g->memfd = memfd;
+  else if (memfd >= 0)
+    close(memfd);
   rlx__engine_lock(e);
   rlx__list_push(&groups, &g->link);
   rlx__engine_unlock(e);
@@ -225,6 +239,94 @@ none:
   return NULL;
 }
 
+/* A joiner's own line, before any call: it has arrived at the step the
+ * segment is at (and the one before), as the members have, so the first
+ * step of the first call waits for nobody's past. */
+static void join_line(struct rlx__shm_group *g, uint64_t step) {
+  struct rlx__shmg_line *l = &g->line[g->me];
+  memset(l, 0, sizeof(*l));
+  atomic_store(&l->cell[step & 1].arrive, step);
+  atomic_store(&l->cell[(step + 1) & 1].arrive, step > 0 ? step - 1 : 0);
+  atomic_store(&l->reduced, step);
+  g->step = g->min_seen = step;
+}
+
+struct rlx__shm_group *rlx__shmg_adopt(struct rlx__engine *e, struct rlx__p2p *p,
+                                       struct rlx__shm_group *from, int member, uint32_t comm_id,
+                                       const int *world, int n, int me, int cap,
+                                       uint64_t deadline, int (*run_agree)(void *ctx, int *ok),
+                                       void *ctx, int *err) {
+  struct rlx__shm_group *g = NULL;
+  int *w = malloc(sizeof(int) * (size_t)n), ok = w != NULL;
+  *err = 0;
+  deadline = bounded(deadline);
+  if (w != NULL)
+    memcpy(w, world, sizeof(int) * (size_t)n);
+  if (member) /* room for everyone, and its members first, in order */
+    ok = ok && from != NULL && from->cap >= n && from->n < n && from->me == me &&
+         memcmp(from->world, world, sizeof(int) * (size_t)from->n) == 0;
+  else if (ok && (g = calloc(1, sizeof(*g))) != NULL) {
+    g->n = n;
+    g->me = me;
+    g->cap = cap;
+    g->memfd = -1;
+    g->comm_id = comm_id;
+    g->slot = RLX__SHMG_SLOT;
+    g->len = seg_len(cap, g->slot);
+    g->engine = e;
+    g->p2p = p;
+    g->world = w;
+  }
+  ok = ok && (member || g != NULL);
+  if ((*err = run_agree(ctx, &ok)) != 0 || !ok)
+    goto none;
+  if (member) {
+    /* (every member is at the same step: the calls in it are over) */
+    if (me == 0) {
+      struct rlx__shm_group tmp = *from; /* rank 0's connections to the joiners */
+      tmp.n = n;
+      tmp.world = w;
+      from->hdr->comm_id = comm_id;
+      from->hdr->adopt_step = from->step;
+      ok = from->memfd >= 0 && connect_all(&tmp, from->n, deadline) &&
+           send_all(&tmp, from->memfd, from->n, deadline);
+    }
+    /* its record of a call run point to point names the old numbering */
+    struct rlx__shmg_line *l = &from->line[me];
+    atomic_store(&l->p2p_seq, 0);
+    atomic_store(&l->p2p_sig[0], 0);
+    atomic_store(&l->p2p_sig[1], 0);
+  } else {
+    ok = connect_all(g, 1, deadline) && take(g, deadline);
+    if (ok)
+      join_line(g, g->hdr->adopt_step);
+  }
+  if ((*err = run_agree(ctx, &ok)) != 0 || !ok)
+    goto none;
+  rlx__engine_lock(e); /* (the loop looks groups up by id and world) */
+  if (member) {
+    g = from;
+    free(g->world);
+    g->world = w;
+    g->n = n;
+    g->comm_id = comm_id;
+  } else {
+    rlx__list_push(&groups, &g->link);
+  }
+  rlx__engine_unlock(e);
+  return g;
+none:
+  if (member && me == 0 && from != NULL)
+    from->hdr->comm_id = from->comm_id;
+  if (g != NULL) {
+    g->link.next = NULL;
+    rlx__shmg_free(g); /* (frees w) */
+  } else {
+    free(w);
+  }
+  return NULL;
+}
+
 void rlx__shmg_free(struct rlx__shm_group *g) {
   if (g == NULL)
     return;
@@ -235,6 +337,8 @@ void rlx__shmg_free(struct rlx__shm_group *g) {
   }
   if (g->base != NULL)
     munmap(g->base, g->len);
+  if (g->memfd >= 0)
+    close(g->memfd);
   free(g->world);
   free(g);
 }
@@ -247,6 +351,9 @@ void rlx__shmg_unmap_all(void) {
     if (g->base != NULL)
       munmap(g->base, g->len);
     g->base = NULL;
+    if (g->memfd >= 0)
+      close(g->memfd);
+    g->memfd = -1;
   }
 }
 

@@ -13,7 +13,13 @@
  * only once every rank has arrived at step g - 1, so every rank is done
  * with what step g - 2 left there: two steps in flight, no extra wait.
  * Each process keeps its own copy of the sizes it maps: a member writing
- * nonsense into the header cannot make another read outside its mapping. */
+ * nonsense into the header cannot make another read outside its mapping.
+ *
+ * In a job that may grow (RLX_MAX_NP), the layout holds RLX_MAX_NP ranks
+ * (up to RLX__SHMG_CAP_MAX; pages nobody touches cost nothing), and the
+ * grown communicator takes the segment over from the one it grew from
+ * (rlx__shmg_adopt): the members keep their lines, slots and mappings,
+ * their pages already faulted in, and only the joiners map it. */
 #ifndef RLX_SHM_GROUP_H
 #define RLX_SHM_GROUP_H
 
@@ -43,6 +49,10 @@ struct rlx__shmg_cell {
 _Static_assert(sizeof(struct rlx__shmg_cell) == 128, "a cell is a pair of cache lines");
 
 #define RLX__SHMG_LINE 512 /* a rank's cells and counters */
+/* The most ranks a layout holds ahead of growth: 64 x two 256 KiB slots
+ * is 32 MiB of address space per communicator, none of it memory until
+ * touched. A job that may grow larger gets layouts of its size. */
+#define RLX__SHMG_CAP_MAX 64
 struct rlx__shmg_line {
   struct rlx__shmg_cell cell[2];
   _Alignas(64) _Atomic uint64_t reduced; /* the last step whose slice it has reduced */
@@ -52,8 +62,11 @@ struct rlx__shmg_line {
 
 struct rlx__shmg_hdr {
   uint64_t magic;
-  uint32_t n, comm_id;
+  uint32_t n, comm_id; /* n: the ranks the layout holds */
   uint64_t slot, len;
+  /* rank 0, handing the segment to joiners: the last step taken in it,
+   * where the joiners' steps begin */
+  uint64_t adopt_step;
   /* a waiter past its spin budget sleeps on bell (a futex) after counting
    * itself in sleepers; whoever publishes a step then rings it */
   _Alignas(128) _Atomic uint32_t sleepers;
@@ -73,6 +86,8 @@ struct rlx__shm_group {
   void *base;
   size_t len, slot; /* the mapping; bytes of one data slot */
   int n, me;
+  int cap;   /* the ranks the layout holds (n, or more in a job that may grow) */
+  int memfd; /* rank 0 of a layout with room: the segment, for joiners; else -1 */
   uint32_t comm_id;
   int *world; /* comm rank -> world rank (a copy) */
   struct rlx__shmg_hdr *hdr;
@@ -112,9 +127,25 @@ static inline unsigned char *rlx__shmg_result(struct rlx__shm_group *g, uint64_t
  * run_agree, which returns the minimum of every rank's ok). Returns the
  * group, or NULL when shared memory cannot be used (the reason logged at
  * debug; the communicator keeps its point-to-point algorithms). An error
- * of the agreement itself (a lost member) is returned in *err. */
+ * of the agreement itself (a lost member) is returned in *err. cap: the
+ * ranks the layout holds (at least n; every member passes the same). */
 struct rlx__shm_group *rlx__shmg_setup(struct rlx__engine *e, struct rlx__p2p *p,
-                                       uint32_t comm_id, const int *world, int n, int me,
+                                       uint32_t comm_id, const int *world, int n, int me, int cap,
+                                       uint64_t deadline, int (*run_agree)(void *ctx, int *ok),
+                                       void *ctx, int *err);
+/* A grown communicator (world: n ranks, me its rank) takes over the
+ * segment of the one it grew from, whose members are its first ranks in
+ * the same order: called by every rank of it at the same point, members
+ * with from (their group, or NULL when they have none: then nobody takes
+ * it over), joiners with from NULL and member 0. cap: the layout a
+ * joiner expects. Rank 0 sends the segment to the joiners; all agree
+ * twice (run_agree: before, that every member has a segment with room;
+ * after, that every joiner mapped it). Returns the group (from itself,
+ * now of n ranks, on members), or NULL: nobody took it over (members
+ * keep from as it was) or *err, an error of an agreement. */
+struct rlx__shm_group *rlx__shmg_adopt(struct rlx__engine *e, struct rlx__p2p *p,
+                                       struct rlx__shm_group *from, int member, uint32_t comm_id,
+                                       const int *world, int n, int me, int cap,
                                        uint64_t deadline, int (*run_agree)(void *ctx, int *ok),
                                        void *ctx, int *err);
 void rlx__shmg_free(struct rlx__shm_group *g);

@@ -65,6 +65,7 @@ pid_of() { # pid_of FILE RANK: the pid rank RANK of the job printed
 
 # ---- 1. 2 -> 4, kill one -> 3, one joins -> 4
 PLAN="grow=4,kill=1,grow=4"
+export RLX_LOG=info # (where each communicator's collectives run)
 start_job 2 "$PLAN"
 join 2 "$PLAN" "$TMP/j1"
 wait_for "$TMP/job" "size 3: collectives right" 1
@@ -78,7 +79,15 @@ done
 grep -q "joined as rank 2 of [34]" "$TMP/j1" && grep -q "joined as rank 3 of 4" "$TMP/j1" ||
   { cat "$TMP/job" "$TMP/j1"; fail "1: joiners do not follow the members"; }
 grep -q "joined as rank 3 of 4" "$TMP/j2" || { cat "$TMP/j2"; fail "1: the last joiner is not rank 3 of 4"; }
-echo "1. 2 -> 4 -> 3 -> 4: every collective right at each size; $(grep -m1 -o 'joined as rank 3 of 4 after [0-9.]* s' "$TMP/j2")"
+# each grown communicator took over the segment of the one it grew from:
+# the members kept theirs (both at the first growth, from the world's; the
+# survivors at the last, from the shrunk one's), and the joiners mapped it
+[ "$(grep -c 'shared segment of communicator [0-9]* (taken over)' "$TMP/job")" -ge 3 ] &&
+  grep -q "collectives in the job's shared segment (taken over)" "$TMP/j1" &&
+  grep -q "collectives in the job's shared segment (taken over)" "$TMP/j2" ||
+  { cat "$TMP/job" "$TMP/j1" "$TMP/j2"; fail "1: a grown communicator did not take the segment over"; }
+unset RLX_LOG
+echo "1. 2 -> 4 -> 3 -> 4: every collective right at each size, in the segment taken over; $(grep -m1 -o 'joined as rank 3 of 4 after [0-9.]* s' "$TMP/j2")"
 
 # ---- 2. a joiner dies while the job admits it
 PLAN="wait=$TMP/go2,grow=3"
