@@ -11,7 +11,8 @@
 # blocking broadcast at the admission, as train --elastic does) and
 # background (grow_bench.c: the joiner steps at once and catches up).
 #   BUILD=build NS="2 4 8" ROUNDS=3 SECS=1 PARAMS=203530 bench/grow_bench.sh
-# (PACK=DIR: a folder bench/pack_build.sh made, for the lent machines)
+# (PACK=DIR: a folder bench/pack_build.sh made, for the lent machines;
+# KEEP=DIR: every run's raw output kept there)
 set -u
 BUILD=${BUILD:-build}
 NS=${NS:-2 4 8}
@@ -43,6 +44,9 @@ for n in $NS; do
     GROW_BENCH_SHARE=$share timeout 300 "$RUN" --join "$joinfile" -n 1 "$BENCH" "$SECS" "$PARAMS" "$(date +%s%N)" \
       >"$TMPDIR/joiner" 2>&1 || { cat "$out" "$TMPDIR/joiner"; exit 1; }
     wait $job || { cat "$out"; exit 1; }
+    if [ -n "${KEEP:-}" ]; then # the raw outputs (with GROW_BENCH_STEPS=1, RLX_LOG=info: where the time went)
+      cp "$out" "$KEEP/job.$share.$n.$r" && cp "$TMPDIR/joiner" "$KEEP/joiner.$share.$n.$r"
+    fi
     echo "n=$n round $r: $(sed -n 's/.*grow_bench: \([0-9]* -> [0-9]* ranks.*\)/\1/p' "$out"); joiner: $(sed -n 's/.*grow_bench: joiner: //p' "$TMPDIR/joiner")"
   done
 done
