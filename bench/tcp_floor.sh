@@ -8,7 +8,9 @@
 # rounds; the libraries' times are medians. Prints per size the times and
 # each over Open MPI's: where floor/MPI is above a target, no library that
 # moves the data through the kernel's TCP can meet it.
-#   bench/tcp_floor.sh [build_dir]   (MIN, MAX: sizes in bytes)
+#   bench/tcp_floor.sh [build_dir]   (MIN, MAX: sizes in bytes; PACK=DIR: the
+#   binaries of a folder bench/pack_build.sh made, for the lent machines;
+#   DEPS=DIR: runtime libraries for our binaries only, as in shm_vs_vader.sh)
 set -euo pipefail
 src=$(cd "$(dirname "$0")/.." && pwd)
 build=$(cd "${1:-$src}" && pwd)
@@ -17,13 +19,22 @@ MIN=${MIN:-8}
 MAX=${MAX:-4194304}
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
-make -C "$build" bench/osu_allreduce_rlx bench/tcp_floor >/dev/null
-mpicc.openmpi -O2 -DUSE_MPI -o "$out/osu_mpi" "$src/bench/osu_allreduce.c"
+if [ -n "${PACK:-}" ]; then
+  RLXRUN=$PACK/bin/rlxrun OSU=$PACK/bin/osu_allreduce_rlx FLOOR=$PACK/bin/tcp_floor
+else
+  make -C "$build" bench/osu_allreduce_rlx bench/tcp_floor >/dev/null
+  RLXRUN=$build/bin/rlxrun/rlxrun OSU=$build/bench/osu_allreduce_rlx FLOOR=$build/bench/tcp_floor
+fi
+MPICC=$(command -v mpicc.openmpi || command -v mpicc)
+MPIRUN=$(command -v mpirun.openmpi || command -v mpirun)
+"$MPICC" -O2 -DUSE_MPI -o "$out/osu_mpi" "$src/bench/osu_allreduce.c"
+# Only our binaries get DEPS: Open MPI's mpirun must not pick up its PMIx.
+rlx() { env LD_LIBRARY_PATH="${DEPS:-}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" "$@"; }
 for r in $(seq 1 "$ROUNDS"); do
-  timeout 600 "$build/bench/tcp_floor" "$MAX" "$MIN" | awk '!/^#/ {print "raw", $1, $2; print "crc", $1, $3}'
-  RLX_TRANSPORT=tcp timeout 600 "$build/bin/rlxrun/rlxrun" -n 2 --no-tag-output \
-    "$build/bench/osu_allreduce_rlx" "$MAX" "$MIN" | awk '{print "rlx", $2, $3}'
-  timeout 600 mpirun.openmpi --allow-run-as-root --oversubscribe --mca pml ob1 --mca btl tcp,self \
+  rlx timeout 600 "$FLOOR" "$MAX" "$MIN" | awk '!/^#/ {print "raw", $1, $2; print "crc", $1, $3}'
+  RLX_TRANSPORT=tcp rlx timeout 600 "$RLXRUN" -n 2 --no-tag-output "$OSU" "$MAX" "$MIN" |
+    awk '{print "rlx", $2, $3}'
+  timeout 600 "$MPIRUN" --allow-run-as-root --oversubscribe --mca pml ob1 --mca btl tcp,self \
     -n 2 "$out/osu_mpi" "$MAX" "$MIN" | awk '{print "mpi", $2, $3}'
 done >"$out/runs"
 python3 - "$out/runs" <<'PY'
