@@ -12,7 +12,8 @@
 # background (grow_bench.c: the joiner steps at once and catches up).
 #   BUILD=build NS="2 4 8" ROUNDS=3 SECS=1 PARAMS=203530 bench/grow_bench.sh
 # (PACK=DIR: a folder bench/pack_build.sh made, for the lent machines;
-# KEEP=DIR: every run's raw output kept there)
+# KEEP=DIR: every run's raw output kept there; JOIN_WRAP: a command the
+# joiner's rlxrun runs under, e.g. "taskset -c 8")
 set -u
 BUILD=${BUILD:-build}
 NS=${NS:-2 4 8}
@@ -41,7 +42,7 @@ for n in $NS; do
       i=$((i + 1)); [ $i -lt 300 ] || { cat "$out"; exit 1; }; sleep 0.1
     done
     sleep 0.5
-    GROW_BENCH_SHARE=$share timeout 300 "$RUN" --join "$joinfile" -n 1 "$BENCH" "$SECS" "$PARAMS" "$(date +%s%N)" \
+    GROW_BENCH_SHARE=$share timeout 300 ${JOIN_WRAP:-} "$RUN" --join "$joinfile" -n 1 "$BENCH" "$SECS" "$PARAMS" "$(date +%s%N)" \
       >"$TMPDIR/joiner" 2>&1 || { cat "$out" "$TMPDIR/joiner"; exit 1; }
     wait $job || { cat "$out"; exit 1; }
     if [ -n "${KEEP:-}" ]; then # the raw outputs (with GROW_BENCH_STEPS=1, RLX_LOG=info: where the time went)
