@@ -122,6 +122,21 @@ void rlx__set_last(const rlx_comm_t *from, const rlx_comm_t *next) {
   rt->last_src = next->id;
 }
 
+/* g, a communicator of c's members in c's order that rlx_comm_grow
+ * returned (nobody admitted in this call): when c is the job's newest (the
+ * world, or the one rlx_finalize's copy was made from), g is now, so the
+ * admission that a later call ends on it (from g or its successors) is the
+ * job's too, and members and joiners finalize on the same communicator. */
+static void follow_last(const rlx_comm_t *c, const rlx_comm_t *g) {
+  struct rlx__runtime *rt = &rlx__rt;
+  if (rt->last == NULL ? c != &rt->world : c->id != rt->last_src)
+    return; /* a communicator of the program's own */
+  if (rt->last == NULL)
+    rlx__set_last(NULL, g); /* (once: a copy of the world's members) */
+  else
+    rt->last_src = g->id;
+}
+
 /* The grown communicator for the joiners: its id, RLX_MAX_NP, and every
  * member's card in order. */
 static uint8_t *welcome_block(const rlx_comm_t *g, size_t *len) {
@@ -436,8 +451,10 @@ out:
   /* the same members in the same order (nobody admitted now): the new
    * communicator takes over c's segment, alike on every member */
   if (rc == RLX_OK && g != NULL && g->size == c->size &&
-      memcmp(g->world, c->world, sizeof(int) * (size_t)c->size) == 0)
+      memcmp(g->world, c->world, sizeof(int) * (size_t)c->size) == 0) {
     rlx__comm_shm_hand_over(c, g);
+    follow_last(c, g);
+  }
   if (took)
     rlx__comm_give(c);
   if (rc < 0 && g != NULL) {

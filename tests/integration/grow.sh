@@ -86,6 +86,11 @@ grep -q "joined as rank 3 of 4" "$TMP/j2" || { cat "$TMP/j2"; fail "1: the last 
   grep -q "collectives in the job's shared segment (taken over)" "$TMP/j1" &&
   grep -q "collectives in the job's shared segment (taken over)" "$TMP/j2" ||
   { cat "$TMP/job" "$TMP/j1" "$TMP/j2"; fail "1: a grown communicator did not take the segment over"; }
+# and members and joiners finalized together, on the grown communicator
+# (before: the members on the world, the joiners waiting for them until
+# they left, "lost rank N during rlx_finalize()")
+! grep -h "during rlx_finalize" "$TMP/job" "$TMP/j1" "$TMP/j2" ||
+  { cat "$TMP/job" "$TMP/j1" "$TMP/j2"; fail "1: members and joiners did not finalize together"; }
 unset RLX_LOG
 echo "1. 2 -> 4 -> 3 -> 4: every collective right at each size, in the segment taken over; $(grep -m1 -o 'joined as rank 3 of 4 after [0-9.]* s' "$TMP/j2")"
 
