@@ -36,6 +36,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <rlxcoll/rlxcoll.h>
 
@@ -91,6 +92,7 @@ struct run {
   int catching;          /* a joiner still without the state */
   float *log[MAX_LOG];   /* the averaged gradients meanwhile */
   int nlog;
+  int nready;            /* log[0..nready) made and touched before joining */
   rlx_comm_t *h;         /* the leader and the joiners */
   rlx_request_t *req;
 };
@@ -134,6 +136,13 @@ static int newcomers(rlx_comm_t *c, int mine) {
 /* GROW_BENCH_SHARE=sync: the state goes by a blocking broadcast on the
  * grown communicator at the admission (what train --elastic does), for
  * comparison. */
+/* GROW_BENCH_STEPS=1: the process's page faults so far (minor and major). */
+static long minor_faults(void) {
+  struct rusage u;
+  getrusage(RUSAGE_SELF, &u);
+  return u.ru_minflt + u.ru_majflt;
+}
+
 static void share_now(struct run *r, rlx_comm_t *c) {
   check(rlx_bcast(r->state, state_len(r->n), RLX_UINT8, rlx_comm_leader(c), c), "rlx_bcast (state)");
   int64_t pos;
@@ -158,7 +167,8 @@ static void poll_share(struct run *r, int wait) {
     memcpy(&pos, r->state, 8);
     for (int k = 0; k < r->nlog; k++) {
       sgd(r->p, r->m, r->log[k], r->n);
-      free(r->log[k]);
+      if (k >= r->nready)
+        free(r->log[k]);
     }
     set_step(r, (long)pos + r->nlog);
     r->catching = 0;
@@ -185,8 +195,22 @@ int main(int argc, char **argv) {
     fprintf(stderr, "grow_bench: no memory\n");
     return 1;
   }
-  memset(r.g, 0, 4 * r.n);
-  memset(r.state, 0, state_len(r.n));
+  /* (zero from a volatile: a memset of a constant 0 right after malloc is
+   * folded into calloc, whose pages are not touched: the joiner's first
+   * step then took ~600 page faults, 0.3-0.9 ms the members waited for) */
+  static volatile unsigned char zero = 0;
+  memset(r.g, zero, 4 * r.n);
+  memset(r.state, zero, state_len(r.n));
+  /* a joiner's first steps' gradients, kept while it catches up (most
+   * catch up in 1-2 steps) */
+  const char *join = getenv("RLX_JOIN");
+  for (; join != NULL && strcmp(join, "1") == 0 && r.nready < 4; r.nready++) {
+    if ((r.log[r.nready] = malloc(4 * r.n)) == NULL) {
+      fprintf(stderr, "grow_bench: no memory\n");
+      return 1;
+    }
+    memset(r.log[r.nready], zero, 4 * r.n);
+  }
   r.p = (float *)(r.state + 8);
   r.m = r.p + r.n;
   check(rlx_init(&argc, &argv), "rlx_init");
@@ -196,10 +220,19 @@ int main(int argc, char **argv) {
   int joined = rlx_joined(), catching_ranks = 0, size0 = rlx_comm_size(c);
   const char *share = getenv("GROW_BENCH_SHARE");
   int sync_share = share != NULL && strcmp(share, "sync") == 0;
+  double t_shared = 0;
+  long f_shared = 0;
   if (joined) {
     newcomers(c, 1);
     if (sync_share) {
+      double tb = now_s();
+      long f0 = minor_faults();
       share_now(&r, c);
+      t_shared = now_s();
+      f_shared = minor_faults();
+      if (getenv("GROW_BENCH_STEPS"))
+        printf("grow_bench: joiner's broadcast of the state %.1f us, %ld page faults\n",
+               (t_shared - tb) * 1e6, f_shared - f0);
     } else {
       r.catching = 1;
       start_share(&r, c, 1);
@@ -211,6 +244,9 @@ int main(int argc, char **argv) {
     int size = rlx_comm_size(c), rank = rlx_comm_rank(c);
     for (size_t i = 0; i < r.n; i += STRIDE)
       r.g[i] = r.catching ? 0.0f : 1e-3f * (float)((r.step + rank) % 7);
+    if (k == 0 && t_shared > 0 && getenv("GROW_BENCH_STEPS"))
+      printf("grow_bench: joiner's first allreduce called %.1f us after the broadcast returned "
+             "(%ld page faults)\n", (now_s() - t_shared) * 1e6, minor_faults() - f_shared);
     check(rlx_allreduce(RLX_IN_PLACE, r.g, r.n, RLX_FLOAT32, RLX_AVG, c), "allreduce");
     if (catching_ranks > 0) { /* the average over the ranks that gave gradients */
       float f = (float)size / (float)(size - catching_ranks);
@@ -218,7 +254,8 @@ int main(int argc, char **argv) {
         r.g[i] *= f;
     }
     if (r.catching) {
-      if (r.nlog == MAX_LOG || (r.log[r.nlog] = malloc(4 * r.n)) == NULL)
+      if (r.nlog == MAX_LOG ||
+          (r.nlog >= r.nready && (r.log[r.nlog] = malloc(4 * r.n)) == NULL))
         check(RLX_ERR_NOMEM, "catching up: too many steps");
       memcpy(r.log[r.nlog++], r.g, 4 * r.n);
     } else {
