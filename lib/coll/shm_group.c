@@ -106,17 +106,17 @@ static void cpu_rest(uint64_t since) {
   nanosleep(&ts, NULL);
 }
 
-/* Drive the loop until every connection the group needs (rank 0's to
- * ranks from lo on; the others' to rank 0) is a ready shared-memory one
- * (1), one of them will not be (0), or the deadline. */
-static int connect_all(struct rlx__shm_group *g, int lo, uint64_t deadline) {
+/* Drive the loop until the connections to peers (world ranks: rank 0's
+ * to the members it hands the segment to; a member's to rank 0) are ready
+ * shared-memory ones (1), one of them will not be (0), or the deadline. */
+static int connect_all(struct rlx__shm_group *g, const int *peers, int npeers, uint64_t deadline) {
   uint64_t since = rlx__now_ns();
   for (;;) {
     int waiting = 0, bad = 0;
     rlx__engine_lock(g->engine);
     rlx__engine_turn(g->engine); /* the rings too (rlx_test says why) */
-    for (int r = g->me == 0 ? lo : 0; r < (g->me == 0 ? g->n : 1); r++) {
-      int st = rlx__p2p_shm_state(g->p2p, g->world[r]);
+    for (int i = 0; i < npeers; i++) {
+      int st = rlx__p2p_shm_state(g->p2p, peers[i]);
       waiting += st == 0;
       bad += st < 0;
     }
@@ -131,26 +131,33 @@ static int connect_all(struct rlx__shm_group *g, int lo, uint64_t deadline) {
   }
 }
 
-/* Rank 0 sends the segment to every member from lo on; a full socket is
- * tried again. */
-static int send_all(struct rlx__shm_group *g, int memfd, int lo, uint64_t deadline) {
+/* Rank 0 sends the segment to peers (world ranks); a full socket is tried
+ * again. */
+static int send_all(struct rlx__shm_group *g, int memfd, const int *peers, int npeers,
+                    uint64_t deadline) {
   uint64_t since = rlx__now_ns();
-  for (int r = lo; r < g->n; r++) {
+  for (int i = 0; i < npeers; i++) {
     int rc;
     for (;;) {
       rlx__engine_lock(g->engine);
-      rc = rlx__p2p_send_fd(g->p2p, g->world[r], memfd);
+      rc = rlx__p2p_send_fd(g->p2p, peers[i], memfd);
       rlx__engine_unlock(g->engine);
       if (rc != -EAGAIN || rlx__now_ns() >= deadline)
         break;
       cpu_rest(since);
     }
     if (rc != 0) {
-      rlx__debug("no shared segment for rank %d: %s", r, strerror(-rc));
+      rlx__debug("no shared segment for job rank %d: %s", peers[i], strerror(-rc));
       return 0;
     }
   }
   return 1;
+}
+
+/* Rank 0's peers in a set-up (every other member), or a member's (rank 0). */
+static int setup_peers(const struct rlx__shm_group *g, const int **peers) {
+  *peers = g->me == 0 ? g->world + 1 : g->world;
+  return g->me == 0 ? g->n - 1 : 1;
 }
 
 /* A member takes what rank 0 sent (it may still be on its way). */
@@ -180,34 +187,48 @@ static uint64_t bounded(uint64_t deadline) {
   return deadline == 0 || deadline > cap ? cap : deadline;
 }
 
+/* A group of n ranks (world: comm rank -> world rank, owned from now on),
+ * not mapped yet; NULL when out of memory. */
+static struct rlx__shm_group *new_group(struct rlx__engine *e, struct rlx__p2p *p,
+                                        uint32_t comm_id, int *world, int n, int me, int cap) {
+  struct rlx__shm_group *g = calloc(1, sizeof(*g));
+  if (g == NULL)
+    return NULL;
+  g->world = world;
+  g->n = n;
+  g->me = me;
+  g->cap = cap > n ? cap : n;
+  g->memfd = -1;
+  g->comm_id = comm_id;
+  g->slot = RLX__SHMG_SLOT;
+  g->len = seg_len(g->cap, g->slot);
+  g->engine = e;
+  g->p2p = p;
+  return g;
+}
+
+static int *copy_world(const int *world, int n) {
+  int *w = malloc(sizeof(int) * (size_t)n);
+  if (w != NULL)
+    memcpy(w, world, sizeof(int) * (size_t)n);
+  return w;
+}
+
 struct rlx__shm_group *rlx__shmg_setup(struct rlx__engine *e, struct rlx__p2p *p,
                                        uint32_t comm_id, const int *world, int n, int me, int cap,
                                        uint64_t deadline, int (*run_agree)(void *ctx, int *ok),
                                        void *ctx, int *err) {
-  struct rlx__shm_group *g = calloc(1, sizeof(*g));
-  int *w = malloc(sizeof(int) * (size_t)n);
-  int ok = g != NULL && w != NULL, memfd = -1;
+  int *w = copy_world(world, n);
+  struct rlx__shm_group *g = w != NULL ? new_group(e, p, comm_id, w, n, me, cap) : NULL;
+  int ok = g != NULL, memfd = -1;
+  const int *peers = NULL;
+  int npeers = g != NULL ? setup_peers(g, &peers) : 0;
   *err = 0;
-  if (g != NULL)
-    g->memfd = -1;
-  if (ok) {
-    memcpy(w, world, sizeof(int) * (size_t)n);
-    g->world = w;
-    g->n = n;
-    g->me = me;
-    g->cap = cap > n ? cap : n;
-    g->memfd = -1;
-    g->comm_id = comm_id;
-    g->slot = RLX__SHMG_SLOT;
-    g->len = seg_len(g->cap, g->slot);
-    g->engine = e;
-    g->p2p = p;
-  } else {
+  if (g == NULL)
     free(w);
-  }
   deadline = bounded(deadline);
   if (ok)
-    ok = connect_all(g, 1, deadline);
+    ok = connect_all(g, peers, npeers, deadline);
   if (ok && me == 0) {
     int rc = create(g, &memfd);
     if (rc != 0)
@@ -216,7 +237,7 @@ struct rlx__shm_group *rlx__shmg_setup(struct rlx__engine *e, struct rlx__p2p *p
   }
   if ((*err = run_agree(ctx, &ok)) != 0 || !ok)
     goto none;
-  ok = me == 0 ? send_all(g, memfd, 1, deadline) : take(g, deadline);
+  ok = me == 0 ? send_all(g, memfd, peers, npeers, deadline) : take(g, deadline);
   if ((*err = run_agree(ctx, &ok)) != 0 || !ok)
     goto none;
   /* The mappings keep it; nothing of it outlives the processes. Rank 0
@@ -257,39 +278,25 @@ struct rlx__shm_group *rlx__shmg_adopt(struct rlx__engine *e, struct rlx__p2p *p
                                        uint64_t deadline, int (*run_agree)(void *ctx, int *ok),
                                        void *ctx, int *err) {
   struct rlx__shm_group *g = NULL;
-  int *w = malloc(sizeof(int) * (size_t)n), ok = w != NULL;
+  int *w = copy_world(world, n), ok = w != NULL;
   *err = 0;
   deadline = bounded(deadline);
-  if (w != NULL)
-    memcpy(w, world, sizeof(int) * (size_t)n);
   if (member) /* room for everyone, and its members first, in order */
     ok = ok && from != NULL && from->cap >= n && from->n < n && from->me == me &&
          memcmp(from->world, world, sizeof(int) * (size_t)from->n) == 0;
-  else if (ok && (g = calloc(1, sizeof(*g))) != NULL) {
-    g->n = n;
-    g->me = me;
-    g->cap = cap;
-    g->memfd = -1;
-    g->comm_id = comm_id;
-    g->slot = RLX__SHMG_SLOT;
-    g->len = seg_len(cap, g->slot);
-    g->engine = e;
-    g->p2p = p;
-    g->world = w;
-  }
+  else if (ok)
+    g = new_group(e, p, comm_id, w, n, me, cap);
   ok = ok && (member || g != NULL);
   if ((*err = run_agree(ctx, &ok)) != 0 || !ok)
     goto none;
   if (member) {
     /* (every member is at the same step: the calls in it are over) */
     if (me == 0) {
-      struct rlx__shm_group tmp = *from; /* rank 0's connections to the joiners */
-      tmp.n = n;
-      tmp.world = w;
+      const int *joiners = w + from->n;
       from->hdr->comm_id = comm_id;
       from->hdr->adopt_step = from->step;
-      ok = from->memfd >= 0 && connect_all(&tmp, from->n, deadline) &&
-           send_all(&tmp, from->memfd, from->n, deadline);
+      ok = from->memfd >= 0 && connect_all(from, joiners, n - from->n, deadline) &&
+           send_all(from, from->memfd, joiners, n - from->n, deadline);
     }
     /* its record of a call run point to point names the old numbering */
     struct rlx__shmg_line *l = &from->line[me];
@@ -297,7 +304,7 @@ struct rlx__shm_group *rlx__shmg_adopt(struct rlx__engine *e, struct rlx__p2p *p
     atomic_store(&l->p2p_sig[0], 0);
     atomic_store(&l->p2p_sig[1], 0);
   } else {
-    ok = connect_all(g, 1, deadline) && take(g, deadline);
+    ok = connect_all(g, w, 1, deadline) && take(g, deadline);
     if (ok)
       join_line(g, g->hdr->adopt_step);
   }
