@@ -175,6 +175,7 @@ static int start(rlx_comm_t *c, struct rlx_request *rq) {
   pthread_mutex_lock(&c->mtx);
   rq->comm = c;
   op->p2p = &rt->p2p;
+  op->engine = &rt->engine;
   op->world = c->world;
   op->rank = c->rank;
   op->size = c->size;

@@ -68,10 +68,12 @@ static void *progress_main(void *arg) {
       continue;
     }
     pthread_mutex_lock(&e->loop_mtx);
+    atomic_store(&e->progress_holds, 1);
     /* Some moved: more may follow at once. Else announce the sleep
      * (writers ring the socket then) unless work came meanwhile. */
     int busy = run_once(e) != 0 || (e->sleep && e->sleep(e->ctx, 1));
     int t = uv_backend_timeout(&e->loop);
+    atomic_store(&e->progress_holds, 0);
     pthread_mutex_unlock(&e->loop_mtx);
     if (busy)
       continue;
@@ -198,8 +200,18 @@ int rlx__engine_wait(struct rlx__engine *e, const atomic_int *done, const atomic
         sched_yield();
       else
         cpu_relax();
+    } else if (atomic_load(&e->progress_holds)) {
+      /* The progress thread has the loop for one turn; it steps aside at
+       * its next, seeing a driver. Sleeping here instead would leave the
+       * loop to nobody for the sleep's length: the progress thread, woken
+       * by our peer's doorbell, does not run it while a caller drives. */
+      if (e->yield)
+        sched_yield();
+      else
+        cpu_relax();
     } else {
-      /* Another thread drives the loop; it signals completions. */
+      /* Another caller drives the loop; completing an operation signals
+       * (rlx__engine_notify), and the timeout covers the rest. */
       struct timespec ts;
       clock_gettime(CLOCK_REALTIME, &ts);
       ts.tv_nsec += 1000 * 1000;

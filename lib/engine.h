@@ -20,6 +20,7 @@ struct rlx__engine {
   atomic_int drivers; /* callers inside rlx__engine_wait */
   atomic_int waiters; /* callers sleeping on wait_cv */
   atomic_int stop;
+  atomic_int progress_holds; /* the progress thread holds loop_mtx (briefly) */
   uint64_t spin_ns;   /* how long a waiter polls before it blocks */
   int yield;          /* ranks outnumber cores: yield between polls */
   /* Work outside libuv (shared-memory rings), under the loop lock: poll

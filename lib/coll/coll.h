@@ -109,6 +109,7 @@ struct rlx__op {
   void *dst;
   /* the communicator */
   struct rlx__p2p *p2p;
+  struct rlx__engine *engine; /* to wake callers sleeping on its completion */
   const int *world; /* comm rank -> world rank */
   int rank, size;
   uint32_t comm_id;

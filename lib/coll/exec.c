@@ -111,6 +111,8 @@ static void finish(struct rlx__op *op, int status) {
   if (op->on_done)
     op->on_done(op);
   atomic_store_explicit(&op->done, 1, memory_order_release);
+  if (op->engine != NULL) /* a caller sleeping until another drives */
+    rlx__engine_notify(op->engine);
 }
 
 /* The settle time ran out and no ABORT came: the peer is simply lost. */
