@@ -29,7 +29,9 @@
  *
  * The leader prints the median step before and after growing and the
  * pause: what the steps from the welcome to two steps after the joiner
- * caught up took beyond the median step of their size. The joiner prints
+ * caught up took beyond the median step of their size, and the same sum
+ * over as many steps before the welcome (nobody joining: the reading's
+ * noise). The joiner prints
  * the time from T0_NS (CLOCK_REALTIME when it was launched) to its
  * rlx_init returning, to its first step in the job and to catching up. */
 #include <stdint.h>
@@ -337,11 +339,19 @@ int main(int argc, char **argv) {
       if (getenv("GROW_BENCH_STEPS")) /* each step of the window */
         printf("grow_bench: step %ld: %d ranks, %.1f us\n", i, sizes[i], times[i] * 1e6);
     }
+    /* The same sum over as many steps just before the welcome: what the
+     * pause would read with nobody joining (the steps' spread; a median
+     * baseline under a long tail reads above 0). */
+    long len = end - welcomed + 1, from = welcomed - 8 - len;
+    double control = 0;
+    for (long i = from; i >= 1 && i < welcomed - 8; i++)
+      control += times[i] - med[0];
     printf("grow_bench: %d -> %d ranks: median step %.1f -> %.1f us; pause %.1f us (%.2f steps): "
            "the welcome's step +%.1f us, %ld step(s) later the admission's +%.1f us, caught up "
-           "%ld step(s) after; state %s on every rank\n", sz[0], sz[1], med[0] * 1e6,
-           med[1] * 1e6, pause * 1e6, pause / med[1], at_welcome * 1e6, admitted - welcomed,
-           at_admission * 1e6, caught - admitted, same ? "the same" : "DIFFERENT");
+           "%ld step(s) after; state %s on every rank; the %ld steps before: %+.1f us\n", sz[0],
+           sz[1], med[0] * 1e6, med[1] * 1e6, pause * 1e6, pause / med[1], at_welcome * 1e6,
+           admitted - welcomed, at_admission * 1e6, caught - admitted,
+           same ? "the same" : "DIFFERENT", from >= 1 ? len : 0, control * 1e6);
   }
   if (!same && rlx_comm_rank(c) == 0)
     fprintf(stderr, "grow_bench: the ranks' parameters differ after growing\n");

@@ -55,7 +55,7 @@ const struct rlx__algo *rlx__comm_internal_algo(const rlx_comm_t *c, int kind, s
 
 /* The ranks a new segment's layout holds: RLX_MAX_NP in a job that may
  * grow (up to RLX__SHMG_CAP_MAX), so that the grown communicator can take
- * the segment over (rlx__comm_shm_adopt); else the communicator's size.
+ * the segment over (rlx__comm_shm_take_over); else the communicator's size.
  * Job-wide settings: the same on every rank, joiners too. */
 static int layout_cap(int n) {
   const struct rlx__runtime *rt = &rlx__rt;
@@ -87,25 +87,36 @@ int rlx__comm_shm(rlx_comm_t *c) {
   return c->shm != NULL;
 }
 
-int rlx__comm_shm_adopt(rlx_comm_t *s, rlx_comm_t *from) {
+struct rlx__shm_group *rlx__comm_shm_receive(const rlx_comm_t *c, int from) {
   struct rlx__runtime *rt = &rlx__rt;
-  if (s->shm_state != 0 || s->size < 2 || !eligible(s))
-    return 0; /* (alike on every rank: the job's settings and cards) */
-  int member = from != NULL, err = 0;
-  struct rlx__shm_group *old = member && from->shm_state > 0 ? from->shm : NULL;
-  uint32_t old_id = old != NULL ? old->comm_id : 0;
-  struct rlx__shm_group *g =
-      rlx__shmg_adopt(&rt->engine, &rt->p2p, old, member, s->id, s->world, s->size, s->rank,
-                      layout_cap(s->size), setup_deadline(), agree, s, &err);
-  if (g == NULL)
-    return err; /* s sets a segment up at its first collective, as any */
+  if (!eligible(c) || layout_cap(c->size) < c->size)
+    return NULL;
+  return rlx__shmg_receive(&rt->engine, &rt->p2p, from, c->world, c->size, c->rank,
+                           layout_cap(c->size), setup_deadline());
+}
+
+uint64_t rlx__comm_shm_serial(const rlx_comm_t *c) {
+  return c->shm_state > 0 && c->shm != NULL ? c->shm->serial : 0;
+}
+
+int rlx__comm_shm_can_grow(const rlx_comm_t *c, const rlx_comm_t *grown, uint64_t serial) {
+  const struct rlx__shm_group *g = c->shm_state > 0 ? c->shm : NULL;
+  return g != NULL && serial != 0 && g->serial == serial && g->cap >= grown->size &&
+         g->n == c->size && g->me == c->rank && eligible(grown);
+}
+
+int rlx__comm_shm_take_over(rlx_comm_t *s, rlx_comm_t *from, struct rlx__shm_group *joined) {
+  struct rlx__shm_group *g = from != NULL ? from->shm : joined;
+  if (g == NULL || s->shm_state != 0 ||
+      rlx__shmg_take_over(g, from != NULL, s->id, s->world, s->size, s->rank) != 0)
+    return 0;
   s->shm = g;
   s->shm_state = 1;
-  if (member) {
+  if (from != NULL) {
     from->shm = NULL;
     from->shm_state = -1;
     rlx__info("communicator %u: %d ranks, collectives in the shared segment of communicator %u "
-              "(taken over)", s->id, s->size, old_id);
+              "(taken over)", s->id, s->size, from->id);
   } else {
     rlx__info("communicator %u: %d ranks, collectives in the job's shared segment (taken over)",
               s->id, s->size);

@@ -23,11 +23,13 @@
  *      member that died meanwhile is left out the same way on every
  *      survivor. */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "runtime.h"
 #include "byteorder.h"
+#include "coll/shm_group.h"
 
 #define FINAL_MIX 0x46494e4cu /* "FINL": the id of rlx_finalize's copy */
 #define GROW_MIX 0x47524f57u  /* "GROW" */
@@ -139,19 +141,24 @@ static void follow_last(const rlx_comm_t *c, const rlx_comm_t *g) {
 
 /* The grown communicator for the joiners: its id, RLX_MAX_NP, and every
  * member's card in order. */
-static uint8_t *welcome_block(const rlx_comm_t *g, size_t *len) {
+/* The joiners' welcome: the grown communicator (id, RLX_MAX_NP, its
+ * ranks' cards) and how many of them are members whose shared segment the
+ * joiners are sent to map (0: none is sent). */
+#define WELCOME_HEAD 16
+static uint8_t *welcome_block(const rlx_comm_t *g, int offered, size_t *len) {
   struct rlx__runtime *rt = &rlx__rt;
-  *len = 12 + (size_t)g->size * RLX__CARD_SIZE;
+  *len = WELCOME_HEAD + (size_t)g->size * RLX__CARD_SIZE;
   uint8_t *b = malloc(*len);
   if (b == NULL)
     return NULL;
   rlx__put32(b, g->id);
   rlx__put32(b + 4, (uint32_t)rt->cfg.max_np);
   rlx__put32(b + 8, (uint32_t)g->size);
+  rlx__put32(b + 12, (uint32_t)offered);
   for (int i = 0; i < g->size; i++) {
     struct rlx__card card = rt->cards[g->world[i]];
     card.rank = (uint32_t)g->world[i];
-    rlx__card_encode(&card, b + 12 + (size_t)i * RLX__CARD_SIZE);
+    rlx__card_encode(&card, b + WELCOME_HEAD + (size_t)i * RLX__CARD_SIZE);
   }
   return b;
 }
@@ -237,7 +244,9 @@ static int admit(rlx_comm_t *c, rlx_comm_t **g, int *admitted) {
     goto fail;
   if (c->rank == c->leader) {
     size_t len;
-    uint8_t *blk = welcome_block(*g, &len);
+    /* (alike on every member: rank 0 sends its segment exactly then) */
+    int offered = rlx__comm_shm_can_grow(c, *g, rlx__comm_shm_serial(c)) ? c->size : 0;
+    uint8_t *blk = welcome_block(*g, offered, &len);
     pthread_mutex_lock(&rt->member_mtx);
     int e = blk ? rlx__rdv_member_welcome(&rt->member, blk, len, deadline) : -ENOMEM;
     pthread_mutex_unlock(&rt->member_mtx);
@@ -276,7 +285,13 @@ static struct {
   rlx_comm_t *g;
   int nbase;
   uint64_t t_welcome, t_dialed;
-} pend;
+  /* The members' segment, offered to the joiners (its serial; 0: none):
+   * rank 0 sends each joiner a copy of memfd once it connected (bit i of
+   * sent: joiner i), ahead of the admission, which then only agrees. */
+  uint64_t serial;
+  int sender, memfd; /* memfd: -errno when the sender could not copy it */
+  uint64_t sent;
+} pend = {.memfd = -1};
 
 /* Every member of c was one of the base, and every base member not in c
  * is lost (c is the base, a dup of it, or what it shrank to): only then
@@ -307,6 +322,50 @@ static int pending_fits(const rlx_comm_t *c) {
   return found == c->size;
 }
 
+/* The segment's memfd to joiner i (world rank w) when this rank has it
+ * to send: 1 sent (or nothing to send), 0 not yet. A joiner that cannot
+ * be sent it is lost: it would wait for it. Under member_mtx and the
+ * loop lock. */
+static int offer_segment(int i, int w) {
+  struct rlx__runtime *rt = &rlx__rt;
+  if (!pend.sender || (pend.sent >> i & 1))
+    return 1;
+  int st = rlx__p2p_shm_state(&rt->p2p, w), rc = pend.memfd < 0 ? pend.memfd : st == 0 ? -EAGAIN
+                                                 : st < 0 ? -EPROTO
+                                                 : rlx__p2p_send_fd(&rt->p2p, w, pend.memfd);
+  if (rc == -EAGAIN)
+    return 0;
+  pend.sent |= 1ull << i;
+  if (rc != 0) {
+    char why[160];
+    snprintf(why, sizeof why, "the shared segment could not be sent to joining rank %d: %s",
+             pend.nbase + i, strerror(-rc));
+    rlx__p2p_mark_lost(&rt->p2p, w, why);
+  }
+  return 1;
+}
+
+/* The admission's agreement runs a ring over the grown communicator: its
+ * members connect to their neighbours in it now (the one of the higher
+ * job index dials, as every connection goes), not in the agreement, where
+ * each connection cost ~0.15 ms on 16 cores; 1 once both are connected
+ * (or lost). (Joiners dial every member anyway.) Under member_mtx and the
+ * loop lock. */
+static int neighbours_connected(void) {
+  struct rlx__runtime *rt = &rlx__rt;
+  int n = pend.g->size, r = pend.g->rank, all = 1;
+  for (int d = -1; d <= 1; d += 2) {
+    int nb = (r + d + n) % n, w = pend.g->world[nb];
+    if (nb >= pend.nbase || rlx__p2p_connected(&rt->p2p, w) ||
+        rlx__p2p_lost_reason(&rt->p2p, w) != NULL)
+      continue;
+    all = 0;
+    if (w < rt->cfg.rank)
+      rlx__p2p_dial(&rt->p2p, w);
+  }
+  return all;
+}
+
 /* Has every joiner connected to this rank (or been lost)? (0 also when the
  * progress thread holds the loop's lock: this is asked every step, and
  * the answer may come a step later.) Joiners slow to connect are called
@@ -316,14 +375,21 @@ static int pending_fits(const rlx_comm_t *c) {
 static int pending_connected(void) {
   struct rlx__runtime *rt = &rlx__rt;
   uint64_t now = rlx__now_ns();
-  int all = 1, dial = now - pend.t_welcome > 100000000ull && now - pend.t_dialed > 1000000000ull;
+  int dial = now - pend.t_welcome > 100000000ull && now - pend.t_dialed > 1000000000ull;
   int expired = rt->cfg.timeout_s > 0 && now - pend.t_welcome > (uint64_t)(rt->cfg.timeout_s * 1e9);
   if (!rlx__engine_trylock(&rt->engine))
     return 0; /* (the progress thread has the lock: look next time) */
+  /* (the agreement's ring too: connected while the job goes on) */
+  int all = neighbours_connected();
   for (int i = pend.nbase; i < pend.g->size; i++) {
     int w = pend.g->world[i];
-    if (rlx__p2p_connected(&rt->p2p, w) || rlx__p2p_lost_reason(&rt->p2p, w) != NULL)
+    if (rlx__p2p_lost_reason(&rt->p2p, w) != NULL)
       continue;
+    if (rlx__p2p_connected(&rt->p2p, w)) {
+      if (!offer_segment(i - pend.nbase, w))
+        all = 0;
+      continue;
+    }
     if (expired) {
       char why[160];
       snprintf(why, sizeof why, "joining rank %d did not connect within RLX_TIMEOUT (%g s) of "
@@ -346,6 +412,12 @@ static void drop_pending(void) {
   pthread_mutex_lock(&rt->member_mtx);
   rlx_comm_t *g = pend.g;
   pend.g = NULL;
+  if (pend.memfd >= 0)
+    close(pend.memfd);
+  pend.memfd = -1;
+  pend.serial = 0;
+  pend.sender = 0;
+  pend.sent = 0;
   pthread_mutex_unlock(&rt->member_mtx);
   if (g != NULL) {
     rlx__comm_release(g);
@@ -355,15 +427,13 @@ static void drop_pending(void) {
 
 void rlx__grow_fini(void) { drop_pending(); }
 
-/* The grown communicator s takes over the shared segment of c, the one it
- * grew from (members), or of the job (joiners, c NULL): its first calls
- * then find the members' pages faulted in (a new segment's first touch
- * cost ~1 ms of the admission's pause on 16 cores). A failure leaves s to
- * make its own at its first collective, which then reports any lost rank. */
-static void take_segment(rlx_comm_t *s, rlx_comm_t *c) {
-  int rc = rlx__comm_shm_adopt(s, c);
-  if (rc < 0)
-    rlx__warn("rlx_comm_grow: the shared segment was not taken over: %s", rlx_errmsg());
+/* Every member of the communicator the joiners were welcomed into
+ * (base: its first nbase ranks, the members) is in s, the agreed one, in
+ * front: only then does s take the members' segment over (alike on every
+ * rank: base and s are). */
+static int keeps_members(const rlx_comm_t *s, const int *base, int nbase) {
+  return base != NULL && s->size > nbase &&
+         memcmp(s->world, base, sizeof(int) * (size_t)nbase) == 0;
 }
 
 /* The second half: once every member has every joiner connected, all of
@@ -385,7 +455,16 @@ static int end_admission(rlx_comm_t *c, rlx_comm_t **out) {
   /* (waiting as the grown job's ranks on this host may: a joiner that
    * makes them outnumber the cores needs them to yield) */
   retune(pend.g);
-  rc = rlx__comm_agree(pend.g, "rlx_comm_grow", 0, &s);
+  /* The segment the joiners were sent, still c's? Then the agreement
+   * also says whether every rank can take it over. */
+  uint32_t can = pend.serial != 0 && rlx__comm_shm_can_grow(c, pend.g, pend.serial);
+  if (can)
+    rlx__shmg_mark_adopt(c->shm);
+  rc = rlx__comm_agree(pend.g, "rlx_comm_grow", 0, &can, &s);
+  int *base = NULL;
+  if (rc == RLX_OK && can && (base = malloc(sizeof(int) * (size_t)pend.nbase)) != NULL)
+    memcpy(base, pend.g->world, sizeof(int) * (size_t)pend.nbase);
+  int nbase = pend.nbase;
   drop_pending();
   if (rc != RLX_OK)
     return rc;
@@ -395,7 +474,9 @@ static int end_admission(rlx_comm_t *c, rlx_comm_t **out) {
   if (in < admitted)
     rlx__warn("rlx_comm_grow: %d of %d joining rank(s) left out: lost during their admission",
               admitted - in, admitted);
-  take_segment(s, c);
+  if (can && keeps_members(s, base, nbase))
+    rlx__comm_shm_take_over(s, c, NULL);
+  free(base);
   rlx__set_last(c, s);
   retune(s); /* (the agreed communicator: without the ranks lost meanwhile) */
   rlx__info("rlx_comm_grow: %d joiner(s) admitted; %d ranks now (were %d), leader rank %d; "
@@ -442,6 +523,14 @@ int rlx_comm_grow(rlx_comm_t *c, rlx_comm_t **out) {
   pend.nbase = c->size;
   pend.t_welcome = rlx__now_ns();
   pend.t_dialed = 0;
+  /* the segment offered in the welcome (admit: alike on every member) */
+  pend.serial = rlx__comm_shm_can_grow(c, g, rlx__comm_shm_serial(c)) ? c->shm->serial : 0;
+  pend.sent = 0;
+  pend.sender = pend.serial != 0 && c->rank == 0;
+  pend.memfd = !pend.sender ? -1 : c->shm->memfd < 0 ? -EBADF
+               : fcntl(c->shm->memfd, F_DUPFD_CLOEXEC, 0);
+  if (pend.sender && pend.memfd < 0) /* (each joiner is then lost: it waits for it) */
+    pend.memfd = c->shm->memfd < 0 ? -EBADF : -errno;
   pthread_mutex_unlock(&rt->member_mtx);
   g = NULL;
   rlx__info("rlx_comm_grow: %d joiner(s) welcomed; they connect while the job goes on",
@@ -492,14 +581,20 @@ int rlx_joined(void) { return rlx__rt.initialized && rlx__rt.joined; }
 
 /* ---- the joiner's side ----------------------------------------------------- */
 
+/* The welcome's members offering their segment (0: none); set once, by
+ * rlx_init's admission, before any other thread of the library runs. */
+static int joined_offer;
+
 int rlx__join_admitted(struct rlx__runtime *rt, uint32_t index, const uint8_t *blk, size_t len,
                        int rdv_fd) {
-  if (len < 12)
+  if (len < WELCOME_HEAD)
     return rlx__err(RLX_ERR_BOOTSTRAP, "the job's welcome is truncated");
   uint32_t id = rlx__get32(blk), max_np = rlx__get32(blk + 4), n = rlx__get32(blk + 8);
-  if (n == 0 || n > (1u << 20) || len != 12 + (size_t)n * RLX__CARD_SIZE)
-    return rlx__err(RLX_ERR_BOOTSTRAP, "the job's welcome is malformed (%u members, %zu bytes)",
-                    n, len);
+  uint32_t offered = rlx__get32(blk + 12);
+  if (n == 0 || n > (1u << 20) || len != WELCOME_HEAD + (size_t)n * RLX__CARD_SIZE ||
+      offered >= n)
+    return rlx__err(RLX_ERR_BOOTSTRAP, "the job's welcome is malformed (%u ranks, %u members "
+                    "offering their segment, %zu bytes)", n, offered, len);
   struct rlx__card *cards = calloc(n, sizeof(*cards));
   int *world = malloc(sizeof(int) * n), me = -1, rc;
   if (cards == NULL || world == NULL) {
@@ -507,8 +602,9 @@ int rlx__join_admitted(struct rlx__runtime *rt, uint32_t index, const uint8_t *b
     free(world);
     return rlx__err(RLX_ERR_NOMEM, "no memory for the job's %u ranks", n);
   }
-  if ((rc = decode_cards(blk + 12, (int)n, cards)) != RLX_OK)
+  if ((rc = decode_cards(blk + WELCOME_HEAD, (int)n, cards)) != RLX_OK)
     goto out;
+  joined_offer = (int)offered;
   for (uint32_t i = 0; i < n; i++) {
     world[i] = (int)cards[i].rank;
     if (cards[i].rank == index)
@@ -554,7 +650,20 @@ int rlx__join_confirm(void) {
     if (rt->world.world[i] < rt->cfg.rank)
       rlx__p2p_dial(&rt->p2p, rt->world.world[i]);
   rlx__engine_unlock(&rt->engine);
-  int rc = rlx__comm_agree(&rt->world, "rlx_comm_grow", 0, &s);
+  /* The members' segment, sent by their rank 0 once we connected: mapped
+   * now, while they go on; the agreement says whether all take it over. */
+  int nbase = joined_offer, *base = NULL;
+  struct rlx__shm_group *seg = nbase > 0 ? rlx__comm_shm_receive(&rt->world, rt->world.world[0])
+                                         : NULL;
+  uint32_t can = seg != NULL;
+  int rc = rlx__comm_agree(&rt->world, "rlx_comm_grow", 0, &can, &s);
+  if (rc == RLX_OK && can && (base = malloc(sizeof(int) * (size_t)nbase)) != NULL)
+    memcpy(base, rt->world.world, sizeof(int) * (size_t)nbase);
+  if (rc != RLX_OK || !can || !keeps_members(s, base, nbase)) {
+    rlx__shmg_free(seg);
+    seg = NULL;
+  }
+  free(base);
   if (rc != RLX_OK)
     return rc;
   /* the world becomes the agreed communicator */
@@ -570,7 +679,8 @@ int rlx__join_confirm(void) {
   s->world = NULL;
   rlx__comm_release(s);
   free(s);
-  take_segment(&rt->world, NULL);
+  if (seg != NULL && !rlx__comm_shm_take_over(&rt->world, NULL, seg))
+    rlx__shmg_free(seg);
   rlx__set_last(NULL, &rt->world);
   retune(&rt->world);
   rlx__info("joined the job as rank %d of %d (job index %d), leader rank %d", rt->world.rank,

@@ -103,8 +103,10 @@ void rlx__unwatch_launcher(void);
 /* shrink.c: rlx_comm_shrink's agreement on who of c is alive, named call
  * in messages; probe_first: probe the members with no connection before
  * the first round too (rlx_comm_grow's agreement skips it: every member
- * is expected alive, and one that is not fails the round). */
-int rlx__comm_agree(rlx_comm_t *c, const char *call, int probe_first, rlx_comm_t **out);
+ * is expected alive, and one that is not fails the round). flags (or
+ * NULL): this rank's in, the AND of every agreed rank's out. */
+int rlx__comm_agree(rlx_comm_t *c, const char *call, int probe_first, uint32_t *flags,
+                    rlx_comm_t **out);
 /* init.c: spin or yield by how many ranks share this host's cores
  * (rt->local_size); returns the spin budget in us. */
 long rlx__tune_waiting(struct rlx__runtime *rt);
@@ -157,13 +159,23 @@ void rlx__comm_shm_free(rlx_comm_t *c);
 /* c's segment (and numbering of calls) to `to`, a communicator of c's
  * members in c's order; c's calls go point to point from then on. */
 void rlx__comm_shm_hand_over(rlx_comm_t *c, rlx_comm_t *to);
-/* s, just agreed on by rlx_comm_grow, takes over the segment of from, the
- * communicator it grew from (its first members, in order), on every rank
- * of s at the same point: members pass from, joiners NULL. The members'
- * pages are faulted in already; only the joiners map it. 1: taken over
- * (from goes point to point); 0: not (s makes its own at its first
- * collective); or the error of an agreement. */
-int rlx__comm_shm_adopt(rlx_comm_t *s, rlx_comm_t *from);
+/* Growing c to grown, can c's segment serve it (a member's view: c has
+ * one with room, the one the joiners were sent, serial: its
+ * rlx__comm_shm_serial at the welcome; and every rank of grown is on this
+ * host, as a joiner sees too)? */
+int rlx__comm_shm_can_grow(const rlx_comm_t *c, const rlx_comm_t *grown, uint64_t serial);
+/* A joiner (c: the communicator it was welcomed into) maps the segment
+ * the members' rank 0, world rank from, sends it; NULL: none (logged at
+ * debug), or c cannot use one. */
+struct rlx__shm_group *rlx__comm_shm_receive(const rlx_comm_t *c, int from);
+/* c's segment's serial (0: none). */
+uint64_t rlx__comm_shm_serial(const rlx_comm_t *c);
+/* s, just agreed on by rlx_comm_grow with every rank able to, takes over
+ * the segment: members pass from (the communicator it grew from, its
+ * first members in order: it goes point to point from then on), joiners
+ * the group rlx__shmg_receive mapped. 1: taken over; 0: not (s makes its
+ * own at its first collective). */
+int rlx__comm_shm_take_over(rlx_comm_t *s, rlx_comm_t *from, struct rlx__shm_group *joined);
 /* A new communicator (id 0, the world's, becomes 1) owning world, its
  * leader elected; NULL when out of memory (world then still the caller's). */
 rlx_comm_t *rlx__comm_new(uint32_t id, int *world, int n, int rank);

@@ -97,16 +97,18 @@ int rlx_comm_shrink(rlx_comm_t *c, rlx_comm_t **out) {
   if (!rt->initialized || c == NULL)
     return rlx__err(c == NULL ? RLX_ERR_ARG : RLX_ERR_STATE, "rlx_comm_shrink: %s",
                     c == NULL ? "communicator is NULL" : "rlx_init has not been called");
-  int rc = rlx__comm_agree(c, "rlx_comm_shrink", 1, out);
+  int rc = rlx__comm_agree(c, "rlx_comm_shrink", 1, NULL, out);
   if (rc == RLX_OK) /* the job's newest: rlx_finalize synchronises on it */
     rlx__set_last(c, *out);
   return rc;
 }
 
-int rlx__comm_agree(rlx_comm_t *c, const char *call, int probe_first, rlx_comm_t **out) {
+int rlx__comm_agree(rlx_comm_t *c, const char *call, int probe_first, uint32_t *flags,
+                    rlx_comm_t **out) {
   struct rlx__runtime *rt = &rlx__rt;
-  int words = (c->size + 31) / 32, rc = RLX_OK;
-  uint32_t *lost = calloc((size_t)words, 4), *views = calloc((size_t)words * c->size, 4);
+  /* a view: the bitmap of the lost, then (with flags) this rank's flags */
+  int words = (c->size + 31) / 32, rc = RLX_OK, stride = words + (flags != NULL);
+  uint32_t *lost = calloc((size_t)stride, 4), *views = calloc((size_t)stride * c->size, 4);
   int *alive = malloc(sizeof(int) * (size_t)c->size);
   if (!lost || !views || !alive) {
     free(lost), free(views), free(alive);
@@ -118,6 +120,8 @@ int rlx__comm_agree(rlx_comm_t *c, const char *call, int probe_first, rlx_comm_t
   uint64_t deadline =
       rt->cfg.timeout_s > 0 ? rlx__now_ns() + (uint64_t)(rt->cfg.timeout_s * 1e9) : 0;
   int nalive = 0, me = -1, agreed = 0;
+  if (flags != NULL)
+    lost[words] = *flags;
   for (uint64_t round = 0; !agreed && round < SHRINK_ROUNDS_MAX; round++) {
     if (deadline && rlx__now_ns() > deadline) {
       rc = rlx__err(RLX_ERR_TIMEOUT, "%s: the survivors did not agree within "
@@ -142,7 +146,7 @@ int rlx__comm_agree(rlx_comm_t *c, const char *call, int probe_first, rlx_comm_t
       agreed = 1;
       break;
     }
-    rc = round_exchange(c, call, base, round, lost, words, alive, nalive, me, views);
+    rc = round_exchange(c, call, base, round, lost, stride, alive, nalive, me, views);
     if (rc != RLX_OK) {
       rlx__info("%s: round %llu failed (%s); again", call, (unsigned long long)round,
                 rlx_errmsg());
@@ -151,11 +155,14 @@ int rlx__comm_agree(rlx_comm_t *c, const char *call, int probe_first, rlx_comm_t
     agreed = 1;
     for (int i = 0; i < nalive; i++)
       for (int w = 0; w < words; w++) {
-        if (views[(size_t)i * words + w] != lost[w])
+        if (views[(size_t)i * stride + w] != lost[w])
           agreed = 0;
-        lost[w] |= views[(size_t)i * words + w];
+        lost[w] |= views[(size_t)i * stride + w];
       }
   }
+  if (flags != NULL && agreed) /* the last round's views: the same on every rank */
+    for (int i = 0; i < nalive; i++)
+      *flags &= views[(size_t)i * stride + words];
   if (rc == RLX_OK && !agreed)
     rc = rlx__err(RLX_ERR_TIMEOUT, "%s: no agreement after %d rounds", call,
                   SHRINK_ROUNDS_MAX);

@@ -70,7 +70,7 @@ static int create(struct rlx__shm_group *g, int *memfd) {
 
 /* The others: map what rank 0 sent, if it is the segment we expect (a
  * joiner's: of the grown communicator, its layout as RLX_MAX_NP says). */
-static int attach(struct rlx__shm_group *g, int fd) {
+static int attach(struct rlx__shm_group *g, int fd, int check_id) {
   struct stat st;
   int rc = 0;
   if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || (size_t)st.st_size != g->len ||
@@ -87,7 +87,8 @@ static int attach(struct rlx__shm_group *g, int fd) {
   g->base = b;
   place(g);
   if (g->hdr->magic != SHMG_MAGIC || g->hdr->n != (uint32_t)g->cap ||
-      g->hdr->comm_id != g->comm_id || g->hdr->slot != g->slot || g->hdr->len != g->len)
+      (check_id && g->hdr->comm_id != g->comm_id) || g->hdr->slot != g->slot ||
+      g->hdr->len != g->len)
     return -EPROTO; /* a segment of another communicator: nothing to trust */
   return 0;
 }
@@ -160,20 +161,22 @@ static int setup_peers(const struct rlx__shm_group *g, const int **peers) {
   return g->me == 0 ? g->n - 1 : 1;
 }
 
-/* A member takes what rank 0 sent (it may still be on its way). */
-static int take(struct rlx__shm_group *g, uint64_t deadline) {
+/* A member takes what rank 0 (world rank from) sent (it may still be on
+ * its way); check_id: the header must name g's communicator (a joiner's
+ * segment, sent ahead of its communicator, names an earlier one). */
+static int take(struct rlx__shm_group *g, int from, int check_id, uint64_t deadline) {
   uint64_t since = rlx__now_ns();
   int fd;
   for (;;) {
     rlx__engine_lock(g->engine);
     rlx__engine_turn(g->engine);
-    fd = rlx__p2p_take_fd(g->p2p, g->world[0]);
+    fd = rlx__p2p_take_fd(g->p2p, from);
     rlx__engine_unlock(g->engine);
     if (fd != -EAGAIN || rlx__now_ns() >= deadline)
       break;
     cpu_rest(since);
   }
-  int rc = fd < 0 ? fd : attach(g, fd);
+  int rc = fd < 0 ? fd : attach(g, fd, check_id);
   if (rc != 0)
     rlx__debug("no shared segment from rank 0: %s",
                rc == -EPROTO ? "not a sealed segment of this communicator" : strerror(-rc));
@@ -204,6 +207,8 @@ static struct rlx__shm_group *new_group(struct rlx__engine *e, struct rlx__p2p *
   g->len = seg_len(g->cap, g->slot);
   g->engine = e;
   g->p2p = p;
+  static _Atomic uint64_t serials;
+  g->serial = atomic_fetch_add(&serials, 1) + 1;
   return g;
 }
 
@@ -237,7 +242,7 @@ struct rlx__shm_group *rlx__shmg_setup(struct rlx__engine *e, struct rlx__p2p *p
   }
   if ((*err = run_agree(ctx, &ok)) != 0 || !ok)
     goto none;
-  ok = me == 0 ? send_all(g, memfd, peers, npeers, deadline) : take(g, deadline);
+  ok = me == 0 ? send_all(g, memfd, peers, npeers, deadline) : take(g, g->world[0], 1, deadline);
   if ((*err = run_agree(ctx, &ok)) != 0 || !ok)
     goto none;
   /* The mappings keep it; nothing of it outlives the processes. Rank 0
@@ -272,66 +277,51 @@ static void join_line(struct rlx__shm_group *g, uint64_t step) {
   g->step = g->min_seen = step;
 }
 
-struct rlx__shm_group *rlx__shmg_adopt(struct rlx__engine *e, struct rlx__p2p *p,
-                                       struct rlx__shm_group *from, int member, uint32_t comm_id,
-                                       const int *world, int n, int me, int cap,
-                                       uint64_t deadline, int (*run_agree)(void *ctx, int *ok),
-                                       void *ctx, int *err) {
-  struct rlx__shm_group *g = NULL;
-  int *w = copy_world(world, n), ok = w != NULL;
-  *err = 0;
-  deadline = bounded(deadline);
-  if (member) /* room for everyone, and its members first, in order */
-    ok = ok && from != NULL && from->cap >= n && from->n < n && from->me == me &&
-         memcmp(from->world, world, sizeof(int) * (size_t)from->n) == 0;
-  else if (ok)
-    g = new_group(e, p, comm_id, w, n, me, cap);
-  ok = ok && (member || g != NULL);
-  if ((*err = run_agree(ctx, &ok)) != 0 || !ok)
-    goto none;
-  if (member) {
-    /* (every member is at the same step: the calls in it are over) */
-    if (me == 0) {
-      const int *joiners = w + from->n;
-      from->hdr->comm_id = comm_id;
-      from->hdr->adopt_step = from->step;
-      ok = from->memfd >= 0 && connect_all(from, joiners, n - from->n, deadline) &&
-           send_all(from, from->memfd, joiners, n - from->n, deadline);
-    }
-    /* its record of a call run point to point names the old numbering */
-    struct rlx__shmg_line *l = &from->line[me];
-    atomic_store(&l->p2p_seq, 0);
-    atomic_store(&l->p2p_sig[0], 0);
-    atomic_store(&l->p2p_sig[1], 0);
-  } else {
-    ok = connect_all(g, w, 1, deadline) && take(g, deadline);
-    if (ok)
-      join_line(g, g->hdr->adopt_step);
-  }
-  if ((*err = run_agree(ctx, &ok)) != 0 || !ok)
-    goto none;
-  rlx__engine_lock(e); /* (the loop looks groups up by id and world) */
-  if (member) {
-    g = from;
-    free(g->world);
-    g->world = w;
-    g->n = n;
-    g->comm_id = comm_id;
-  } else {
-    rlx__list_push(&groups, &g->link);
-  }
-  rlx__engine_unlock(e);
-  return g;
-none:
-  if (member && me == 0 && from != NULL)
-    from->hdr->comm_id = from->comm_id;
-  if (g != NULL) {
-    g->link.next = NULL;
-    rlx__shmg_free(g); /* (frees w) */
-  } else {
+struct rlx__shm_group *rlx__shmg_receive(struct rlx__engine *e, struct rlx__p2p *p, int from,
+                                         const int *world, int n, int me, int cap,
+                                         uint64_t deadline) {
+  int *w = copy_world(world, n);
+  struct rlx__shm_group *g = w != NULL ? new_group(e, p, 0, w, n, me, cap) : NULL;
+  if (g == NULL) {
     free(w);
+    return NULL;
   }
-  return NULL;
+  deadline = bounded(deadline);
+  if (!connect_all(g, &from, 1, deadline) || !take(g, from, 0, deadline)) {
+    g->link.next = NULL;
+    rlx__shmg_free(g);
+    return NULL;
+  }
+  return g;
+}
+
+void rlx__shmg_mark_adopt(struct rlx__shm_group *g) {
+  if (g->me == 0)
+    g->hdr->adopt_step = g->step;
+  struct rlx__shmg_line *l = &g->line[g->me];
+  atomic_store(&l->p2p_seq, 0);
+  atomic_store(&l->p2p_sig[0], 0);
+  atomic_store(&l->p2p_sig[1], 0);
+}
+
+int rlx__shmg_take_over(struct rlx__shm_group *g, int member, uint32_t comm_id, const int *world,
+                        int n, int me) {
+  int *w = copy_world(world, n);
+  if (w == NULL)
+    return -ENOMEM;
+  if (!member) { /* (not live yet; rank 0 wrote the step before its agreement) */
+    g->me = me;
+    join_line(g, g->hdr->adopt_step);
+  }
+  rlx__engine_lock(g->engine); /* (the loop looks groups up by id and world) */
+  free(g->world);
+  g->world = w;
+  g->n = n;
+  g->comm_id = comm_id;
+  if (!member)
+    rlx__list_push(&groups, &g->link);
+  rlx__engine_unlock(g->engine);
+  return 0;
 }
 
 void rlx__shmg_free(struct rlx__shm_group *g) {

@@ -18,8 +18,9 @@
  * In a job that may grow (RLX_MAX_NP), the layout holds RLX_MAX_NP ranks
  * (up to RLX__SHMG_CAP_MAX; pages nobody touches cost nothing), and the
  * grown communicator takes the segment over from the one it grew from
- * (rlx__shmg_adopt): the members keep their lines, slots and mappings,
- * their pages already faulted in, and only the joiners map it. */
+ * (rlx__shmg_take_over): the members keep their lines, slots and
+ * mappings, their pages already faulted in, and only the joiners map it,
+ * before their admission. */
 #ifndef RLX_SHM_GROUP_H
 #define RLX_SHM_GROUP_H
 
@@ -88,6 +89,7 @@ struct rlx__shm_group {
   int n, me;
   int cap;   /* the ranks the layout holds (n, or more in a job that may grow) */
   int memfd; /* rank 0 of a layout with room: the segment, for joiners; else -1 */
+  uint64_t serial; /* this process's number for the group (a joiner's grant names it) */
   uint32_t comm_id;
   int *world; /* comm rank -> world rank (a copy) */
   struct rlx__shmg_hdr *hdr;
@@ -133,21 +135,29 @@ struct rlx__shm_group *rlx__shmg_setup(struct rlx__engine *e, struct rlx__p2p *p
                                        uint32_t comm_id, const int *world, int n, int me, int cap,
                                        uint64_t deadline, int (*run_agree)(void *ctx, int *ok),
                                        void *ctx, int *err);
-/* A grown communicator (world: n ranks, me its rank) takes over the
- * segment of the one it grew from, whose members are its first ranks in
- * the same order: called by every rank of it at the same point, members
- * with from (their group, or NULL when they have none: then nobody takes
- * it over), joiners with from NULL and member 0. cap: the layout a
- * joiner expects. Rank 0 sends the segment to the joiners; all agree
- * twice (run_agree: before, that every member has a segment with room;
- * after, that every joiner mapped it). Returns the group (from itself,
- * now of n ranks, on members), or NULL: nobody took it over (members
- * keep from as it was) or *err, an error of an agreement. */
-struct rlx__shm_group *rlx__shmg_adopt(struct rlx__engine *e, struct rlx__p2p *p,
-                                       struct rlx__shm_group *from, int member, uint32_t comm_id,
-                                       const int *world, int n, int me, int cap,
-                                       uint64_t deadline, int (*run_agree)(void *ctx, int *ok),
-                                       void *ctx, int *err);
+/* Taking a segment over when a communicator grows (rlx_comm_grow): the
+ * joiners map it while the job goes on, and the admission's one agreement
+ * says whether every rank can take it over; no exchange of its own.
+ *
+ * A joiner receives the segment from world rank `from` (the members'
+ * rank 0, which sends it once the joiner connected: rlx__p2p_send_fd of
+ * its memfd) and maps it, for a communicator of n ranks, this one at
+ * `me`, the layout holding cap. NULL when it could not (the reason at
+ * debug). Not live until rlx__shmg_take_over. */
+struct rlx__shm_group *rlx__shmg_receive(struct rlx__engine *e, struct rlx__p2p *p, int from,
+                                         const int *world, int n, int me, int cap,
+                                         uint64_t deadline);
+/* A member, at the admission before its agreement (every member at the
+ * same step: the calls in the segment are over): rank 0 writes the step
+ * joiners start from; each clears its record of a point-to-point call
+ * (it names the old numbering). */
+void rlx__shmg_mark_adopt(struct rlx__shm_group *g);
+/* After an agreement that said every rank can: g serves the grown
+ * communicator (comm_id, world: n ranks, me this one's), members' g the
+ * one they had, a joiner's what rlx__shmg_receive mapped (its line set to
+ * the members' step, then live). -ENOMEM: nothing changed. */
+int rlx__shmg_take_over(struct rlx__shm_group *g, int member, uint32_t comm_id, const int *world,
+                        int n, int me);
 void rlx__shmg_free(struct rlx__shm_group *g);
 /* rlx_finalize: unmap every group still live (communicators the program
  * did not free keep their storage, which rlx_comm_free then frees). Under
