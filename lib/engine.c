@@ -120,6 +120,8 @@ void rlx__engine_lock(struct rlx__engine *e) { pthread_mutex_lock(&e->loop_mtx);
 void rlx__engine_unlock(struct rlx__engine *e) { pthread_mutex_unlock(&e->loop_mtx); }
 int rlx__engine_trylock(struct rlx__engine *e) { return pthread_mutex_trylock(&e->loop_mtx) == 0; }
 
+void rlx__engine_kick(struct rlx__engine *e) { uv_async_send(&e->wake); }
+
 void rlx__engine_notify(struct rlx__engine *e) {
   if (atomic_load(&e->waiters) > 0) {
     pthread_mutex_lock(&e->wait_mtx);

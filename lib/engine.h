@@ -61,6 +61,10 @@ int rlx__engine_wait(struct rlx__engine *e, const atomic_int *done, const atomic
  * (no clock read of its own on a waiting loop's every turn). */
 int rlx__interrupted(uint64_t *last, uint64_t now);
 #define RLX__INTERRUPT_EVERY_NS (10ull * 1000 * 1000)
+/* Work was posted to the loop (a dial) by a thread that does not run it:
+ * the progress thread, asleep in poll() until an event of the handles it
+ * knew, runs it now (libuv registers the new one only when it runs). */
+void rlx__engine_kick(struct rlx__engine *e);
 /* An operation completed (called under the loop lock). */
 void rlx__engine_notify(struct rlx__engine *e);
 

@@ -360,8 +360,10 @@ static int neighbours_connected(void) {
         rlx__p2p_lost_reason(&rt->p2p, w) != NULL)
       continue;
     all = 0;
-    if (w < rt->cfg.rank)
+    if (w < rt->cfg.rank) {
       rlx__p2p_dial(&rt->p2p, w);
+      rlx__engine_kick(&rt->engine); /* (else it waits for the loop's next event) */
+    }
   }
   return all;
 }
@@ -398,8 +400,10 @@ static int pending_connected(void) {
       continue;
     }
     all = 0;
-    if (dial)
+    if (dial) {
       rlx__p2p_dial(&rt->p2p, w);
+      rlx__engine_kick(&rt->engine);
+    }
   }
   rlx__engine_unlock(&rt->engine);
   if (dial)
