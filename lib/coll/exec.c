@@ -110,9 +110,11 @@ static void finish(struct rlx__op *op, int status) {
   atomic_fetch_add(&op->progress, 1);
   if (op->on_done)
     op->on_done(op);
+  /* (op is the caller's again once done is set: read nothing of it after) */
+  struct rlx__engine *e = op->engine;
   atomic_store_explicit(&op->done, 1, memory_order_release);
-  if (op->engine != NULL) /* a caller sleeping until another drives */
-    rlx__engine_notify(op->engine);
+  if (e != NULL) /* a caller sleeping until another drives */
+    rlx__engine_notify(e);
 }
 
 /* The settle time ran out and no ABORT came: the peer is simply lost. */
