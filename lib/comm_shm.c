@@ -105,11 +105,11 @@ int rlx__comm_shm_can_grow(const rlx_comm_t *c, const rlx_comm_t *grown, uint64_
          g->n == c->size && g->me == c->rank && eligible(grown);
 }
 
-int rlx__comm_shm_take_over(rlx_comm_t *s, rlx_comm_t *from, struct rlx__shm_group *joined) {
+void rlx__comm_shm_take_over(rlx_comm_t *s, rlx_comm_t *from, struct rlx__shm_group *joined,
+                             int *world) {
   struct rlx__shm_group *g = from != NULL ? from->shm : joined;
-  if (g == NULL || s->shm_state != 0 ||
-      rlx__shmg_take_over(g, from != NULL, s->id, s->world, s->size, s->rank) != 0)
-    return 0;
+  memcpy(world, s->world, sizeof(int) * (size_t)s->size);
+  rlx__shmg_take_over(g, from != NULL, s->id, world, s->size, s->rank);
   s->shm = g;
   s->shm_state = 1;
   if (from != NULL) {
@@ -121,7 +121,6 @@ int rlx__comm_shm_take_over(rlx_comm_t *s, rlx_comm_t *from, struct rlx__shm_gro
     rlx__info("communicator %u: %d ranks, collectives in the job's shared segment (taken over)",
               s->id, s->size);
   }
-  return 1;
 }
 
 void rlx__comm_shm_free(rlx_comm_t *c) {

@@ -436,7 +436,7 @@ void rlx__grow_fini(void) { drop_pending(); }
  * front: only then does s take the members' segment over (alike on every
  * rank: base and s are). */
 static int keeps_members(const rlx_comm_t *s, const int *base, int nbase) {
-  return base != NULL && s->size > nbase &&
+  return nbase > 0 && s->size > nbase &&
          memcmp(s->world, base, sizeof(int) * (size_t)nbase) == 0;
 }
 
@@ -462,14 +462,14 @@ static int end_admission(rlx_comm_t *c, rlx_comm_t **out) {
   /* The segment the joiners were sent, still c's? Then the agreement
    * also says whether every rank can take it over. */
   uint32_t can = pend.serial != 0 && rlx__comm_shm_can_grow(c, pend.g, pend.serial);
-  if (can)
+  int *world = can ? malloc(sizeof(int) * (size_t)pend.g->size) : NULL;
+  if ((can = world != NULL))
     rlx__shmg_mark_adopt(c->shm);
   rc = rlx__comm_agree(pend.g, "rlx_comm_grow", 0, &can, &s);
-  int *base = NULL;
-  if (rc == RLX_OK && can && (base = malloc(sizeof(int) * (size_t)pend.nbase)) != NULL)
-    memcpy(base, pend.g->world, sizeof(int) * (size_t)pend.nbase);
-  int nbase = pend.nbase;
+  int take = rc == RLX_OK && can && keeps_members(s, pend.g->world, pend.nbase);
   drop_pending();
+  if (!take)
+    free(world);
   if (rc != RLX_OK)
     return rc;
   int in = 0;
@@ -478,9 +478,8 @@ static int end_admission(rlx_comm_t *c, rlx_comm_t **out) {
   if (in < admitted)
     rlx__warn("rlx_comm_grow: %d of %d joining rank(s) left out: lost during their admission",
               admitted - in, admitted);
-  if (can && keeps_members(s, base, nbase))
-    rlx__comm_shm_take_over(s, c, NULL);
-  free(base);
+  if (take)
+    rlx__comm_shm_take_over(s, c, NULL, world);
   rlx__set_last(c, s);
   retune(s); /* (the agreed communicator: without the ranks lost meanwhile) */
   rlx__info("rlx_comm_grow: %d joiner(s) admitted; %d ranks now (were %d), leader rank %d; "
@@ -656,18 +655,16 @@ int rlx__join_confirm(void) {
   rlx__engine_unlock(&rt->engine);
   /* The members' segment, sent by their rank 0 once we connected: mapped
    * now, while they go on; the agreement says whether all take it over. */
-  int nbase = joined_offer, *base = NULL;
-  struct rlx__shm_group *seg = nbase > 0 ? rlx__comm_shm_receive(&rt->world, rt->world.world[0])
-                                         : NULL;
-  uint32_t can = seg != NULL;
+  struct rlx__shm_group *seg = joined_offer > 0
+                                   ? rlx__comm_shm_receive(&rt->world, rt->world.world[0]) : NULL;
+  int *world = seg != NULL ? malloc(sizeof(int) * (size_t)rt->world.size) : NULL;
+  uint32_t can = world != NULL;
   int rc = rlx__comm_agree(&rt->world, "rlx_comm_grow", 0, &can, &s);
-  if (rc == RLX_OK && can && (base = malloc(sizeof(int) * (size_t)nbase)) != NULL)
-    memcpy(base, rt->world.world, sizeof(int) * (size_t)nbase);
-  if (rc != RLX_OK || !can || !keeps_members(s, base, nbase)) {
+  if (rc != RLX_OK || !can || !keeps_members(s, rt->world.world, joined_offer)) {
     rlx__shmg_free(seg);
     seg = NULL;
+    free(world);
   }
-  free(base);
   if (rc != RLX_OK)
     return rc;
   /* the world becomes the agreed communicator */
@@ -683,8 +680,8 @@ int rlx__join_confirm(void) {
   s->world = NULL;
   rlx__comm_release(s);
   free(s);
-  if (seg != NULL && !rlx__comm_shm_take_over(&rt->world, NULL, seg))
-    rlx__shmg_free(seg);
+  if (seg != NULL)
+    rlx__comm_shm_take_over(&rt->world, NULL, seg, world);
   rlx__set_last(NULL, &rt->world);
   retune(&rt->world);
   rlx__info("joined the job as rank %d of %d (job index %d), leader rank %d", rt->world.rank,

@@ -173,9 +173,10 @@ uint64_t rlx__comm_shm_serial(const rlx_comm_t *c);
 /* s, just agreed on by rlx_comm_grow with every rank able to, takes over
  * the segment: members pass from (the communicator it grew from, its
  * first members in order: it goes point to point from then on), joiners
- * the group rlx__shmg_receive mapped. 1: taken over; 0: not (s makes its
- * own at its first collective). */
-int rlx__comm_shm_take_over(rlx_comm_t *s, rlx_comm_t *from, struct rlx__shm_group *joined);
+ * the group rlx__shmg_receive mapped; world: room for s's ranks, taken
+ * (allocated before the agreement: nothing fails on one rank alone). */
+void rlx__comm_shm_take_over(rlx_comm_t *s, rlx_comm_t *from, struct rlx__shm_group *joined,
+                             int *world);
 /* A new communicator (id 0, the world's, becomes 1) owning world, its
  * leader elected; NULL when out of memory (world then still the caller's). */
 rlx_comm_t *rlx__comm_new(uint32_t id, int *world, int n, int rank);

@@ -304,24 +304,20 @@ void rlx__shmg_mark_adopt(struct rlx__shm_group *g) {
   atomic_store(&l->p2p_sig[1], 0);
 }
 
-int rlx__shmg_take_over(struct rlx__shm_group *g, int member, uint32_t comm_id, const int *world,
-                        int n, int me) {
-  int *w = copy_world(world, n);
-  if (w == NULL)
-    return -ENOMEM;
+void rlx__shmg_take_over(struct rlx__shm_group *g, int member, uint32_t comm_id, int *world,
+                         int n, int me) {
   if (!member) { /* (not live yet; rank 0 wrote the step before its agreement) */
     g->me = me;
     join_line(g, g->hdr->adopt_step);
   }
   rlx__engine_lock(g->engine); /* (the loop looks groups up by id and world) */
   free(g->world);
-  g->world = w;
+  g->world = world;
   g->n = n;
   g->comm_id = comm_id;
   if (!member)
     rlx__list_push(&groups, &g->link);
   rlx__engine_unlock(g->engine);
-  return 0;
 }
 
 void rlx__shmg_free(struct rlx__shm_group *g) {

@@ -153,11 +153,13 @@ struct rlx__shm_group *rlx__shmg_receive(struct rlx__engine *e, struct rlx__p2p 
  * (it names the old numbering). */
 void rlx__shmg_mark_adopt(struct rlx__shm_group *g);
 /* After an agreement that said every rank can: g serves the grown
- * communicator (comm_id, world: n ranks, me this one's), members' g the
- * one they had, a joiner's what rlx__shmg_receive mapped (its line set to
- * the members' step, then live). -ENOMEM: nothing changed. */
-int rlx__shmg_take_over(struct rlx__shm_group *g, int member, uint32_t comm_id, const int *world,
-                        int n, int me);
+ * communicator (comm_id, world: n ranks, me this one's; g keeps world,
+ * allocated before the agreement so that nothing can fail after it on
+ * one rank alone), members' g the one they had, a joiner's what
+ * rlx__shmg_receive mapped (its line set to the members' step, then
+ * live). */
+void rlx__shmg_take_over(struct rlx__shm_group *g, int member, uint32_t comm_id, int *world,
+                         int n, int me);
 void rlx__shmg_free(struct rlx__shm_group *g);
 /* rlx_finalize: unmap every group still live (communicators the program
  * did not free keep their storage, which rlx_comm_free then frees). Under
