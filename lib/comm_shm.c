@@ -89,20 +89,18 @@ int rlx__comm_shm(rlx_comm_t *c) {
 
 struct rlx__shm_group *rlx__comm_shm_receive(const rlx_comm_t *c, int from) {
   struct rlx__runtime *rt = &rlx__rt;
-  if (!eligible(c) || layout_cap(c->size) < c->size)
+  if (!eligible(c))
     return NULL;
   return rlx__shmg_receive(&rt->engine, &rt->p2p, from, c->world, c->size, c->rank,
                            layout_cap(c->size), setup_deadline());
 }
 
-uint64_t rlx__comm_shm_serial(const rlx_comm_t *c) {
-  return c->shm_state > 0 && c->shm != NULL ? c->shm->serial : 0;
-}
-
-int rlx__comm_shm_can_grow(const rlx_comm_t *c, const rlx_comm_t *grown, uint64_t serial) {
+uint64_t rlx__comm_shm_offer(const rlx_comm_t *c, const rlx_comm_t *grown) {
   const struct rlx__shm_group *g = c->shm_state > 0 ? c->shm : NULL;
-  return g != NULL && serial != 0 && g->serial == serial && g->cap >= grown->size &&
-         g->n == c->size && g->me == c->rank && eligible(grown);
+  return g != NULL && g->cap >= grown->size && g->n == c->size && g->me == c->rank &&
+                 eligible(grown)
+             ? g->serial
+             : 0;
 }
 
 void rlx__comm_shm_take_over(rlx_comm_t *s, rlx_comm_t *from, struct rlx__shm_group *joined,

@@ -147,6 +147,15 @@ int rlx__interrupted(uint64_t *last, uint64_t now) {
   return fn(atomic_load(&interrupt_arg)) != 0;
 }
 
+/* A waiter between two looks: the core to the others when ranks outnumber
+ * cores, else a spin hint. */
+static void between_polls(const struct rlx__engine *e) {
+  if (e->yield)
+    sched_yield();
+  else
+    cpu_relax();
+}
+
 static int ms_until(uint64_t deadline, int cap) {
   if (deadline == 0)
     return cap;
@@ -198,19 +207,13 @@ int rlx__engine_wait(struct rlx__engine *e, const atomic_int *done, const atomic
         run_once(e);
       }
       pthread_mutex_unlock(&e->loop_mtx);
-      if (e->yield)
-        sched_yield();
-      else
-        cpu_relax();
+      between_polls(e);
     } else if (atomic_load(&e->progress_holds)) {
       /* The progress thread has the loop for one turn; it steps aside at
        * its next, seeing a driver. Sleeping here instead would leave the
        * loop to nobody for the sleep's length: the progress thread, woken
        * by our peer's doorbell, does not run it while a caller drives. */
-      if (e->yield)
-        sched_yield();
-      else
-        cpu_relax();
+      between_polls(e);
     } else {
       /* Another caller drives the loop; completing an operation signals
        * (rlx__engine_notify), and the timeout covers the rest. */

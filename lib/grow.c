@@ -139,8 +139,6 @@ static void follow_last(const rlx_comm_t *c, const rlx_comm_t *g) {
     rt->last_src = g->id;
 }
 
-/* The grown communicator for the joiners: its id, RLX_MAX_NP, and every
- * member's card in order. */
 /* The joiners' welcome: the grown communicator (id, RLX_MAX_NP, its
  * ranks' cards) and how many of them are members whose shared segment the
  * joiners are sent to map (0: none is sent). */
@@ -169,8 +167,10 @@ static int same_members(rlx_comm_t *c, rlx_comm_t **out) {
 }
 
 /* Steps 1-3 on the members; *g is the grown communicator (still to be
- * agreed on), or a communicator of c's members when nobody was admitted. */
-static int admit(rlx_comm_t *c, rlx_comm_t **g, int *admitted) {
+ * agreed on), or a communicator of c's members when nobody was admitted;
+ * *offer: the serial of c's segment the welcome offered the joiners (0:
+ * none; alike on every member: rank 0 sends it exactly then). */
+static int admit(rlx_comm_t *c, rlx_comm_t **g, int *admitted, uint64_t *offer) {
   struct rlx__runtime *rt = &rlx__rt;
   uint64_t deadline = rt->cfg.timeout_s > 0 ? rlx__now_ns() + (uint64_t)(rt->cfg.timeout_s * 1e9)
                                             : 0;
@@ -178,6 +178,7 @@ static int admit(rlx_comm_t *c, rlx_comm_t **g, int *admitted) {
   uint8_t *cards = NULL;
   int n = 0, rc = RLX_OK, taken = 0;
   *admitted = 0;
+  *offer = 0;
   if (c->rank == c->leader) {
     pthread_mutex_lock(&rt->member_mtx);
     int room = rt->cfg.max_np - c->size, waiting = rlx__rdv_member_joiners(&rt->member);
@@ -242,11 +243,10 @@ static int admit(rlx_comm_t *c, rlx_comm_t **g, int *admitted) {
   /* every member knows the joiners now: they may be told */
   if (c->size > 1 && (rc = run_on(c, RLX__CK_BARRIER, &rlx__barrier_dissemination, NULL, 0, 0)) != RLX_OK)
     goto fail;
+  *offer = rlx__comm_shm_offer(c, *g);
   if (c->rank == c->leader) {
     size_t len;
-    /* (alike on every member: rank 0 sends its segment exactly then) */
-    int offered = rlx__comm_shm_can_grow(c, *g, rlx__comm_shm_serial(c)) ? c->size : 0;
-    uint8_t *blk = welcome_block(*g, offered, &len);
+    uint8_t *blk = welcome_block(*g, *offer != 0 ? c->size : 0, &len);
     pthread_mutex_lock(&rt->member_mtx);
     int e = blk ? rlx__rdv_member_welcome(&rt->member, blk, len, deadline) : -ENOMEM;
     pthread_mutex_unlock(&rt->member_mtx);
@@ -330,9 +330,13 @@ static int offer_segment(int i, int w) {
   struct rlx__runtime *rt = &rlx__rt;
   if (!pend.sender || (pend.sent >> i & 1))
     return 1;
-  int st = rlx__p2p_shm_state(&rt->p2p, w), rc = pend.memfd < 0 ? pend.memfd : st == 0 ? -EAGAIN
-                                                 : st < 0 ? -EPROTO
-                                                 : rlx__p2p_send_fd(&rt->p2p, w, pend.memfd);
+  int st = rlx__p2p_shm_state(&rt->p2p, w), rc;
+  if (pend.memfd < 0)
+    rc = pend.memfd; /* (the copy failed) */
+  else if (st <= 0)
+    rc = st == 0 ? -EAGAIN : -EPROTO; /* (its shared-memory ring not ready, or none) */
+  else
+    rc = rlx__p2p_send_fd(&rt->p2p, w, pend.memfd);
   if (rc == -EAGAIN)
     return 0;
   pend.sent |= 1ull << i;
@@ -343,6 +347,14 @@ static int offer_segment(int i, int w) {
     rlx__p2p_mark_lost(&rt->p2p, w, why);
   }
   return 1;
+}
+
+/* Call up job rank w from a member's call, outside the loop: the progress
+ * thread, asleep in poll() until an event of the handles it knew, is woken
+ * to run it (libuv registers the new connection only then). */
+static void call_up(int w) {
+  rlx__p2p_dial(&rlx__rt.p2p, w);
+  rlx__engine_kick(&rlx__rt.engine);
 }
 
 /* The admission's agreement runs a ring over the grown communicator: its
@@ -360,10 +372,8 @@ static int neighbours_connected(void) {
         rlx__p2p_lost_reason(&rt->p2p, w) != NULL)
       continue;
     all = 0;
-    if (w < rt->cfg.rank) {
-      rlx__p2p_dial(&rt->p2p, w);
-      rlx__engine_kick(&rt->engine); /* (else it waits for the loop's next event) */
-    }
+    if (w < rt->cfg.rank)
+      call_up(w);
   }
   return all;
 }
@@ -400,10 +410,8 @@ static int pending_connected(void) {
       continue;
     }
     all = 0;
-    if (dial) {
-      rlx__p2p_dial(&rt->p2p, w);
-      rlx__engine_kick(&rt->engine);
-    }
+    if (dial)
+      call_up(w);
   }
   rlx__engine_unlock(&rt->engine);
   if (dial)
@@ -461,7 +469,7 @@ static int end_admission(rlx_comm_t *c, rlx_comm_t **out) {
   retune(pend.g);
   /* The segment the joiners were sent, still c's? Then the agreement
    * also says whether every rank can take it over. */
-  uint32_t can = pend.serial != 0 && rlx__comm_shm_can_grow(c, pend.g, pend.serial);
+  uint32_t can = pend.serial != 0 && rlx__comm_shm_offer(c, pend.g) == pend.serial;
   int *world = can ? malloc(sizeof(int) * (size_t)pend.g->size) : NULL;
   if ((can = world != NULL))
     rlx__shmg_mark_adopt(c->shm);
@@ -506,6 +514,7 @@ int rlx_comm_grow(rlx_comm_t *c, rlx_comm_t **out) {
     return rlx__err(RLX_ERR_REVOKED, "rlx_comm_grow: the communicator was revoked: %s",
                     c->revoked_why);
   int took, rc = rlx__comm_take(c, "rlx_comm_grow", 1, &took), admitted = 0;
+  uint64_t offer = 0;
   if (rc != RLX_OK)
     return rc;
   rlx_comm_t *g = NULL;
@@ -518,7 +527,7 @@ int rlx_comm_grow(rlx_comm_t *c, rlx_comm_t **out) {
   /* The first half: take the joiners waiting now and welcome them; they
    * connect to every member while the job goes on in a communicator of
    * the same members, and a later call ends the admission. */
-  rc = admit(c, &g, &admitted);
+  rc = admit(c, &g, &admitted, &offer);
   if (rc != RLX_OK || admitted == 0)
     goto out;
   pthread_mutex_lock(&rt->member_mtx);
@@ -526,14 +535,14 @@ int rlx_comm_grow(rlx_comm_t *c, rlx_comm_t **out) {
   pend.nbase = c->size;
   pend.t_welcome = rlx__now_ns();
   pend.t_dialed = 0;
-  /* the segment offered in the welcome (admit: alike on every member) */
-  pend.serial = rlx__comm_shm_can_grow(c, g, rlx__comm_shm_serial(c)) ? c->shm->serial : 0;
+  pend.serial = offer;
   pend.sent = 0;
-  pend.sender = pend.serial != 0 && c->rank == 0;
-  pend.memfd = !pend.sender ? -1 : c->shm->memfd < 0 ? -EBADF
-               : fcntl(c->shm->memfd, F_DUPFD_CLOEXEC, 0);
-  if (pend.sender && pend.memfd < 0) /* (each joiner is then lost: it waits for it) */
-    pend.memfd = c->shm->memfd < 0 ? -EBADF : -errno;
+  pend.sender = offer != 0 && c->rank == 0;
+  pend.memfd = -1;
+  /* (a segment with room keeps its memfd on rank 0; without a copy each
+   * joiner is lost: it waits for the segment) */
+  if (pend.sender && (pend.memfd = fcntl(c->shm->memfd, F_DUPFD_CLOEXEC, 0)) < 0)
+    pend.memfd = -errno;
   pthread_mutex_unlock(&rt->member_mtx);
   g = NULL;
   rlx__info("rlx_comm_grow: %d joiner(s) welcomed; they connect while the job goes on",

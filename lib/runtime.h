@@ -159,17 +159,15 @@ void rlx__comm_shm_free(rlx_comm_t *c);
 /* c's segment (and numbering of calls) to `to`, a communicator of c's
  * members in c's order; c's calls go point to point from then on. */
 void rlx__comm_shm_hand_over(rlx_comm_t *c, rlx_comm_t *to);
-/* Growing c to grown, can c's segment serve it (a member's view: c has
- * one with room, the one the joiners were sent, serial: its
- * rlx__comm_shm_serial at the welcome; and every rank of grown is on this
- * host, as a joiner sees too)? */
-int rlx__comm_shm_can_grow(const rlx_comm_t *c, const rlx_comm_t *grown, uint64_t serial);
+/* Growing c to grown, can c's segment serve it (c has one with room, and
+ * every rank of grown is on this host, as a joiner sees too)? Its serial
+ * (a number of this process's for it), else 0: the welcome offers it to
+ * the joiners, and the admission checks c still has that one. */
+uint64_t rlx__comm_shm_offer(const rlx_comm_t *c, const rlx_comm_t *grown);
 /* A joiner (c: the communicator it was welcomed into) maps the segment
  * the members' rank 0, world rank from, sends it; NULL: none (logged at
  * debug), or c cannot use one. */
 struct rlx__shm_group *rlx__comm_shm_receive(const rlx_comm_t *c, int from);
-/* c's segment's serial (0: none). */
-uint64_t rlx__comm_shm_serial(const rlx_comm_t *c);
 /* s, just agreed on by rlx_comm_grow with every rank able to, takes over
  * the segment: members pass from (the communicator it grew from, its
  * first members in order: it goes point to point from then on), joiners
