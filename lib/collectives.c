@@ -226,6 +226,8 @@ static int start(rlx_comm_t *c, struct rlx_request *rq) {
   if (rq->nonblocking) /* let the loop register what the start asked for (rings too: rlx_test) */
     rlx__engine_turn(&rt->engine);
   rlx__engine_unlock(&rt->engine);
+  if (rq->nonblocking && atomic_load_explicit(&rt->engine.beside, memory_order_relaxed))
+    rlx__engine_kick(&rt->engine); /* it polls while the call is in flight */
   if (rq->nonblocking)
     pthread_mutex_unlock(&c->mtx);
   return RLX_OK;

@@ -231,6 +231,13 @@ int rlx__config_load(struct rlx__config *cfg) {
       return bad("RLX_WIRE", s, "one of f32, f16, bf16");
     cfg->wire = i;
   }
+  cfg->progress_spare = 1;
+  if ((s = getenv("RLX_PROGRESS_BIND")) != NULL) {
+    static const char *const where[] = {"rank", "spare"};
+    if ((i = pick(s, where, 2)) < 0)
+      return bad("RLX_PROGRESS_BIND", s, "spare or rank");
+    cfg->progress_spare = i;
+  }
   cfg->cma = -1; /* auto */
   if ((s = getenv("RLX_CMA")) != NULL && strcmp(s, "auto") != 0) {
     static const char *const onoff[] = {"off", "on"};

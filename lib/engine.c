@@ -59,6 +59,9 @@ size_t rlx__engine_turn(struct rlx__engine *e) { return run_once(e); }
 
 static void *progress_main(void *arg) {
   struct rlx__engine *e = arg;
+  pthread_setname_np(pthread_self(), "rlx-progress"); /* (for top -H, perf, /proc) */
+  uint64_t last_moved = rlx__now_ns();
+  int spinning = 0;
   while (!atomic_load(&e->stop)) {
     if (atomic_load(&e->drivers) > 0) {
       /* A caller drives the loop; look again a little later rather than
@@ -69,17 +72,33 @@ static void *progress_main(void *arg) {
     }
     pthread_mutex_lock(&e->loop_mtx);
     atomic_store(&e->progress_holds, 1);
-    /* Some moved: more may follow at once. Else announce the sleep
-     * (writers ring the socket then) unless work came meanwhile. */
-    int busy = run_once(e) != 0 || (e->sleep && e->sleep(e->ctx, 1));
+    /* Some moved: more may follow at once. On cores of its own with
+     * operations in flight, look again for the spin budget. Else announce
+     * the sleep (writers ring the socket then) unless work came meanwhile. */
+    uint64_t now = rlx__now_ns();
+    int busy = run_once(e) != 0;
+    if (busy)
+      last_moved = now;
+    else if (atomic_load_explicit(&e->beside, memory_order_relaxed) &&
+             atomic_load_explicit(&e->inflight, memory_order_relaxed) > 0 &&
+             now - last_moved < e->spin_ns)
+      busy = spinning = 1;
+    else
+      busy = e->sleep && e->sleep(e->ctx, 1);
     int t = uv_backend_timeout(&e->loop);
     atomic_store(&e->progress_holds, 0);
     pthread_mutex_unlock(&e->loop_mtx);
+    if (spinning) {
+      spinning = 0;
+      cpu_relax();
+      continue;
+    }
     if (busy)
       continue;
     /* The lock is free while we sleep, for callers that post work. */
     if (!atomic_load(&e->stop))
       backend_poll(e, (t < 0 || t > 100) ? 100 : t);
+    last_moved = rlx__now_ns(); /* (a wake-up starts a new budget) */
     if (e->sleep) {
       pthread_mutex_lock(&e->loop_mtx);
       e->sleep(e->ctx, 0);
@@ -94,7 +113,18 @@ int rlx__engine_start(struct rlx__engine *e) {
   if (rc != 0)
     return rlx__err(RLX_ERR_SYS, "cannot start the progress thread: %s", strerror(rc));
   e->thread_started = 1;
+  if (e->placed)
+    (void)rlx__engine_place(e, &e->cpus); /* (a refusal leaves it where it was) */
   return RLX_OK;
+}
+
+int rlx__engine_place(struct rlx__engine *e, const cpu_set_t *cpus) {
+  if (cpus != &e->cpus)
+    e->cpus = *cpus;
+  e->placed = 1;
+  if (!e->thread_started)
+    return 0;
+  return -pthread_setaffinity_np(e->thread, sizeof(*cpus), cpus);
 }
 
 void rlx__engine_stop(struct rlx__engine *e) {

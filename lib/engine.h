@@ -5,6 +5,7 @@
 #define RLX_ENGINE_H
 
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <uv.h>
@@ -16,6 +17,14 @@ struct rlx__engine {
   pthread_cond_t wait_cv;   /* completions, for callers not driving */
   pthread_t thread;
   int thread_started;
+  cpu_set_t cpus; /* where the progress thread runs (rlx__engine_place) */
+  int placed;
+  /* The progress thread has cores beside the rank's (rlx__tune_waiting):
+   * while operations are in flight and no caller drives, it polls like a
+   * waiting caller for the spin budget instead of sleeping until the next
+   * doorbell, so a nonblocking call moves while the caller computes. */
+  atomic_int beside;
+  atomic_int inflight; /* operations started and not finished (exec.c) */
   uv_async_t wake;
   atomic_int drivers; /* callers inside rlx__engine_wait */
   atomic_int waiters; /* callers sleeping on wait_cv */
@@ -37,6 +46,9 @@ struct rlx__engine {
 
 int rlx__engine_init(struct rlx__engine *e, uint64_t spin_ns, int yield);
 int rlx__engine_start(struct rlx__engine *e); /* start the progress thread */
+/* Run the progress thread on cpus from now on (once it is started; a
+ * later start takes them too). 0, or -errno. */
+int rlx__engine_place(struct rlx__engine *e, const cpu_set_t *cpus);
 void rlx__engine_stop(struct rlx__engine *e); /* join it; the loop stays */
 void rlx__engine_close(struct rlx__engine *e);
 /* One turn of the loop and the work outside libuv, without waiting;

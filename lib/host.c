@@ -1,15 +1,17 @@
 /* What this host is: an identity that tells ranks on the same host apart
  * from ranks elsewhere (also across containers and network namespaces,
- * where hostnames can repeat), its core count (hwloc), and interface
- * addresses for RLX_IFACE. */
+ * where hostnames can repeat), its core count and the CPUs beside this
+ * rank's binding (hwloc), and interface addresses for RLX_IFACE. */
 #include <ifaddrs.h>
 #include <arpa/inet.h>
 #include <net/if.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <hwloc.h>
+#include <hwloc/glibc-sched.h>
 #include "runtime.h"
 
 int rlx__host_identity(char *buf, size_t len) {
@@ -35,9 +37,58 @@ int rlx__host_identity(char *buf, size_t len) {
   return 0;
 }
 
-int rlx__host_cores(char *binding, size_t len) {
+/* The host's cores in hwloc's logical order (the order rlxrun and srun
+ * bind local ranks in), which of them share a NUMA node with the calling
+ * thread's binding, and which one that binding is exactly (-1: none, or
+ * more than one core). */
+static void list_cores(hwloc_topology_t topo, hwloc_const_bitmap_t bound, struct rlx__cores *out) {
+  hwloc_bitmap_t nodes = hwloc_bitmap_alloc(), near = hwloc_bitmap_alloc();
+  int n = hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_CORE);
+  out->set = n > 0 ? calloc((size_t)n, sizeof(*out->set)) : NULL;
+  out->near = n > 0 ? calloc((size_t)n, 1) : NULL;
+  if (nodes && near && out->set && out->near) {
+    hwloc_cpuset_to_nodeset(topo, bound, nodes);
+    hwloc_cpuset_from_nodeset(topo, near, nodes);
+    hwloc_bitmap_and(near, near, hwloc_topology_get_allowed_cpuset(topo));
+    for (int i = 0; i < n; i++) {
+      hwloc_obj_t core = hwloc_get_obj_by_type(topo, HWLOC_OBJ_CORE, (unsigned)i);
+      hwloc_cpuset_to_glibc_sched_affinity(topo, core->cpuset, &out->set[i], sizeof(cpu_set_t));
+      out->near[i] = hwloc_bitmap_isincluded(core->cpuset, near);
+      if (hwloc_bitmap_isequal(core->cpuset, bound))
+        out->own = i;
+    }
+    out->n = n;
+  }
+  hwloc_bitmap_free(nodes);
+  hwloc_bitmap_free(near);
+}
+
+void rlx__cores_free(struct rlx__cores *c) {
+  free(c->set);
+  free(c->near);
+  memset(c, 0, sizeof(*c));
+  c->own = -1;
+}
+
+int rlx__cores_spare(const struct rlx__cores *c, int local_rank, int local_size, cpu_set_t *out) {
+  int k = 0;
+  CPU_ZERO(out);
+  if (c->own < 0 || c->own != local_rank)
+    return 0; /* not bound as a launcher binds in order: whose are the others? */
+  for (int i = local_size; i < c->n; i++) {
+    if (c->near[i]) {
+      CPU_OR(out, out, &c->set[i]);
+      k++;
+    }
+  }
+  return k;
+}
+
+int rlx__host_cores(char *binding, size_t len, struct rlx__cores *cores) {
   hwloc_topology_t topo;
   int n = 0;
+  memset(cores, 0, sizeof(*cores));
+  cores->own = -1;
   if (binding && len)
     snprintf(binding, len, "binding unknown");
   if (hwloc_topology_init(&topo) != 0)
@@ -45,11 +96,15 @@ int rlx__host_cores(char *binding, size_t len) {
   if (hwloc_topology_load(topo) == 0) {
     n = hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_CORE);
     hwloc_bitmap_t set = hwloc_bitmap_alloc();
-    if (binding && set && hwloc_get_cpubind(topo, set, HWLOC_CPUBIND_PROCESS) == 0) {
+    /* the calling thread's: rlx_init runs before the application starts
+     * threads of its own, and a launcher binds the whole process */
+    if (set && hwloc_get_cpubind(topo, set, HWLOC_CPUBIND_THREAD) == 0) {
       char list[96];
       hwloc_bitmap_list_snprintf(list, sizeof list, set);
       int all = hwloc_bitmap_isincluded(hwloc_topology_get_allowed_cpuset(topo), set);
-      snprintf(binding, len, "%s cpus %s", all ? "not bound:" : "bound to", list);
+      if (binding && len)
+        snprintf(binding, len, "%s cpus %s", all ? "not bound:" : "bound to", list);
+      list_cores(topo, set, cores);
     }
     hwloc_bitmap_free(set);
   }
@@ -59,3 +114,17 @@ int rlx__host_cores(char *binding, size_t len) {
   return n > 0 ? n : 1;
 }
 
+
+void rlx__cpu_list(const cpu_set_t *set, char *out, size_t len) {
+  size_t k = 0;
+  out[0] = '\0';
+  for (int c = 0; c < CPU_SETSIZE && k + 24 < len; c++) {
+    if (!CPU_ISSET(c, set))
+      continue;
+    int last = c;
+    while (last + 1 < CPU_SETSIZE && CPU_ISSET(last + 1, set))
+      last++;
+    k += (size_t)snprintf(out + k, len - k, last > c ? "%s%d-%d" : "%s%d", k ? "," : "", c, last);
+    c = last;
+  }
+}

@@ -50,6 +50,14 @@ struct rlx_request {
   float *out;
 };
 
+/* The host's cores as rlx__host_cores finds them (n = 0: unknown). */
+struct rlx__cores {
+  int n;
+  cpu_set_t *set;      /* each core's CPUs, in hwloc's logical order */
+  unsigned char *near; /* in the NUMA node(s) of the calling thread's binding */
+  int own;             /* the core that binding is, -1: not exactly one */
+};
+
 struct rlx__runtime {
   int initialized;
   struct rlx__config cfg;
@@ -59,6 +67,10 @@ struct rlx__runtime {
   struct rlx__card *cards;
   struct rlx_comm world;
   int local_rank, local_size, ncores;
+  /* Where the progress thread runs (RLX_PROGRESS_BIND, rlx__tune_waiting
+   * decides): the rank's own CPUs, or the cores no local rank takes. */
+  struct rlx__cores cores;
+  cpu_set_t own_cpus;
   char rundir[128], unix_path[160];
   struct rlx__rdv_server *rdv;
   int pmix;                 /* launched by a PMIx server */
@@ -83,8 +95,16 @@ extern struct rlx__runtime rlx__rt;
 /* host.c */
 int rlx__host_identity(char *buf, size_t len);
 /* Cores on this host (hwloc); binding gets "bound to cpus 3" or
- * "not bound: cpus 0-1". */
-int rlx__host_cores(char *binding, size_t len);
+ * "not bound: cpus 0-1"; cores the list of them (rlx__cores_free). */
+int rlx__host_cores(char *binding, size_t len, struct rlx__cores *cores);
+void rlx__cores_free(struct rlx__cores *c);
+/* The CPUs of the near cores no local rank takes when the launcher bound
+ * local rank r to core r (as rlxrun and srun's block binding do); how
+ * many cores (0: none, or a binding of another shape, whose neighbours
+ * cannot be told). */
+int rlx__cores_spare(const struct rlx__cores *c, int local_rank, int local_size, cpu_set_t *out);
+/* "0-3,8" (shortened when len runs out). */
+void rlx__cpu_list(const cpu_set_t *set, char *out, size_t len);
 
 /* pmix.c: launch by a PMIx server. */
 int rlx__pmix_present(void);

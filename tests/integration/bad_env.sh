@@ -13,6 +13,7 @@ check RLX_TRANSPORT carrier-pigeon
 check RLX_ALLREDUCE_ALGO magic
 check RLX_LOG loud
 check RLX_SPIN_US -3
+check RLX_PROGRESS_BIND core
 check RLX_WIRE f8
 check RLX_SHM_COLL yes
 check RLX_BCAST_ALGO ring

@@ -20,6 +20,44 @@ timeout 60 "$RLXRUN" -n $((cores + 2)) --report-bindings -x RLX_LOG=info "$HELLO
   { cat "$TMP/out"; fail "oversubscribed run"; }
 grep -q "rlxrun: rank 0 not bound (--bind-to none)" "$TMP/out" || { cat "$TMP/out"; fail "oversubscribed ranks bound"; }
 grep -q "not bound: cpus" "$TMP/out" || fail "library does not report being unbound"
+# The progress thread (named rlx-progress) runs beside a bound rank's core
+# while the host's ranks leave cores free (RLX_PROGRESS_BIND=spare, the
+# default), on the rank's core with RLX_PROGRESS_BIND=rank: read from the
+# threads' own affinity in /proc while the rank sleeps after a call.
+progress_cpus() { # $1: RLX_PROGRESS_BIND; prints "main=LIST progress=LIST"
+  timeout 60 env RLX_PROGRESS_BIND=$1 "$RLXRUN" -n 1 -x RLX_LOG=info "$OBSERVE" sleep 4 \
+    >"$TMP/out.$1" 2>&1 &
+  job=$!
+  pid= i=0
+  while [ -z "$pid" ] && [ $i -lt 100 ]; do
+    grep -q "progress thread" "$TMP/out.$1" && pid=$(pgrep -x observe_check | head -1)
+    i=$((i + 1)); sleep 0.1
+  done
+  [ -n "$pid" ] || { cat "$TMP/out.$1"; fail "RLX_PROGRESS_BIND=$1: no rank to look at"; }
+  main=$(sed -n 's/^Cpus_allowed_list:[[:space:]]*//p' /proc/$pid/status)
+  prog=
+  for t in /proc/$pid/task/*; do
+    [ "$(cat $t/comm)" = rlx-progress ] && prog=$(sed -n 's/^Cpus_allowed_list:[[:space:]]*//p' $t/status)
+  done
+  wait $job || { cat "$TMP/out.$1"; fail "RLX_PROGRESS_BIND=$1 run"; }
+  echo "main=$main progress=$prog"
+}
+if [ "$cores" -ge 2 ]; then
+  got=$(progress_cpus spare)
+  echo "RLX_PROGRESS_BIND=spare: $got"
+  case "$got" in
+  "main=0 progress=1-"*|"main=0 progress=1") ;;
+  *) cat "$TMP/out.spare"; fail "the progress thread is not beside rank 0's core 0: $got" ;;
+  esac
+  grep -q "progress thread on cpus 1, polling while calls are in flight" "$TMP/out.spare" || fail "the placement is not reported"
+  got=$(progress_cpus rank)
+  echo "RLX_PROGRESS_BIND=rank: $got"
+  [ "$got" = "main=0 progress=0" ] || { cat "$TMP/out.rank"; fail "RLX_PROGRESS_BIND=rank: $got"; }
+  grep -q "progress thread with the rank" "$TMP/out.rank" || fail "RLX_PROGRESS_BIND=rank not reported"
+fi
+# Ranks that take every core: the progress thread stays with its rank.
+timeout 60 "$RLXRUN" -n $cores -x RLX_LOG=info "$HELLO" >"$TMP/out" 2>&1 || { cat "$TMP/out"; fail "full run"; }
+grep -q "progress thread with the rank" "$TMP/out" || { cat "$TMP/out"; fail "progress thread moved off a full host"; }
 # NUMA nodes, and a bad value.
 timeout 60 "$RLXRUN" -n 2 --bind-to numa --report-bindings "$HELLO" >"$TMP/out" 2>&1 ||
   { cat "$TMP/out"; fail "--bind-to numa"; }

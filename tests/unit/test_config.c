@@ -7,7 +7,7 @@
 #include "internal.h"
 
 static const char *vars[] = {"RLX_TIMEOUT", "RLX_INIT_TIMEOUT", "RLX_TRANSPORT", "RLX_ALLREDUCE_ALGO", "RLX_LOG",
-                             "RLX_SPIN_US", "RLX_WIRE", "RLX_CMA", "RLX_SHM_COLL", "RLX_BCAST_ALGO", "RLX_ALLGATHER_ALGO", "RLX_IFACE", "RLX_RANK", "RLX_SIZE",
+                             "RLX_SPIN_US", "RLX_PROGRESS_BIND", "RLX_WIRE", "RLX_CMA", "RLX_SHM_COLL", "RLX_BCAST_ALGO", "RLX_ALLGATHER_ALGO", "RLX_IFACE", "RLX_RANK", "RLX_SIZE",
                              "RLX_LOCAL_RANK", "RLX_LOCAL_SIZE", "RLX_RENDEZVOUS", "RLX_JOB_KEY",
                              "RLX_TRACE", "RLX_FLIGHT", "RLX_FLIGHT_DUMP", "RLX_STATS"};
 
@@ -29,6 +29,7 @@ START_TEST(defaults) {
   ck_assert_int_eq(c.size, 1);
   ck_assert_int_eq(c.log_level, RLX__LOG_OFF);
   ck_assert_int_eq(c.spin_us, -1);
+  ck_assert_int_eq(c.progress_spare, 1);
   ck_assert_str_eq(c.trace, "");
   ck_assert_int_eq(c.flight, 256);
   ck_assert_int_eq(c.flight_dump, 0);
@@ -66,6 +67,7 @@ START_TEST(good_values) {
   setenv("RLX_WIRE", "bf16", 1);
   setenv("RLX_LOG", "debug", 1);
   setenv("RLX_SPIN_US", "150", 1);
+  setenv("RLX_PROGRESS_BIND", "rank", 1);
   setenv("RLX_RANK", "2", 1);
   setenv("RLX_SIZE", "4", 1);
   setenv("RLX_RENDEZVOUS", "127.0.0.1:29500", 1);
@@ -88,6 +90,7 @@ START_TEST(good_values) {
   ck_assert_int_eq(c.wire, RLX__WIRE_BF16);
   ck_assert_int_eq(c.shm_coll, 0);
   ck_assert_int_eq(c.spin_us, 150);
+  ck_assert_int_eq(c.progress_spare, 0);
   ck_assert_int_eq(c.rank, 2);
   ck_assert_int_eq(c.size, 4);
   ck_assert_str_eq(c.rendezvous, "127.0.0.1:29500");
@@ -127,6 +130,7 @@ START_TEST(bad_values) {
   expect_bad("RLX_LOG", "loud", "RLX_LOG");
   expect_bad("RLX_SPIN_US", "-5", "RLX_SPIN_US");
   expect_bad("RLX_SPIN_US", "1e3", "RLX_SPIN_US");
+  expect_bad("RLX_PROGRESS_BIND", "core", "RLX_PROGRESS_BIND");
   expect_bad("RLX_WIRE", "f8", "RLX_WIRE");
   expect_bad("RLX_CMA", "maybe", "RLX_CMA");
   expect_bad("RLX_SHM_COLL", "on", "RLX_SHM_COLL");
