@@ -231,7 +231,7 @@ int rlx__config_load(struct rlx__config *cfg) {
       return bad("RLX_WIRE", s, "one of f32, f16, bf16");
     cfg->wire = i;
   }
-  cfg->progress_spare = 1;
+  cfg->progress_spare = 0; /* (README, "The progress thread beside the rank": why not spare) */
   if ((s = getenv("RLX_PROGRESS_BIND")) != NULL) {
     static const char *const where[] = {"rank", "spare"};
     if ((i = pick(s, where, 2)) < 0)

@@ -88,11 +88,16 @@ static void *progress_main(void *arg) {
     int t = uv_backend_timeout(&e->loop);
     atomic_store(&e->progress_holds, 0);
     pthread_mutex_unlock(&e->loop_mtx);
-    if (spinning) {
-      spinning = 0;
-      cpu_relax();
-      continue;
+    if (busy && atomic_load_explicit(&e->beside, memory_order_relaxed)) {
+      /* On a core of its own: a caller blocked on the lock (starting a
+       * call, say) goes first. (Never where it shares the caller's core:
+       * this would spin where the caller is to run.) */
+      while (atomic_load(&e->wanted) > 0 && !atomic_load(&e->stop))
+        cpu_relax();
+      if (spinning)
+        cpu_relax();
     }
+    spinning = 0;
     if (busy)
       continue;
     /* The lock is free while we sleep, for callers that post work. */
@@ -146,7 +151,11 @@ void rlx__engine_close(struct rlx__engine *e) {
   pthread_cond_destroy(&e->wait_cv);
 }
 
-void rlx__engine_lock(struct rlx__engine *e) { pthread_mutex_lock(&e->loop_mtx); }
+void rlx__engine_lock(struct rlx__engine *e) {
+  atomic_fetch_add(&e->wanted, 1);
+  pthread_mutex_lock(&e->loop_mtx);
+  atomic_fetch_sub(&e->wanted, 1);
+}
 void rlx__engine_unlock(struct rlx__engine *e) { pthread_mutex_unlock(&e->loop_mtx); }
 int rlx__engine_trylock(struct rlx__engine *e) { return pthread_mutex_trylock(&e->loop_mtx) == 0; }
 

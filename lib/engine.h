@@ -25,6 +25,9 @@ struct rlx__engine {
    * doorbell, so a nonblocking call moves while the caller computes. */
   atomic_int beside;
   atomic_int inflight; /* operations started and not finished (exec.c) */
+  atomic_int wanted;   /* threads blocked in rlx__engine_lock: a polling
+                        * progress thread lets them in before it turns again
+                        * (a mutex taken back at once would starve them) */
   uv_async_t wake;
   atomic_int drivers; /* callers inside rlx__engine_wait */
   atomic_int waiters; /* callers sleeping on wait_cv */

@@ -86,7 +86,8 @@ long rlx__tune_waiting(struct rlx__runtime *rt) {
   rt->engine.spin_ns = (uint64_t)spin_us * 1000u;
   rt->engine.yield = oversubscribed;
   rt->p2p.oversubscribed = oversubscribed;
-  /* The progress thread (connections, handshakes, nonblocking calls'
+  /* RLX_PROGRESS_BIND=spare (not the default: README says why): the
+   * progress thread (connections, handshakes, nonblocking calls'
    * transfers while the caller computes) on the cores no local rank
    * takes when there is one for each local rank's progress thread: its
    * work then does not stop the rank's own thread, and it polls while

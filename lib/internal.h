@@ -67,7 +67,7 @@ struct rlx__config {
   int flight;           /* RLX_FLIGHT: calls the flight recorder keeps */
   int flight_dump;      /* RLX_FLIGHT_DUMP: 1 = also when a call fails */
   int stats;            /* RLX_STATS: 1 = print statistics at rlx_finalize */
-  int progress_spare;   /* RLX_PROGRESS_BIND: 1 spare (the default), 0 rank */
+  int progress_spare;   /* RLX_PROGRESS_BIND: 1 spare, 0 rank (the default) */
   /* Launch information (RLX_RANK ...), has_launch when RLX_RANK is set. */
   int has_launch;
   int rank, size, local_rank, local_size;

@@ -21,11 +21,11 @@ timeout 60 "$RLXRUN" -n $((cores + 2)) --report-bindings -x RLX_LOG=info "$HELLO
 grep -q "rlxrun: rank 0 not bound (--bind-to none)" "$TMP/out" || { cat "$TMP/out"; fail "oversubscribed ranks bound"; }
 grep -q "not bound: cpus" "$TMP/out" || fail "library does not report being unbound"
 # The progress thread (named rlx-progress) runs beside a bound rank's core
-# while the host's ranks leave cores free (RLX_PROGRESS_BIND=spare, the
-# default), on the rank's core with RLX_PROGRESS_BIND=rank: read from the
-# threads' own affinity in /proc while the rank sleeps after a call.
-progress_cpus() { # $1: RLX_PROGRESS_BIND; prints "main=LIST progress=LIST"
-  timeout 60 env RLX_PROGRESS_BIND=$1 "$RLXRUN" -n 1 -x RLX_LOG=info "$OBSERVE" sleep 4 \
+# while the host has a free core per local rank with RLX_PROGRESS_BIND=spare,
+# on the rank's core with RLX_PROGRESS_BIND=rank (the default): read from
+# the threads' own affinity in /proc while the rank sleeps after a call.
+progress_cpus() { # $1: RLX_PROGRESS_BIND ("": unset); prints "main=LIST progress=LIST"
+  timeout 60 env ${1:+RLX_PROGRESS_BIND=$1} "$RLXRUN" -n 1 -x RLX_LOG=info "$OBSERVE" sleep 4 \
     >"$TMP/out.$1" 2>&1 &
   job=$!
   pid= i=0
@@ -54,9 +54,13 @@ if [ "$cores" -ge 2 ]; then
   echo "RLX_PROGRESS_BIND=rank: $got"
   [ "$got" = "main=0 progress=0" ] || { cat "$TMP/out.rank"; fail "RLX_PROGRESS_BIND=rank: $got"; }
   grep -q "progress thread with the rank" "$TMP/out.rank" || fail "RLX_PROGRESS_BIND=rank not reported"
+  got=$(progress_cpus "")
+  echo "RLX_PROGRESS_BIND unset: $got"
+  [ "$got" = "main=0 progress=0" ] || { cat "$TMP/out."; fail "the progress thread moved by default: $got"; }
 fi
 # Ranks that take every core: the progress thread stays with its rank.
-timeout 60 "$RLXRUN" -n $cores -x RLX_LOG=info "$HELLO" >"$TMP/out" 2>&1 || { cat "$TMP/out"; fail "full run"; }
+timeout 60 env RLX_PROGRESS_BIND=spare "$RLXRUN" -n $cores -x RLX_LOG=info "$HELLO" >"$TMP/out" 2>&1 ||
+  { cat "$TMP/out"; fail "full run"; }
 grep -q "progress thread with the rank" "$TMP/out" || { cat "$TMP/out"; fail "progress thread moved off a full host"; }
 # NUMA nodes, and a bad value.
 timeout 60 "$RLXRUN" -n 2 --bind-to numa --report-bindings "$HELLO" >"$TMP/out" 2>&1 ||

@@ -29,7 +29,7 @@ START_TEST(defaults) {
   ck_assert_int_eq(c.size, 1);
   ck_assert_int_eq(c.log_level, RLX__LOG_OFF);
   ck_assert_int_eq(c.spin_us, -1);
-  ck_assert_int_eq(c.progress_spare, 1);
+  ck_assert_int_eq(c.progress_spare, 0);
   ck_assert_str_eq(c.trace, "");
   ck_assert_int_eq(c.flight, 256);
   ck_assert_int_eq(c.flight_dump, 0);
@@ -67,7 +67,7 @@ START_TEST(good_values) {
   setenv("RLX_WIRE", "bf16", 1);
   setenv("RLX_LOG", "debug", 1);
   setenv("RLX_SPIN_US", "150", 1);
-  setenv("RLX_PROGRESS_BIND", "rank", 1);
+  setenv("RLX_PROGRESS_BIND", "spare", 1);
   setenv("RLX_RANK", "2", 1);
   setenv("RLX_SIZE", "4", 1);
   setenv("RLX_RENDEZVOUS", "127.0.0.1:29500", 1);
@@ -90,7 +90,7 @@ START_TEST(good_values) {
   ck_assert_int_eq(c.wire, RLX__WIRE_BF16);
   ck_assert_int_eq(c.shm_coll, 0);
   ck_assert_int_eq(c.spin_us, 150);
-  ck_assert_int_eq(c.progress_spare, 0);
+  ck_assert_int_eq(c.progress_spare, 1);
   ck_assert_int_eq(c.rank, 2);
   ck_assert_int_eq(c.size, 4);
   ck_assert_str_eq(c.rendezvous, "127.0.0.1:29500");
