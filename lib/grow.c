@@ -170,8 +170,9 @@ static int same_members(rlx_comm_t *c, rlx_comm_t **out) {
  * agreed on), or a communicator of c's members when nobody was admitted;
  * *offer: the serial of c's segment the welcome offered the joiners (0:
  * none; alike on every member: rank 0 sends it exactly then). */
-static int admit(rlx_comm_t *c, rlx_comm_t **g, int *admitted, uint64_t *offer) {
+static int admit(rlx_comm_t *c, rlx_comm_t **g, int *admitted, uint64_t *offer, uint64_t t[4]) {
   struct rlx__runtime *rt = &rlx__rt;
+  t[0] = rlx__now_ns();
   uint64_t deadline = rt->cfg.timeout_s > 0 ? rlx__now_ns() + (uint64_t)(rt->cfg.timeout_s * 1e9)
                                             : 0;
   uint8_t head[8] = {0};
@@ -194,6 +195,7 @@ static int admit(rlx_comm_t *c, rlx_comm_t **g, int *admitted, uint64_t *offer) 
     }
     pthread_mutex_unlock(&rt->member_mtx);
   }
+  t[1] = rlx__now_ns();
   if (c->size > 1 && (rc = run_on(c, RLX__CK_BCAST, &rlx__bcast_binomial, head, sizeof head,
                                   c->leader)) != RLX_OK)
     goto fail;
@@ -240,9 +242,11 @@ static int admit(rlx_comm_t *c, rlx_comm_t **g, int *admitted, uint64_t *offer) 
     rc = rlx__err(RLX_ERR_NOMEM, "rlx_comm_grow: no memory");
     goto fail;
   }
+  t[2] = rlx__now_ns();
   /* every member knows the joiners now: they may be told */
   if (c->size > 1 && (rc = run_on(c, RLX__CK_BARRIER, &rlx__barrier_dissemination, NULL, 0, 0)) != RLX_OK)
     goto fail;
+  t[3] = rlx__now_ns();
   *offer = rlx__comm_shm_offer(c, *g);
   if (c->rank == c->leader) {
     size_t len;
@@ -514,7 +518,7 @@ int rlx_comm_grow(rlx_comm_t *c, rlx_comm_t **out) {
     return rlx__err(RLX_ERR_REVOKED, "rlx_comm_grow: the communicator was revoked: %s",
                     c->revoked_why);
   int took, rc = rlx__comm_take(c, "rlx_comm_grow", 1, &took), admitted = 0;
-  uint64_t offer = 0;
+  uint64_t offer = 0, t[4] = {0, 0, 0, 0};
   if (rc != RLX_OK)
     return rc;
   rlx_comm_t *g = NULL;
@@ -527,7 +531,7 @@ int rlx_comm_grow(rlx_comm_t *c, rlx_comm_t **out) {
   /* The first half: take the joiners waiting now and welcome them; they
    * connect to every member while the job goes on in a communicator of
    * the same members, and a later call ends the admission. */
-  rc = admit(c, &g, &admitted, &offer);
+  rc = admit(c, &g, &admitted, &offer, t);
   if (rc != RLX_OK || admitted == 0)
     goto out;
   pthread_mutex_lock(&rt->member_mtx);
@@ -545,8 +549,11 @@ int rlx_comm_grow(rlx_comm_t *c, rlx_comm_t **out) {
     pend.memfd = -errno;
   pthread_mutex_unlock(&rt->member_mtx);
   g = NULL;
-  rlx__info("rlx_comm_grow: %d joiner(s) welcomed; they connect while the job goes on",
-            admitted);
+  rlx__info("rlx_comm_grow: %d joiner(s) welcomed; they connect while the job goes on "
+            "(the rendezvous %.0f us, their cards to every member %.0f us, a barrier %.0f us, "
+            "the welcome %.0f us)", admitted, (double)(t[1] - t[0]) / 1e3,
+            (double)(t[2] - t[1]) / 1e3, (double)(t[3] - t[2]) / 1e3,
+            (double)(rlx__now_ns() - t[3]) / 1e3);
   rc = same_members(c, &g);
 out:
   /* the same members in the same order (nobody admitted now): the new

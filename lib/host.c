@@ -114,7 +114,6 @@ int rlx__host_cores(char *binding, size_t len, struct rlx__cores *cores) {
   return n > 0 ? n : 1;
 }
 
-
 void rlx__cpu_list(const cpu_set_t *set, char *out, size_t len) {
   size_t k = 0;
   out[0] = '\0';

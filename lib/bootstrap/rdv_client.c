@@ -199,10 +199,16 @@ int rlx__rdv_member_admit(struct rlx__rdv_member *m, uint32_t max, uint64_t dead
 
 int rlx__rdv_member_welcome(struct rlx__rdv_member *m, const void *blk, size_t len,
                             uint64_t deadline) {
-  uint8_t head[5] = {'W'};
-  rlx__put32(head + 1, (uint32_t)len);
-  int rc = rlx__sock_write_full(m->fd, head, sizeof head, deadline);
-  return rc ? rc : rlx__sock_write_full(m->fd, blk, len, deadline);
+  /* one write: each wakes the rendezvous, whose host may be this rank's */
+  uint8_t *msg = malloc(5 + len);
+  if (msg == NULL)
+    return -ENOMEM;
+  msg[0] = 'W';
+  rlx__put32(msg + 1, (uint32_t)len);
+  memcpy(msg + 5, blk, len);
+  int rc = rlx__sock_write_full(m->fd, msg, 5 + len, deadline);
+  free(msg);
+  return rc;
 }
 
 int rlx__rdv_member_release(struct rlx__rdv_member *m) {
