@@ -246,7 +246,8 @@ int rlx__engine_wait(struct rlx__engine *e, const atomic_int *done, const atomic
         run_once(e);
       }
       pthread_mutex_unlock(&e->loop_mtx);
-      between_polls(e);
+      if (!atomic_load_explicit(done, memory_order_acquire)) /* (no pause once it is) */
+        between_polls(e);
     } else if (atomic_load(&e->progress_holds)) {
       /* The progress thread has the loop for one turn; it steps aside at
        * its next, seeing a driver. Sleeping here instead would leave the
