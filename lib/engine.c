@@ -79,9 +79,8 @@ static void *progress_main(void *arg) {
     int busy = run_once(e) != 0;
     if (busy)
       last_moved = now;
-    else if (atomic_load_explicit(&e->beside, memory_order_relaxed) &&
-             atomic_load_explicit(&e->inflight, memory_order_relaxed) > 0 &&
-             now - last_moved < e->spin_ns)
+    else if (atomic_load_explicit(&e->beside, memory_order_relaxed) && e->in_flight &&
+             e->in_flight() && now - last_moved < e->spin_ns)
       busy = spinning = 1;
     else
       busy = e->sleep && e->sleep(e->ctx, 1);
@@ -152,9 +151,13 @@ void rlx__engine_close(struct rlx__engine *e) {
 }
 
 void rlx__engine_lock(struct rlx__engine *e) {
-  atomic_fetch_add(&e->wanted, 1);
+  /* (counted only where the progress thread polls: elsewhere nobody looks) */
+  int count = atomic_load_explicit(&e->beside, memory_order_relaxed);
+  if (count)
+    atomic_fetch_add(&e->wanted, 1);
   pthread_mutex_lock(&e->loop_mtx);
-  atomic_fetch_sub(&e->wanted, 1);
+  if (count)
+    atomic_fetch_sub(&e->wanted, 1);
 }
 void rlx__engine_unlock(struct rlx__engine *e) { pthread_mutex_unlock(&e->loop_mtx); }
 int rlx__engine_trylock(struct rlx__engine *e) { return pthread_mutex_trylock(&e->loop_mtx) == 0; }

@@ -24,10 +24,9 @@ struct rlx__engine {
    * waiting caller for the spin budget instead of sleeping until the next
    * doorbell, so a nonblocking call moves while the caller computes. */
   atomic_int beside;
-  atomic_int inflight; /* operations started and not finished (exec.c) */
-  atomic_int wanted;   /* threads blocked in rlx__engine_lock: a polling
-                        * progress thread lets them in before it turns again
-                        * (a mutex taken back at once would starve them) */
+  atomic_int wanted;   /* threads blocked in rlx__engine_lock while beside: a
+                        * polling progress thread lets them in before it turns
+                        * again (a mutex taken back at once would starve them) */
   uv_async_t wake;
   atomic_int drivers; /* callers inside rlx__engine_wait */
   atomic_int waiters; /* callers sleeping on wait_cv */
@@ -41,6 +40,7 @@ struct rlx__engine {
    * 0) after it. NULL: none. */
   size_t (*poll)(void *ctx);
   int (*sleep)(void *ctx, int sleeping);
+  int (*in_flight)(void); /* operations started and not over? NULL: none kept */
   void *ctx;
   /* A waiting caller runs libuv every this many turns (1: every turn);
    * more while all the work is outside it (set by whoever sets poll). */

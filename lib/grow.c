@@ -173,8 +173,7 @@ static int same_members(rlx_comm_t *c, rlx_comm_t **out) {
 static int admit(rlx_comm_t *c, rlx_comm_t **g, int *admitted, uint64_t *offer, uint64_t t[4]) {
   struct rlx__runtime *rt = &rlx__rt;
   t[0] = rlx__now_ns();
-  uint64_t deadline = rt->cfg.timeout_s > 0 ? rlx__now_ns() + (uint64_t)(rt->cfg.timeout_s * 1e9)
-                                            : 0;
+  uint64_t deadline = rt->cfg.timeout_s > 0 ? t[0] + (uint64_t)(rt->cfg.timeout_s * 1e9) : 0;
   uint8_t head[8] = {0};
   uint8_t *cards = NULL;
   int n = 0, rc = RLX_OK, taken = 0;

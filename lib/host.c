@@ -115,15 +115,13 @@ int rlx__host_cores(char *binding, size_t len, struct rlx__cores *cores) {
 }
 
 void rlx__cpu_list(const cpu_set_t *set, char *out, size_t len) {
-  size_t k = 0;
+  hwloc_bitmap_t b = hwloc_bitmap_alloc();
   out[0] = '\0';
-  for (int c = 0; c < CPU_SETSIZE && k + 24 < len; c++) {
-    if (!CPU_ISSET(c, set))
-      continue;
-    int last = c;
-    while (last + 1 < CPU_SETSIZE && CPU_ISSET(last + 1, set))
-      last++;
-    k += (size_t)snprintf(out + k, len - k, last > c ? "%s%d-%d" : "%s%d", k ? "," : "", c, last);
-    c = last;
-  }
+  if (b == NULL)
+    return;
+  for (int c = 0; c < CPU_SETSIZE; c++)
+    if (CPU_ISSET(c, set))
+      hwloc_bitmap_set(b, (unsigned)c);
+  hwloc_bitmap_list_snprintf(out, len, b);
+  hwloc_bitmap_free(b);
 }

@@ -464,6 +464,7 @@ static int init_locked(struct rlx__runtime *rt) {
   if (rt->p2p_up) {
     rt->engine.poll = shm_poll;
     rt->engine.sleep = shm_sleep;
+    rt->engine.in_flight = rlx__exec_in_flight;
     rt->engine.ctx = &rt->p2p;
   }
   if ((rc = make_world(rt)) != RLX_OK)

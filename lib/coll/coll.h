@@ -146,6 +146,9 @@ struct rlx__op {
  * caller from algo->setup). Runs under the engine's loop lock; on_done is
  * called once, from there too. */
 void rlx__exec_start(struct rlx__op *op);
+/* Is any operation started with rlx__exec_start still in flight? Under
+ * the loop lock. */
+int rlx__exec_in_flight(void);
 /* An operation that runs on the caller's thread (algo->run), without the
  * loop lock on its way (a small call is a few hundred nanoseconds): begin
  * readies it, and fails it at once (1, op->status and op->msg say why)

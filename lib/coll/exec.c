@@ -21,6 +21,8 @@ void rlx__exec_describe(const struct rlx__op *op, char *buf, size_t len) {
  * started here (bounded: an ABORT for an operation already over is never
  * claimed). Both under the engine's loop lock. */
 static struct rlx__list active_ops = {&active_ops, &active_ops};
+
+int rlx__exec_in_flight(void) { return !rlx__list_empty(&active_ops); }
 struct early_abort {
   uint32_t comm_id;
   uint64_t seq;
@@ -97,8 +99,6 @@ static void finish(struct rlx__op *op, int status) {
   if (op->active.next != NULL) {
     rlx__list_remove(&op->active);
     op->active.next = op->active.prev = NULL;
-    if (op->engine != NULL)
-      atomic_fetch_sub(&op->engine->inflight, 1);
   }
   for (int l = 0; l < op->nlanes; l++) {
     struct rlx__lane *ln = &op->lane[l];
@@ -402,8 +402,6 @@ void rlx__exec_start(struct rlx__op *op) {
   if (take_early(op))
     return;
   rlx__list_push(&active_ops, &op->active);
-  if (op->engine != NULL)
-    atomic_fetch_add(&op->engine->inflight, 1);
   struct rlx__frame_hdr early_h;
   int from = rlx__p2p_early_mismatch(op->p2p, op->comm_id, op->seq, op->sig, &early_h);
   if (from >= 0) { /* a partner called something else and sent first */
