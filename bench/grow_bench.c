@@ -34,6 +34,9 @@
  * noise). The joiner prints
  * the time from T0_NS (CLOCK_REALTIME when it was launched) to its
  * rlx_init returning, to its first step in the job and to catching up. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* RUSAGE_THREAD */
+#endif
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -138,10 +141,11 @@ static int newcomers(rlx_comm_t *c, int mine) {
 /* GROW_BENCH_SHARE=sync: the state goes by a blocking broadcast on the
  * grown communicator at the admission (what train --elastic does), for
  * comparison. */
-/* GROW_BENCH_STEPS=1: the process's page faults so far (minor and major). */
+/* GROW_BENCH_STEPS=1: the page faults of this thread so far (minor and major;
+ * the library's progress thread counts apart). */
 static long minor_faults(void) {
   struct rusage u;
-  getrusage(RUSAGE_SELF, &u);
+  getrusage(RUSAGE_THREAD, &u);
   return u.ru_minflt + u.ru_majflt;
 }
 
@@ -192,8 +196,9 @@ int main(int argc, char **argv) {
   r.g = malloc(4 * r.n);
   r.state = malloc(state_len(r.n));
   double *times = calloc(MAX_STEPS, sizeof(double));
+  double *grads = calloc(MAX_STEPS, sizeof(double)); /* each step's gradient allreduce */
   int *sizes = calloc(MAX_STEPS, sizeof(int));
-  if (!r.g || !r.state || !times || !sizes) {
+  if (!r.g || !r.state || !times || !grads || !sizes) {
     fprintf(stderr, "grow_bench: no memory\n");
     return 1;
   }
@@ -220,6 +225,8 @@ int main(int argc, char **argv) {
   rlx_comm_t *c = rlx_comm_world();
   long k = 0, welcomed = -1, admitted = -1, caught = -1;
   int joined = rlx_joined(), catching_ranks = 0, size0 = rlx_comm_size(c);
+  int verbose = getenv("GROW_BENCH_STEPS") != NULL;
+  long faults[5] = {0}; /* in a joiner's first steps */
   const char *share = getenv("GROW_BENCH_SHARE");
   int sync_share = share != NULL && strcmp(share, "sync") == 0;
   double t_shared = 0;
@@ -243,6 +250,7 @@ int main(int argc, char **argv) {
   }
   for (; k < MAX_STEPS; k++) { /* k: this process's step count */
     double ts = now_s();
+    long fs = k < 5 && joined && verbose ? minor_faults() : 0;
     int size = rlx_comm_size(c), rank = rlx_comm_rank(c);
     for (size_t i = 0; i < r.n; i += STRIDE)
       r.g[i] = r.catching ? 0.0f : 1e-3f * (float)((r.step + rank) % 7);
@@ -250,6 +258,7 @@ int main(int argc, char **argv) {
       printf("grow_bench: joiner's first allreduce called %.1f us after the broadcast returned "
              "(%ld page faults)\n", (now_s() - t_shared) * 1e6, minor_faults() - f_shared);
     check(rlx_allreduce(RLX_IN_PLACE, r.g, r.n, RLX_FLOAT32, RLX_AVG, c), "allreduce");
+    grads[k] = now_s() - ts;
     if (catching_ranks > 0) { /* the average over the ranks that gave gradients */
       float f = (float)size / (float)(size - catching_ranks);
       for (size_t i = 0; i < r.n; i++)
@@ -301,6 +310,8 @@ int main(int argc, char **argv) {
       }
     }
     times[k] = now_s() - ts;
+    if (k < 5 && joined && verbose)
+      faults[k] = minor_faults() - fs;
     sizes[k] = size;
     if (joined && t_first == 0)
       t_first = since_launch(t0);
@@ -315,7 +326,8 @@ int main(int argc, char **argv) {
   int same = lo == hi;
   if (joined && getenv("GROW_BENCH_STEPS"))
     for (long i = 0; i < 5 && i < steps; i++)
-      printf("grow_bench: joiner's step %ld: %.1f us\n", i, times[i] * 1e6);
+      printf("grow_bench: joiner's step %ld: %.1f us (its gradients' allreduce %.1f us), %ld page "
+             "faults\n", i, times[i] * 1e6, grads[i] * 1e6, faults[i]);
   if (joined)
     printf("grow_bench: joiner: rlx_init returned %.3f s after launch, its first step in the "
            "job done %.3f s, caught up %.3f s after launch\n", t_init, t_first, t_ready);
@@ -337,7 +349,8 @@ int main(int argc, char **argv) {
     for (long i = welcomed; i <= end; i++) {
       pause += times[i] - (sizes[i] == sz[0] ? med[0] : med[1]);
       if (getenv("GROW_BENCH_STEPS")) /* each step of the window */
-        printf("grow_bench: step %ld: %d ranks, %.1f us\n", i, sizes[i], times[i] * 1e6);
+        printf("grow_bench: step %ld: %d ranks, %.1f us (the gradients' allreduce %.1f us)\n", i,
+               sizes[i], times[i] * 1e6, grads[i] * 1e6);
     }
     /* The same sum over as many steps just before the welcome: what the
      * pause would read with nobody joining (the steps' spread; a median
@@ -360,6 +373,7 @@ int main(int argc, char **argv) {
   free(r.g);
   free(r.state);
   free(times);
+  free(grads);
   free(sizes);
   return rlx_finalize() == RLX_OK && same ? 0 : 1;
 }
