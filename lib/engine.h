@@ -30,9 +30,13 @@ struct rlx__engine {
   uv_async_t wake;
   atomic_int drivers; /* callers inside rlx__engine_wait */
   atomic_int waiters; /* callers sleeping on wait_cv */
+  atomic_uint wakes;  /* wait_cv's broadcasts so far (under wait_mtx) */
+  atomic_uint overslept; /* sleeps on wait_cv that ran out nap_ns */
   atomic_int stop;
-  atomic_int progress_holds; /* the progress thread holds loop_mtx (briefly) */
+  atomic_int progress_holds; /* the progress thread holds loop_mtx (briefly), or
+                              * is about to */
   uint64_t spin_ns;   /* how long a waiter polls before it blocks */
+  uint64_t nap_ns;    /* the longest a waiter sleeps while another drives (1 ms) */
   int yield;          /* ranks outnumber cores: yield between polls */
   /* Work outside libuv (shared-memory rings), under the loop lock: poll
    * moves what it can and says how much; sleep(ctx, 1) before the loop

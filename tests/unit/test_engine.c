@@ -1,0 +1,85 @@
+/* The progress engine's waiting caller: one that finds the loop held by
+ * someone who does not drive it (the progress thread between two polls,
+ * or another thread posting work) sleeps only until that holder lets
+ * go, never its whole timeout; and a holder that lets go just before the
+ * caller counts itself in loses no wake-up. */
+#include <check.h>
+#include "suite.h"
+#include <pthread.h>
+#include <stdatomic.h>
+#include <time.h>
+#include "engine.h"
+#include "internal.h"
+
+struct holder {
+  struct rlx__engine *e;
+  atomic_int done;
+  atomic_uint progress;
+  atomic_int held, go, rounds;
+  long hold_us; /* how long it keeps the loop once the caller waits */
+};
+
+static void nap_us(long us) {
+  struct timespec ts = {0, us * 1000};
+  nanosleep(&ts, NULL);
+}
+
+/* Takes the loop, lets the caller find it taken, then marks the caller's
+ * operation done without any completion signal and lets go, as a thread
+ * posting work or the progress thread clearing its sleep does. */
+static void *hold_loop(void *arg) {
+  struct holder *h = arg;
+  for (int r = 0; r < atomic_load(&h->rounds); r++) {
+    while (atomic_load(&h->go) <= r)
+      sched_yield();
+    rlx__engine_lock(h->e);
+    atomic_store(&h->held, r + 1);
+    nap_us(h->hold_us);
+    atomic_store(&h->done, 1);
+    rlx__engine_unlock(h->e);
+  }
+  return NULL;
+}
+
+static void run_rounds(long hold_us, int rounds) {
+  struct rlx__engine e;
+  ck_assert_int_eq(rlx__engine_init(&e, 0, 0), RLX_OK); /* no spin: sleeps at once */
+  /* A wake-up lost shows as a sleep of its whole length: 2 s, not the
+   * library's 1 ms, so that a holder merely slow to let go on a busy
+   * machine is never taken for one. */
+  e.nap_ns = 2000000000ull;
+  struct holder h = {.e = &e, .hold_us = hold_us};
+  atomic_store(&h.rounds, rounds);
+  pthread_t t;
+  ck_assert_int_eq(pthread_create(&t, NULL, hold_loop, &h), 0);
+  for (int r = 0; r < rounds; r++) {
+    atomic_store(&h.done, 0);
+    atomic_store(&h.go, r + 1);
+    while (atomic_load(&h.held) <= r)
+      sched_yield();
+    ck_assert_int_eq(rlx__engine_wait(&e, &h.done, &h.progress, 0), 0);
+    ck_assert_uint_eq(atomic_load(&e.overslept), 0); /* (fails at once, not after every round) */
+  }
+  pthread_join(t, NULL);
+  /* every round ended by the holder letting go, none by the 1 ms timeout */
+  ck_assert_uint_eq(atomic_load(&e.overslept), 0);
+  rlx__engine_close(&e);
+}
+
+START_TEST(woken_when_the_holder_lets_go) { run_rounds(300, 50); }
+END_TEST
+
+/* Holds shorter than the caller's way to its sleep: the holder often lets
+ * go before the caller counted itself in. */
+START_TEST(no_wake_up_lost_in_a_short_hold) { run_rounds(0, 2000); }
+END_TEST
+
+int main(void) {
+  Suite *s = suite_create("engine");
+  TCase *tc = tcase_create("wait");
+  tcase_set_timeout(tc, 60);
+  tcase_add_test(tc, woken_when_the_holder_lets_go);
+  tcase_add_test(tc, no_wake_up_lost_in_a_short_hold);
+  suite_add_tcase(s, tc);
+  return rlx_run_suite(s);
+}
