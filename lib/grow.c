@@ -662,9 +662,13 @@ int rlx__join_confirm(void) {
   rlx_comm_t *s = NULL;
   /* Connect to every member now: they end the admission once all their
    * joiners have (the job goes on meanwhile), and meet us in the
-   * agreement. */
+   * agreement. With the members' segment offered, to their rank 0 first:
+   * it sends the segment once we are connected, and we map it and fault
+   * it in before the others see us, so that no member waits for that in
+   * the admission or in our first call. */
+  int first = joined_offer > 0 ? 1 : rt->world.size;
   rlx__engine_lock(&rt->engine);
-  for (int i = 0; i < rt->world.size; i++)
+  for (int i = 0; i < first; i++)
     if (rt->world.world[i] < rt->cfg.rank)
       rlx__p2p_dial(&rt->p2p, rt->world.world[i]);
   rlx__engine_unlock(&rt->engine);
@@ -672,6 +676,13 @@ int rlx__join_confirm(void) {
    * now, while they go on; the agreement says whether all take it over. */
   struct rlx__shm_group *seg = joined_offer > 0
                                    ? rlx__comm_shm_receive(&rt->world, rt->world.world[0]) : NULL;
+  if (seg != NULL)
+    rlx__shmg_prefault(seg, rt->world.rank, rt->world.size);
+  rlx__engine_lock(&rt->engine);
+  for (int i = first; i < rt->world.size; i++)
+    if (rt->world.world[i] < rt->cfg.rank)
+      rlx__p2p_dial(&rt->p2p, rt->world.world[i]);
+  rlx__engine_unlock(&rt->engine);
   int *world = seg != NULL ? malloc(sizeof(int) * (size_t)rt->world.size) : NULL;
   uint32_t can = world != NULL;
   int rc = rlx__comm_agree(&rt->world, "rlx_comm_grow", 0, &can, &s);

@@ -295,6 +295,42 @@ struct rlx__shm_group *rlx__shmg_receive(struct rlx__engine *e, struct rlx__p2p 
   return g;
 }
 
+/* Fault in the pages of [p, p + len) that the segment holds already
+ * (resident: some member touched them), or, with like, those at the same
+ * offsets as like's resident ones (allocating them). */
+static void populate(char *p, size_t len, const char *like, unsigned char *vec) {
+#ifdef MADV_POPULATE_WRITE
+  if (mincore((void *)(like != NULL ? like : p), len, vec) != 0)
+    return;
+  size_t pages = len / SHMG_PAGE;
+  for (size_t i = 0; i < pages;) {
+    size_t j = i;
+    while (j < pages && (vec[j] & 1))
+      j++;
+    if (j > i)
+      (void)madvise(p + i * SHMG_PAGE, (j - i) * SHMG_PAGE, MADV_POPULATE_WRITE);
+    i = j + 1;
+  }
+#else
+  (void)p, (void)len, (void)like, (void)vec;
+#endif
+}
+
+void rlx__shmg_prefault(struct rlx__shm_group *g, int me, int n) {
+  size_t span = 2 * g->slot, head = SHMG_PAGE + lines_span(g->cap);
+  unsigned char *vec = malloc((head > span ? head : span) / SHMG_PAGE);
+  if (vec == NULL || n > g->cap || me >= n) {
+    free(vec);
+    return;
+  }
+  populate(g->base, head, NULL, vec);
+  for (int r = 0; r < n; r++) /* the slots in use, ours as rank 0 uses its own */
+    populate((char *)g->data + (size_t)r * span, span,
+             r == me ? (const char *)g->data : NULL, vec);
+  populate((char *)g->result, span, NULL, vec);
+  free(vec);
+}
+
 void rlx__shmg_mark_adopt(struct rlx__shm_group *g) {
   if (g->me == 0)
     g->hdr->adopt_step = g->step;
