@@ -48,6 +48,7 @@ struct run {
    * call the others did not), and so does a joiner */
   long epoch, off, step;
   FILE *log; /* --log-json, open on the leader */
+  double t_start; /* the log's times count from here */
 };
 
 /* --log-json: the leader's file, opened when first needed (a leader
@@ -173,7 +174,12 @@ static void grow(struct run *r) {
   r->size = rlx_comm_size(g);
   r->leader = rlx_comm_leader(g);
   double t1 = now_s();
-  if (!newcomers(r, 0))
+  int came = newcomers(r, 0);
+  FILE *lf = log_file(r);
+  if (lf) /* (joined 0: the first half, the joiners connect meanwhile) */
+    fprintf(lf, "{\"type\":\"grow\",\"step\":%ld,\"joined\":%d,\"ranks\":%d,\"time_s\":%.6f}\n",
+            r->step, came ? r->size - old : 0, r->size, now_s() - r->t_start);
+  if (!came)
     return;
   welcome(r);
   if (r->rank == r->leader) {
@@ -556,6 +562,7 @@ int main(int argc, char **argv) {
   int stop = 0;
   long shuffled = -1;
   double t_start = now_s(), t0 = t_start, st[3] = {0, 0, 0};
+  r.t_start = t_start;
   /* One step at a time, as a small state machine, so that after a lost
    * rank (--elastic) every survivor can resume at the leader's position. */
   while (r.epoch < r.o.epochs) {
@@ -674,8 +681,8 @@ int main(int argc, char **argv) {
     r.off += (long)G;
     FILE *lf = log_file(&r);
     if (lf) /* this rank's batch: the whole step's loss would cost an allreduce */
-      fprintf(lf, "{\"type\":\"step\",\"epoch\":%ld,\"step\":%ld,\"loss\":%.6f,\"time_s\":%.3f}\n",
-              r.epoch + 1, r.step, (double)loss, now_s() - t_start);
+      fprintf(lf, "{\"type\":\"step\",\"epoch\":%ld,\"step\":%ld,\"loss\":%.6f,\"time_s\":%.6f}\n",
+              r.epoch + 1, r.step, (double)loss, now_s() - r.t_start);
     int c = have_ctl ? control_act(&r, ctl, r.step) : control(&r, r.step);
     if (c < 0) {
       memset(st, 0, sizeof st);
