@@ -7,8 +7,9 @@
 # the running ranks (its docstring says how it is counted) and the same
 # sum over as many steps before the welcome (the reading's noise).
 #   NS="2 4 8" ROUNDS=3 bench/grow_train.sh [build_dir]
-# ARGS: train's arguments besides --elastic and --log-json (default: C
-# backend, synthetic data, batch 64, 4 epochs); RLXRUN, TRAIN: the
+# ARGS: train's arguments besides --elastic, --epochs and --log-json
+# (default: C backend, synthetic data, batch 64); EPOCHS (default N + 2);
+# RLXRUN, TRAIN: the
 # binaries (default: the build tree's; a folder of them for the lent
 # machines); KEEP=DIR keeps every run's output and log.
 set -u
@@ -18,7 +19,8 @@ TRAIN=${TRAIN:-$BUILD/examples/train}
 NS=${NS:-2 4 8}
 ROUNDS=${ROUNDS:-3}
 JOIN_AT=${JOIN_AT:-100}
-ARGS=${ARGS:---backend cpu --synthetic --batch 64 --epochs 4}
+ARGS=${ARGS:---backend cpu --synthetic --batch 64}
+EPOCHS=${EPOCHS:-}
 here=$(dirname "$0")
 export TMPDIR=$(mktemp -d)
 trap 'rm -rf "$TMPDIR"' EXIT
@@ -26,8 +28,12 @@ echo "# grow_train: train --elastic $ARGS; one joiner after $JOIN_AT steps; $(np
 for n in $NS; do
   for r in $(seq "$ROUNDS"); do
     out="$TMPDIR/job.$n.$r" log="$TMPDIR/log.$n.$r"
+    # (as many epochs as ranks plus 2 unless EPOCHS says: a job of more
+    # ranks takes fewer steps per epoch, and must outlive a joiner's start)
+    epochs=${EPOCHS:-$((n + 2))}
     # shellcheck disable=SC2086
-    timeout 300 "$RLXRUN" -n "$n" --max-np $((n + 1)) "$TRAIN" --elastic $ARGS --log-json "$log" >"$out" 2>&1 &
+    timeout 300 "$RLXRUN" -n "$n" --max-np $((n + 1)) "$TRAIN" --elastic $ARGS \
+      --epochs "$epochs" --log-json "$log" >"$out" 2>&1 &
     job=$!
     i=0
     until [ -f "$log" ] && [ "$(grep -c '"type":"step"' "$log")" -ge "$JOIN_AT" ]; do
@@ -35,9 +41,14 @@ for n in $NS; do
     done
     joinfile=$(sed -n 's/.*rlxrun --join \([^ ]*\) -n K.*/\1/p' "$out")
     # shellcheck disable=SC2086
-    timeout 300 "$RLXRUN" --join "$joinfile" -n 1 "$TRAIN" --elastic $ARGS >"$TMPDIR/joiner" 2>&1 ||
-      { cat "$out" "$TMPDIR/joiner"; exit 1; }
-    wait $job || { cat "$out"; exit 1; }
+    timeout 300 "$RLXRUN" --join "$joinfile" -n 1 "$TRAIN" --elastic $ARGS --epochs "$epochs" \
+      >"$TMPDIR/joiner" 2>&1 &
+    joiner=$!
+    wait $job || { cat "$out"; kill $joiner 2>/dev/null; exit 1; }
+    # (a job that ended before it admitted the joiner leaves it waiting)
+    grep -q '"joined":[1-9]' "$log" || { kill $joiner 2>/dev/null; wait $joiner 2>/dev/null
+      echo "n=$n round $r: the job ended before it admitted the joiner (more --epochs?)"; continue; }
+    wait $joiner || { cat "$out" "$TMPDIR/joiner"; exit 1; }
     if [ -n "${KEEP:-}" ]; then
       cp "$out" "$KEEP/job.$n.$r" && cp "$log" "$KEEP/log.$n.$r" && cp "$TMPDIR/joiner" "$KEEP/joiner.$n.$r"
     fi
