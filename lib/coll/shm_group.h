@@ -147,6 +147,16 @@ struct rlx__shm_group *rlx__shmg_setup(struct rlx__engine *e, struct rlx__p2p *p
 struct rlx__shm_group *rlx__shmg_receive(struct rlx__engine *e, struct rlx__p2p *p, int from,
                                          const int *world, int n, int me, int cap,
                                          uint64_t deadline);
+/* A joiner (rank me of the grown communicator of n ranks), before its
+ * admission: its mapping of the segment rlx__shmg_receive gave it,
+ * faulted in where the members' calls touched it (and its own slots
+ * where rank 0 touched its), so that its first calls take fewer faults
+ * the members wait for: on 16 cores 22-32 page faults in its first step
+ * instead of 58-121 at 4-8 ranks, its first 814 KB allreduce 0.31-0.51 ms
+ * instead of 0.44-0.75. Pages nobody touched yet stay unmade (at 2 ranks
+ * large calls run point to point: nothing to copy). Best effort (kernels
+ * before 5.14 have no MADV_POPULATE_WRITE: the faults come later). */
+void rlx__shmg_prefault(struct rlx__shm_group *g, int me, int n);
 /* A member, at the admission before its agreement (every member at the
  * same step: the calls in the segment are over): rank 0 writes the step
  * joiners start from; each clears its record of a point-to-point call
@@ -158,16 +168,6 @@ void rlx__shmg_mark_adopt(struct rlx__shm_group *g);
  * one rank alone), members' g the one they had, a joiner's what
  * rlx__shmg_receive mapped (its line set to the members' step, then
  * live). */
-/* A joiner (rank me of the grown communicator of n ranks), before its
- * admission: its mapping of the segment rlx__shmg_receive gave it,
- * faulted in where the members' calls touched it (and its own slots
- * where rank 0 touched its), so that its first calls take fewer faults
- * the members wait for: on 16 cores 22-32 page faults in its first step
- * instead of 58-121 at 4-8 ranks, its first 814 KB allreduce 0.31-0.51 ms
- * instead of 0.44-0.75. Pages nobody touched yet stay unmade (at 2 ranks
- * large calls run point to point: nothing to copy). Best effort (kernels
- * before 5.14 have no MADV_POPULATE_WRITE: the faults come later). */
-void rlx__shmg_prefault(struct rlx__shm_group *g, int me, int n);
 void rlx__shmg_take_over(struct rlx__shm_group *g, int member, uint32_t comm_id, int *world,
                          int n, int me);
 void rlx__shmg_free(struct rlx__shm_group *g);
