@@ -657,6 +657,16 @@ out:
   return rc;
 }
 
+/* A joiner connects to the world's ranks from..to-1 that came before it
+ * (a later joiner connects to it). */
+static void dial_below(struct rlx__runtime *rt, int from, int to) {
+  rlx__engine_lock(&rt->engine);
+  for (int i = from; i < to; i++)
+    if (rt->world.world[i] < rt->cfg.rank)
+      rlx__p2p_dial(&rt->p2p, rt->world.world[i]);
+  rlx__engine_unlock(&rt->engine);
+}
+
 int rlx__join_confirm(void) {
   struct rlx__runtime *rt = &rlx__rt;
   rlx_comm_t *s = NULL;
@@ -667,22 +677,14 @@ int rlx__join_confirm(void) {
    * it in before the others see us, so that no member waits for that in
    * the admission or in our first call. */
   int first = joined_offer > 0 ? 1 : rt->world.size;
-  rlx__engine_lock(&rt->engine);
-  for (int i = 0; i < first; i++)
-    if (rt->world.world[i] < rt->cfg.rank)
-      rlx__p2p_dial(&rt->p2p, rt->world.world[i]);
-  rlx__engine_unlock(&rt->engine);
+  dial_below(rt, 0, first);
   /* The members' segment, sent by their rank 0 once we connected: mapped
    * now, while they go on; the agreement says whether all take it over. */
   struct rlx__shm_group *seg = joined_offer > 0
                                    ? rlx__comm_shm_receive(&rt->world, rt->world.world[0]) : NULL;
   if (seg != NULL)
     rlx__shmg_prefault(seg, rt->world.rank, rt->world.size);
-  rlx__engine_lock(&rt->engine);
-  for (int i = first; i < rt->world.size; i++)
-    if (rt->world.world[i] < rt->cfg.rank)
-      rlx__p2p_dial(&rt->p2p, rt->world.world[i]);
-  rlx__engine_unlock(&rt->engine);
+  dial_below(rt, first, rt->world.size);
   int *world = seg != NULL ? malloc(sizeof(int) * (size_t)rt->world.size) : NULL;
   uint32_t can = world != NULL;
   int rc = rlx__comm_agree(&rt->world, "rlx_comm_grow", 0, &can, &s);
