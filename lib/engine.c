@@ -57,9 +57,10 @@ static void sleep_locked(struct rlx__engine *e, int timeout_ms) {
  * are ordered: either this look sees the waiter, or the waiter's
  * increment comes after it and its try sees the lock free. (A plain load
  * after a fence would do too, but ThreadSanitizer has no fences.) */
+static void broadcast(struct rlx__engine *e);
 static void wake_waiters(struct rlx__engine *e) {
   if (atomic_fetch_add(&e->waiters, 0) > 0)
-    rlx__engine_notify(e);
+    broadcast(e);
 }
 
 /* One turn of everything: libuv's handles and the work outside it. */
@@ -196,13 +197,18 @@ int rlx__engine_trylock(struct rlx__engine *e) { return pthread_mutex_trylock(&e
 
 void rlx__engine_kick(struct rlx__engine *e) { uv_async_send(&e->wake); }
 
+/* Wake the callers asleep on wait_cv (a wake they have not slept for yet
+ * shows in wakes). */
+static void broadcast(struct rlx__engine *e) {
+  pthread_mutex_lock(&e->wait_mtx);
+  atomic_fetch_add(&e->wakes, 1);
+  pthread_cond_broadcast(&e->wait_cv);
+  pthread_mutex_unlock(&e->wait_mtx);
+}
+
 void rlx__engine_notify(struct rlx__engine *e) {
-  if (atomic_load(&e->waiters) > 0) {
-    pthread_mutex_lock(&e->wait_mtx);
-    atomic_fetch_add(&e->wakes, 1);
-    pthread_cond_broadcast(&e->wait_cv);
-    pthread_mutex_unlock(&e->wait_mtx);
-  }
+  if (atomic_load(&e->waiters) > 0)
+    broadcast(e);
 }
 
 static _Atomic(rlx_interrupt_fn) interrupt_fn;

@@ -61,7 +61,7 @@ static void run_rounds(long hold_us, int rounds) {
     ck_assert_uint_eq(atomic_load(&e.overslept), 0); /* (fails at once, not after every round) */
   }
   pthread_join(t, NULL);
-  /* every round ended by the holder letting go, none by the 1 ms timeout */
+  /* every round ended by the holder letting go, none by the nap's end */
   ck_assert_uint_eq(atomic_load(&e.overslept), 0);
   rlx__engine_close(&e);
 }
