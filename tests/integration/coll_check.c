@@ -345,39 +345,73 @@ static void nap_us(long us) {
  * asleep by then; rlx_test's own pass of the loop used to take the
  * doorbell meant to wake them without reading the rings, and the data
  * then waited for the progress thread's 100 ms timeout (6 of 20 calls
- * were 60-80 ms late on 2 ranks). Late here: 40 ms past the root's delay. */
-static void check_polling(size_t count) {
-  char *b = malloc(count + 1);
+ * were 60-80 ms late on 2 ranks). Late here: done 40+ ms after the root's
+ * rlx_ibcast returned (the root tells its clock's reading afterwards: one
+ * host, one CLOCK_MONOTONIC), so a root that the machine stalls before
+ * its post is not counted against the others. One late call in a round
+ * of 20 runs a second round, and only a second late round fails: the bug
+ * this guards against was late in every round, while CI's shared 2-core
+ * machines stall a whole rank now and then (once both non-roots read 171
+ * ms late from their own barriers, under ASan, 1 call of 20). */
+static int polling_round(size_t count, char *b, double *worst) {
   int late = 0;
-  double worst = 0;
   for (int it = 0; it < 20; it++) {
     rlx_request_t *q = NULL;
+    double posted = 0;
     memset(b, rank == 0 ? 7 : 0, count);
     checks++;
     if (rlx_barrier(rlx_comm_world()) != RLX_OK) {
       FAIL("polling: barrier: %s", rlx_errmsg());
-      break;
+      return -1;
     }
-    double t0 = now_s();
     if (rank == 0)
       nap_us(20000);
     int rc = rlx_ibcast(b, count, RLX_UINT8, 0, rlx_comm_world(), &q), done = 0;
+    if (rank == 0)
+      posted = now_s();
     while (rc == RLX_OK && !done && (rc = rlx_test(&q, &done)) == RLX_OK && !done)
       nap_us(20);
-    double late_s = now_s() - t0 - 0.020;
+    double finished = now_s();
+    if (rc == RLX_OK)
+      rc = rlx_bcast(&posted, 1, RLX_FLOAT64, 0, rlx_comm_world());
     if (rc != RLX_OK) {
       FAIL("polling: ibcast of %zu bytes: %s", count, rlx_errmsg());
-      break;
+      return -1;
     }
     if (rank != 0 && (b[0] != 7 || b[count - 1] != 7))
       FAIL("polling: ibcast of %zu bytes: wrong data", count);
-    if (late_s > worst)
-      worst = late_s;
+    double late_s = finished - posted;
+    if (rank != 0 && late_s > *worst)
+      *worst = late_s;
     late += rank != 0 && late_s > 0.040;
   }
-  if (late)
-    FAIL("polling: %d of 20 ibcasts of %zu bytes completed 40+ ms after the root's post (worst "
-         "%.1f ms late): rlx_test did not see data that was there", late, count, worst * 1e3);
+  return late;
+}
+
+static void check_polling(size_t count) {
+  char *b = malloc(count + 1);
+  int late[2] = {0, 0};
+  double worst[2] = {0, 0};
+  for (int round = 0; round < 2; round++) {
+    if ((late[round] = polling_round(count, b, &worst[round])) < 0)
+      break;
+    /* every rank goes on to the second round or none does */
+    int any = late[round], all_any = 0;
+    if (rlx_allreduce(&any, &all_any, 1, RLX_INT32, RLX_MAX, rlx_comm_world()) != RLX_OK) {
+      FAIL("polling: allreduce: %s", rlx_errmsg());
+      break;
+    }
+    if (all_any == 0)
+      break;
+  }
+  if (late[0] > 0 && late[1] > 0)
+    FAIL("polling: %d and %d of two rounds of 20 ibcasts of %zu bytes completed 40+ ms after the "
+         "root's post (worst %.1f and %.1f ms): rlx_test did not see data that was there",
+         late[0], late[1], count, worst[0] * 1e3, worst[1] * 1e3);
+  else if (late[0] > 0)
+    fprintf(stderr, "[%d] coll_check: polling: %d of 20 ibcasts of %zu bytes %.1f ms late in the "
+            "first round, none in the second: a stall, not a missed wake-up\n",
+            rank, late[0], count, worst[0] * 1e3);
   free(b);
 }
 
