@@ -49,6 +49,13 @@ RLX_API int rlx_model_set_params(rlx_model_t *m, const float *params);
  * so set it after them. */
 RLX_API int rlx_model_get_momentum(rlx_model_t *m, float *v);
 RLX_API int rlx_model_set_momentum(rlx_model_t *m, const float *v);
+/* The parameters and the momentum themselves, laid out as above, where the
+ * backend computes from host memory (cpu): read and written in place, no
+ * copy (a joining rank receives the leader's straight into them; writing
+ * the parameters here leaves the momentum as it is). Valid until the model
+ * is freed. NULL where a device holds them: get and set them then. */
+RLX_API float *rlx_model_params_buffer(rlx_model_t *m);
+RLX_API float *rlx_model_momentum_buffer(rlx_model_t *m);
 
 /* Host buffers owned by the model, freed with it: room for max_batch
  * input rows, and for one flat gradient. Pinned (page-locked) on devices

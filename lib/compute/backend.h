@@ -57,6 +57,9 @@ struct rlx__backend_ops {
               float *loss, int *correct);
   /* the momentum buffer: read into v (set 0), or written from it (set 1) */
   int (*velocity)(struct rlx__backend *b, float *v, int set);
+  /* the parameters (which 0) or momentum (1) themselves, where they live
+   * in host memory; NULL: a device holds them */
+  float *(*host_state)(struct rlx__backend *b, int which);
   /* grad and apply with a 16-bit gradient (bf16 0: float16, 1: bfloat16),
    * rounded where it is computed; NULL: model.c rounds on the host */
   int (*grad_half)(struct rlx__backend *b, const float *x, const int32_t *y, int batch,

@@ -52,6 +52,10 @@ static int cpu_velocity(struct rlx__backend *b, float *v, int set) {
   return RLX_OK;
 }
 
+static float *cpu_host_state(struct rlx__backend *b, int which) {
+  return which ? cpu_of(b)->velocity : cpu_of(b)->params;
+}
+
 /* Forward through every layer; returns the logits (batch x classes). */
 static float *cpu_forward(struct cpu *c, const float *x, int batch) {
   const struct rlx__layout *lo = c->base.lo;
@@ -136,6 +140,7 @@ static const struct rlx__backend_ops cpu_ops = {
     .destroy = cpu_destroy,
     .set_params = cpu_set_params,
     .get_params = cpu_get_params,
+    .host_state = cpu_host_state,
     .velocity = cpu_velocity,
     .grad_layers = cpu_grad_layers,
     .apply_range = cpu_apply_range,

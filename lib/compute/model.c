@@ -202,6 +202,14 @@ int rlx_model_set_params(rlx_model_t *m, const float *p) {
   return m->be->ops->set_params(m->be, p);
 }
 
+float *rlx_model_params_buffer(rlx_model_t *m) {
+  return m && m->be->ops->host_state ? m->be->ops->host_state(m->be, 0) : NULL;
+}
+
+float *rlx_model_momentum_buffer(rlx_model_t *m) {
+  return m && m->be->ops->host_state ? m->be->ops->host_state(m->be, 1) : NULL;
+}
+
 int rlx_model_get_momentum(rlx_model_t *m, float *v) {
   if (!m || !v)
     return rlx__err(RLX_ERR_ARG, "rlx_model_get_momentum: NULL argument");

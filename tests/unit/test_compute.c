@@ -513,6 +513,57 @@ START_TEST(momentum_travels) {
 }
 END_TEST
 
+/* The C backend's state in place (rlx_model_params_buffer, _momentum_
+ * buffer): what get_params and get_momentum copy out, bit for bit; a fresh
+ * model given it by memcpy continues exactly as the original; writing the
+ * parameters there leaves the momentum alone. OpenCL holds its state on
+ * the device: NULL there, and for no model. */
+START_TEST(state_in_place) {
+  const int sizes[] = {13, 9, 3};
+  const int B = 11;
+  float x[11 * 13];
+  int32_t y[11];
+  rlx_model_t *a = make(sizes, 3, B, "cpu", 0.9f), *b = make(sizes, 3, B, "cpu", 0.9f);
+  size_t n = rlx_model_nparams(a);
+  float *p = malloc(n * sizeof *p), *v = malloc(n * sizeof *v);
+  for (int step = 0; step < 7; step++) {
+    if (step == 4) {
+      float *pa = rlx_model_params_buffer(a), *va = rlx_model_momentum_buffer(a);
+      float *pb = rlx_model_params_buffer(b), *vb = rlx_model_momentum_buffer(b);
+      ck_assert_ptr_nonnull(pa);
+      ck_assert_ptr_nonnull(va);
+      ck_assert_int_eq(rlx_model_get_params(a, p), RLX_OK);
+      ck_assert_int_eq(rlx_model_get_momentum(a, v), RLX_OK);
+      ck_assert_int_eq(memcmp(p, pa, n * sizeof *p), 0);
+      ck_assert_int_eq(memcmp(v, va, n * sizeof *v), 0);
+      memcpy(vb, va, n * sizeof *v);
+      memcpy(pb, pa, n * sizeof *p); /* (after the momentum: it stays) */
+      ck_assert_int_eq(rlx_model_get_momentum(b, v), RLX_OK);
+      ck_assert_int_eq(memcmp(v, va, n * sizeof *v), 0);
+    }
+    fill(x, sizeof x / sizeof *x, 40 + (uint64_t)step, 1.0);
+    for (int i = 0; i < B; i++)
+      y[i] = (i * 7 + step) % 3;
+    ck_assert_int_eq(rlx_model_step(a, x, y, B, 0.05f, NULL, NULL), RLX_OK);
+    if (step >= 4)
+      ck_assert_int_eq(rlx_model_step(b, x, y, B, 0.05f, NULL, NULL), RLX_OK);
+  }
+  ck_assert_int_eq(memcmp(rlx_model_params_buffer(a), rlx_model_params_buffer(b), n * sizeof *p),
+                   0);
+  rlx_model_t *o = NULL;
+  if (models_on("opencl", sizes, 3, B, &o, NULL)) {
+    ck_assert_ptr_null(rlx_model_params_buffer(o));
+    ck_assert_ptr_null(rlx_model_momentum_buffer(o));
+    rlx_model_free(&o);
+  }
+  ck_assert_ptr_null(rlx_model_params_buffer(NULL));
+  ck_assert_ptr_null(rlx_model_momentum_buffer(NULL));
+  free(p), free(v);
+  rlx_model_free(&a);
+  rlx_model_free(&b);
+}
+END_TEST
+
 /* 16-bit gradients: rlx_model_grad_half gives the float32 gradient
  * rounded to nearest even as the host rounds it (lib/half.c), bit for bit,
  * on the device too; rlx_model_apply_half applies what widening gives. */
@@ -693,6 +744,7 @@ Suite *compute_suite(void) {
   tcase_add_test(t, step_matches_grad_then_apply);
   tcase_add_test(t, prefetch_matches_plain);
   tcase_add_test(t, momentum_travels);
+  tcase_add_test(t, state_in_place);
   tcase_add_test(t, half_gradients);
   tcase_add_test(t, gradient_buckets);
   tcase_add_test(t, gpu_placement);
