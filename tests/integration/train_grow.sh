@@ -23,7 +23,7 @@ RLX_JOIN=1 RLX_RENDEZVOUS=$(head -1 "$joinfile") RLX_JOB_KEY=wrong RLX_INIT_TIME
 grep -q "rlx_init: authentication failed: joining rank: .*wrong job key" "$TMP/bad" ||
   { cat "$TMP/bad"; fail "the wrong key was not named"; }
 wait_for "$TMP/j1" "computes on" 1 60
-victim=$(sed -n 's/.*train: rank [0-9]* (pid \([0-9]*\)) computes.*/\1/p' "$TMP/j1" | head -1)
+victim=$(sed -n 's/.*train: a joining rank (pid \([0-9]*\)) computes.*/\1/p' "$TMP/j1" | head -1)
 [ -n "$victim" ] || { cat "$TMP/j1"; fail "no joiner pid"; }
 kill -9 "$victim"
 wait_for "$TMP/job" "1 rank(s) lost (.*); going on with 3" 1 60
