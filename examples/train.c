@@ -3,14 +3,14 @@
  * broadcast, each step's gradients averaged with rlx_allreduce, so the
  * replicas stay bitwise identical. The per-epoch order is a permutation
  * every rank computes from the seed, and rank r of n takes examples
- * r, r+n, r+2n... of it (PyTorch's DistributedSampler): n ranks at batch B
+ * r, r+n, r+2n... of it (PyTorch's DistributedSampler), computing only
+ * those positions (rlx_dataset_order): n ranks at batch B
  * see exactly what one rank at batch n*B would. Where a run is in an epoch
  * is the number of its examples used so far, so when the ranks change
  * (--elastic: a rank lost, or joiners admitted) the rest of the epoch is
  * re-cut over the new ranks and every example is still seen once. */
 #include <math.h>
 #include <signal.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -57,13 +57,6 @@ struct run {
    * 0.5-0.8 ms on 2 cores, in a joiner's admission that every rank waits
    * for) */
   float *state;
-  /* this epoch's order of the training examples (rlx_dataset_shuffle),
-   * for the epoch shuffled; a joiner makes it on a thread of its own
-   * while the leader's state comes (shuffling: that thread runs) */
-  uint32_t *perm;
-  long shuffled, to_shuffle;
-  int shuffling;
-  pthread_t shuffler;
 };
 
 /* --log-json: the leader's file, opened when first needed (a leader
@@ -116,31 +109,6 @@ static int recover(struct run *r, int rc) {
 }
 
 static int agree_backend(struct run *r);
-
-static void *shuffle_main(void *arg) {
-  struct run *r = arg;
-  rlx_dataset_shuffle(r->perm, r->ntrain, r->o.seed, (uint64_t)r->to_shuffle);
-  return NULL;
-}
-
-/* A joiner shuffles the epoch it joins in (~0.4 ms for 60,000 examples
- * on 16 cores, which every rank would wait for in its first step) while
- * the leader's parameters come; shuffled() waits for it. (Failing to
- * start the thread leaves it to the training loop.) */
-static void shuffle_meanwhile(struct run *r, long epoch) {
-  if (!rlx_joined() || r->shuffled == epoch || r->shuffling)
-    return;
-  r->to_shuffle = epoch;
-  r->shuffling = pthread_create(&r->shuffler, NULL, shuffle_main, r) == 0;
-}
-
-static void shuffled(struct run *r) {
-  if (!r->shuffling)
-    return;
-  pthread_join(r->shuffler, NULL);
-  r->shuffling = 0;
-  r->shuffled = r->to_shuffle;
-}
 
 /* The leader's parameters, and its momentum (without: every rank's is
  * cleared), to every rank. In place where the backend computes from host
@@ -227,18 +195,15 @@ static int hello(struct run *r, int joiner, int64_t v[HELLO_N]) {
 
 /* On every rank of a communicator that brought joiners in (members in
  * rlx_comm_grow's wake, a joiner after rlx_init): one backend, then the
- * leader's state. A joiner shuffles its epoch meanwhile; the members hold
+ * leader's state. The members hold
  * the leader's parameters and momentum already (replicas stay bitwise
  * identical) and receive them in place only because a broadcast takes
  * every rank. A rank lost meanwhile (a joiner killed as it came): the
  * survivors shrink and go on. */
 static void welcome(struct run *r, const int64_t v[HELLO_N]) {
   int rc = v[HELLO_CPU] ? use_cpu(r) : RLX_OK;
-  if (rc == RLX_OK) {
-    shuffle_meanwhile(r, v[HELLO_POS]);
+  if (rc == RLX_OK)
     rc = share_floats(r, 1);
-    shuffled(r);
-  }
   if (rc == RLX_OK)
     take_position(r, v + HELLO_POS);
   else if (!recover(r, rc))
@@ -563,9 +528,6 @@ static void prepare(struct run *r) {
   r->grad = rlx_model_grad_buffer(r->m);
   r->grad16 = r->o.grad_half ? rlx_model_grad16_buffer(r->m) : NULL;
   r->np = rlx_model_nparams(r->m);
-  r->shuffled = -1;
-  if ((r->perm = malloc(sizeof(uint32_t) * r->ntrain)) == NULL)
-    fail(r, "the examples' order", RLX_ERR_NOMEM);
   if (r->o.elastic && !rlx_model_params_buffer(r->m)) {
     static volatile unsigned char zero = 0; /* (a memset of 0 after malloc becomes calloc) */
     if ((r->state = malloc(sizeof(float) * r->np * 2)) == NULL)
@@ -641,14 +603,14 @@ static void setup(struct run *r) {
     start_identical(r);
 }
 
-/* This rank's batch of the step that starts at example off of the epoch's
- * order perm (DistributedSampler's cut: every size-th from rank), into x
- * and y; idx is room for its indices. */
-static int read_batch(const struct run *r, const uint32_t *perm, uint32_t *idx, size_t off,
-                      float *x, int32_t *y) {
-  for (int j = 0; j < r->o.batch; j++)
-    idx[j] = perm[off + (size_t)j * r->size + r->rank];
-  return rlx_dataset_batch(r->train, idx, r->o.batch, x, y);
+/* This rank's batch of the step that starts at position off of the
+ * epoch's order (DistributedSampler's cut: every size-th from rank), into
+ * x and y; idx is room for its indices. Only these positions of the order
+ * are computed: a rank joining mid-epoch has nothing to shuffle first. */
+static int read_batch(const struct run *r, uint32_t *idx, size_t off, float *x, int32_t *y) {
+  int rc = rlx_dataset_order(idx, (size_t)r->o.batch, r->ntrain, r->o.seed, (uint64_t)r->epoch,
+                             off + (size_t)r->rank, (size_t)r->size);
+  return rc != RLX_OK ? rc : rlx_dataset_batch(r->train, idx, r->o.batch, x, y);
 }
 
 /* --prefetch: is this step's batch the one moved ahead during the last? */
@@ -707,11 +669,11 @@ int main(int argc, char **argv) {
     return 2;
   }
   int chunk = r.o.batch > 256 ? r.o.batch : 256;
-  uint32_t *perm = r.perm, *idx = malloc(sizeof(uint32_t) * chunk);
+  uint32_t *idx = malloc(sizeof(uint32_t) * chunk);
   /* The model's own buffers: pinned on a GPU, so batches and gradients
    * move by DMA. */
   int32_t *y = malloc(sizeof(int32_t) * chunk), *y2 = malloc(sizeof(int32_t) * chunk);
-  if (!perm || !idx || !r.x || !y || !y2 || !r.grad || (r.o.grad_half && !r.grad16) ||
+  if (!idx || !r.x || !y || !y2 || !r.grad || (r.o.grad_half && !r.grad16) ||
       (r.o.prefetch && !r.x2))
     fail(&r, "buffers", RLX_ERR_NOMEM);
 
@@ -725,10 +687,6 @@ int main(int argc, char **argv) {
      * the ranks */
     G = (size_t)r.o.batch * (size_t)r.size;
     steps = (long)(r.ntrain / G);
-    if (r.shuffled != r.epoch) {
-      rlx_dataset_shuffle(perm, r.ntrain, r.o.seed, (uint64_t)r.epoch);
-      r.shuffled = r.epoch;
-    }
     if ((size_t)r.off + G > r.ntrain || stop) { /* the epoch's end */
       drop_prefetched(&r); /* (evaluation fills r.x) */
       double secs = now_s() - t0, tl, ta;
@@ -775,13 +733,13 @@ int main(int argc, char **argv) {
       r.pre.valid = 0;
     } else {
       drop_prefetched(&r);
-      if ((rc = read_batch(&r, perm, idx, (size_t)r.off, x, y)) != RLX_OK)
+      if ((rc = read_batch(&r, idx, (size_t)r.off, x, y)) != RLX_OK)
         fail(&r, "reading a batch", rc);
     }
     /* the next step's batch, if it is in this epoch, goes ahead now */
     if (r.x2 && (size_t)r.off + 2 * G <= r.ntrain && !(r.o.steps && r.step + 1 >= r.o.steps)) {
       int nb = x == r.x;
-      if ((rc = read_batch(&r, perm, idx, (size_t)r.off + G, xs[nb], ys[nb])) != RLX_OK ||
+      if ((rc = read_batch(&r, idx, (size_t)r.off + G, xs[nb], ys[nb])) != RLX_OK ||
           (rc = rlx_model_prefetch(r.m, xs[nb], ys[nb], r.o.batch)) != RLX_OK)
         fail(&r, "moving the next batch ahead", rc);
       r.pre.m = r.m;
@@ -863,7 +821,6 @@ int main(int argc, char **argv) {
   rlx_model_free(&r.m);
   rlx_dataset_free(&r.train);
   rlx_dataset_free(&r.test);
-  free(perm);
   free(idx);
   free(y);
   free(y2);

@@ -151,6 +151,11 @@ RLX_API int rlx_dataset_batch(const rlx_dataset_t *d, const uint32_t *idx, int n
 /* The epoch's order: a permutation of 0..n-1 that depends only on seed and
  * epoch, so every rank computes the same one. */
 RLX_API int rlx_dataset_shuffle(uint32_t *perm, size_t n, uint64_t seed, uint64_t epoch);
+/* The same order one position at a time: idx[j] gets the example at
+ * position first + j * stride (j < count), so a rank computes only its
+ * own batch's (rank r of N at offset off: first off + r, stride N). */
+RLX_API int rlx_dataset_order(uint32_t *idx, size_t count, size_t n, uint64_t seed,
+                              uint64_t epoch, size_t first, size_t stride);
 
 #ifdef __cplusplus
 }

@@ -215,20 +215,3 @@ int rlx_dataset_batch(const rlx_dataset_t *d, const uint32_t *idx, int n, float 
   }
   return RLX_OK;
 }
-
-int rlx_dataset_shuffle(uint32_t *perm, size_t n, uint64_t seed, uint64_t epoch) {
-  if (!perm && n)
-    return rlx__err(RLX_ERR_ARG, "rlx_dataset_shuffle: perm is NULL");
-  if (n > UINT32_MAX)
-    return rlx__err(RLX_ERR_ARG, "rlx_dataset_shuffle: %zu elements is too many", n);
-  uint64_t s = seed * 0x9e3779b97f4a7c15ULL ^ (epoch + 1) * 0xd1b54a32d192ed03ULL;
-  for (size_t i = 0; i < n; i++)
-    perm[i] = (uint32_t)i;
-  for (size_t i = n; i > 1; i--) { /* Fisher-Yates */
-    size_t j = (size_t)(rlx__uniform(&s) * (double)i);
-    uint32_t t = perm[i - 1];
-    perm[i - 1] = perm[j];
-    perm[j] = t;
-  }
-  return RLX_OK;
-}

@@ -564,6 +564,62 @@ START_TEST(state_in_place) {
 }
 END_TEST
 
+/* The epoch's order (rlx_dataset_shuffle, rlx_dataset_order): a
+ * permutation of 0..n-1 for every n (powers of 4 and between), the same
+ * when asked again, other for another epoch or seed; one position at a
+ * time (a rank's strided share) gives what the whole order holds there;
+ * and it looks shuffled: at 60,000 the mean distance an example moves is
+ * near n/3 (a random permutation's), few stay put or keep a neighbour.
+ * Positions past the end are refused. */
+START_TEST(epoch_order) {
+  const size_t ns[] = {1, 2, 3, 4, 5, 7, 16, 17, 1000, 4096, 60000, 65537};
+  for (size_t t = 0; t < sizeof ns / sizeof *ns; t++) {
+    size_t n = ns[t];
+    uint32_t *p = malloc(n * sizeof *p), *q = malloc(n * sizeof *q), *seen = calloc(n, sizeof *q);
+    ck_assert_int_eq(rlx_dataset_shuffle(p, n, 7, 3), RLX_OK);
+    for (size_t i = 0; i < n; i++) {
+      ck_assert_msg(p[i] < n && !seen[p[i]], "n=%zu: position %zu holds %u twice or past the end",
+                    n, i, p[i]);
+      seen[p[i]] = 1;
+    }
+    ck_assert_int_eq(rlx_dataset_shuffle(q, n, 7, 3), RLX_OK);
+    ck_assert_int_eq(memcmp(p, q, n * sizeof *p), 0);
+    if (n >= 7) {
+      ck_assert_int_eq(rlx_dataset_shuffle(q, n, 7, 4), RLX_OK);
+      ck_assert_msg(memcmp(p, q, n * sizeof *p) != 0, "n=%zu: epochs 3 and 4 alike", n);
+      ck_assert_int_eq(rlx_dataset_shuffle(q, n, 8, 3), RLX_OK);
+      ck_assert_msg(memcmp(p, q, n * sizeof *p) != 0, "n=%zu: seeds 7 and 8 alike", n);
+    }
+    for (size_t stride = 1; stride <= 5 && stride <= n; stride += 2)
+      for (size_t first = 0; first < stride; first++) {
+        size_t count = (n - first + stride - 1) / stride;
+        ck_assert_int_eq(rlx_dataset_order(q, count, n, 7, 3, first, stride), RLX_OK);
+        for (size_t j = 0; j < count; j++)
+          ck_assert_uint_eq(q[j], p[first + j * stride]);
+      }
+    ck_assert_int_eq(rlx_dataset_order(q, 1, n, 7, 3, n, 1), RLX_ERR_ARG);
+    ck_assert_int_eq(rlx_dataset_order(q, 2, n, 7, 3, n - 1, 1), RLX_ERR_ARG);
+    if (n == 60000) {
+      double moved = 0;
+      int still = 0, neighbours = 0;
+      for (size_t i = 0; i < n; i++) {
+        moved += fabs((double)p[i] - (double)i);
+        still += p[i] == i;
+        neighbours += i + 1 < n && p[i + 1] == p[i] + 1;
+      }
+      ck_assert_msg(fabs(moved / n / (n / 3.0) - 1) < 0.02, "mean move %.0f, not near n/3",
+                    moved / n);
+      ck_assert_msg(still < 10 && neighbours < 10, "%d fixed, %d kept a neighbour", still,
+                    neighbours);
+    }
+    free(p), free(q), free(seen);
+  }
+  ck_assert_int_eq(rlx_dataset_order(NULL, 1, 10, 1, 1, 0, 1), RLX_ERR_ARG);
+  ck_assert_int_eq(rlx_dataset_order(NULL, 0, 10, 1, 1, 0, 1), RLX_OK);
+  ck_assert_int_eq(rlx_dataset_order((uint32_t[2]){0}, 2, 10, 1, 1, 0, 0), RLX_ERR_ARG);
+}
+END_TEST
+
 /* 16-bit gradients: rlx_model_grad_half gives the float32 gradient
  * rounded to nearest even as the host rounds it (lib/half.c), bit for bit,
  * on the device too; rlx_model_apply_half applies what widening gives. */
@@ -745,6 +801,7 @@ Suite *compute_suite(void) {
   tcase_add_test(t, prefetch_matches_plain);
   tcase_add_test(t, momentum_travels);
   tcase_add_test(t, state_in_place);
+  tcase_add_test(t, epoch_order);
   tcase_add_test(t, half_gradients);
   tcase_add_test(t, gradient_buckets);
   tcase_add_test(t, gpu_placement);
