@@ -195,11 +195,10 @@ static int hello(struct run *r, int joiner, int64_t v[HELLO_N]) {
 
 /* On every rank of a communicator that brought joiners in (members in
  * rlx_comm_grow's wake, a joiner after rlx_init): one backend, then the
- * leader's state. The members hold
- * the leader's parameters and momentum already (replicas stay bitwise
- * identical) and receive them in place only because a broadcast takes
- * every rank. A rank lost meanwhile (a joiner killed as it came): the
- * survivors shrink and go on. */
+ * leader's state. The members hold the leader's parameters and momentum
+ * already (replicas stay bitwise identical) and receive them in place only
+ * because a broadcast takes every rank. A rank lost meanwhile (a joiner
+ * killed as it came): the survivors shrink and go on. */
 static void welcome(struct run *r, const int64_t v[HELLO_N]) {
   int rc = v[HELLO_CPU] ? use_cpu(r) : RLX_OK;
   if (rc == RLX_OK)
@@ -456,16 +455,19 @@ static void dump(struct run *r) {
 /* With auto, each rank times its candidates; if any kept the C backend,
  * all use it, so the replicas apply their averaged gradients with the same
  * arithmetic and stay identical (a rank that switches keeps its state). */
-static int64_t auto_on_cpu(const struct run *r) {
+static int runs_auto(const struct run *r) {
   const char *asked = r->desc.device ? r->desc.device : getenv("RLX_DEVICE");
-  return (!asked || !*asked || !strcmp(asked, "auto")) && !strcmp(rlx_model_backend(r->m), "cpu");
+  return !asked || !*asked || !strcmp(asked, "auto");
+}
+
+static int64_t auto_on_cpu(const struct run *r) {
+  return runs_auto(r) && !strcmp(rlx_model_backend(r->m), "cpu");
 }
 
 /* Some rank runs auto on the C backend: this one too, if it runs auto on
  * another, with the parameters and momentum it has. */
 static int use_cpu(struct run *r) {
-  const char *asked = r->desc.device ? r->desc.device : getenv("RLX_DEVICE");
-  if ((asked && *asked && strcmp(asked, "auto")) || !strcmp(rlx_model_backend(r->m), "cpu"))
+  if (!runs_auto(r) || !strcmp(rlx_model_backend(r->m), "cpu"))
     return RLX_OK;
   size_t np = rlx_model_nparams(r->m);
   float *p = malloc(sizeof(float) * np * 2);
@@ -488,8 +490,7 @@ static int use_cpu(struct run *r) {
 }
 
 static int agree_backend(struct run *r) {
-  const char *asked = r->desc.device ? r->desc.device : getenv("RLX_DEVICE");
-  if (asked && *asked && strcmp(asked, "auto"))
+  if (!runs_auto(r))
     return RLX_OK;
   int on_cpu = (int)auto_on_cpu(r), any = on_cpu, rc;
   if ((rc = rlx_allreduce(&on_cpu, &any, 1, RLX_INT32, RLX_MAX, r->w)) != RLX_OK)
