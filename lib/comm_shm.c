@@ -9,9 +9,9 @@
 #include "coll/shm_group.h"
 #include "runtime.h"
 
-static int eligible(const rlx_comm_t *c) {
+static int shm_allowed(const rlx_comm_t *c) {
   const struct rlx__runtime *rt = &rlx__rt;
-  if (!rt->cfg.shm_coll || !rt->p2p_up || !rt->p2p.shm || c->size < 2)
+  if (!rt->cfg.shm_coll || !rt->p2p_up || !rt->p2p.shm)
     return 0;
   const struct rlx__card *me = &rt->cards[c->world[c->rank]];
   for (int r = 0; r < c->size; r++) /* reached over a Unix socket: this host */
@@ -19,6 +19,8 @@ static int eligible(const rlx_comm_t *c) {
       return 0;
   return 1;
 }
+
+static int eligible(const rlx_comm_t *c) { return c->size >= 2 && shm_allowed(c); }
 
 /* Every member's ok, the least of them. */
 static int agree(void *ctx, int *ok) {
@@ -49,7 +51,8 @@ int rlx__comm_least(rlx_comm_t *c, const char *call, int32_t mine, int32_t *leas
 
 const struct rlx__algo *rlx__comm_internal_algo(const rlx_comm_t *c, int kind, size_t bytes,
                                                 const struct rlx__algo *p2p) {
-  const struct rlx__algo *a = c->shm != NULL ? rlx__select_shm(kind, bytes, c->size, NULL) : NULL;
+  const struct rlx__algo *a =
+      c->shm != NULL && c->size > 1 ? rlx__select_shm(kind, bytes, c->size, NULL) : NULL;
   return a != NULL ? a : p2p;
 }
 
@@ -85,6 +88,22 @@ int rlx__comm_shm(rlx_comm_t *c) {
   rlx__info("communicator %u: %d ranks, collectives %s", c->id, c->size,
             c->shm ? "in shared memory" : "point to point (no shared segment)");
   return c->shm != NULL;
+}
+
+int rlx__comm_shm_solo(rlx_comm_t *c) {
+  struct rlx__runtime *rt = &rlx__rt;
+  if (c->size != 1 || c->shm_state > 0 || layout_cap(1) < 2 || !shm_allowed(c))
+    return c->shm_state > 0;
+  int err = 0;
+  c->shm = rlx__shmg_setup(&rt->engine, &rt->p2p, c->id, c->world, 1, 0, layout_cap(1),
+                           setup_deadline(), agree, c, &err);
+  c->shm_state = c->shm != NULL ? 1 : -1;
+  if (c->shm == NULL)
+    return 0;
+  rlx__shmg_touch_own(c->shm);
+  rlx__info("communicator %u: 1 rank, a shared segment for up to %d ready for joiners", c->id,
+            layout_cap(1));
+  return 1;
 }
 
 struct rlx__shm_group *rlx__comm_shm_receive(const rlx_comm_t *c, int from) {

@@ -475,6 +475,10 @@ static int init_locked(struct rlx__runtime *rt) {
   rlx__watch_launcher(&rt->engine.loop);
   if ((rc = rlx__engine_start(&rt->engine)) != RLX_OK)
     goto fail;
+  /* a job of one rank that may grow: its joiner's segment, made now
+   * rather than in the step that welcomes it (comm_shm.c) */
+  if (rt->world.size == 1 && !rt->joined)
+    (void)rlx__comm_shm_solo(&rt->world);
   char progress[120] = "with the rank";
   if (rt->engine.placed && !CPU_EQUAL(&rt->engine.cpus, &rt->own_cpus)) {
     memcpy(progress, "on cpus ", 9);

@@ -324,11 +324,25 @@ void rlx__shmg_prefault(struct rlx__shm_group *g, int me, int n) {
     return;
   }
   populate(g->base, head, NULL, vec);
-  for (int r = 0; r < n; r++) /* the slots in use, ours as rank 0 uses its own */
-    populate((char *)g->data + (size_t)r * span, span,
-             r == me ? (const char *)g->data : NULL, vec);
+  /* the slots in use, ours as rank 0 uses its own (from 3 ranks: at 2,
+   * large allreduces run point to point, and our slots wait for our own
+   * broadcasts; making them now would hold a 1 -> 2 admission, where no
+   * other member waits for our dial) */
+  for (int r = 0; r < n; r++)
+    if (r != me || n > 2)
+      populate((char *)g->data + (size_t)r * span, span,
+               r == me ? (const char *)g->data : NULL, vec);
   populate((char *)g->result, span, NULL, vec);
   free(vec);
+}
+
+void rlx__shmg_touch_own(struct rlx__shm_group *g) {
+#ifdef MADV_POPULATE_WRITE
+  size_t span = 2 * g->slot;
+  (void)madvise((char *)g->data + (size_t)g->me * span, span, MADV_POPULATE_WRITE);
+#else
+  (void)g;
+#endif
 }
 
 void rlx__shmg_mark_adopt(struct rlx__shm_group *g) {

@@ -2,6 +2,7 @@
 # A running job grows (rlxrun --max-np, rlx_comm_grow, rlxrun --join):
 #  1. 2 ranks grow to 4; one is killed and the survivors shrink to 3; one
 #     joins again: every collective right at each size (grow_check);
+#     1b. a job of one rank grows to 2, in its segment taken over;
 #  2. a joiner stopped and then killed while the job admits it: the job
 #     goes on meanwhile (no grow waits for it), leaves it out alike on
 #     every rank and takes the next one;
@@ -93,6 +94,21 @@ grep -q "joined as rank 3 of 4" "$TMP/j2" || { cat "$TMP/j2"; fail "1: the last 
   { cat "$TMP/job" "$TMP/j1" "$TMP/j2"; fail "1: members and joiners did not finalize together"; }
 unset RLX_LOG
 echo "1. 2 -> 4 -> 3 -> 4: every collective right at each size, in the segment taken over; $(grep -m1 -o 'joined as rank 3 of 4 after [0-9.]* s' "$TMP/j2")"
+
+# ---- 1b. a job of one rank grows to 2: its segment, made at rlx_init for
+# the joiner (a one-rank job's own calls never use it), is taken over
+PLAN="grow=2"
+export RLX_LOG=info
+start_job 1 "$PLAN"
+join 1 "$PLAN" "$TMP/j1"
+: >"$TMP/j2"
+all_pass 1b 2 1 1
+grep -q "communicator 0: 1 rank, a shared segment for up to 8 ready for joiners" "$TMP/job" &&
+  grep -q 'communicator [0-9]*: 2 ranks, collectives in the shared segment of communicator [0-9]* (taken over)' "$TMP/job" &&
+  grep -q "collectives in the job's shared segment (taken over)" "$TMP/j1" ||
+  { cat "$TMP/job" "$TMP/j1"; fail "1b: 1 -> 2 did not take the one-rank job's segment over"; }
+unset RLX_LOG
+echo "1b. 1 -> 2: every collective right, in the one-rank job's segment taken over"
 
 # ---- 2. a joiner dies while the job admits it
 PLAN="wait=$TMP/go2,grow=3"
