@@ -523,8 +523,6 @@ int rlx_comm_grow(rlx_comm_t *c, rlx_comm_t **out) {
   rlx_comm_t *g = NULL;
   if (c->size > 1 && (rc = rlx__comm_shm(c)) < 0)
     goto out;
-  if (c->size == 1)
-    (void)rlx__comm_shm_solo(c); /* (without: the grown communicator makes one) */
   if (pend.g != NULL) { /* an admission is under way: end it, or wait */
     rc = pending_fits(c) ? end_admission(c, &g) : same_members(c, &g);
     goto out;

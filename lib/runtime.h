@@ -151,13 +151,14 @@ void rlx__grow_fini(void);
  * Makes it at the first call: 1 yes, 0 no, or the error of the members'
  * agreement (rlx_errmsg says). Free: at the communicator's release. */
 int rlx__comm_shm(rlx_comm_t *c);
-/* A communicator of one rank in a job that may grow (RLX_MAX_NP above 1)
- * gets a segment too, at its first rlx_comm_grow, with its own slots
- * faulted in, so that its joiner takes it over as a larger communicator's
- * does: else the grown communicator's first call made one (~0.15 ms on
- * 2 cores) and its first large call faulted the slots in (~0.4 ms), both
- * in the step every rank waits for. Its own calls never run in it. 1 it
- * has one, 0 not. */
+/* The world of a job of one rank that may grow (RLX_MAX_NP above 1)
+ * gets a segment too, at rlx_init, with its own slots faulted in, so that
+ * its joiner takes it over as a larger communicator's does: else the
+ * grown communicator's first call made one (~0.15 ms on 2 cores) and its
+ * first large call faulted the slots in (~0.4 ms), both in the step every
+ * rank waits for. (Not at the first rlx_comm_grow: the welcome's step
+ * then paid more than the admission's saved.) Its own calls never run in
+ * it. 1 it has one, 0 not. */
 int rlx__comm_shm_solo(rlx_comm_t *c);
 /* The algorithm of one of the library's own calls (kind, bytes) on c: the
  * shared segment's when c has one and selection picks it there (point to
