@@ -59,19 +59,23 @@ grep -q "not a running rlxrun" "$TMP/dump" || fail "no clear --dump error"
 for keep in 256 0; do
   # (it naps 8 s once it says "sleeping", which we wait up to 20 s for: a
   # loaded host took longer to start it than the 2 s it used to nap)
-  RLX_FLIGHT=$keep "$OBSERVE" sleep 8 >"$TMP/o" 2>"$TMP/e" &
+  # (files of its own: the shell goes on before the child has truncated a
+  # shared one, and an earlier run's "sleeping" there once had the signal
+  # sent before this run took SIGUSR1, which killed it)
+  o="$TMP/o.$keep" e="$TMP/e.$keep"
+  RLX_FLIGHT=$keep "$OBSERVE" sleep 8 >"$o" 2>"$e" &
   p=$!
   i=0
   limit=$(awk -v k="${RLX_TEST_TIME_SCALE:-1}" 'BEGIN { print int(100 * k) }')
-  until grep -q sleeping "$TMP/o" || [ $i -ge $limit ]; do sleep 0.2; i=$((i + 1)); done
+  until grep -q sleeping "$o" 2>/dev/null || [ $i -ge $limit ]; do sleep 0.2; i=$((i + 1)); done
   # (not there yet: the signal would find SIGUSR1 not taken and kill it)
-  grep -q sleeping "$TMP/o" || { kill $p; fail "RLX_FLIGHT=$keep: the program never got to its nap"; }
+  grep -q sleeping "$o" || { kill $p; fail "RLX_FLIGHT=$keep: the program never got to its nap"; }
   kill -USR1 $p
   wait $p || fail "SIGUSR1 killed the program"
-  cat "$TMP/e"
+  cat "$e"
   want=$([ $keep -eq 0 ] && echo 0 || echo 1)
-  grep -q "^rlxcoll\[0\] flight-recorder	SIGUSR1	$want	1$" "$TMP/e" || fail "RLX_FLIGHT=$keep header"
-  [ "$(grep -c '^rlxcoll\[0\] flight	' "$TMP/e")" -eq "$want" ] || fail "RLX_FLIGHT=$keep entries"
+  grep -q "^rlxcoll\[0\] flight-recorder	SIGUSR1	$want	1$" "$e" || fail "RLX_FLIGHT=$keep header"
+  [ "$(grep -c '^rlxcoll\[0\] flight	' "$e")" -eq "$want" ] || fail "RLX_FLIGHT=$keep entries"
 done
 RLX_FLIGHT=-1 timeout 30 "$HELLO" >"$TMP/o" 2>&1 && fail "RLX_FLIGHT=-1 accepted"
 grep -q "RLX_FLIGHT" "$TMP/o" || fail "no clear RLX_FLIGHT error"

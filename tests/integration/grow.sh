@@ -24,6 +24,9 @@ export TMPDIR="$TMP"
 start_job() {
   n=$1 plan=$2
   shift 2
+  # (removed first: the shell goes on before the child truncates it, and
+  # join_file must not read an earlier case's address there)
+  rm -f "$TMP/job"
   timeout 90 "$RLXRUN" -n "$n" --enable-recovery --max-np 8 "$@" "$GROW" "$plan" >"$TMP/job" 2>&1 &
   JOB=$!
   JOINFILE=$(join_file "$TMP/job" 10) || exit 1
@@ -31,6 +34,7 @@ start_job() {
 
 # join K PLAN OUT: K joiners in the background.
 join() {
+  rm -f "$3"
   timeout 90 "$RLXRUN" --join "$JOINFILE" -n "$1" "$GROW" "$2" >"$3" 2>&1 &
 }
 
