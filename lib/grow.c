@@ -326,9 +326,14 @@ static int pending_fits(const rlx_comm_t *c) {
 }
 
 /* The segment's memfd to joiner i (world rank w) when this rank has it
- * to send: 1 sent (or nothing to send), 0 not yet. A joiner that cannot
- * be sent it is lost: it would wait for it. Under member_mtx and the
- * loop lock. */
+ * to send: 1 sent at an earlier look (or nothing to send), 0 not yet or
+ * just now. A joiner maps and faults in the segment as soon as it has
+ * it: counting it in only from the next look (a step later) leaves it
+ * that step for it, rather than the admission's agreement waiting for it
+ * (0.2-0.35 ms at 1 -> 2 ranks on 2 cores, where no other member waits
+ * for the joiner's dial, which comes after its faulting-in). A joiner
+ * that cannot be sent it is lost: it would wait for it. Under member_mtx
+ * and the loop lock. */
 static int offer_segment(int i, int w) {
   struct rlx__runtime *rt = &rlx__rt;
   if (!pend.sender || (pend.sent >> i & 1))
@@ -349,7 +354,7 @@ static int offer_segment(int i, int w) {
              pend.nbase + i, strerror(-rc));
     rlx__p2p_mark_lost(&rt->p2p, w, why);
   }
-  return 1;
+  return rc != 0; /* (sent now: from the next look) */
 }
 
 /* Call up job rank w from a member's call, outside the loop: the progress
