@@ -144,8 +144,7 @@ static int pick(struct rlx__op *op, rlx_comm_t *c, size_t bytes, const char *for
     give_back(c, op);
     return shm;
   }
-  op->algo = shm && blocking && c->size > 1 ? rlx__select_shm(op->kind, bytes, c->size, forced)
-                                            : NULL;
+  op->algo = shm && blocking ? rlx__select_shm(op->kind, bytes, c->size, forced) : NULL;
   if (op->algo == NULL)
     op->algo = rlx__select(op->kind, bytes, c->size, forced);
   if (op->algo == NULL) {
@@ -218,7 +217,7 @@ static int start(rlx_comm_t *c, struct rlx_request *rq) {
     rlx__exec_end(op, rc, rc != RLX_OK ? msg : NULL);
     return RLX_OK;
   }
-  if (c->shm != NULL && c->size > 1) { /* blocking calls of others wait for ours there */
+  if (rlx__comm_in_shm(c)) { /* blocking calls of other ranks wait for ours in the segment */
     rlx__exec_sign(op);
     rlx__shmg_p2p_call(c->shm, op->seq, op->sig);
   }

@@ -52,7 +52,7 @@ int rlx__comm_least(rlx_comm_t *c, const char *call, int32_t mine, int32_t *leas
 const struct rlx__algo *rlx__comm_internal_algo(const rlx_comm_t *c, int kind, size_t bytes,
                                                 const struct rlx__algo *p2p) {
   const struct rlx__algo *a =
-      c->shm != NULL && c->size > 1 ? rlx__select_shm(kind, bytes, c->size, NULL) : NULL;
+      rlx__comm_in_shm(c) ? rlx__select_shm(kind, bytes, c->size, NULL) : NULL;
   return a != NULL ? a : p2p;
 }
 
@@ -71,18 +71,27 @@ static uint64_t setup_deadline(void) {
   return rt->cfg.timeout_s > 0 ? rlx__now_ns() + (uint64_t)(rt->cfg.timeout_s * 1e9) : 0;
 }
 
-int rlx__comm_shm(rlx_comm_t *c) {
-  if (c->shm_state != 0)
-    return c->shm_state > 0;
-  if (!eligible(c)) {
-    c->shm_state = -1;
-    return 0;
-  }
+int rlx__comm_in_shm(const rlx_comm_t *c) { return c->shm != NULL && c->size > 1; }
+
+/* c's segment made (rank 0) or taken, laid out for layout_cap ranks: the
+ * members' agreement's error, else 0 (c->shm NULL: none). */
+static int make_segment(rlx_comm_t *c) {
   struct rlx__runtime *rt = &rlx__rt;
   int err = 0;
   c->shm = rlx__shmg_setup(&rt->engine, &rt->p2p, c->id, c->world, c->size, c->rank,
                            layout_cap(c->size), setup_deadline(), agree, c, &err);
   c->shm_state = c->shm != NULL ? 1 : -1;
+  return err;
+}
+
+int rlx__comm_shm(rlx_comm_t *c) {
+  if (c->shm_state != 0)
+    return rlx__comm_in_shm(c);
+  if (!eligible(c)) {
+    c->shm_state = -1;
+    return 0;
+  }
+  int err = make_segment(c);
   if (err != 0)
     return err;
   rlx__info("communicator %u: %d ranks, collectives %s", c->id, c->size,
@@ -91,13 +100,9 @@ int rlx__comm_shm(rlx_comm_t *c) {
 }
 
 int rlx__comm_shm_solo(rlx_comm_t *c) {
-  struct rlx__runtime *rt = &rlx__rt;
   if (c->size != 1 || c->shm_state > 0 || layout_cap(1) < 2 || !shm_allowed(c))
     return c->shm_state > 0;
-  int err = 0;
-  c->shm = rlx__shmg_setup(&rt->engine, &rt->p2p, c->id, c->world, 1, 0, layout_cap(1),
-                           setup_deadline(), agree, c, &err);
-  c->shm_state = c->shm != NULL ? 1 : -1;
+  (void)make_segment(c); /* (one rank: no agreement to fail) */
   if (c->shm == NULL)
     return 0;
   rlx__shmg_touch_own(c->shm);

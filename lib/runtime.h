@@ -151,6 +151,9 @@ void rlx__grow_fini(void);
  * Makes it at the first call: 1 yes, 0 no, or the error of the members'
  * agreement (rlx_errmsg says). Free: at the communicator's release. */
 int rlx__comm_shm(rlx_comm_t *c);
+/* Do c's calls run in the segment it has? (A one-rank communicator's
+ * segment, rlx__comm_shm_solo, only waits for its joiners.) */
+int rlx__comm_in_shm(const rlx_comm_t *c);
 /* The world of a job of one rank that may grow (RLX_MAX_NP above 1)
  * gets a segment too, at rlx_init, with its own slots faulted in, so that
  * its joiner takes it over as a larger communicator's does: else the
