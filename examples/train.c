@@ -822,6 +822,7 @@ int main(int argc, char **argv) {
   rlx_model_free(&r.m);
   rlx_dataset_free(&r.train);
   rlx_dataset_free(&r.test);
+  free(r.state);
   free(idx);
   free(y);
   free(y2);
