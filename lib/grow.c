@@ -166,6 +166,36 @@ static int same_members(rlx_comm_t *c, rlx_comm_t **out) {
   return rlx__comm_copy(c, GROW_MIX, out);
 }
 
+/* The leader asks the rendezvous for the joiners waiting (as many as c
+ * has room for) and reads the answer at a later look: from
+ * rlx_comm_joiners (which then counts them), or the grow call that finds
+ * none taken. Under member_mtx. */
+static void ask_ahead(const rlx_comm_t *c) {
+  struct rlx__runtime *rt = &rlx__rt;
+  int room = rt->cfg.max_np - c->size, waiting = rlx__rdv_member_joiners(&rt->member);
+  if (room <= 0 || waiting <= 0 || rt->member.asked > 0 || rt->member.answered)
+    return;
+  int e = rlx__rdv_member_ask(&rt->member, (uint32_t)(waiting < room ? waiting : room));
+  if (e != 0)
+    rlx__warn("rlx_comm_grow: asking the rendezvous for the joiners failed: %s", strerror(-e));
+}
+
+/* The joiners an earlier ask took, if its answer has come: 0 and *n = 0
+ * when it has not (or nothing was asked), or a negative errno. More than
+ * c has room for (asked for another communicator): given back. Under
+ * member_mtx. */
+static int take_answer(const rlx_comm_t *c, uint32_t *gen, uint8_t **cards, int *n) {
+  struct rlx__runtime *rt = &rlx__rt;
+  int e = rlx__rdv_member_answer(&rt->member, gen, cards, n);
+  if (e > 0 && *n > rt->cfg.max_np - c->size) {
+    free(*cards);
+    *cards = NULL;
+    *n = 0;
+    return rlx__rdv_member_release(&rt->member);
+  }
+  return e < 0 ? e : 0;
+}
+
 /* Steps 1-3 on the members; *g is the grown communicator (still to be
  * agreed on), or a communicator of c's members when nobody was admitted;
  * *offer: the serial of c's segment the welcome offered the joiners (0:
@@ -179,21 +209,22 @@ static int admit(rlx_comm_t *c, rlx_comm_t **g, int *admitted, uint64_t *offer, 
   int n = 0, rc = RLX_OK, taken = 0;
   *admitted = 0;
   *offer = 0;
+  pthread_mutex_lock(&rt->member_mtx);
   if (c->rank == c->leader) {
-    pthread_mutex_lock(&rt->member_mtx);
-    int room = rt->cfg.max_np - c->size, waiting = rlx__rdv_member_joiners(&rt->member);
-    if (room > 0 && waiting > 0) {
-      uint32_t gen = 0;
-      int e = rlx__rdv_member_admit(&rt->member, (uint32_t)(waiting < room ? waiting : room),
-                                    deadline, &gen, &cards, &n);
-      if (e != 0) /* the others hear of it as nobody admitted */
-        rlx__warn("rlx_comm_grow: asking the rendezvous for the joiners failed: %s",
-                  strerror(-e));
-      taken = n > 0;
-      rlx__put32(head, (uint32_t)n);
-    }
-    pthread_mutex_unlock(&rt->member_mtx);
+    uint32_t gen = 0;
+    int e = take_answer(c, &gen, &cards, &n);
+    if (e < 0) /* the others hear of it as nobody admitted */
+      rlx__warn("rlx_comm_grow: asking the rendezvous for the joiners failed: %s", strerror(-e));
+    taken = n > 0;
+    rlx__put32(head, (uint32_t)n);
+    /* none now: ask for the ones waiting; the answer is read at a later
+     * call, which admits them (no call waits for the round trip) */
+    if (n == 0)
+      ask_ahead(c);
+  } else if (rt->member.asked > 0 || rt->member.answered) {
+    (void)rlx__rdv_member_release(&rt->member); /* (asked as another communicator's leader) */
   }
+  pthread_mutex_unlock(&rt->member_mtx);
   t[1] = rlx__now_ns();
   if (c->size > 1 && (rc = run_on(c, RLX__CK_BCAST, &rlx__bcast_binomial, head, sizeof head,
                                   c->leader)) != RLX_OK)
@@ -591,8 +622,14 @@ int rlx_comm_joiners(const rlx_comm_t *c) {
   /* Welcomed joiners count once every one has connected here or is lost:
    * then a grow ends their admission. (Until then the job goes on, and
    * the ones slow to connect are called up.) */
-  if (pend.g != NULL)
+  if (pend.g != NULL) {
     pending = pending_connected() ? pend.g->size - pend.nbase : 0;
+  } else if (c->rank == c->leader) {
+    /* The leader takes them now (the answer is read by a later look or
+     * the grow) and counts them: the others hear that fewer wait. */
+    ask_ahead(c);
+    n += rt->member.asked + (rt->member.answered ? rt->member.ncards : 0);
+  }
   pthread_mutex_unlock(&rt->member_mtx);
   if (pending >= 0)
     return pending;

@@ -68,26 +68,38 @@ int rlx__rdv_exchange(int fd, const struct rlx__card *mine, struct rlx__card *ca
                       uint64_t deadline, int64_t *clock_offset_ns, int keep_open, char *why,
                       size_t why_len);
 
-/* A member's standing connection in a job that may grow. */
+/* A member's standing connection in a job that may grow. Taking joiners
+ * is asked ahead and answered later (rlx__rdv_member_ask, then
+ * rlx__rdv_member_answer at a later look), so that no call waits for the
+ * rendezvous's round trip. */
 struct rlx__rdv_member {
   int fd;          /* -1: none */
-  uint8_t buf[64]; /* bytes read ahead ('J' updates) */
-  size_t have;
+  uint8_t *in;     /* bytes read ahead: 'J' updates, an answer */
+  size_t have, cap;
   int waiting;     /* joiners waiting, as last told */
   int lost;        /* the rendezvous closed */
+  int asked;       /* joiners asked for, no answer read yet (0: none) */
+  int discard;     /* answers still to come to asks given back */
+  uint8_t *cards;  /* an answer read, not yet taken: ncards cards */
+  int ncards, answered;
+  uint32_t generation;
 };
 /* Stay connected after the exchange (fd: the exchange's, not closed). */
 int rlx__rdv_member_start(struct rlx__rdv_member *m, int fd);
 /* How many joiners wait (reads what the rendezvous told, never blocks). */
 int rlx__rdv_member_joiners(struct rlx__rdv_member *m);
-/* Take up to max waiting joiners: their cards (*n of them, rank = the job
- * index each was given, generation set; *cards to free) and the
- * admission's generation. */
-int rlx__rdv_member_admit(struct rlx__rdv_member *m, uint32_t max, uint64_t deadline,
-                          uint32_t *generation, uint8_t **cards, int *n);
+/* Ask to take up to max waiting joiners; the answer comes later. */
+int rlx__rdv_member_ask(struct rlx__rdv_member *m, uint32_t max);
+/* The joiners taken (never blocks): 1 and their cards (*n of them, rank =
+ * the job index each was given, generation set; *cards to free), 0 while
+ * the answer has not come (or nothing was asked), or a negative errno
+ * (the rendezvous is gone: the ask is void). */
+int rlx__rdv_member_answer(struct rlx__rdv_member *m, uint32_t *generation, uint8_t **cards,
+                           int *n);
 /* Hand the joiners taken the block that admits them; or give them back. */
 int rlx__rdv_member_welcome(struct rlx__rdv_member *m, const void *blk, size_t len,
                             uint64_t deadline);
+/* Give back the joiners taken or asked for (they wait again). */
 int rlx__rdv_member_release(struct rlx__rdv_member *m);
 void rlx__rdv_member_close(struct rlx__rdv_member *m);
 /* A joiner: send our card (rank RLX__RANK_JOIN) and wait until a member

@@ -127,74 +127,116 @@ int rlx__rdv_member_start(struct rlx__rdv_member *m, int fd) {
   return rlx__sock_write_full(fd, &g, 1, rlx__bs_now_ns() + 1000000000ull);
 }
 
-/* Take n bytes: first what drain() left in the buffer, then the socket. */
-static int take(struct rlx__rdv_member *m, void *dst, size_t n, uint64_t deadline) {
-  size_t k = n < m->have ? n : m->have;
-  memcpy(dst, m->buf, k);
-  memmove(m->buf, m->buf + k, m->have - k);
-  m->have -= k;
-  return k == n ? 0 : rlx__sock_read_full(m->fd, (uint8_t *)dst + k, n - k, deadline);
+/* The rendezvous is gone (or spoke out of turn): no joiner can reach us
+ * any more, and an ask is void. */
+static void lose(struct rlx__rdv_member *m) {
+  m->lost = 1;
+  m->waiting = 0;
+  m->asked = 0;
+}
+
+/* Read what has come (never blocks) and take every whole message from
+ * the front: 'J' count, 'a' k generation + k cards. 0, or -1 once lost. */
+static int pump(struct rlx__rdv_member *m) {
+  if (m->fd < 0 || m->lost)
+    return -1;
+  for (;;) {
+    if (m->cap - m->have < 4096) {
+      size_t cap = m->cap ? 2 * m->cap : 8192;
+      uint8_t *in = realloc(m->in, cap);
+      if (in == NULL)
+        break; /* (read the rest at a later look) */
+      m->in = in;
+      m->cap = cap;
+    }
+    ssize_t got = recv(m->fd, m->in + m->have, m->cap - m->have, MSG_DONTWAIT);
+    if (got > 0) {
+      m->have += (size_t)got;
+      continue;
+    }
+    if (got == 0 || (errno != EINTR && errno != EAGAIN)) {
+      lose(m);
+      return -1;
+    }
+    if (errno == EAGAIN)
+      break;
+  }
+  size_t at = 0;
+  while (m->have - at >= 5) {
+    const uint8_t *p = m->in + at;
+    if (p[0] == 'J') {
+      m->waiting = (int)rlx__get32(p + 1);
+      at += 5;
+      continue;
+    }
+    if (p[0] != 'a' || m->have - at < 9) {
+      if (p[0] != 'a')
+        lose(m);
+      break;
+    }
+    uint32_t k = rlx__get32(p + 1);
+    if (k > (1u << 16)) {
+      lose(m);
+      break;
+    }
+    size_t len = 9 + (size_t)k * RLX__CARD_SIZE;
+    if (m->have - at < len)
+      break;
+    if (m->discard > 0) { /* an ask given back: the rendezvous released them */
+      m->discard--;
+    } else if (m->asked > 0 && !m->answered && (k == 0 || (m->cards = malloc(len - 9)) != NULL)) {
+      if (k > 0)
+        memcpy(m->cards, p + 9, len - 9);
+      m->ncards = (int)k;
+      m->generation = rlx__get32(p + 5);
+      m->answered = 1;
+      m->asked = 0;
+    } else if (m->asked > 0 && !m->answered) {
+      break; /* (no memory: try again at a later look) */
+    } else {
+      lose(m); /* an answer nobody asked for */
+      break;
+    }
+    at += len;
+  }
+  memmove(m->in, m->in + at, m->have - at);
+  m->have -= at;
+  return m->lost ? -1 : 0;
 }
 
 int rlx__rdv_member_joiners(struct rlx__rdv_member *m) {
-  if (m->fd < 0)
-    return 0;
-  for (;;) {
-    ssize_t got = recv(m->fd, m->buf + m->have, sizeof(m->buf) - m->have, MSG_DONTWAIT);
-    if (got > 0)
-      m->have += (size_t)got;
-    while (m->have >= 5 && m->buf[0] == 'J') {
-      m->waiting = (int)rlx__get32(m->buf + 1);
-      memmove(m->buf, m->buf + 5, m->have - 5);
-      m->have -= 5;
-    }
-    if (got == 0 || (got < 0 && errno != EINTR && errno != EAGAIN)) {
-      m->lost = 1; /* the rendezvous is gone: no joiner can reach us any more */
-      m->waiting = 0;
-      return 0;
-    }
-    if (got < 0 && errno == EAGAIN)
-      return m->waiting;
-  }
+  (void)pump(m);
+  return m->lost ? 0 : m->waiting;
 }
 
-int rlx__rdv_member_admit(struct rlx__rdv_member *m, uint32_t max, uint64_t deadline,
-                          uint32_t *generation, uint8_t **cards, int *n) {
-  uint8_t req[5] = {'A'}, t, head[8];
-  int rc;
+int rlx__rdv_member_ask(struct rlx__rdv_member *m, uint32_t max) {
+  uint8_t req[5] = {'A'};
+  if (m->fd < 0 || m->lost)
+    return -EPIPE;
+  if (m->asked > 0 || m->answered)
+    return -EBUSY;
+  rlx__put32(req + 1, max);
+  int rc = rlx__sock_write_full(m->fd, req, sizeof req, rlx__bs_now_ns() + 1000000000ull);
+  if (rc == 0)
+    m->asked = (int)max;
+  return rc;
+}
+
+int rlx__rdv_member_answer(struct rlx__rdv_member *m, uint32_t *generation, uint8_t **cards,
+                           int *n) {
   *cards = NULL;
   *n = 0;
-  rlx__put32(req + 1, max);
-  if ((rc = rlx__sock_write_full(m->fd, req, sizeof req, deadline)) != 0)
-    return rc;
-  for (;;) { /* count updates may come first */
-    if ((rc = take(m, &t, 1, deadline)) != 0)
-      return rc;
-    if (t == 'J') {
-      if ((rc = take(m, head, 4, deadline)) != 0)
-        return rc;
-      m->waiting = (int)rlx__get32(head);
-      continue;
-    }
-    if (t != 'a' || (rc = take(m, head, 8, deadline)) != 0)
-      return t != 'a' ? -EPROTO : rc;
-    break;
-  }
-  uint32_t k = rlx__get32(head);
-  *generation = rlx__get32(head + 4);
-  if (k > max)
-    return -EPROTO;
-  if (k == 0)
+  if (!m->answered && (m->asked == 0 || pump(m) != 0))
+    return m->lost ? -EPIPE : 0;
+  if (!m->answered)
     return 0;
-  if ((*cards = malloc((size_t)k * RLX__CARD_SIZE)) == NULL)
-    return -ENOMEM;
-  if ((rc = take(m, *cards, (size_t)k * RLX__CARD_SIZE, deadline)) != 0) {
-    free(*cards);
-    *cards = NULL;
-    return rc;
-  }
-  *n = (int)k;
-  return 0;
+  *cards = m->cards;
+  *n = m->ncards;
+  *generation = m->generation;
+  m->cards = NULL;
+  m->ncards = 0;
+  m->answered = 0;
+  return 1;
 }
 
 int rlx__rdv_member_welcome(struct rlx__rdv_member *m, const void *blk, size_t len,
@@ -213,6 +255,13 @@ int rlx__rdv_member_welcome(struct rlx__rdv_member *m, const void *blk, size_t l
 
 int rlx__rdv_member_release(struct rlx__rdv_member *m) {
   uint8_t r = 'R';
+  /* (an answer still to come is read and dropped; one read, untaken, freed) */
+  if (m->asked > 0)
+    m->discard++;
+  m->asked = 0;
+  free(m->cards);
+  m->cards = NULL;
+  m->answered = 0;
   return rlx__sock_write_full(m->fd, &r, 1, rlx__bs_now_ns() + 1000000000ull);
 }
 
@@ -220,6 +269,11 @@ void rlx__rdv_member_close(struct rlx__rdv_member *m) {
   if (m->fd >= 0)
     close(m->fd);
   m->fd = -1;
+  free(m->in);
+  free(m->cards);
+  m->in = m->cards = NULL;
+  m->have = m->cap = 0;
+  m->answered = m->asked = 0;
 }
 
 /* ---- a joiner ------------------------------------------------------------------ */
