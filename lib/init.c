@@ -97,8 +97,13 @@ long rlx__tune_waiting(struct rlx__runtime *rt) {
   cpu_set_t spare;
   int nspare = rt->cfg.progress_spare
                    ? rlx__cores_spare(&rt->cores, rt->local_rank, rt->local_size, &spare) : 0;
-  int beside = nspare >= rt->local_size && rlx__engine_place(&rt->engine, &spare) == 0;
-  if (!beside && rt->engine.placed)
+  /* (moved only when that changes: a growing job retunes at every
+   * admission, and moving a thread costs a syscall and its caches) */
+  int was = rt->engine.placed && atomic_load(&rt->engine.beside);
+  int beside = nspare >= rt->local_size &&
+               ((was && CPU_EQUAL(&rt->engine.cpus, &spare)) ||
+                rlx__engine_place(&rt->engine, &spare) == 0);
+  if (!beside && rt->engine.placed && !CPU_EQUAL(&rt->engine.cpus, &rt->own_cpus))
     (void)rlx__engine_place(&rt->engine, &rt->own_cpus);
   atomic_store(&rt->engine.beside, beside);
   return spin_us;
