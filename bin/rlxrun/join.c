@@ -1,7 +1,8 @@
 /* A job that may grow (--max-np) tells joiners where it is: a file, 0600
- * in rlxrun's job directory, holding the rendezvous address and the job
- * key; rlxrun --join reads it (or takes HOST:PORT with the key in
- * RLX_JOB_KEY). The key never goes on a command line. */
+ * in rlxrun's job directory, holding the rendezvous address, the job key
+ * and the cpus its ranks on this host are bound to ("cpus LIST", so that
+ * joiners keep off them); rlxrun --join reads it (or takes HOST:PORT with
+ * the key in RLX_JOB_KEY). The key never goes on a command line. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -11,7 +12,8 @@
 #include <unistd.h>
 #include "join.h"
 
-int join_file_write(const char *dir, const char *rdv, const char *key, char *path, size_t len) {
+int join_file_write(const char *dir, const char *rdv, const char *key, const char *cpus,
+                    char *path, size_t len) {
   snprintf(path, len, "%s/join", dir);
   int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
   if (fd < 0)
@@ -21,15 +23,20 @@ int join_file_write(const char *dir, const char *rdv, const char *key, char *pat
     close(fd);
     return -ENOMEM;
   }
-  fprintf(f, "%s\n%s\n", rdv, key);
+  fprintf(f, "%s\n%s\ncpus %s\n", rdv, key, *cpus ? cpus : "-");
   return fclose(f) == 0 ? 0 : -EIO;
 }
 
-int join_target(const char *spec, char *rdv, size_t rlen, char *key, size_t klen) {
+int join_target(const char *spec, char *rdv, size_t rlen, char *key, size_t klen, char *cpus,
+                size_t clen) {
   FILE *f = fopen(spec, "r");
+  if (clen)
+    cpus[0] = '\0';
   if (f != NULL) {
-    char a[256] = "", k[256] = "";
+    char a[256] = "", k[256] = "", c[512] = "";
     int ok = fscanf(f, "%255s %255s", a, k) == 2;
+    if (ok && fscanf(f, " cpus %511s", c) == 1 && strcmp(c, "-") != 0)
+      snprintf(cpus, clen, "%s", c);
     fclose(f);
     if (!ok || strchr(a, ':') == NULL) {
       fprintf(stderr, "rlxrun: --join %s: expected the file a job started with --max-np wrote "

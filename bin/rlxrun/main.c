@@ -431,7 +431,9 @@ int main(int argc, char **argv) {
   }
   randombytes_buf(raw, sizeof(raw));
   sodium_bin2hex(key, sizeof(key), raw, sizeof(raw));
-  if (opts.join && join_target(opts.join, rdv, sizeof rdv, key, sizeof key) != 0)
+  char job_cpus[512] = ""; /* joining: the cpus the job's ranks here take */
+  if (opts.join && join_target(opts.join, rdv, sizeof rdv, key, sizeof key, job_cpus,
+                               sizeof job_cpus) != 0)
     return 2;
 
   /* Inside a Slurm allocation the ranks belong on its nodes: srun starts
@@ -481,11 +483,23 @@ int main(int argc, char **argv) {
     outq_finish();
     return 1;
   }
-  /* A job that may grow says where joiners find it. */
+  struct binder *binder = via_srun ? NULL : binder_open(opts.bind_to, opts.nranks);
+  if (binder && opts.join)
+    binder_set_taken(binder, job_cpus);
+  /* A job that may grow says where joiners find it, and which cpus its
+   * ranks here take. */
   if (!via_srun && opts.max_np > 0) {
     char path[256];
+    int here = 0;
+    for (int r = 0; r < opts.nranks; r++) {
+      int lr, h = opts.hosts.n > 0 ? hosts_of_rank(&opts.hosts, r, &lr) : -1;
+      here += h < 0 || hosts_is_local(opts.hosts.h[h].name);
+    }
+    if (binder)
+      binder_cpus(binder, here, job_cpus, sizeof job_cpus);
     make_job_dir();
-    if (job_dir[0] == '\0' || (rc = join_file_write(job_dir, rdv, key, path, sizeof path)) != 0) {
+    if (job_dir[0] == '\0' ||
+        (rc = join_file_write(job_dir, rdv, key, job_cpus, path, sizeof path)) != 0) {
       fprintf(stderr, "rlxrun: --max-np: cannot write the file joiners read in %s\n",
               job_dir[0] ? job_dir : "TMPDIR");
       rlx__rdv_server_stop(server);
@@ -516,7 +530,6 @@ int main(int argc, char **argv) {
   uv_signal_start(&sig_int, on_signal, SIGINT);
   uv_signal_start(&sig_term, on_signal, SIGTERM);
 
-  struct binder *binder = via_srun ? NULL : binder_open(opts.bind_to, opts.nranks);
   if (!via_srun && !binder) {
     job.failed_rank = 0;
     job.exit_code = 1;

@@ -179,10 +179,11 @@ int rlxrun_parse(int argc, char **argv, struct rlxrun_opts *o) {
                     "without --max-np, --host or --hostfile\n");
     return -1;
   }
-  /* Joiners do not know which cores the job's ranks are bound to: binding
-   * them by their own count would put the first on the job's first core */
+  /* Joiners keep off the cores the job's ranks take (the job's file says
+   * which): binding by their own count would put the first on the job's
+   * first core. */
   if (o->join && o->bind_to == BIND_DEFAULT)
-    o->bind_to = BIND_NONE;
+    o->bind_to = BIND_AWAY;
   o->argv = argv + i;
   if (o->tag_output < 0)
     o->tag_output = o->nranks > 1;

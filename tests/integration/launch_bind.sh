@@ -58,6 +58,47 @@ if [ "$cores" -ge 2 ]; then
   echo "RLX_PROGRESS_BIND unset: $got"
   [ "$got" = "main=0 progress=0" ] || { cat "$TMP/out."; fail "the progress thread moved by default: $got"; }
 fi
+# A job that may grow says which cpus its ranks take; a joiner keeps off
+# them (bound to the rest, all at once), and is not bound where the job
+# takes every core. (The joiner waits for an admission that never comes:
+# killed once seen.)
+joiner_cpus() { # $1: the job's rank count; prints the joiner's Cpus_allowed_list
+  rm -f "$TMP/job.$1" "$TMP/joiner.$1"
+  timeout 60 "$RLXRUN" -n $1 --max-np $(($1 + 1)) "$OBSERVE" sleep 6 >"$TMP/job.$1" 2>&1 &
+  job=$!
+  jf= i=0
+  while [ -z "$jf" ] && [ $i -lt 100 ]; do
+    jf=$(sed -n 's/.*rlxrun --join \([^ ]*\) -n K.*/\1/p' "$TMP/job.$1"); i=$((i + 1)); sleep 0.1
+  done
+  [ -n "$jf" ] || { cat "$TMP/job.$1"; fail "no join file from a job of $1"; }
+  cp "$jf" "$TMP/joinfile.$1"
+  timeout 30 "$RLXRUN" --join "$jf" -n 1 --report-bindings "$HELLO" >"$TMP/joiner.$1" 2>&1 &
+  joiner=$!
+  pid= i=0
+  while [ -z "$pid" ] && [ $i -lt 100 ]; do
+    pid=$(pgrep -P $joiner -x hello | head -1)
+    [ -z "$pid" ] && pid=$(pgrep -P "$(pgrep -P $joiner | head -1)" -x hello 2>/dev/null | head -1)
+    i=$((i + 1)); sleep 0.1
+  done
+  [ -n "$pid" ] || { cat "$TMP/joiner.$1"; fail "no joiner to look at"; }
+  sed -n 's/^Cpus_allowed_list:[[:space:]]*//p' /proc/$pid/status
+  kill $joiner 2>/dev/null; wait $joiner 2>/dev/null
+  kill $job 2>/dev/null; wait $job 2>/dev/null
+}
+if [ "$cores" -ge 2 ] && [ "$(nproc)" = "$cores" ]; then
+  got=$(joiner_cpus 1)
+  echo "a joiner beside a job of 1: cpus $got"
+  grep -qx "cpus 0" "$TMP/joinfile.1" || { cat "$TMP/joinfile.1"; fail "the join file does not say the job takes cpu 0"; }
+  [ "$got" = "1-$((cores - 1))" ] || [ "$got" = 1 ] || { cat "$TMP/joiner.1"; fail "the joiner is not off the job's core 0: $got"; }
+  grep -q "rlxrun: joining rank 0 bound to the cores the job's ranks do not take: \[\./B" "$TMP/joiner.1" ||
+    { cat "$TMP/joiner.1"; fail "the joiner's binding is not reported"; }
+  got=$(joiner_cpus $cores)
+  echo "a joiner beside a job of $cores: cpus $got"
+  [ "$got" = "0-$((cores - 1))" ] || { cat "$TMP/joiner.$cores"; fail "a joiner bound on a full host: $got"; }
+  grep -qx "cpus 0-$((cores - 1))" "$TMP/joinfile.$cores" || { cat "$TMP/joinfile.$cores"; fail "the full job's join file"; }
+  grep -q "joining rank 0 not bound: the job's ranks take every core" "$TMP/joiner.$cores" ||
+    { cat "$TMP/joiner.$cores"; fail "the unbound joiner is not reported"; }
+fi
 # Ranks that take every core: the progress thread stays with its rank.
 timeout 60 env RLX_PROGRESS_BIND=spare "$RLXRUN" -n $cores -x RLX_LOG=info "$HELLO" >"$TMP/out" 2>&1 ||
   { cat "$TMP/out"; fail "full run"; }
