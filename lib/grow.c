@@ -204,7 +204,6 @@ static int admit(rlx_comm_t *c, rlx_comm_t **g, int *admitted, uint64_t *offer, 
   struct rlx__runtime *rt = &rlx__rt;
   t[0] = rlx__now_ns();
   uint64_t deadline = rt->cfg.timeout_s > 0 ? t[0] + (uint64_t)(rt->cfg.timeout_s * 1e9) : 0;
-  uint8_t head[8] = {0};
   uint8_t *cards = NULL;
   int n = 0, rc = RLX_OK, taken = 0;
   *admitted = 0;
@@ -216,7 +215,6 @@ static int admit(rlx_comm_t *c, rlx_comm_t **g, int *admitted, uint64_t *offer, 
     if (e < 0) /* the others hear of it as nobody admitted */
       rlx__warn("rlx_comm_grow: asking the rendezvous for the joiners failed: %s", strerror(-e));
     taken = n > 0;
-    rlx__put32(head, (uint32_t)n);
     /* none now: ask for the ones waiting; the answer is read at a later
      * call, which admits them (no call waits for the round trip) */
     if (n == 0)
@@ -226,10 +224,15 @@ static int admit(rlx_comm_t *c, rlx_comm_t **g, int *admitted, uint64_t *offer, 
   }
   pthread_mutex_unlock(&rt->member_mtx);
   t[1] = rlx__now_ns();
-  if (c->size > 1 && (rc = run_on(c, RLX__CK_BCAST, &rlx__bcast_binomial, head, sizeof head,
-                                  c->leader)) != RLX_OK)
+  /* How many the leader took, as the least of every member's (the leader
+   * gives -n, the others 0): an allreduce, which no member completes
+   * before every one has come, where a broadcast's root could finish and
+   * go on while a member fails it (a member lost meanwhile): then members
+   * would shrink different communicators. */
+  int32_t least = 0;
+  if ((rc = rlx__comm_least(c, "rlx_comm_grow", c->rank == c->leader ? -n : 0, &least, 0)) != RLX_OK)
     goto fail;
-  n = (int)rlx__get32(head);
+  n = -least;
   if (n < 0 || n > (1 << 20)) {
     rc = rlx__err(RLX_ERR_CORRUPT, "rlx_comm_grow: the leader announced %d joiners", n);
     goto fail;
