@@ -9,6 +9,7 @@
 #   NS="2 4 8" ROUNDS=3 bench/grow_train.sh [build_dir]
 # ARGS: train's arguments besides --elastic, --epochs and --log-json
 # (default: C backend, synthetic data, batch 64); EPOCHS (default N + 2);
+# JOIN_ARGS: rlxrun's options for the joiner (say --bind-to none);
 # RLXRUN, TRAIN: the
 # binaries (default: the build tree's; a folder of them for the lent
 # machines); KEEP=DIR keeps every run's output and log.
@@ -41,7 +42,7 @@ for n in $NS; do
     done
     joinfile=$(sed -n 's/.*rlxrun --join \([^ ]*\) -n K.*/\1/p' "$out")
     # shellcheck disable=SC2086
-    timeout 300 "$RLXRUN" --join "$joinfile" -n 1 "$TRAIN" --elastic $ARGS --epochs "$epochs" \
+    timeout 300 "$RLXRUN" --join "$joinfile" -n 1 ${JOIN_ARGS:-} "$TRAIN" --elastic $ARGS --epochs "$epochs" \
       >"$TMPDIR/joiner" 2>&1 &
     joiner=$!
     wait $job || { cat "$out"; kill $joiner 2>/dev/null; exit 1; }
