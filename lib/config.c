@@ -172,8 +172,8 @@ int rlx__config_load(struct rlx__config *cfg) {
       {"RLX_BCAST_ALGO", "one of auto, binomial, scatter-allgather, shm",
        {"auto", "binomial", "scatter-allgather", "shm"}, 4,
        offsetof(struct rlx__config, bcast_algo)},
-      {"RLX_ALLGATHER_ALGO", "one of auto, recursive-doubling (or rd), ring, shm",
-       {"auto", "recursive-doubling", "rd", "ring", "shm"}, 5,
+      {"RLX_ALLGATHER_ALGO", "one of auto, recursive-doubling (or rd), bruck, ring, shm",
+       {"auto", "recursive-doubling", "rd", "bruck", "ring", "shm"}, 6,
        offsetof(struct rlx__config, allgather_algo)},
   };
   static const char *const wires[] = {"f32", "f16", "bf16"};

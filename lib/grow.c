@@ -399,24 +399,26 @@ static void call_up(int w) {
   rlx__engine_kick(&rlx__rt.engine);
 }
 
-/* The admission's agreement runs a ring over the grown communicator: its
- * members connect to their neighbours in it now (the one of the higher
- * job index dials, as every connection goes), not in the agreement, where
- * each connection cost ~0.15 ms on 16 cores; 1 once both are connected
- * (or lost). (Joiners dial every member anyway.) Under member_mtx and the
- * loop lock. */
+/* The admission's agreement exchanges with the ranks 1, 2, 4, ... before
+ * and after this one in the grown communicator (Bruck's allgather, or
+ * recursive doubling on a power of two): its members connect to those
+ * now (the one of the higher job index dials, as every connection goes),
+ * not in the agreement, where each connection cost ~0.15 ms on 16 cores;
+ * 1 once all are connected (or lost). (Joiners dial every member anyway.)
+ * Under member_mtx and the loop lock. */
 static int neighbours_connected(void) {
   struct rlx__runtime *rt = &rlx__rt;
   int n = pend.g->size, r = pend.g->rank, all = 1;
-  for (int d = -1; d <= 1; d += 2) {
-    int nb = (r + d + n) % n, w = pend.g->world[nb];
-    if (nb >= pend.nbase || rlx__p2p_connected(&rt->p2p, w) ||
-        rlx__p2p_lost_reason(&rt->p2p, w) != NULL)
-      continue;
-    all = 0;
-    if (w < rt->cfg.rank)
-      call_up(w);
-  }
+  for (int d = 1; d < n; d *= 2)
+    for (int sign = -1; sign <= 1; sign += 2) {
+      int nb = ((r + sign * d) % n + n) % n, w = pend.g->world[nb];
+      if (nb >= pend.nbase || rlx__p2p_connected(&rt->p2p, w) ||
+          rlx__p2p_lost_reason(&rt->p2p, w) != NULL)
+        continue;
+      all = 0;
+      if (w < rt->cfg.rank)
+        call_up(w);
+    }
   return all;
 }
 

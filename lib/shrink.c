@@ -80,7 +80,9 @@ static int round_exchange(const rlx_comm_t *c, const char *call, uint32_t id, ui
   op.count = (size_t)words;
   op.src = mine;
   op.dst = views;
-  op.algo = &rlx__allgather_ring;
+  /* (the fewest rounds: recursive doubling on a power of two, else
+   * Bruck's; rlx_comm_grow's pending phase connects those partners) */
+  op.algo = rlx__select(RLX__CK_ALLGATHER, (size_t)words * 4 * (size_t)nalive, nalive, NULL);
   int rc = rlx__run_op(t, &op);
   t->world = NULL; /* alive[] is the caller's */
   rlx__comm_release(t);

@@ -73,7 +73,15 @@
 /* bench/crossover.sh-style sweeps of rlx-bench -C bcast / allgather with
  * RLX_BCAST_ALGO / RLX_ALLGATHER_ALGO forced, 2 cores, n = 2..8. */
 #define RLX__BCAST_BINOMIAL_MAX (512u * 1024u)
-#define RLX__AG_RD_MAX (64u * 1024u) /* recursive doubling (power-of-two p) */
+#define RLX__AG_RD_MAX (64u * 1024u) /* recursive doubling (power-of-two p), else Bruck's */
+/* Bruck's from 5 ranks (3 rounds against the ring's 4) up to 32 KiB in
+ * all: at 3 both take 2 rounds and the ring was 1.3-2x faster (2 cores);
+ * on 16 cores (rlx-bench -C allgather, RLX_SHM_COLL=off, 3 runs, session
+ * 18) Bruck's took 0.85-1.1x the ring's time at 5 ranks up to 8 KiB and
+ * 1.0-1.1x at 32 KiB, 0.6-0.8x at 7 and 9 ranks, 0.4-0.6x at 15; at
+ * 128 KiB 1.1-1.2x at 5 ranks. */
+#define RLX__AG_BRUCK_FROM 5
+#define RLX__AG_BRUCK_MAX (32u * 1024u)
 
 /* ---- collectives in a communicator's shared segment (the _shm.c files) ---
  * A data slot per rank and parity, and the chunk a step moves. Flat (every

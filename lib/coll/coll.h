@@ -216,6 +216,7 @@ extern const struct rlx__algo rlx__bcast_scatter_allgather;
 extern const struct rlx__algo rlx__reduce_binomial;
 extern const struct rlx__algo rlx__allgather_ring;
 extern const struct rlx__algo rlx__allgather_rd;
+extern const struct rlx__algo rlx__allgather_bruck;
 extern const struct rlx__algo rlx__reduce_scatter_ring;
 extern const struct rlx__algo rlx__barrier_dissemination;
 /* in the communicator's shared segment (shm_group.h) */

@@ -9,8 +9,8 @@ static const struct rlx__algo *const allreduce_algos[] = {
     &rlx__allreduce_rd, &rlx__allreduce_rabenseifner, &rlx__allreduce_ring, NULL};
 static const struct rlx__algo *const bcast_algos[] = {&rlx__bcast_binomial,
                                                       &rlx__bcast_scatter_allgather, NULL};
-static const struct rlx__algo *const allgather_algos[] = {&rlx__allgather_rd,
-                                                          &rlx__allgather_ring, NULL};
+static const struct rlx__algo *const allgather_algos[] = {
+    &rlx__allgather_rd, &rlx__allgather_bruck, &rlx__allgather_ring, NULL};
 static const struct rlx__algo *const reduce_algos[] = {&rlx__reduce_binomial, NULL};
 static const struct rlx__algo *const reduce_scatter_algos[] = {&rlx__reduce_scatter_ring, NULL};
 static const struct rlx__algo *const barrier_algos[] = {&rlx__barrier_dissemination, NULL};
@@ -31,7 +31,7 @@ const char *rlx__algo_names(int kind) {
   switch (kind) {
   case RLX__CK_ALLREDUCE: return "auto, recursive-doubling (rd), rabenseifner, ring, shm";
   case RLX__CK_BCAST: return "auto, binomial, scatter-allgather, shm";
-  case RLX__CK_ALLGATHER: return "auto, recursive-doubling (rd), ring, shm";
+  case RLX__CK_ALLGATHER: return "auto, recursive-doubling (rd), bruck, ring, shm";
   default: return "auto, shm";
   }
 }
@@ -49,9 +49,10 @@ static const struct rlx__algo *by_name(int kind, const char *forced, int nranks)
   for (const struct rlx__algo *const *t = table(kind); *t != NULL; t++) {
     if (strcmp(forced, (*t)->name) != 0 && ((*t)->alias == NULL || strcmp(forced, (*t)->alias) != 0))
       continue;
-    /* recursive-doubling allgather needs a power-of-two rank count */
+    /* recursive-doubling allgather needs a power-of-two rank count:
+     * Bruck's takes as few rounds at any */
     if (*t == &rlx__allgather_rd && !pow2(nranks))
-      return &rlx__allgather_ring;
+      return &rlx__allgather_bruck;
     return *t;
   }
   return NULL;
@@ -71,7 +72,12 @@ const struct rlx__algo *rlx__select(int kind, size_t bytes, int nranks, const ch
     return bytes <= RLX__BCAST_BINOMIAL_MAX || nranks <= 2 ? &rlx__bcast_binomial
                                                            : &rlx__bcast_scatter_allgather;
   case RLX__CK_ALLGATHER:
-    return bytes <= RLX__AG_RD_MAX && pow2(nranks) ? &rlx__allgather_rd : &rlx__allgather_ring;
+    /* (Bruck's takes ceil(lg p) rounds where the ring takes p-1: the same
+     * at 3 ranks, where the ring, without the final rotation, is faster) */
+    if (pow2(nranks))
+      return bytes <= RLX__AG_RD_MAX ? &rlx__allgather_rd : &rlx__allgather_ring;
+    return nranks >= RLX__AG_BRUCK_FROM && bytes <= RLX__AG_BRUCK_MAX ? &rlx__allgather_bruck
+                                                                      : &rlx__allgather_ring;
   default:
     return table(kind)[0];
   }

@@ -11,7 +11,7 @@
 for n in 3 5 8; do
   for v in "RLX_ALLREDUCE_ALGO=rd RLX_BCAST_ALGO=scatter-allgather RLX_ALLGATHER_ALGO=rd" \
            "RLX_ALLREDUCE_ALGO=rabenseifner RLX_BCAST_ALGO=binomial RLX_ALLGATHER_ALGO=ring" \
-           "RLX_ALLREDUCE_ALGO=ring RLX_BCAST_ALGO=scatter-allgather"; do
+           "RLX_ALLREDUCE_ALGO=ring RLX_BCAST_ALGO=scatter-allgather RLX_ALLGATHER_ALGO=bruck"; do
     env RLX_SHM_COLL=off $v timeout 200 "$RLXRUN" -n $n --timeout 180 "$CHECK" --random \
       --counts 0,1,7,1023,100003 \
       --dtypes int8,bfloat16,float32,float64 \

@@ -437,6 +437,7 @@ START_TEST(gathering_every_algorithm) {
       check_allgather(&rlx__allgather_ring, p, dtypes[d], n, (int)c % 2);
       if (pow2(p))
         check_allgather(&rlx__allgather_rd, p, dtypes[d], n, (int)(c + 1) % 2);
+      check_allgather(&rlx__allgather_bruck, p, dtypes[d], n, (int)c % 2);
       for (rlx_op_t op = 0; op < RLX_OP_COUNT; op++)
         if (op_valid(op, dtypes[d]))
           check_reduce_scatter(&rlx__reduce_scatter_ring, p, dtypes[d], op, n);
@@ -503,11 +504,15 @@ START_TEST(selection_table) {
   ck_assert_str_eq(sel(RLX__CK_BCAST, RLX__BCAST_BINOMIAL_MAX + 1, 8, NULL), "scatter-allgather");
   ck_assert_str_eq(sel(RLX__CK_BCAST, 1u << 26, 2, NULL), "binomial");
   ck_assert_str_eq(sel(RLX__CK_BCAST, 8, 8, "scatter-allgather"), "scatter-allgather");
-  /* allgather: recursive doubling only on a power of two */
+  /* allgather: recursive doubling only on a power of two, Bruck's on any
+   * other count, the ring for large */
   ck_assert_str_eq(sel(RLX__CK_ALLGATHER, 64, 8, NULL), "recursive-doubling");
-  ck_assert_str_eq(sel(RLX__CK_ALLGATHER, 64, 6, NULL), "ring");
+  ck_assert_str_eq(sel(RLX__CK_ALLGATHER, 64, 6, NULL), "bruck");
+  ck_assert_str_eq(sel(RLX__CK_ALLGATHER, 64, 3, NULL), "ring");
   ck_assert_str_eq(sel(RLX__CK_ALLGATHER, RLX__AG_RD_MAX + 1, 8, NULL), "ring");
-  ck_assert_str_eq(sel(RLX__CK_ALLGATHER, 64, 6, "rd"), "ring");
+  ck_assert_str_eq(sel(RLX__CK_ALLGATHER, RLX__AG_BRUCK_MAX + 1, 6, NULL), "ring");
+  ck_assert_str_eq(sel(RLX__CK_ALLGATHER, 64, 6, "rd"), "bruck");
+  ck_assert_str_eq(sel(RLX__CK_ALLGATHER, 64, 8, "bruck"), "bruck");
   /* one algorithm each */
   ck_assert_str_eq(sel(RLX__CK_REDUCE, 1u << 24, 8, NULL), "binomial");
   ck_assert_str_eq(sel(RLX__CK_REDUCE_SCATTER, 8, 8, NULL), "ring");
