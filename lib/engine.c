@@ -27,6 +27,8 @@ int rlx__engine_init(struct rlx__engine *e, uint64_t spin_ns, int yield) {
   pthread_mutex_init(&e->loop_mtx, NULL);
   pthread_mutex_init(&e->wait_mtx, NULL);
   pthread_cond_init(&e->wait_cv, NULL);
+  pthread_mutex_init(&e->nap_mtx, NULL);
+  pthread_cond_init(&e->nap_cv, NULL);
   uv_async_init(&e->loop, &e->wake, on_wake);
   uv_unref((uv_handle_t *)&e->wake);
   e->spin_ns = spin_ns;
@@ -96,10 +98,23 @@ static void *progress_main(void *arg) {
   int spinning = 0;
   while (!atomic_load(&e->stop)) {
     if (atomic_load(&e->drivers) > 0) {
-      /* A caller drives the loop; look again a little later rather than
-       * being woken at the end of every call. */
-      struct timespec ts = {0, 5 * 1000 * 1000};
-      nanosleep(&ts, NULL);
+      /* A caller drives the loop: nap until the last one leaves (it
+       * wakes us: napping is set before drivers is looked at again under
+       * nap_mtx, which the leaver takes to signal), at most 5 ms. */
+      struct timespec ts;
+      clock_gettime(CLOCK_REALTIME, &ts);
+      ts.tv_nsec += 5 * 1000 * 1000;
+      if (ts.tv_nsec >= 1000000000) {
+        ts.tv_sec++;
+        ts.tv_nsec -= 1000000000;
+      }
+      pthread_mutex_lock(&e->nap_mtx);
+      atomic_store(&e->napping, 1);
+      while (atomic_load(&e->drivers) > 0 && !atomic_load(&e->stop) &&
+             pthread_cond_timedwait(&e->nap_cv, &e->nap_mtx, &ts) == 0)
+        ;
+      atomic_store(&e->napping, 0);
+      pthread_mutex_unlock(&e->nap_mtx);
       continue;
     }
     hold(e);
@@ -178,6 +193,8 @@ void rlx__engine_close(struct rlx__engine *e) {
   pthread_mutex_destroy(&e->loop_mtx);
   pthread_mutex_destroy(&e->wait_mtx);
   pthread_cond_destroy(&e->wait_cv);
+  pthread_mutex_destroy(&e->nap_mtx);
+  pthread_cond_destroy(&e->nap_cv);
 }
 
 void rlx__engine_lock(struct rlx__engine *e) {
@@ -325,6 +342,11 @@ int rlx__engine_wait(struct rlx__engine *e, const atomic_int *done, const atomic
       atomic_fetch_sub(&e->waiters, 1);
     }
   }
-  atomic_fetch_sub(&e->drivers, 1);
+  /* the last driver out wakes a napping progress thread */
+  if (atomic_fetch_sub(&e->drivers, 1) == 1 && atomic_load(&e->napping)) {
+    pthread_mutex_lock(&e->nap_mtx);
+    pthread_cond_signal(&e->nap_cv);
+    pthread_mutex_unlock(&e->nap_mtx);
+  }
   return rc;
 }
