@@ -167,12 +167,13 @@ static int same_members(rlx_comm_t *c, rlx_comm_t **out) {
 }
 
 /* The leader asks the rendezvous for the joiners waiting (as many as c
- * has room for) and reads the answer at a later look: from
- * rlx_comm_joiners (which then counts them), or the grow call that finds
- * none taken. Under member_mtx. */
-static void ask_ahead(const rlx_comm_t *c) {
+ * has room for; waiting: rlx__rdv_member_joiners's count, just read) and
+ * reads the answer at a later look: from rlx_comm_joiners (which then
+ * counts them), or the grow call that finds none taken. Under
+ * member_mtx. */
+static void ask_ahead(const rlx_comm_t *c, int waiting) {
   struct rlx__runtime *rt = &rlx__rt;
-  int room = rt->cfg.max_np - c->size, waiting = rlx__rdv_member_joiners(&rt->member);
+  int room = rt->cfg.max_np - c->size;
   if (room <= 0 || waiting <= 0 || rt->member.asked > 0 || rt->member.answered)
     return;
   int e = rlx__rdv_member_ask(&rt->member, (uint32_t)(waiting < room ? waiting : room));
@@ -234,7 +235,7 @@ static int admit(rlx_comm_t *c, rlx_comm_t **g, int *admitted, uint64_t *offer, 
     /* none now: ask for the ones waiting; the answer is read at a later
      * call, which admits them (no call waits for the round trip) */
     if (n == 0)
-      ask_ahead(c);
+      ask_ahead(c, rlx__rdv_member_joiners(&rt->member));
   } else if (rt->member.asked > 0 || rt->member.answered) {
     (void)rlx__rdv_member_release(&rt->member); /* (asked as another communicator's leader) */
   }
@@ -650,7 +651,7 @@ int rlx_comm_joiners(const rlx_comm_t *c) {
   } else if (c->rank == c->leader) {
     /* The leader takes them now (the answer is read by a later look or
      * the grow) and counts them: the others hear that fewer wait. */
-    ask_ahead(c);
+    ask_ahead(c, n);
     n += rt->member.asked + (rt->member.answered ? rt->member.ncards : 0);
   }
   pthread_mutex_unlock(&rt->member_mtx);

@@ -73,7 +73,7 @@
 /* bench/crossover.sh-style sweeps of rlx-bench -C bcast / allgather with
  * RLX_BCAST_ALGO / RLX_ALLGATHER_ALGO forced, 2 cores, n = 2..8. */
 #define RLX__BCAST_BINOMIAL_MAX (512u * 1024u)
-#define RLX__AG_RD_MAX (64u * 1024u) /* recursive doubling (power-of-two p), else Bruck's */
+#define RLX__AG_RD_MAX (64u * 1024u) /* recursive doubling (power-of-two p) */
 /* Bruck's from 5 ranks (3 rounds against the ring's 4) up to 32 KiB in
  * all: at 3 both take 2 rounds and the ring was 1.3-2x faster (2 cores);
  * on 16 cores (rlx-bench -C allgather, RLX_SHM_COLL=off, 3 runs, session

@@ -226,10 +226,10 @@ int rlx__rdv_member_answer(struct rlx__rdv_member *m, uint32_t *generation, uint
                            int *n) {
   *cards = NULL;
   *n = 0;
-  if (!m->answered && (m->asked == 0 || pump(m) != 0))
-    return m->lost ? -EPIPE : 0;
+  if (!m->answered && m->asked > 0)
+    (void)pump(m);
   if (!m->answered)
-    return 0;
+    return m->lost ? -EPIPE : 0;
   *cards = m->cards;
   *n = m->ncards;
   *generation = m->generation;
