@@ -342,8 +342,9 @@ int rlx__engine_wait(struct rlx__engine *e, const atomic_int *done, const atomic
       atomic_fetch_sub(&e->waiters, 1);
     }
   }
-  /* the last driver out wakes a napping progress thread */
-  if (atomic_fetch_sub(&e->drivers, 1) == 1 && atomic_load(&e->napping)) {
+  /* the last driver out wakes a napping progress thread, while asked to */
+  if (atomic_fetch_sub(&e->drivers, 1) == 1 && atomic_load(&e->wake_on_leave) &&
+      atomic_load(&e->napping)) {
     pthread_mutex_lock(&e->nap_mtx);
     pthread_cond_signal(&e->nap_cv);
     pthread_mutex_unlock(&e->nap_mtx);
