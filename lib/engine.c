@@ -348,6 +348,7 @@ int rlx__engine_wait(struct rlx__engine *e, const atomic_int *done, const atomic
     pthread_mutex_lock(&e->nap_mtx);
     pthread_cond_signal(&e->nap_cv);
     pthread_mutex_unlock(&e->nap_mtx);
+    atomic_fetch_add(&e->nap_wakes, 1);
   }
   return rc;
 }

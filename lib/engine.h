@@ -41,6 +41,7 @@ struct rlx__engine {
   pthread_cond_t nap_cv;
   atomic_int napping;
   atomic_int wake_on_leave;
+  atomic_uint nap_wakes; /* such wake-ups so far */
   atomic_int waiters; /* callers sleeping on wait_cv */
   atomic_uint wakes;  /* wait_cv's broadcasts so far (under wait_mtx) */
   atomic_uint overslept; /* sleeps on wait_cv that ran out nap_ns */

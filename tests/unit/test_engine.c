@@ -2,7 +2,9 @@
  * someone who does not drive it (the progress thread between two polls,
  * or another thread posting work) sleeps only until that holder lets
  * go, never its whole timeout; and a holder that lets go just before the
- * caller counts itself in loses no wake-up. */
+ * caller counts itself in loses no wake-up. A caller leaving wakes the
+ * progress thread from its nap only while asked to (a wake-up after
+ * every call doubled small allreduces over TCP). */
 #include <check.h>
 #include "suite.h"
 #include <pthread.h>
@@ -74,12 +76,57 @@ END_TEST
 START_TEST(no_wake_up_lost_in_a_short_hold) { run_rounds(0, 2000); }
 END_TEST
 
+/* Rounds of one call each that ends while the progress thread naps (it
+ * naps while a caller drives): how many times a leaving caller woke it. */
+struct napper {
+  struct rlx__engine *e;
+  atomic_int *done;
+};
+
+static void *done_once_napping(void *arg) {
+  struct napper *n = arg;
+  for (int i = 0; i < 10000 && !atomic_load(&n->e->napping); i++) /* (10 s at most) */
+    nap_us(1000);
+  atomic_store(n->done, 1);
+  return NULL;
+}
+
+static unsigned leave_while_napping(int ask, int rounds) {
+  struct rlx__engine e;
+  ck_assert_int_eq(rlx__engine_init(&e, 60ull * 1000000000ull, 0), RLX_OK); /* (spins) */
+  atomic_store(&e.wake_on_leave, ask);
+  ck_assert_int_eq(rlx__engine_start(&e), RLX_OK);
+  atomic_int done;
+  atomic_uint progress = 0;
+  unsigned napped = 0;
+  for (int r = 0; r < rounds; r++) {
+    atomic_store(&done, 0);
+    struct napper n = {.e = &e, .done = &done};
+    pthread_t t;
+    ck_assert_int_eq(pthread_create(&t, NULL, done_once_napping, &n), 0);
+    ck_assert_int_eq(rlx__engine_wait(&e, &done, &progress, 0), 0);
+    napped += atomic_load(&e.napping) != 0;
+    pthread_join(t, NULL);
+  }
+  rlx__engine_stop(&e);
+  rlx__engine_close(&e);
+  ck_assert_uint_gt(napped, 0); /* (else the test saw nothing) */
+  return atomic_load(&e.nap_wakes);
+}
+
+START_TEST(a_caller_leaving_wakes_the_progress_thread_only_when_asked) {
+  ck_assert_uint_eq(leave_while_napping(0, 5), 0);
+  ck_assert_uint_gt(leave_while_napping(1, 5), 0);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("engine");
   TCase *tc = tcase_create("wait");
   tcase_set_timeout(tc, 60);
   tcase_add_test(tc, woken_when_the_holder_lets_go);
   tcase_add_test(tc, no_wake_up_lost_in_a_short_hold);
+  tcase_add_test(tc, a_caller_leaving_wakes_the_progress_thread_only_when_asked);
   suite_add_tcase(s, tc);
   return rlx_run_suite(s);
 }
