@@ -6,6 +6,8 @@
 # --log-json and prints the median step before and after, the pause of
 # the running ranks (its docstring says how it is counted) and the same
 # sum over as many steps before the welcome (the reading's noise).
+# bench/grow_train_table.py summarises runs (per size and build, interleaved
+# A/B runs marked with '# build: NAME' lines).
 #   NS="2 4 8" ROUNDS=3 bench/grow_train.sh [build_dir]
 # ARGS: train's arguments besides --elastic, --epochs and --log-json
 # (default: C backend, synthetic data, batch 64); EPOCHS (default N + 2);
