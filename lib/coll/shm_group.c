@@ -336,12 +336,14 @@ void rlx__shmg_prefault(struct rlx__shm_group *g, int me, int n) {
   free(vec);
 }
 
-void rlx__shmg_touch_own(struct rlx__shm_group *g) {
+void rlx__shmg_touch_own(struct rlx__shm_group *g, int result) {
 #ifdef MADV_POPULATE_WRITE
   size_t span = 2 * g->slot;
   (void)madvise((char *)g->data + (size_t)g->me * span, span, MADV_POPULATE_WRITE);
+  if (result)
+    (void)madvise((char *)g->result, span, MADV_POPULATE_WRITE);
 #else
-  (void)g;
+  (void)g, (void)result;
 #endif
 }
 

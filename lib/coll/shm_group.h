@@ -157,12 +157,15 @@ struct rlx__shm_group *rlx__shmg_receive(struct rlx__engine *e, struct rlx__p2p 
  * large calls run point to point: nothing to copy). Best effort (kernels
  * before 5.14 have no MADV_POPULATE_WRITE: the faults come later). */
 void rlx__shmg_prefault(struct rlx__shm_group *g, int me, int n);
-/* This rank's data slots, faulted in now: a one-rank communicator's
- * segment (rlx__comm_shm_solo), whose calls never touch them, so that the
- * first call of the 2-rank communicator it grows into (a broadcast from
- * it, the leader) takes no faults, and its joiner's prefault finds them
- * made. */
-void rlx__shmg_touch_own(struct rlx__shm_group *g);
+/* This rank's data slots, faulted in now (and with result, the reduced
+ * chunks' area): a one-rank communicator's segment
+ * (rlx__comm_shm_solo), whose calls never touch them, so that the first
+ * call of the 2-rank communicator it grows into (a broadcast from it, the
+ * leader) takes no faults, and its joiner's prefault finds them made; a
+ * 2-rank one's that may grow (rlx__comm_shm), whose large allreduces run
+ * point to point, so that the grown communicator's first one does not
+ * fault them in in the admission's step. */
+void rlx__shmg_touch_own(struct rlx__shm_group *g, int result);
 /* A member, at the admission before its agreement (every member at the
  * same step: the calls in the segment are over): rank 0 writes the step
  * joiners start from; each clears its record of a point-to-point call

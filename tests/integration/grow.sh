@@ -91,6 +91,11 @@ grep -q "joined as rank 3 of 4" "$TMP/j2" || { cat "$TMP/j2"; fail "1: the last 
   grep -q "collectives in the job's shared segment (taken over)" "$TMP/j1" &&
   grep -q "collectives in the job's shared segment (taken over)" "$TMP/j2" ||
   { cat "$TMP/job" "$TMP/j1" "$TMP/j2"; fail "1: a grown communicator did not take the segment over"; }
+# the members' 2-rank segment made its slots at once (large allreduces run
+# point to point at 2 ranks: the grown communicator's first would fault
+# them in, in the admission's step)
+[ "$(grep -c 'communicator 0: 2 ranks, collectives in shared memory; its slots and result made' "$TMP/job")" = 2 ] ||
+  { cat "$TMP/job"; fail "1: the 2-rank segment's slots were not made at its set-up"; }
 # and members and joiners finalized together, on the grown communicator
 # (before: the members on the world, the joiners waiting for them until
 # they left, "lost rank N during rlx_finalize()")
