@@ -206,6 +206,32 @@ int rlx__comm_copy(rlx_comm_t *c, uint32_t mix, rlx_comm_t **out) {
   return make_comm(rlx__id_mix(rlx__id_mix(c->id, child), mix), world, c->size, c->rank, out);
 }
 
+/* At 2 ranks a large allreduce is a ring, by reference on one host,
+ * receiving into the communicator's scratch. A job that grows from one
+ * rank makes the 2-rank communicator in the admission's step, and its
+ * first gradient allreduce touched a fresh scratch on both sides there:
+ * page faults cost ~2 us each on the lent VMs and here (800 KB, ~400 us),
+ * every rank waiting. Made and touched at rlx_init instead (a joiner
+ * before it asks to join), then taken by the world it grows into. */
+void rlx__comm_make_reserve(struct rlx__runtime *rt) {
+  if (rt->reserve != NULL)
+    return;
+  rt->reserve = malloc(RLX__GROW_SCRATCH);
+  if (rt->reserve == NULL)
+    return; /* (then the first large call makes it) */
+  memset(rt->reserve, 1, RLX__GROW_SCRATCH); /* (not 0: malloc and memset 0 become calloc) */
+  rt->reserve_len = RLX__GROW_SCRATCH;
+}
+
+void rlx__comm_take_reserve(struct rlx__runtime *rt, rlx_comm_t *c) {
+  if (rt->reserve == NULL || c->scratch != NULL)
+    return;
+  c->scratch = rt->reserve;
+  c->scratch_len = rt->reserve_len;
+  rt->reserve = NULL;
+  rt->reserve_len = 0;
+}
+
 void rlx__comm_release(rlx_comm_t *c) {
   rlx__comm_shm_free(c);
   free(c->world);

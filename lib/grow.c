@@ -779,6 +779,7 @@ int rlx__join_confirm(void) {
   free(s);
   if (seg != NULL)
     rlx__comm_shm_take_over(&rt->world, NULL, seg, world);
+  rlx__comm_take_reserve(rt, &rt->world);
   rlx__set_last(NULL, &rt->world);
   retune(&rt->world);
   rlx__info("joined the job as rank %d of %d (job index %d), leader rank %d", rt->world.rank,

@@ -379,6 +379,8 @@ static void teardown(struct rlx__runtime *rt) {
   rlx__flight_fini();
   if (rt->world.world != NULL)
     rlx__comm_release(&rt->world);
+  free(rt->reserve);
+  rt->reserve = NULL;
 }
 
 /* A write to a peer that has died raises SIGPIPE, whose default action
@@ -449,6 +451,8 @@ static int init_locked(struct rlx__runtime *rt) {
   if ((rc = rlx__engine_init(&rt->engine, 0, 0)) != RLX_OK)
     return rc;
   rt->engine_up = 1;
+  if (rt->cfg.join || (rt->cfg.size == 1 && rt->cfg.max_np > 1))
+    rlx__comm_make_reserve(rt); /* (before a joiner asks: nobody waits for it yet) */
   if (rt->cfg.size > 1 || rt->cfg.join || rt->cfg.max_np > 1) {
     if ((rc = bootstrap(rt)) != RLX_OK)
       goto fail;
@@ -482,8 +486,10 @@ static int init_locked(struct rlx__runtime *rt) {
     goto fail;
   /* a job of one rank that may grow: its joiner's segment, made now
    * rather than in the step that welcomes it (comm_shm.c) */
-  if (rt->world.size == 1 && !rt->joined)
+  if (rt->world.size == 1 && !rt->joined) {
     (void)rlx__comm_shm_solo(&rt->world);
+    rlx__comm_take_reserve(rt, &rt->world); /* (grow hands it on: take_scratch) */
+  }
   char progress[120] = "with the rank";
   if (rt->engine.placed && !CPU_EQUAL(&rt->engine.cpus, &rt->own_cpus)) {
     memcpy(progress, "on cpus ", 9);

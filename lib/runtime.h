@@ -60,6 +60,8 @@ struct rlx__cores {
 
 struct rlx__runtime {
   int initialized;
+  void *reserve; /* rlx__comm_make_reserve's scratch, until a communicator takes it */
+  size_t reserve_len;
   struct rlx__config cfg;
   struct rlx__engine engine;
   int engine_up, p2p_up;
@@ -215,5 +217,11 @@ rlx_comm_t *rlx__comm_new(uint32_t id, int *world, int n, int rank);
 int rlx__comm_copy(rlx_comm_t *c, uint32_t mix, rlx_comm_t **out);
 /* Free a communicator's storage (not the world's struct itself). */
 void rlx__comm_release(rlx_comm_t *c);
+/* rlx_init, a job of one rank that may grow or a joiner: the scratch its
+ * 2-rank communicator's first large call will want, made and touched now
+ * (rt->reserve); rlx__comm_take_reserve hands it to the communicator that
+ * becomes the world. comm.c says why. */
+void rlx__comm_make_reserve(struct rlx__runtime *rt);
+void rlx__comm_take_reserve(struct rlx__runtime *rt, rlx_comm_t *c);
 
 #endif

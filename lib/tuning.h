@@ -103,5 +103,9 @@
  * 256 KiB (2 cores: 1 MiB 145 us against 181 in shared memory; on 4 and
  * more ranks shared memory won at every size, up to 0.6x). */
 #define RLX__SHMG_P2P_FROM_2 (256u * 1024u)
+/* The blocking calls' scratch that a job of one rank that may grow, and
+ * every joiner, make and touch at rlx_init (comm.c): a 2-rank ring's
+ * receive segments by reference, two lanes. */
+#define RLX__GROW_SCRATCH (2u * 1024u * 1024u)
 
 #endif
