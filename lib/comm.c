@@ -230,6 +230,8 @@ void rlx__comm_take_reserve(struct rlx__runtime *rt, rlx_comm_t *c) {
   c->scratch_len = rt->reserve_len;
   rt->reserve = NULL;
   rt->reserve_len = 0;
+  rlx__info("communicator %u: its calls' scratch, %zu KiB, made at rlx_init", c->id,
+            c->scratch_len / 1024);
 }
 
 void rlx__comm_release(rlx_comm_t *c) {

@@ -116,6 +116,12 @@ grep -q "communicator 0: 1 rank, a shared segment for up to 8 ready for joiners"
   grep -q 'communicator [0-9]*: 2 ranks, collectives in the shared segment of communicator [0-9]* (taken over)' "$TMP/job" &&
   grep -q "collectives in the job's shared segment (taken over)" "$TMP/j1" ||
   { cat "$TMP/job" "$TMP/j1"; fail "1b: 1 -> 2 did not take the one-rank job's segment over"; }
+# and both sides' scratch was made at rlx_init (the 2-rank ring's first
+# large allreduce would fault a fresh one in, in the admission's step):
+# the member's world, handed on by each grow, and the joiner's world
+grep -q "communicator 0: its calls' scratch, 2048 KiB, made at rlx_init" "$TMP/job" &&
+  grep -q "communicator [0-9]*: its calls' scratch, 2048 KiB, made at rlx_init" "$TMP/j1" ||
+  { cat "$TMP/job" "$TMP/j1"; fail "1b: no scratch made at rlx_init"; }
 unset RLX_LOG
 echo "1b. 1 -> 2: every collective right, in the one-rank job's segment taken over"
 
