@@ -238,12 +238,15 @@ static void grow(struct run *r) {
   if (!came)
     return;
   welcome(r, v);
-  if (r->rank == r->leader) {
+  /* (not flushed here: under rlxrun stdout is a pipe, and a write wakes
+   * rlxrun to relay it, which on a host short of cores ran in the leader's
+   * or the joiner's place in the very step every rank waits on: 100-400
+   * us at 1 -> 2 on 2 cores. The line goes out with the next flush, the
+   * epoch's end at the latest; on a terminal, at once.) */
+  if (r->rank == r->leader)
     printf("train: step %ld: %d rank(s) joined; going on with %d, data re-sharded (admission "
            "%.1f ms, the leader's state to them %.1f ms)\n", r->step, r->size - old, r->size,
            (t1 - t0) * 1e3, (now_s() - t1) * 1e3);
-    fflush(stdout);
-  }
 }
 
 static double now_s(void) {
@@ -553,6 +556,10 @@ static void warm_up(struct run *r) {
     idx[j] = (uint32_t)((size_t)j % r->ntrain);
   if (rlx_dataset_batch(r->train, idx, b, r->x, y) == RLX_OK)
     (void)rlx_model_grad(r->m, r->x, y, b, r->grad, &loss, &ok);
+  /* (--prefetch's second input buffer too: the first step reads the next
+   * batch into it, and its untouched pages cost ~0.1 ms there) */
+  if (r->x2 != NULL)
+    (void)rlx_dataset_batch(r->train, idx, b, r->x2, y);
   /* (and the model's parameters and momentum written once, unchanged:
    * the momentum's pages were never touched, ~0.2 ms of setting it) */
   float *v = rlx_model_momentum_buffer(r->m);
