@@ -81,12 +81,14 @@ END_TEST
 struct napper {
   struct rlx__engine *e;
   atomic_int *done;
+  int saw; /* the progress thread napping when the call was made done */
 };
 
 static void *done_once_napping(void *arg) {
   struct napper *n = arg;
   for (int i = 0; i < 10000 && !atomic_load(&n->e->napping); i++) /* (10 s at most) */
     nap_us(1000);
+  n->saw = atomic_load(&n->e->napping);
   atomic_store(n->done, 1);
   return NULL;
 }
@@ -105,8 +107,8 @@ static unsigned leave_while_napping(int ask, int rounds) {
     pthread_t t;
     ck_assert_int_eq(pthread_create(&t, NULL, done_once_napping, &n), 0);
     ck_assert_int_eq(rlx__engine_wait(&e, &done, &progress, 0), 0);
-    napped += atomic_load(&e.napping) != 0;
     pthread_join(t, NULL);
+    napped += n.saw != 0;
   }
   rlx__engine_stop(&e);
   rlx__engine_close(&e);
