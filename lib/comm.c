@@ -223,13 +223,19 @@ void rlx__comm_make_reserve(struct rlx__runtime *rt) {
   rt->reserve_len = RLX__GROW_SCRATCH;
 }
 
+int rlx__comm_adopt_scratch(rlx_comm_t *c, void **buf, size_t *len) {
+  if (*buf == NULL || c->scratch != NULL)
+    return 0;
+  c->scratch = *buf;
+  c->scratch_len = *len;
+  *buf = NULL;
+  *len = 0;
+  return 1;
+}
+
 void rlx__comm_take_reserve(struct rlx__runtime *rt, rlx_comm_t *c) {
-  if (rt->reserve == NULL || c->scratch != NULL)
+  if (!rlx__comm_adopt_scratch(c, &rt->reserve, &rt->reserve_len))
     return;
-  c->scratch = rt->reserve;
-  c->scratch_len = rt->reserve_len;
-  rt->reserve = NULL;
-  rt->reserve_len = 0;
   rlx__info("communicator %u: its calls' scratch, %zu KiB, made at rlx_init", c->id,
             c->scratch_len / 1024);
 }

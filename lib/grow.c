@@ -204,12 +204,7 @@ static int take_answer(const rlx_comm_t *c, uint32_t *gen, uint8_t **cards, int 
  * (c is taken: no blocking call on it runs meanwhile.) */
 static void take_scratch(rlx_comm_t *c, rlx_comm_t *to) {
   pthread_mutex_lock(&c->mtx);
-  if (to->scratch == NULL) {
-    to->scratch = c->scratch;
-    to->scratch_len = c->scratch_len;
-    c->scratch = NULL;
-    c->scratch_len = 0;
-  }
+  (void)rlx__comm_adopt_scratch(to, &c->scratch, &c->scratch_len);
   pthread_mutex_unlock(&c->mtx);
 }
 

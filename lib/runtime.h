@@ -222,6 +222,9 @@ void rlx__comm_release(rlx_comm_t *c);
  * (rt->reserve); rlx__comm_take_reserve hands it to the communicator that
  * becomes the world. comm.c says why. */
 void rlx__comm_make_reserve(struct rlx__runtime *rt);
+/* c takes the scratch *buf of *len bytes when it has none (1), leaving
+ * *buf NULL: a growth hands a communicator's on, and rlx_init its reserve. */
+int rlx__comm_adopt_scratch(rlx_comm_t *c, void **buf, size_t *len);
 void rlx__comm_take_reserve(struct rlx__runtime *rt, rlx_comm_t *c);
 
 #endif
