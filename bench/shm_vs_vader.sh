@@ -9,7 +9,8 @@
 # tree); DEPS holds runtime libraries the machine may lack. Prints per
 # size the median of each and rlxcoll/vader. RLX_ENV sets variables for
 # the main rlxcoll column, MPI_BTL Open MPI's transports (the TCP path:
-# RLX_ENV=RLX_TRANSPORT=tcp MPI_BTL=tcp,self COLS=).
+# RLX_ENV=RLX_TRANSPORT=tcp MPI_BTL=tcp,self COLS=). MINB (a power of two,
+# default 8) and MAXB bound the sizes.
 #   DEPS=.devb/deps NS="2 4 8" ROUNDS=3 MAXB=67108864 bench/shm_vs_vader.sh .devb/now
 set -uo pipefail
 build=${1:?build folder}
@@ -17,6 +18,7 @@ src=$(cd "$(dirname "$0")/.." && pwd)
 NS=${NS:-"2 4"}
 ROUNDS=${ROUNDS:-3}
 MAXB=${MAXB:-67108864}
+MINB=${MINB:-8}
 COLS=${COLS-"p2p:RLX_SHM_COLL=off"}
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
@@ -33,14 +35,14 @@ for n in $NS; do
   for r in $(seq 1 "$ROUNDS"); do
     # shellcheck disable=SC2086
     rlx env ${RLX_ENV:-} timeout 600 "$build/bin/rlxrun" -n "$n" --no-tag-output \
-      "$build/bin/osu_allreduce_rlx" "$MAXB" | sed "s/^[a-z]*/$n shm/"
+      "$build/bin/osu_allreduce_rlx" "$MAXB" "$MINB" | sed "s/^[a-z]*/$n shm/"
     for col in $COLS; do
       # shellcheck disable=SC2046
       rlx env $(echo "${col#*:}" | tr '+' ' ') timeout 600 "$build/bin/rlxrun" -n "$n" --no-tag-output \
-        "$build/bin/osu_allreduce_rlx" "$MAXB" | sed "s/^[a-z]*/$n ${col%%:*}/"
+        "$build/bin/osu_allreduce_rlx" "$MAXB" "$MINB" | sed "s/^[a-z]*/$n ${col%%:*}/"
     done
     timeout 600 "$MPIRUN" --allow-run-as-root --oversubscribe --bind-to $bind --mca pml ob1 \
-      --mca btl "${MPI_BTL:-vader,self}" -n "$n" "$out/osu_mpi" "$MAXB" | sed "s/^[A-Za-z_]*/$n vader/"
+      --mca btl "${MPI_BTL:-vader,self}" -n "$n" "$out/osu_mpi" "$MAXB" "$MINB" | sed "s/^[A-Za-z_]*/$n vader/"
   done
 done >"$out/runs"
 [ -n "${KEEP:-}" ] && cp "$out/runs" "$KEEP"
