@@ -30,17 +30,20 @@ struct rlx__engine {
   uv_async_t wake;
   atomic_int drivers; /* callers inside rlx__engine_wait */
   /* The progress thread naps while callers drive (they run the loop),
-   * 5 ms at most. With wake_on_leave set (a growing job's members while
-   * their joiners connect: grow.c) the last caller to leave wakes it, so
-   * that a connection or handshake that comes while the caller computes
-   * is served at once rather than after the nap (under nap_mtx). Not
-   * always: the wake-up, and the thread taking the loop that the next
-   * call must take back, doubled a 2-rank 8-byte allreduce over TCP on 2
-   * cores (8.6 -> 19 us), where the progress thread shares the rank's core. */
+   * 5 ms at most. Until wake_until (rlx__now_ns; 0: never) the last
+   * caller to leave wakes it (a growing job's members while their joiners
+   * connect: grow.c), so that a connection or handshake that comes while
+   * the caller computes is served at once rather than after the nap
+   * (under nap_mtx). Not always: the wake-up, and the thread taking the
+   * loop that the next call must take back, doubled a 2-rank 8-byte
+   * allreduce over TCP on 2 cores (8.6 -> 19 us), where the progress
+   * thread shares the rank's core. A time, not a flag: an admission the
+   * program never ends (it stops calling rlx_comm_grow) stops costing
+   * its calls that once the time has passed. */
   pthread_mutex_t nap_mtx;
   pthread_cond_t nap_cv;
   atomic_int napping;
-  atomic_int wake_on_leave;
+  _Atomic uint64_t wake_until;
   atomic_uint nap_wakes; /* such wake-ups so far */
   atomic_int waiters; /* callers sleeping on wait_cv */
   atomic_uint wakes;  /* wait_cv's broadcasts so far (under wait_mtx) */

@@ -480,7 +480,7 @@ static void drop_pending(void) {
   pthread_mutex_lock(&rt->member_mtx);
   rlx_comm_t *g = pend.g;
   pend.g = NULL;
-  atomic_store(&rt->engine.wake_on_leave, 0);
+  atomic_store(&rt->engine.wake_until, 0);
   if (pend.memfd >= 0)
     close(pend.memfd);
   pend.memfd = -1;
@@ -590,10 +590,10 @@ int rlx_comm_grow(rlx_comm_t *c, rlx_comm_t **out) {
     goto out;
   pthread_mutex_lock(&rt->member_mtx);
   pend.g = g;
-  /* (the joiners dial us while we compute: the progress thread answers) */
-  atomic_store(&rt->engine.wake_on_leave, 1);
   pend.nbase = c->size;
   pend.t_welcome = rlx__now_ns();
+  /* (the joiners dial us while we compute: the progress thread answers) */
+  atomic_store(&rt->engine.wake_until, pend.t_welcome + RLX__GROW_WAKE_NS);
   pend.t_dialed = 0;
   pend.serial = offer;
   pend.sent = 0;

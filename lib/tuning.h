@@ -107,5 +107,10 @@
  * every joiner, make and touch at rlx_init (comm.c): a 2-rank ring's
  * receive segments by reference, two lanes. */
 #define RLX__GROW_SCRATCH (2u * 1024u * 1024u)
+/* How long after rlx_comm_grow's welcome a caller leaving a wait wakes the
+ * napping progress thread for the joiners' connections (engine.h): their
+ * dial and handshake take milliseconds (an admission 3-4 steps, ~5 ms, on
+ * 16 cores); past it the thread still answers within its 5 ms nap. */
+#define RLX__GROW_WAKE_NS (1000ull * 1000000ull)
 
 #endif

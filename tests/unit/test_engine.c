@@ -93,10 +93,11 @@ static void *done_once_napping(void *arg) {
   return NULL;
 }
 
-static unsigned leave_while_napping(int ask, int rounds) {
+/* until: as engine.h's wake_until, from now (0: never; < 0: passed) */
+static unsigned leave_while_napping(int64_t until, int rounds) {
   struct rlx__engine e;
   ck_assert_int_eq(rlx__engine_init(&e, 60ull * 1000000000ull, 0), RLX_OK); /* (spins) */
-  atomic_store(&e.wake_on_leave, ask);
+  atomic_store(&e.wake_until, until == 0 ? 0 : (uint64_t)((int64_t)rlx__now_ns() + until));
   ck_assert_int_eq(rlx__engine_start(&e), RLX_OK);
   atomic_int done;
   atomic_uint progress = 0;
@@ -118,7 +119,10 @@ static unsigned leave_while_napping(int ask, int rounds) {
 
 START_TEST(a_caller_leaving_wakes_the_progress_thread_only_when_asked) {
   ck_assert_uint_eq(leave_while_napping(0, 20), 0);
-  ck_assert_uint_gt(leave_while_napping(1, 20), 0); /* (a round can miss: a caller held up past the 5 ms nap) */
+  /* (a round can miss: a caller held up past the 5 ms nap) */
+  ck_assert_uint_gt(leave_while_napping(60ll * 1000000000ll, 20), 0);
+  /* asked until a time now past: an admission the program never ended */
+  ck_assert_uint_eq(leave_while_napping(-1000000, 20), 0);
 }
 END_TEST
 
