@@ -19,17 +19,10 @@ MIN=${MIN:-8}
 MAX=${MAX:-4194304}
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
-if [ -n "${PACK:-}" ]; then
-  RLXRUN=$PACK/bin/rlxrun OSU=$PACK/bin/osu_allreduce_rlx FLOOR=$PACK/bin/tcp_floor
-else
-  make -C "$build" bench/osu_allreduce_rlx bench/tcp_floor >/dev/null
-  RLXRUN=$build/bin/rlxrun/rlxrun OSU=$build/bench/osu_allreduce_rlx FLOOR=$build/bench/tcp_floor
-fi
+. "$src/bench/tcp_bins.sh"
 MPICC=$(command -v mpicc.openmpi || command -v mpicc)
 MPIRUN=$(command -v mpirun.openmpi || command -v mpirun)
 "$MPICC" -O2 -DUSE_MPI -o "$out/osu_mpi" "$src/bench/osu_allreduce.c"
-# Only our binaries get DEPS: Open MPI's mpirun must not pick up its PMIx.
-rlx() { env LD_LIBRARY_PATH="${DEPS:-}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" "$@"; }
 for r in $(seq 1 "$ROUNDS"); do
   rlx timeout 600 "$FLOOR" "$MAX" "$MIN" | awk '!/^#/ {print "raw", $1, $2; print "crc", $1, $3}'
   RLX_TRANSPORT=tcp rlx timeout 600 "$RLXRUN" -n 2 --no-tag-output "$OSU" "$MAX" "$MIN" |

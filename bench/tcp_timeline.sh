@@ -15,14 +15,8 @@ ROUNDS=${ROUNDS:-3}
 BYTES=${BYTES:-8}
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
-if [ -n "${PACK:-}" ]; then
-  RLXRUN=$PACK/bin/rlxrun OSU=$PACK/bin/osu_allreduce_rlx FLOOR=$PACK/bin/tcp_floor
-else
-  make -C "$build" bench/osu_allreduce_rlx bench/tcp_floor >/dev/null
-  RLXRUN=$build/bin/rlxrun/rlxrun OSU=$build/bench/osu_allreduce_rlx FLOOR=$build/bench/tcp_floor
-fi
+. "$src/bench/tcp_bins.sh"
 cc -O2 -shared -fPIC -o "$out/tcp_timeline.so" "$src/bench/tcp_timeline.c" -ldl
-rlx() { env LD_LIBRARY_PATH="${DEPS:-}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" "$@"; }
 echo "# 2 ranks, $BYTES B, TCP on one host ($(nproc) cores): rlxcoll (RLX_TRANSPORT=tcp, OSU-style client) and tcp_floor"
 for r in $(seq 1 "$ROUNDS"); do
   rm -f "$out"/tl.*
