@@ -343,8 +343,9 @@ int rlx__engine_wait(struct rlx__engine *e, const atomic_int *done, const atomic
     }
   }
   /* the last driver out wakes a napping progress thread, while asked to */
-  if (atomic_fetch_sub(&e->drivers, 1) == 1 && atomic_load(&e->napping) &&
-      atomic_load(&e->wake_until) > rlx__now_ns()) {
+  uint64_t until;
+  if (atomic_fetch_sub(&e->drivers, 1) == 1 && (until = atomic_load(&e->wake_until)) != 0 &&
+      atomic_load(&e->napping) && until > rlx__now_ns()) {
     pthread_mutex_lock(&e->nap_mtx);
     pthread_cond_signal(&e->nap_cv);
     pthread_mutex_unlock(&e->nap_mtx);
