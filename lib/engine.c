@@ -266,12 +266,14 @@ static int ms_until(uint64_t deadline, int cap) {
 
 int rlx__engine_wait(struct rlx__engine *e, const atomic_int *done, const atomic_uint *progress,
                      uint64_t deadline) {
-  uint64_t spin_start = rlx__now_ns(), checked = spin_start;
+  uint64_t now = rlx__now_ns(), spin_start = now, checked = now;
   unsigned seen = atomic_load(progress), turns = 0;
   int rc = 0, cap_ms = atomic_load(&interrupt_fn) ? 10 : 50;
   atomic_fetch_add(&e->drivers, 1);
-  while (!atomic_load_explicit(done, memory_order_acquire)) {
-    uint64_t now = rlx__now_ns();
+  /* (one clock read a turn; the first turn's is the one above) */
+  for (int first = 1; !atomic_load_explicit(done, memory_order_acquire); first = 0) {
+    if (!first)
+      now = rlx__now_ns();
     unsigned p = atomic_load(progress);
     if (p != seen) {
       seen = p;

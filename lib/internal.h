@@ -89,6 +89,7 @@ int rlx__parse_double(const char *s, double lo, double hi, double *out);
 
 /* ---- time ---------------------------------------------------------------- */
 uint64_t rlx__now_ns(void);
+uint64_t rlx__tick_ns(void); /* coarse: liveness stamps (log.c) */
 
 /* ---- run directories (rundir.c) -------------------------------------------- */
 /* Make this rank's private directory under base (rlx-RANK-PID-XXXXXX,

@@ -18,6 +18,10 @@
 #define HB_SILENCE_NS 10000000000ull /* 5 s gave false losses on loaded 2-core hosts */
 #define NUDGE_EVERY_NS 1000000000ull
 
+/* How long ago a stamp was: stamps are ticks (rlx__tick_ns), never later
+ * than a precise now read after them; 0 if one ever were. */
+static uint64_t since(uint64_t now, uint64_t then) { return now > then ? now - then : 0; }
+
 static void send_ping(struct rlx__p2p_conn *c) {
   struct rlx__frame_hdr h;
   uint8_t bytes[RLX__FRAME_HDR_SIZE];
@@ -82,17 +86,17 @@ void rlx__heartbeat_sweep(uv_timer_t *t) {
       rlx__conn_fail(c, RLX_ERR_AUTH, "no complete handshake within 10 s");
     if (c->state != C_READY || c->peer < 0)
       continue;
-    if (stalled || (c->last_rx && now - c->last_rx > HB_SILENCE_NS && unread_bytes(c)))
+    if (stalled || (c->last_rx && since(now, c->last_rx) > HB_SILENCE_NS && unread_bytes(c)))
       c->last_rx = now;
-    if (c->last_rx && now - c->last_rx > HB_SILENCE_NS) {
+    if (c->last_rx && since(now, c->last_rx) > HB_SILENCE_NS) {
       char why[160];
       snprintf(why, sizeof(why), "nothing from rank %d for %.0f s, not even a heartbeat "
                "(its host or link gone, or the process stopped?)", c->peer,
-               (double)(now - c->last_rx) / 1e9);
+               (double)since(now, c->last_rx) / 1e9);
       rlx__conn_fail(c, RLX_ERR_PEER_LOST, why);
       continue;
     }
-    if (now - c->last_tx > HB_EVERY_NS)
+    if (since(now, c->last_tx) > HB_EVERY_NS)
       send_ping(c);
   }
 }

@@ -68,7 +68,7 @@ struct rlx__p2p_conn {
   struct rlx__umsg *um;
   uint32_t crc;
   uint64_t hs_deadline;
-  uint64_t last_rx, last_tx; /* rlx__now_ns() of the last bytes in and out */
+  uint64_t last_rx, last_tx; /* rlx__tick_ns() of the last bytes in and out */
   uint64_t t_start;          /* when we dialed or accepted it (for the trace) */
   int dialed;
   int call_up; /* dialed a higher rank only to ask it to dial us */

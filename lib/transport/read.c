@@ -209,7 +209,7 @@ void rlx__read_cb(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
   (void)buf;
   if (nread == 0 || c->state == C_CLOSING)
     return;
-  c->last_rx = rlx__now_ns();
+  c->last_rx = rlx__tick_ns();
   if (nread < 0) {
     char why[160];
     if (c->peer >= 0 && (c->state == C_READY))

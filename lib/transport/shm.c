@@ -128,7 +128,7 @@ static int put_some(struct rlx__p2p_conn *c, struct shm_wait *w) {
 int rlx__shm_put(struct rlx__p2p_conn *c, struct rlx__xfer *x, const uint8_t *hdr,
                  const void *payload, size_t plen) {
   struct shm_wait w = {.x = x, .part = {hdr, payload}, .len = {RLX__FRAME_HDR_SIZE, plen}};
-  c->last_tx = rlx__now_ns();
+  c->last_tx = rlx__tick_ns();
   /* Never completes x through its callback from here: the caller is
    * still posting it (a collective's round), and learns from the return. */
   while (rlx__list_empty(&c->shm_out)) {
@@ -214,7 +214,7 @@ static size_t drain(struct rlx__p2p_conn *c) {
     rlx__read_bytes(c, n);
   }
   if (moved)
-    c->last_rx = rlx__now_ns();
+    c->last_rx = rlx__tick_ns();
   return moved;
 }
 
@@ -259,7 +259,7 @@ static void bell_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
   (void)buf;
   if (nread >= 0 || c->state != C_READY)
     return;
-  c->last_rx = rlx__now_ns();
+  c->last_rx = rlx__tick_ns();
   rlx__shm_flush(c);
   drain(c);
   if (c->state != C_READY)

@@ -93,7 +93,7 @@ void rlx__write_ctl(struct rlx__p2p_conn *c, const uint8_t bytes[RLX__FRAME_HDR_
       rlx__peer_fail(c->p, c->peer, RLX_ERR_NOMEM, "no memory to queue a control frame");
     return;
   }
-  c->last_tx = rlx__now_ns();
+  c->last_tx = rlx__tick_ns();
   uv_buf_t b = uv_buf_init((char *)bytes, RLX__FRAME_HDR_SIZE);
   int n = uv_try_write(&c->h.stream, &b, 1);
   if (n == RLX__FRAME_HDR_SIZE)
@@ -147,7 +147,7 @@ void rlx__write_start(struct rlx__p2p_conn *c, struct rlx__xfer *x, size_t skip)
       rlx__xfer_finish(x, x->status);
     return;
   }
-  c->last_tx = rlx__now_ns();
+  c->last_tx = rlx__tick_ns();
   if (skip < RLX__FRAME_HDR_SIZE) {
     bufs[n++] = uv_buf_init((char *)x->hbytes + skip, (unsigned)(RLX__FRAME_HDR_SIZE - skip));
     skip = 0;
@@ -214,7 +214,7 @@ int rlx__write_frame(struct rlx__p2p *p, struct rlx__xfer *x, int type) {
     return shm_write(c, x);
   size_t plen;
   const uint8_t *payload = wire_payload(x, &plen);
-  c->last_tx = rlx__now_ns();
+  c->last_tx = rlx__tick_ns();
   uv_buf_t bufs[2] = {uv_buf_init((char *)x->hbytes, RLX__FRAME_HDR_SIZE),
                       uv_buf_init((char *)payload, (unsigned)plen)};
   size_t total = RLX__FRAME_HDR_SIZE + plen;
