@@ -1,7 +1,7 @@
 /* tcp_timeline.so: where a small call over a socket spends its time,
  * seen from the syscalls. Preloaded into a program (LD_PRELOAD), it
  * timestamps every send()/writev() and recv() (entry and return) with
- * the TSC and, at exit, writes them to $TCP_TIMELINE.<pid>, with the TSC
+ * the TSC (x86; elsewhere the monotonic clock) and, at exit, writes them to $TCP_TIMELINE.<pid>, with the TSC
  * rate measured against CLOCK_MONOTONIC over the run.
  * bench/tcp_timeline.py reads the files: per call, the sending syscall,
  * the wait from its return until the peer's data has been read, and the
@@ -21,7 +21,13 @@
 #include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
+#if defined(__x86_64__) || defined(__i386__)
 #include <x86intrin.h>
+static uint64_t ticks(void) { return __rdtsc(); }
+#else /* (elsewhere the monotonic clock, in ns: dearer, still a timeline) */
+static uint64_t mono_ns(void);
+static uint64_t ticks(void) { return mono_ns(); }
+#endif
 
 #define EVENTS_MAX 4000000L
 static uint64_t *ts;
@@ -40,13 +46,13 @@ __attribute__((constructor)) static void start(void) {
     return;
   ts = malloc(EVENTS_MAX * sizeof(*ts));
   ev = malloc(EVENTS_MAX);
-  tsc0 = __rdtsc();
+  tsc0 = ticks();
   ns0 = mono_ns();
 }
 
 static void note(char e) {
   if (ts != NULL && nev < EVENTS_MAX) {
-    ts[nev] = __rdtsc();
+    ts[nev] = ticks();
     ev[nev++] = e;
   }
 }
@@ -87,7 +93,7 @@ __attribute__((destructor)) static void dump(void) {
   const char *base = getenv("TCP_TIMELINE");
   if (ts == NULL || base == NULL || nev == 0)
     return;
-  double ticks_per_us = (double)(__rdtsc() - tsc0) / ((double)(mono_ns() - ns0) / 1000.0);
+  double ticks_per_us = (double)(ticks() - tsc0) / ((double)(mono_ns() - ns0) / 1000.0);
   char path[512];
   snprintf(path, sizeof(path), "%s.%d", base, (int)getpid());
   FILE *f = fopen(path, "w");
