@@ -1,8 +1,9 @@
 /* tcp_timeline.so: where a small call over a socket spends its time,
  * seen from the syscalls. Preloaded into a program (LD_PRELOAD), it
  * timestamps every send()/writev() and recv() (entry and return) with
- * the TSC (x86; elsewhere the monotonic clock) and, at exit, writes them to $TCP_TIMELINE.<pid>, with the TSC
- * rate measured against CLOCK_MONOTONIC over the run.
+ * the TSC (x86; elsewhere the monotonic clock) and, at exit, writes
+ * them to $TCP_TIMELINE.<pid>, with the ticks' rate measured against
+ * CLOCK_MONOTONIC over the run.
  * bench/tcp_timeline.py reads the files: per call, the sending syscall,
  * the wait from its return until the peer's data has been read, and the
  * program's own time from that read to its next send (for rlxcoll: the
