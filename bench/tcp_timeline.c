@@ -24,10 +24,6 @@
 #include <unistd.h>
 #if defined(__x86_64__) || defined(__i386__)
 #include <x86intrin.h>
-static uint64_t ticks(void) { return __rdtsc(); }
-#else /* (elsewhere the monotonic clock, in ns: dearer, still a timeline) */
-static uint64_t mono_ns(void);
-static uint64_t ticks(void) { return mono_ns(); }
 #endif
 
 #define EVENTS_MAX 4000000L
@@ -40,6 +36,15 @@ static uint64_t mono_ns(void) {
   struct timespec t;
   clock_gettime(CLOCK_MONOTONIC, &t);
   return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
+/* the TSC, or elsewhere the monotonic clock (dearer, still a timeline) */
+static uint64_t ticks(void) {
+#if defined(__x86_64__) || defined(__i386__)
+  return __rdtsc();
+#else
+  return mono_ns();
+#endif
 }
 
 __attribute__((constructor)) static void start(void) {

@@ -344,10 +344,10 @@ int rlx__engine_wait(struct rlx__engine *e, const atomic_int *done, const atomic
       atomic_fetch_sub(&e->waiters, 1);
     }
   }
-  /* the last driver out wakes a napping progress thread, while asked to */
-  uint64_t until;
-  if (atomic_fetch_sub(&e->drivers, 1) == 1 && (until = atomic_load(&e->wake_until)) != 0 &&
-      atomic_load(&e->napping) && until > rlx__now_ns()) {
+  /* the last driver out wakes a napping progress thread until the time it
+   * was asked to (now: the last turn's reading, stale by a turn at most) */
+  if (atomic_fetch_sub(&e->drivers, 1) == 1 && atomic_load(&e->wake_until) > now &&
+      atomic_load(&e->napping)) {
     pthread_mutex_lock(&e->nap_mtx);
     pthread_cond_signal(&e->nap_cv);
     pthread_mutex_unlock(&e->nap_mtx);

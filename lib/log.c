@@ -35,18 +35,16 @@ void rlx__log_level_from_env(void) {
       rlx__log_level = i;
 }
 
+static uint64_t clock_ns(clockid_t id) {
+  struct timespec ts;
+  clock_gettime(id, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
 /* A tick's time (CLOCK_MONOTONIC_COARSE: 1-4 ms resolution, a tenth of a
  * precise read's cost, 3 against 23 ns on the 2-core test machine): for
  * the liveness stamps every frame makes (heartbeat.c's periods are 1 and
  * 10 s). Never later than a rlx__now_ns() read after it. */
-uint64_t rlx__tick_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
-  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
+uint64_t rlx__tick_ns(void) { return clock_ns(CLOCK_MONOTONIC_COARSE); }
 
-uint64_t rlx__now_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
+uint64_t rlx__now_ns(void) { return clock_ns(CLOCK_MONOTONIC); }
