@@ -6,11 +6,13 @@ and for every size the two alternate, ROUNDS rounds, each round's time the
 slowest rank's average over a timed loop; medians per size and their
 ratio. CPU float32 tensors, 8 B to MAX bytes.
     rlxrun -n 4 python3 bench/torch_rlx_gloo.py [max_bytes [rounds]] [--direct]
+BENCH_ITERS caps the timed calls per size (default 2000, fewer at large sizes).
 
---direct (torch 2, whose init_process_group takes only C++ backends): the
-default group is gloo, and rlx is rlxcoll.torch.ProcessGroupRlx called
-directly (pg.allreduce([t]).wait(): what dist.all_reduce calls).
+--direct: the default group is gloo, and rlx is
+rlxcoll.torch.ProcessGroupRlx called directly (pg.allreduce([t]).wait():
+what dist.all_reduce calls).
 """
+import os
 import statistics
 import sys
 import time
@@ -24,6 +26,7 @@ direct = "--direct" in sys.argv
 args = [a for a in sys.argv[1:] if a != "--direct"]
 max_bytes = int(args[0]) if len(args) > 0 else 64 << 20
 rounds = int(args[1]) if len(args) > 1 else 3
+ITERS = int(os.environ.get("BENCH_ITERS", "2000"))  # timed calls per size at most
 torch.set_num_threads(1)
 if direct:
     import rlxcoll
@@ -64,7 +67,7 @@ if rank == 0:
 nbytes = 8
 while nbytes <= max_bytes:
     t = buf[: nbytes // 4].clone()
-    iters = max(5, min(2000, (128 << 20) // nbytes))
+    iters = max(5, min(ITERS, (128 << 20) // nbytes))
     r, g = [], []
     for _ in range(rounds):
         r.append(timed(t, "rlx-direct" if direct else None, iters))

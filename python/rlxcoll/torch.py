@@ -32,12 +32,11 @@ import torch
 import torch.distributed as dist
 from torch._C._distributed_c10d import ProcessGroup, _create_work_from_future
 
-# torch 1.13 (Debian's) takes a ProcessGroup written in Python from a
-# backend's creator. torch 2 wants a c10d Backend there, which Python
-# cannot make (it has no constructor: a C++ extension would be needed):
-# on torch 2 the backend is not registered, and ProcessGroupRlx is only
-# usable directly (pg.allreduce([t]).wait(), as bench/torch_rlx_gloo.py
-# --direct does).
+# A backend's creator may return a ProcessGroup written in Python: torch
+# 1.13 (Debian's) takes it as the group, and so does torch 2, whose
+# init_process_group uses a creator's ProcessGroup subclass as the group
+# itself instead of wrapping a c10d Backend (distributed_c10d.py,
+# _new_process_group_helper). torch 2 also wants the devices named.
 TORCH2 = int(torch.__version__.split(".")[0]) >= 2
 
 import rlxcoll
@@ -291,7 +290,9 @@ def _env_or_rlx(url, timeout=datetime.timedelta(minutes=30), **kwargs):
     return _env_handler(url, timeout=timeout, **kwargs)
 
 
-if not TORCH2:
+if TORCH2:
+    dist.Backend.register_backend("rlx", _create, devices=["cpu", "cuda"])
+else:
     dist.Backend.register_backend("rlx", _create)
 _handlers["rlx"] = _rlx_rendezvous
 _handlers["env"] = _env_or_rlx
