@@ -71,9 +71,22 @@ def ops():
     if not torch.equal(part, torch.full((2,), float(n * r + n * (n - 1) / 2))) or \
             not torch.equal(part2, torch.tensor([2.0 * r, 2.0 * r + 1]) * n + n * (n - 1) / 2):
         fail("reduce_scatter: %s %s" % (part, part2))
-    hs = [dist.all_reduce(torch.full((1000,), float(r)), async_op=True) for _ in range(4)]
+    # Asynchronous handles, big and small mixed: the big ones go to the
+    # group's worker and the small ones (which run on the caller's thread
+    # when it is idle) must wait their turn behind them, else ranks would
+    # run different calls (a mismatch) or a result would be wrong.
+    sizes = [100000, 10, 100000, 3, 1000, 50000, 7]
+    ts = [torch.full((k,), float(r + i)) for i, k in enumerate(sizes)]
+    hs = [dist.all_reduce(t, async_op=True) for t in ts]
+    last = torch.full((5,), float(r))
+    dist.all_reduce(last)  # synchronous, behind them all
     for h in hs:
         h.wait()
+    for i, t in enumerate(ts):
+        if not torch.all(t == n * i + n * (n - 1) / 2):
+            fail("async all_reduce %d of %d values: %s" % (i, sizes[i], t[:3]))
+    if not torch.all(last == n * (n - 1) / 2):
+        fail("a call behind asynchronous ones")
     nc = torch.zeros(4, 3)[:, 1]  # not contiguous
     nc.fill_(r)
     dist.all_reduce(nc)
