@@ -270,10 +270,8 @@ int rlx__engine_wait(struct rlx__engine *e, const atomic_int *done, const atomic
   unsigned seen = atomic_load(progress), turns = 0;
   int rc = 0, cap_ms = atomic_load(&interrupt_fn) ? 10 : 50;
   atomic_fetch_add(&e->drivers, 1);
-  /* (one clock read a turn; the first turn's is the one above) */
-  for (int first = 1; !atomic_load_explicit(done, memory_order_acquire); first = 0) {
-    if (!first)
-      now = rlx__now_ns();
+  /* (one clock read a turn: the first turn's above, the others' at the end of the one before) */
+  for (; !atomic_load_explicit(done, memory_order_acquire); now = rlx__now_ns()) {
     unsigned p = atomic_load(progress);
     if (p != seen) {
       seen = p;

@@ -106,55 +106,45 @@ class _Worker(threading.Thread):
 
     def __init__(self):
         super().__init__(daemon=True, name="rlxcoll-torch")
-        self.q = queue.Queue()
+        self.q = queue.Queue()  # its unfinished_tasks: handed over, not yet run
         self.running = threading.Lock()  # held while a collective runs
-        self.pending = 0  # handed to the worker, not yet run
-        self.count = threading.Lock()
         self.start()
+
+    @staticmethod
+    def _settle(fut, fn, result):
+        try:
+            fn()
+        except KeyboardInterrupt:
+            raise
+        except BaseException as e:  # handed to whoever waits
+            fut.set_exception(e)
+            return
+        fut.set_result(result)
 
     def run(self):
         while True:
-            item = self.q.get()
-            if item is None:
-                return
-            fn, fut, result = item
+            fn, fut, result = self.q.get()
             with self.running:
-                try:
-                    fn()
-                    err = None
-                except BaseException as e:  # handed to whoever waits
-                    err = e
-            with self.count:
-                self.pending -= 1
-            if err is not None:
-                fut.set_exception(err)
-            else:
-                fut.set_result(result)
+                self._settle(fut, fn, result)  # (no KeyboardInterrupt off the main thread)
+            self.q.task_done()
 
     def _inline(self, fn, fut, result):
-        """Run fn here if nothing is queued or running: True when it ran."""
-        if self.pending or not self.running.acquire(blocking=False):
+        """Run fn here if nothing is queued or running: True when it ran.
+        Ctrl-C while it waits raises here at once."""
+        if self.q.unfinished_tasks or not self.running.acquire(blocking=False):
             return False
         try:
-            if self.pending:  # (queued meanwhile: it goes first)
+            if self.q.unfinished_tasks:  # (queued meanwhile: it goes first)
                 return False
-            try:
-                fn()
-            except KeyboardInterrupt:
-                raise  # Ctrl-C in the caller's own thread: at once
-            except BaseException as e:
-                fut.set_exception(e)
-                return True
-            fut.set_result(result)
+            self._settle(fut, fn, result)
             return True
         finally:
             self.running.release()
 
-    def submit(self, fn, result, nbytes):
+    def submit(self, fn, result):
+        """result: the tensors the work returns (their bytes decide where it runs)."""
         fut = torch.futures.Future()
-        if nbytes > INLINE_MAX or not self._inline(fn, fut, result):
-            with self.count:
-                self.pending += 1
+        if _nbytes(result) > INLINE_MAX or not self._inline(fn, fut, result):
             self.q.put((fn, fut, result))
         return _create_work_from_future(fut)
 
@@ -184,7 +174,7 @@ class ProcessGroupRlx(ProcessGroup):
                     raise rlxcoll.ArgumentError("rlx backend: avg needs a floating tensor")
                 self.comm.allreduce(s.arr, op=op, dtype=s.dtype)
                 s.put()
-        return self.worker.submit(run, tensors, _nbytes(tensors))
+        return self.worker.submit(run, tensors)
 
     def broadcast(self, tensors, opts=None):
         root = opts.rootRank if opts is not None else 0
@@ -194,7 +184,7 @@ class ProcessGroupRlx(ProcessGroup):
             for s in staged:
                 self.comm.bcast(s.arr, root=root, dtype=s.dtype)
                 s.put()
-        return self.worker.submit(run, tensors, _nbytes(tensors))
+        return self.worker.submit(run, tensors)
 
     def reduce(self, tensors, opts=None):
         op = _op_name(opts.reduceOp if opts is not None else dist.ReduceOp.SUM)
@@ -206,7 +196,7 @@ class ProcessGroupRlx(ProcessGroup):
                 self.comm.reduce(s.arr, op=op, root=root, dtype=s.dtype)
                 if self.comm.rank == root:
                     s.put()
-        return self.worker.submit(run, tensors, _nbytes(tensors))
+        return self.worker.submit(run, tensors)
 
     def allgather(self, output_tensors, input_tensors, opts=None):
         pairs = [([_Staged(o) for o in outs], _Staged(i))
@@ -220,7 +210,7 @@ class ProcessGroupRlx(ProcessGroup):
                 for r, o in enumerate(outs):
                     o.host.copy_(flat[r])
                     o.put()
-        return self.worker.submit(run, output_tensors, _nbytes(output_tensors))
+        return self.worker.submit(run, output_tensors)
 
     def _allgather_base(self, output, input, opts=None):
         o, i = _Staged(output), _Staged(input)
@@ -228,7 +218,7 @@ class ProcessGroupRlx(ProcessGroup):
         def run():
             self.comm.allgather(i.arr, out=o.arr, dtype=i.dtype)
             o.put()
-        return self.worker.submit(run, [output], _nbytes([output]))
+        return self.worker.submit(run, [output])
 
     def reduce_scatter(self, output_tensors, input_tensors, opts=None):
         op = _op_name(opts.reduceOp if opts is not None else dist.ReduceOp.SUM)
@@ -241,7 +231,7 @@ class ProcessGroupRlx(ProcessGroup):
                 arr, dt = _array(flat)
                 self.comm.reduce_scatter(arr, out=o.arr, op=op, dtype=dt)
                 o.put()
-        return self.worker.submit(run, output_tensors, _nbytes(output_tensors))
+        return self.worker.submit(run, output_tensors)
 
     def _reduce_scatter_base(self, output, input, opts=None):
         op = _op_name(opts.reduceOp if opts is not None else dist.ReduceOp.SUM)
@@ -250,10 +240,10 @@ class ProcessGroupRlx(ProcessGroup):
         def run():
             self.comm.reduce_scatter(i.arr, out=o.arr, op=op, dtype=i.dtype)
             o.put()
-        return self.worker.submit(run, [output], _nbytes([output]))
+        return self.worker.submit(run, [output])
 
     def barrier(self, opts=None):
-        return self.worker.submit(self.comm.barrier, [], 0)
+        return self.worker.submit(self.comm.barrier, [])
 
 
 # ---- wiring -------------------------------------------------------------------------
@@ -340,9 +330,6 @@ def _env_or_rlx(url, timeout=datetime.timedelta(minutes=30), **kwargs):
     return _env_handler(url, timeout=timeout, **kwargs)
 
 
-if TORCH2:
-    dist.Backend.register_backend("rlx", _create, devices=["cpu", "cuda"])
-else:
-    dist.Backend.register_backend("rlx", _create)
+dist.Backend.register_backend("rlx", _create, **({"devices": ["cpu", "cuda"]} if TORCH2 else {}))
 _handlers["rlx"] = _rlx_rendezvous
 _handlers["env"] = _env_or_rlx
