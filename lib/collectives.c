@@ -205,8 +205,9 @@ static int start(rlx_comm_t *c, struct rlx_request *rq) {
     give_back(c, op);
     return rc;
   }
-  rq->deadline = rt->cfg.timeout_s > 0 ? op->t_start + (uint64_t)(rt->cfg.timeout_s * 1e9) : 0;
+  rq->deadline = rlx__comm_deadline(c, op->t_start);
   op->deadline = rq->deadline;
+  rlx__comm_timeout(c, &op->deadline_from);
   if (op->algo->run != NULL) { /* in the shared segment, on this thread */
     op->shm = c->shm;
     /* an ABORT that came first fails it at once */
@@ -271,14 +272,16 @@ static int finish(struct rlx_request *rq) {
     rlx__engine_lock(&rt->engine);
     if (!atomic_load(&op->done)) {
       char call[160], waiting[400], msg[640];
+      const char *why;
+      double limit = rlx__comm_timeout(c, &why);
       rlx__exec_describe(op, call, sizeof(call));
       rlx__exec_waiting_on(op, waiting, sizeof(waiting));
       if (w == -2)
         snprintf(msg, sizeof(msg), "%s on rank %d was interrupted (by the program: a signal?) "
                  "while waiting for %s", call, c->rank, waiting[0] ? waiting : "its own progress");
       else
-        snprintf(msg, sizeof(msg), "%s on rank %d timed out after %g s (RLX_TIMEOUT) waiting "
-                 "for %s", call, c->rank, rt->cfg.timeout_s,
+        snprintf(msg, sizeof(msg), "%s on rank %d timed out after %g s (%s) waiting "
+                 "for %s", call, c->rank, limit, why,
                  waiting[0] ? waiting : "its own progress");
       rlx__exec_abort(op, w == -2 ? RLX_ERR_INTERRUPTED : RLX_ERR_TIMEOUT, msg);
     }

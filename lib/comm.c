@@ -72,6 +72,36 @@ rlx_comm_t *rlx__comm_new(uint32_t id, int *world, int n, int rank) {
   return c;
 }
 
+int rlx_comm_set_timeout(rlx_comm_t *c, double seconds) {
+  if (c == NULL)
+    return rlx__err(RLX_ERR_ARG, "rlx_comm_set_timeout: communicator is NULL");
+  if (seconds != seconds || seconds > 1e9) /* (NaN, or past what the clock adds up) */
+    return rlx__err(RLX_ERR_ARG, "rlx_comm_set_timeout: %g s is not a time limit (0 for none, "
+                    "up to 1e9 s; negative for RLX_TIMEOUT's)", seconds);
+  c->timeout_set = seconds >= 0;
+  c->timeout_s = seconds >= 0 ? seconds : 0;
+  return RLX_OK;
+}
+
+int rlx_comm_get_timeout(const rlx_comm_t *c, double *seconds) {
+  if (c == NULL || seconds == NULL)
+    return rlx__err(RLX_ERR_ARG, "rlx_comm_get_timeout: %s is NULL",
+                    c == NULL ? "communicator" : "seconds");
+  *seconds = rlx__comm_timeout(c, NULL);
+  return RLX_OK;
+}
+
+double rlx__comm_timeout(const rlx_comm_t *c, const char **why) {
+  if (why != NULL)
+    *why = c->timeout_set ? "rlx_comm_set_timeout" : "RLX_TIMEOUT";
+  return c->timeout_set ? c->timeout_s : rlx__rt.cfg.timeout_s;
+}
+
+uint64_t rlx__comm_deadline(const rlx_comm_t *c, uint64_t from) {
+  double s = rlx__comm_timeout(c, NULL);
+  return s > 0 ? from + (uint64_t)(s * 1e9) : 0;
+}
+
 /* A new communicator into *out, owning world (freed when out of memory). */
 static int make_comm(uint32_t id, int *world, int n, int rank, rlx_comm_t **out) {
   if ((*out = rlx__comm_new(id, world, n, rank)) == NULL) {

@@ -66,9 +66,8 @@ static int layout_cap(int n) {
   return m > n && m <= RLX__SHMG_CAP_MAX && !rt->pmix ? m : n;
 }
 
-static uint64_t setup_deadline(void) {
-  const struct rlx__runtime *rt = &rlx__rt;
-  return rt->cfg.timeout_s > 0 ? rlx__now_ns() + (uint64_t)(rt->cfg.timeout_s * 1e9) : 0;
+static uint64_t setup_deadline(const rlx_comm_t *c) {
+  return rlx__comm_deadline(c, rlx__now_ns());
 }
 
 int rlx__comm_in_shm(const rlx_comm_t *c) { return c->shm != NULL && c->size > 1; }
@@ -79,7 +78,7 @@ static int make_segment(rlx_comm_t *c) {
   struct rlx__runtime *rt = &rlx__rt;
   int err = 0;
   c->shm = rlx__shmg_setup(&rt->engine, &rt->p2p, c->id, c->world, c->size, c->rank,
-                           layout_cap(c->size), setup_deadline(), agree, c, &err);
+                           layout_cap(c->size), setup_deadline(c), agree, c, &err);
   c->shm_state = c->shm != NULL ? 1 : -1;
   return err;
 }
@@ -125,7 +124,7 @@ struct rlx__shm_group *rlx__comm_shm_receive(const rlx_comm_t *c, int from) {
   if (!eligible(c))
     return NULL;
   return rlx__shmg_receive(&rt->engine, &rt->p2p, from, c->world, c->size, c->rank,
-                           layout_cap(c->size), setup_deadline());
+                           layout_cap(c->size), setup_deadline(c));
 }
 
 uint64_t rlx__comm_shm_offer(const rlx_comm_t *c, const rlx_comm_t *grown) {

@@ -24,6 +24,10 @@ struct rlx_comm {
   void *wire; /* RLX_WIRE's half-width copy, for blocking calls */
   size_t wire_len;
   uint32_t children; /* communicators made from this one (split, dup) */
+  /* rlx_comm_set_timeout's limit for a call, when timeout_set; else
+   * RLX_TIMEOUT's (rlx__comm_deadline) */
+  double timeout_s;
+  int timeout_set;
   /* Its shared segment, when every member runs on this host (made at its
    * first collective; lib/coll/shm_group.h); shm_state 0 not
    * tried yet, 1 made, -1 none. */
@@ -215,6 +219,11 @@ rlx_comm_t *rlx__comm_new(uint32_t id, int *world, int n, int rank);
 /* A communicator of c's members in c's order, its id c's next child's
  * mixed with mix (every member makes it at the same call: no exchange). */
 int rlx__comm_copy(rlx_comm_t *c, uint32_t mix, rlx_comm_t **out);
+/* A call on c that starts at `from` fails at the returned time (0: never):
+ * rlx_comm_set_timeout's limit, else RLX_TIMEOUT's. rlx__comm_timeout: that
+ * limit in seconds, and in *why the name of its source, for messages. */
+uint64_t rlx__comm_deadline(const rlx_comm_t *c, uint64_t from);
+double rlx__comm_timeout(const rlx_comm_t *c, const char **why);
 /* Free a communicator's storage (not the world's struct itself). */
 void rlx__comm_release(rlx_comm_t *c);
 /* rlx_init, a job of one rank that may grow or a joiner: the scratch its

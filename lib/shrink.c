@@ -119,15 +119,16 @@ int rlx__comm_agree(rlx_comm_t *c, const char *call, int probe_first, uint32_t *
   pthread_mutex_lock(&c->mtx);
   uint32_t base = c->id * 2654435761u ^ 0x5348524bu ^ ++c->children; /* "SHRK" */
   pthread_mutex_unlock(&c->mtx);
-  uint64_t deadline =
-      rt->cfg.timeout_s > 0 ? rlx__now_ns() + (uint64_t)(rt->cfg.timeout_s * 1e9) : 0;
+  const char *why;
+  double limit = rlx__comm_timeout(c, &why);
+  uint64_t deadline = rlx__comm_deadline(c, rlx__now_ns());
   int nalive = 0, me = -1, agreed = 0;
   if (flags != NULL)
     lost[words] = *flags;
   for (uint64_t round = 0; !agreed && round < SHRINK_ROUNDS_MAX; round++) {
     if (deadline && rlx__now_ns() > deadline) {
       rc = rlx__err(RLX_ERR_TIMEOUT, "%s: the survivors did not agree within "
-                    "RLX_TIMEOUT (%g s)", call, rt->cfg.timeout_s);
+                    "%s (%g s)", call, why, limit);
       break;
     }
     if (probe_first || round > 0)

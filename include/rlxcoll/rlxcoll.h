@@ -32,6 +32,11 @@ RLX_API int rlx_comm_leader(const rlx_comm_t *c);
 RLX_API int rlx_comm_split(rlx_comm_t *c, int color, int key, rlx_comm_t **out);
 RLX_API int rlx_comm_dup(rlx_comm_t *c, rlx_comm_t **out);
 RLX_API int rlx_comm_free(rlx_comm_t **c);
+/* How long a call on c may wait before it fails with RLX_ERR_TIMEOUT, in
+ * seconds (0: no limit), from its next call on; this rank only. A new
+ * communicator starts at RLX_TIMEOUT; a negative value goes back to it. */
+RLX_API int rlx_comm_set_timeout(rlx_comm_t *c, double seconds);
+RLX_API int rlx_comm_get_timeout(const rlx_comm_t *c, double *seconds);
 /* After a member is lost: the survivors (all of them call it) agree on who
  * is gone and get a communicator of their own, leader re-elected. */
 RLX_API int rlx_comm_shrink(rlx_comm_t *c, rlx_comm_t **out);

@@ -116,6 +116,7 @@ struct rlx__op {
   uint64_t seq;
   struct rlx__shm_group *shm; /* the communicator's shared segment (algo->run) */
   uint64_t deadline;          /* rlx__now_ns() of RLX_TIMEOUT, 0 = none */
+  const char *deadline_from;  /* what set it, for messages (NULL: RLX_TIMEOUT) */
   /* the algorithm and its state */
   const struct rlx__algo *algo;
   void *tmp;
@@ -168,9 +169,9 @@ void rlx__exec_tell(struct rlx__op *op);
 void rlx__exec_abort_members(struct rlx__p2p *p, const int *world, int size, int me,
                              uint32_t comm_id, uint64_t seq, const uint8_t sig[RLX__SIG_SIZE],
                              int err, const char *why, int skip_world_rank);
-/* Fail an unfinished operation (deadline passed): withdraws its transfers.
- * (Failures seen in a transfer are sent to the other members as ABORT
- * frames; a deadline is not.) An operation that had lost a peer and was
+/* Fail an unfinished operation (deadline passed, or interrupted): withdraws
+ * its transfers and sends the other members an ABORT (as for failures seen
+ * in a transfer). An operation that had lost a peer and was
  * waiting for a better reason fails with that loss instead. */
 void rlx__exec_abort(struct rlx__op *op, int err, const char *msg);
 /* p2p's on_abort: a member failed (comm_id, seq); fail ours with its error

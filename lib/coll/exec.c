@@ -453,8 +453,11 @@ void rlx__exec_abort(struct rlx__op *op, int err, const char *msg) {
   }
   snprintf(op->msg, sizeof(op->msg), "%s", msg);
   finish(op, err);
-  /* A deadline is not news to the others: each has its own, and its own
-   * view of whom it waits for, which names the culprit better. */
+  /* The others hear of it: a rank whose limit is later (its own
+   * rlx_comm_set_timeout, or a late start) must not complete the call this
+   * rank gave up on, nor wait out its own limit for it; the message names
+   * the rank this one waited for. */
+  tell_members(op, -1);
 }
 
 /* Calls this rank refused by their arguments (rlx__refused): an ABORT for

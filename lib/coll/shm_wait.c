@@ -209,24 +209,6 @@ void rlx__shmg_describe_wait(struct rlx__shm_group *g, int which, int r, uint64_
   }
 }
 
-static int timed_out(struct rlx__shm_group *g, struct rlx__op *op, int which, int r,
-                     uint64_t step) {
-  char mine[160], who[300], msg[640];
-  rlx__shmg_describe_wait(g, which, r, step, who, sizeof(who));
-  rlx__exec_describe(op, mine, sizeof(mine));
-  snprintf(msg, sizeof(msg), "%s on rank %d timed out after %g s (RLX_TIMEOUT) waiting for %s",
-           mine, g->me, (double)(op->deadline - op->t_start) / 1e9, who[0] ? who : "nobody");
-  return end_call(op, RLX_ERR_TIMEOUT, msg);
-}
-
-void rlx__shmg_p2p_call(struct rlx__shm_group *g, uint64_t seq, const uint8_t sig[RLX__SIG_SIZE]) {
-  uint64_t s[2];
-  memcpy(s, sig, sizeof(s));
-  atomic_store_explicit(&g->line[g->me].p2p_sig[0], s[0], memory_order_relaxed);
-  atomic_store_explicit(&g->line[g->me].p2p_sig[1], s[1], memory_order_relaxed);
-  atomic_store_explicit(&g->line[g->me].p2p_seq, seq + 1, memory_order_release);
-}
-
 /* This call fails here for a reason of this rank's: the segment fails
  * for the others too, and an ABORT tells any of them in a point-to-point
  * call. */
@@ -238,6 +220,25 @@ static int fail_everywhere(struct rlx__shm_group *g, struct rlx__op *op, int err
   rlx__exec_tell(op);
   rlx__engine_unlock(g->engine);
   return rc;
+}
+
+static int timed_out(struct rlx__shm_group *g, struct rlx__op *op, int which, int r,
+                     uint64_t step) {
+  char mine[160], who[300], msg[640];
+  rlx__shmg_describe_wait(g, which, r, step, who, sizeof(who));
+  rlx__exec_describe(op, mine, sizeof(mine));
+  snprintf(msg, sizeof(msg), "%s on rank %d timed out after %g s (%s) waiting for %s", mine,
+           g->me, (double)(op->deadline - op->t_start) / 1e9,
+           op->deadline_from ? op->deadline_from : "RLX_TIMEOUT", who[0] ? who : "nobody");
+  return fail_everywhere(g, op, RLX_ERR_TIMEOUT, msg); /* (exec.c's rlx__exec_abort says why) */
+}
+
+void rlx__shmg_p2p_call(struct rlx__shm_group *g, uint64_t seq, const uint8_t sig[RLX__SIG_SIZE]) {
+  uint64_t s[2];
+  memcpy(s, sig, sizeof(s));
+  atomic_store_explicit(&g->line[g->me].p2p_sig[0], s[0], memory_order_relaxed);
+  atomic_store_explicit(&g->line[g->me].p2p_sig[1], s[1], memory_order_relaxed);
+  atomic_store_explicit(&g->line[g->me].p2p_seq, seq + 1, memory_order_release);
 }
 
 /* A rank we wait for runs this very call point to point (rlx_iallreduce

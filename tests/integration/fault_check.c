@@ -12,7 +12,9 @@
  *   fault_check frame corrupt|lost   (RLX_FAULT_FRAME spoils a frame: every
  *   rank must fail with that error, and none may return wrong data)
  *   fault_check revoke   (a rank that completed a call another failed finds
- *   its next call revoked at once) */
+ *   its next call revoked at once)
+ *   fault_check commtimeout   (as timeout, with the world's own limit set
+ *   to 2 s by rlx_comm_set_timeout: it wins over RLX_TIMEOUT) */
 #include <pthread.h>
 #include <signal.h>
 #include <dirent.h>
@@ -94,6 +96,15 @@ int main(int argc, char **argv) {
   if (rlx_barrier(w) != RLX_OK) {
     fprintf(stderr, "fault_check: barrier: %s\n", rlx_errmsg());
     return 2;
+  }
+  if (argc > 1 && strcmp(argv[1], "commtimeout") == 0) {
+    double got = 0;
+    if (rlx_comm_set_timeout(w, 0.0 / 0.0) != RLX_ERR_ARG || rlx_comm_set_timeout(w, 2.0) ||
+        rlx_comm_get_timeout(w, &got) || got != 2.0 || rlx_comm_get_timeout(w, NULL) != RLX_ERR_ARG) {
+      printf("fault_check: rank %d: rlx_comm_set_timeout/get_timeout: %g, %s\nfault_check: rank "
+             "%d: FAIL\n", rank, got, rlx_errmsg(), rank);
+      return 1;
+    }
   }
   if (argc > 1 && strcmp(argv[1], "revoke") == 0) {
     /* The last rank passes another count to a bcast from rank 0: it fails
@@ -265,6 +276,10 @@ int main(int argc, char **argv) {
                     : rlx_allreduce(RLX_IN_PLACE, &v, 1, RLX_FLOAT64, RLX_SUM, w);
   double took = now() - t0;
   int want = kill_mode || stop_mode ? RLX_ERR_PEER_LOST : RLX_ERR_TIMEOUT;
+  if (strcmp(argc > 1 ? argv[1] : "", "commtimeout") == 0 && took > bound(4.0)) {
+    printf("fault_check: rank %d: rlx_comm_set_timeout's 2 s not kept: %.2f s\n", rank, took);
+    rc = RLX_OK; /* (fails below) */
+  }
   /* A survivor names the peer it waited on: rank 1 itself, or, through the
    * ABORT another member sent, that member's report about rank 1; it may
    * see that member leave before its own deadline: lost, not timed out. */
