@@ -573,6 +573,26 @@ static PyObject *comm_get_int(Comm *s, void *which) {
                                   : rlx_comm_joiners(s->c));
 }
 
+static PyObject *comm_get_timeout(Comm *s, void *unused) {
+  (void)unused;
+  double t;
+  if (live(s))
+    return NULL;
+  int rc = rlx_comm_get_timeout(s->c, &t);
+  return rc != RLX_OK ? raise(rc) : PyFloat_FromDouble(t);
+}
+
+static int comm_set_timeout(Comm *s, PyObject *v, void *unused) {
+  (void)unused;
+  if (live(s))
+    return -1;
+  double t = v == NULL || v == Py_None ? -1.0 : PyFloat_AsDouble(v);
+  if (t == -1.0 && PyErr_Occurred())
+    return -1;
+  int rc = rlx_comm_set_timeout(s->c, t);
+  return rc != RLX_OK ? (raise(rc), -1) : 0;
+}
+
 static PyMethodDef comm_methods[] = {
     {"allreduce", (PyCFunction)(void (*)(void))comm_allreduce, METH_VARARGS | METH_KEYWORDS,
      "allreduce(buf, op='sum', out=None, dtype=None)\n--\n\n"
@@ -616,6 +636,9 @@ static PyGetSetDef comm_getset[] = {
     {"leader", (getter)comm_get_int, NULL, "The rank of its elected leader.", (void *)2},
     {"joiners", (getter)comm_get_int, NULL, "Ranks waiting to join (this rank's view).",
      (void *)3},
+    {"timeout", (getter)comm_get_timeout, (setter)comm_set_timeout,
+     "Seconds a call on it may wait before it raises Timeout (0: no limit); this rank "
+     "only. Starts at RLX_TIMEOUT; None (or del) goes back to it.", NULL},
     {NULL, NULL, NULL, NULL, NULL}};
 
 static PyObject *comm_repr(Comm *s) {

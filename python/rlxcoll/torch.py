@@ -32,7 +32,8 @@ import threading
 
 import torch
 import torch.distributed as dist
-from torch._C._distributed_c10d import ProcessGroup, _create_work_from_future
+from torch.distributed.constants import default_pg_timeout
+from torch._C._distributed_c10d import ProcessGroup, Work
 
 # A backend's creator may return a ProcessGroup written in Python: torch
 # 1.13 (Debian's) takes it as the group, and so does torch 2, whose
@@ -146,7 +147,79 @@ class _Worker(threading.Thread):
         fut = torch.futures.Future()
         if _nbytes(result) > INLINE_MAX or not self._inline(fn, fut, result):
             self.q.put((fn, fut, result))
-        return _create_work_from_future(fut)
+        return _Work(fut, result)
+
+
+# A _Work handed to torch's C++ (DDP's reducer, its parameter check) is
+# held there by a C++ reference only; once Python drops its last one the
+# Python half (these methods) is gone, and the C++ base wait() would block
+# forever on a completion it is never told of. So each work stays here
+# until it is consumed (wait or get_future, which such callers make at
+# once), or until PINNED_MAX newer ones pushed it out (works a program
+# started and never waited for, done or not).
+PINNED_MAX = 4096
+_pinned = {}  # id -> work, oldest first
+_pinned_lock = threading.Lock()
+
+
+def _pin(work):
+    with _pinned_lock:
+        _pinned[id(work)] = work
+        while len(_pinned) > PINNED_MAX:
+            del _pinned[next(iter(_pinned))]
+
+
+def _unpin(work):
+    with _pinned_lock:
+        _pinned.pop(id(work), None)
+
+
+class _Work(Work):
+    """A collective's handle. torch's own work-from-a-future
+    (_create_work_from_future) returns from wait() normally when the future
+    holds an exception, in torch 1.13 and 2.x alike: a failed all_reduce
+    would leave the tensors unreduced and the program none the wiser. Here
+    wait() raises the call's rlxcoll exception (Mismatch, PeerLost,
+    Timeout, Revoked, ...), and so does every synchronous call, which
+    torch.distributed makes by waiting; get_future() gives the future
+    itself, whose value() and wait() raise it too (DDP's path)."""
+
+    def __init__(self, fut, result):
+        super().__init__()
+        self._fut = fut
+        self._result = result
+        _pin(self)
+
+    def wait(self, timeout=None):
+        _unpin(self)
+        self._fut.wait()  # raises what the call raised
+        return True
+
+    def get_future(self):
+        _unpin(self)
+        return self._fut
+
+    def is_completed(self):
+        return self._fut.done()
+
+    def is_success(self):
+        return self.exception() is None
+
+    def exception(self):
+        if not self._fut.done():
+            return None
+        try:
+            self._fut.wait()
+        except Exception as e:  # (the call's own exception)
+            return e
+        return None
+
+    def result(self):
+        self.wait()
+        return self._result
+
+    def synchronize(self):
+        pass
 
 
 class ProcessGroupRlx(ProcessGroup):
@@ -156,6 +229,22 @@ class ProcessGroupRlx(ProcessGroup):
         super().__init__(comm.rank, comm.size)
         self.comm = comm
         self.worker = _Worker()
+
+    def _submit(self, fn, result, opts):
+        """fn to the worker; a timeout the call's options carry (torch's
+        unset one is negative) bounds it instead of the group's."""
+        t = getattr(opts, "timeout", None)
+        if t is not None and t.total_seconds() > 0:
+            plain, secs = fn, t.total_seconds()
+
+            def fn():
+                was = self.comm.timeout
+                self.comm.timeout = secs
+                try:
+                    plain()
+                finally:
+                    self.comm.timeout = was
+        return self.worker.submit(fn, result)
 
     def getBackendName(self):
         return "rlx"
@@ -168,13 +257,11 @@ class ProcessGroupRlx(ProcessGroup):
         op = _op_name(opts.reduceOp if opts is not None else dist.ReduceOp.SUM)
         staged = [_Staged(t) for t in tensors]
 
-        def run():
+        def run():  # (avg of integers: rlxcoll refuses it, on every rank)
             for s in staged:
-                if s.dtype is None and s.arr.dtype.kind in "iub" and op == "avg":
-                    raise rlxcoll.ArgumentError("rlx backend: avg needs a floating tensor")
                 self.comm.allreduce(s.arr, op=op, dtype=s.dtype)
                 s.put()
-        return self.worker.submit(run, tensors)
+        return self._submit(run, tensors, opts)
 
     def broadcast(self, tensors, opts=None):
         root = opts.rootRank if opts is not None else 0
@@ -184,7 +271,7 @@ class ProcessGroupRlx(ProcessGroup):
             for s in staged:
                 self.comm.bcast(s.arr, root=root, dtype=s.dtype)
                 s.put()
-        return self.worker.submit(run, tensors)
+        return self._submit(run, tensors, opts)
 
     def reduce(self, tensors, opts=None):
         op = _op_name(opts.reduceOp if opts is not None else dist.ReduceOp.SUM)
@@ -196,7 +283,7 @@ class ProcessGroupRlx(ProcessGroup):
                 self.comm.reduce(s.arr, op=op, root=root, dtype=s.dtype)
                 if self.comm.rank == root:
                     s.put()
-        return self.worker.submit(run, tensors)
+        return self._submit(run, tensors, opts)
 
     def allgather(self, output_tensors, input_tensors, opts=None):
         pairs = [([_Staged(o) for o in outs], _Staged(i))
@@ -210,7 +297,7 @@ class ProcessGroupRlx(ProcessGroup):
                 for r, o in enumerate(outs):
                     o.host.copy_(flat[r])
                     o.put()
-        return self.worker.submit(run, output_tensors)
+        return self._submit(run, output_tensors, opts)
 
     def _allgather_base(self, output, input, opts=None):
         o, i = _Staged(output), _Staged(input)
@@ -218,7 +305,7 @@ class ProcessGroupRlx(ProcessGroup):
         def run():
             self.comm.allgather(i.arr, out=o.arr, dtype=i.dtype)
             o.put()
-        return self.worker.submit(run, [output])
+        return self._submit(run, [output], opts)
 
     def reduce_scatter(self, output_tensors, input_tensors, opts=None):
         op = _op_name(opts.reduceOp if opts is not None else dist.ReduceOp.SUM)
@@ -231,7 +318,7 @@ class ProcessGroupRlx(ProcessGroup):
                 arr, dt = _array(flat)
                 self.comm.reduce_scatter(arr, out=o.arr, op=op, dtype=dt)
                 o.put()
-        return self.worker.submit(run, output_tensors)
+        return self._submit(run, output_tensors, opts)
 
     def _reduce_scatter_base(self, output, input, opts=None):
         op = _op_name(opts.reduceOp if opts is not None else dist.ReduceOp.SUM)
@@ -240,10 +327,10 @@ class ProcessGroupRlx(ProcessGroup):
         def run():
             self.comm.reduce_scatter(i.arr, out=o.arr, op=op, dtype=i.dtype)
             o.put()
-        return self.worker.submit(run, [output])
+        return self._submit(run, [output], opts)
 
     def barrier(self, opts=None):
-        return self.worker.submit(self.comm.barrier, [])
+        return self._submit(self.comm.barrier, [], opts)
 
 
 # ---- wiring -------------------------------------------------------------------------
@@ -315,7 +402,13 @@ def _create(store, rank, size, timeout):
     if (w.rank, w.size) != (rank, size):
         raise rlxcoll.StateError("rlx backend: torch.distributed says rank %d of %d, rlxcoll says "
                                  "rank %d of %d" % (rank, size, w.rank, w.size))
-    return ProcessGroupRlx(w.dup())
+    pg = ProcessGroupRlx(w.dup())
+    # The group's timeout bounds each of its calls (Timeout raised), as
+    # for gloo; torch's default one (30 min, passed when the program gave
+    # none) leaves RLX_TIMEOUT's (default 300 s) in force.
+    if timeout is not None and timeout != default_pg_timeout:
+        pg.comm.timeout = timeout.total_seconds()
+    return pg
 
 
 _handlers = dist.rendezvous.__globals__["_rendezvous_handlers"]

@@ -1,0 +1,129 @@
+"""rlxcoll.torch's failures reach the program, on 2 ranks (rlxrun -n 2,
+RLX_TIMEOUT=3): every failed call raises rlxcoll's exception, through a
+synchronous call, through work.wait() and through work.get_future() (DDP's
+way), never returns with the tensors unreduced:
+  - all_reduce of 3 items on rank 0 and 5 on rank 1: Mismatch on both; the
+    next, valid call on that group: Revoked on both
+  - AVG of int64 tensors on every rank: ArgumentError (a ValueError) on
+    both, and the group still works; on rank 0 only (float32 on rank 1):
+    ArgumentError there, Mismatch on rank 1
+  - a barrier rank 1 comes to late, on a group made with a 1 s timeout:
+    Timeout on rank 0 within 1-2.5 s; on a group made with torch's default
+    timeout: RLX_TIMEOUT's 3 s; with a 1 s timeout in the call's options
+    (BarrierOptions.timeout): 1 s; rank 1's late barrier raises too
+Prints "check_torch_errors: rank R: PASS"."""
+import datetime
+import os
+import sys
+import time
+
+import torch
+import torch.distributed as dist
+
+import rlxcoll
+import rlxcoll.torch  # noqa: F401 (registers "rlx")
+
+SCALE = max(1.0, float(os.environ.get("RLX_TEST_TIME_SCALE", "1")))
+MODES = ("sync", "wait", "future")
+failures = []
+
+
+def run(mode, fn, *args, **kw):
+    """One collective, as the program would make it in mode."""
+    if mode == "sync":
+        return fn(*args, **kw)
+    work = fn(*args, async_op=True, **kw)
+    return work.wait() if mode == "wait" else work.get_future().wait()
+
+
+def expect(what, exc, call, lo=0.0, hi=None):
+    """call() must raise exc (an rlxcoll.Error subclass) in lo..hi s."""
+    t0 = time.monotonic()
+    try:
+        call()
+    except rlxcoll.Error as e:
+        took = time.monotonic() - t0
+        ok = isinstance(e, exc) and took >= lo and (hi is None or took <= hi * SCALE)
+        print("check_torch_errors: rank %d: %s: %s after %.2f s: %s%s"
+              % (dist.get_rank(), what, type(e).__name__, took, e, "" if ok else "  <- WRONG"),
+              flush=True)
+        if not ok:
+            failures.append("%s: %s after %.2f s (wanted %s in %g-%s s)"
+                            % (what, type(e).__name__, took, exc.__name__, lo, hi))
+        return
+    failures.append("%s: returned normally (wanted %s)" % (what, exc.__name__))
+    print("check_torch_errors: rank %d: %s: returned normally  <- WRONG" % (dist.get_rank(), what),
+          flush=True)
+
+
+def mismatch(r, mode):
+    g = dist.new_group()
+    t = torch.full((3 if r == 0 else 5,), float(r + 1))
+    expect("%s: sizes 3 and 5" % mode, rlxcoll.Mismatch, lambda: run(mode, dist.all_reduce, t, group=g))
+    if not torch.all(t == r + 1):
+        failures.append("%s: the failed all_reduce wrote its tensor" % mode)
+    t = torch.full((2,), float(r + 1))
+    expect("%s: the next call" % mode, rlxcoll.Revoked, lambda: run(mode, dist.all_reduce, t, group=g))
+
+
+def avg_of_integers(r, mode):
+    g = dist.new_group()
+    t = torch.ones(3, dtype=torch.int64)
+    expect("%s: avg of int64" % mode, rlxcoll.ArgumentError,
+           lambda: run(mode, dist.all_reduce, t, op=dist.ReduceOp.AVG, group=g))
+    t = torch.full((2,), float(r + 1))
+    run(mode, dist.all_reduce, t, group=g)  # the group still works
+    if not torch.all(t == 3):
+        failures.append("%s: the call after a refused one: %s" % (mode, t))
+    t = torch.ones(3, dtype=torch.int64 if r == 0 else torch.float32)
+    expect("%s: avg of int64 on rank 0 only" % mode,
+           rlxcoll.ArgumentError if r == 0 else rlxcoll.Mismatch,
+           lambda: run(mode, dist.all_reduce, t, op=dist.ReduceOp.AVG, group=g))
+
+
+def late_barrier(r, mode, g, lo, hi, call=None):
+    """Rank 1 comes to g's barrier 1.5 s after rank 0's limit; rank 0 must
+    time out in lo..hi s, rank 1 fail too (rank 0 gave up on it)."""
+    dist.barrier(group=g)  # (the group warm: its first call made)
+    if r == 1:
+        time.sleep(hi * SCALE + 1.5)
+    call = call or (lambda: run(mode, dist.barrier, group=g))
+    expect("%s: a late barrier" % mode, rlxcoll.Timeout if r == 0 else rlxcoll.Error, call,
+           lo=lo if r == 0 else 0.0, hi=hi if r == 0 else 10.0)
+
+
+def call_timeout(r, mode):
+    g = dist.new_group()  # torch's default timeout: RLX_TIMEOUT's 3 s
+    opts = dist.BarrierOptions()
+    opts.timeout = datetime.timedelta(seconds=1)
+    late_barrier(r, mode, g, 0.9, 2.5, lambda: run_opts(mode, g.barrier(opts)))
+
+
+def run_opts(mode, work):
+    return work.wait() if mode != "future" else work.get_future().wait()
+
+
+def main():
+    # The world's own limit is long: it only lines the ranks up between cases.
+    dist.init_process_group("rlx", timeout=datetime.timedelta(seconds=60))
+    r = dist.get_rank()
+    for mode in MODES:
+        mismatch(r, mode)
+        dist.barrier()
+        avg_of_integers(r, mode)
+        dist.barrier()
+        late_barrier(r, mode, dist.new_group(timeout=datetime.timedelta(seconds=1)), 0.9, 2.5)
+        dist.barrier()
+    late_barrier(r, "sync", dist.new_group(), 2.9, 4.5)  # RLX_TIMEOUT=3
+    dist.barrier()
+    call_timeout(r, "wait")
+    dist.barrier()
+    for f in failures:
+        print("check_torch_errors: rank %d: FAIL: %s" % (r, f), flush=True)
+    if not failures:
+        print("check_torch_errors: rank %d: PASS" % r, flush=True)
+    dist.destroy_process_group()
+    sys.exit(1 if failures else 0)
+
+
+main()
