@@ -56,13 +56,15 @@ static int load_launch(struct rlx__config *cfg) {
   cfg->local_rank = -1;
   cfg->local_size = -1;
   const char *join = getenv("RLX_JOIN"), *max_np = getenv("RLX_MAX_NP");
-  if (max_np != NULL && *max_np && strcmp(max_np, "0") != 0) {
+  /* (set but empty is a bad value too, as for every variable: rlxrun never
+   * passes one) */
+  if (max_np != NULL && strcmp(max_np, "0") != 0) {
     if (rlx__parse_long(max_np, 1, 1 << 20, &v) != 0)
       return bad("RLX_MAX_NP", max_np, "the most ranks the job may grow to, from 1 to 1048576 "
                  "(0: it does not grow)");
     cfg->max_np = (int)v;
   }
-  if (join != NULL && *join && strcmp(join, "0") != 0) {
+  if (join != NULL && strcmp(join, "0") != 0) {
     if (strcmp(join, "1") != 0)
       return bad("RLX_JOIN", join, "1 (join the running job at RLX_RENDEZVOUS) or 0");
     if (rank != NULL || size != NULL)

@@ -56,13 +56,17 @@ static void local_placement(struct rlx__runtime *rt) {
   rt->local_size = rt->cfg.local_size > 0 ? rt->cfg.local_size : ls;
 }
 
+/* RLX_IFACE's address into ip: an error when it names no interface. */
+static int iface_ip(const struct rlx__runtime *rt, char *ip, size_t len) {
+  if (rlx__iface_ip(rt->cfg.iface, ip, len) != 0)
+    return rlx__err(RLX_ERR_ARG, "RLX_IFACE=\"%s\" matches no interface with an IPv4 address",
+                    rt->cfg.iface);
+  return RLX_OK;
+}
+
 static int pick_tcp_ip(struct rlx__runtime *rt, const char *rdv_ip, char *ip, size_t len) {
-  if (rt->cfg.iface[0] != '\0') {
-    if (rlx__iface_ip(rt->cfg.iface, ip, len) != 0)
-      return rlx__err(RLX_ERR_ARG, "RLX_IFACE=\"%s\" matches no interface with an IPv4 address",
-                      rt->cfg.iface);
-    return RLX_OK;
-  }
+  if (rt->cfg.iface[0] != '\0')
+    return iface_ip(rt, ip, len);
   /* The address this host used to reach the rendezvous is one the others
    * can reach too. Without a rendezvous (PMIx), loopback while the job is
    * on one host, else the first interface that is not lo, docker* or
@@ -457,6 +461,11 @@ static int init_locked(struct rlx__runtime *rt) {
     if ((rc = bootstrap(rt)) != RLX_OK)
       goto fail;
   } else {
+    /* A job of one opens no listener, but a bad value is refused all the
+     * same: the program must not work as one rank and fail as two. */
+    char ip[64];
+    if (rt->cfg.iface[0] != '\0' && (rc = iface_ip(rt, ip, sizeof(ip))) != RLX_OK)
+      goto fail;
     rlx__host_identity(rt->cards[0].host, sizeof(rt->cards[0].host));
     rt->cards[0].election_id = randombytes_random();
   }

@@ -169,6 +169,9 @@ void rlx__exec_tell(struct rlx__op *op);
 void rlx__exec_abort_members(struct rlx__p2p *p, const int *world, int size, int me,
                              uint32_t comm_id, uint64_t seq, const uint8_t sig[RLX__SIG_SIZE],
                              int err, const char *why, int skip_world_rank);
+/* "rank R", or "rank R (world rank W)" where the two differ: the transport's
+ * reasons name world ranks, a call's messages its communicator's. */
+const char *rlx__rank_name(const int *world, int r, char *buf, size_t len);
 /* Fail an unfinished operation (deadline passed, or interrupted): withdraws
  * its transfers and sends the other members an ABORT (as for failures seen
  * in a transfer). An operation that had lost a peer and was

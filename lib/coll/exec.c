@@ -207,8 +207,11 @@ static void fail_from_xfer(struct rlx__op *op, struct rlx__xfer *x) {
     if (op->settle)
       return; /* the first loss is the one we report */
     const char *why = rlx__p2p_lost_reason(op->p2p, x->peer);
-    snprintf(op->msg, sizeof(op->msg), "rank %d lost rank %d during %s: %s", op->rank, peer,
-             mine, why ? why : rlx_strerror(x->status));
+    char me_s[48], peer_s[48];
+    snprintf(op->msg, sizeof(op->msg), "%s lost %s during %s: %s",
+             rlx__rank_name(op->world, op->rank, me_s, sizeof(me_s)),
+             rlx__rank_name(op->world, peer, peer_s, sizeof(peer_s)), mine,
+             why ? why : rlx_strerror(x->status));
     /* A peer that fails a call on purpose (a corrupt frame, a mismatch)
      * may have had to close our connection mid-frame; its ABORT, passed on
      * by the others, names the real cause. Give it 200 ms to arrive. */
@@ -432,6 +435,14 @@ int rlx__exec_claim_abort(struct rlx__op *op, struct rlx__engine *e) {
 }
 
 void rlx__exec_tell(struct rlx__op *op) { tell_members(op, -1); }
+
+const char *rlx__rank_name(const int *world, int r, char *buf, size_t len) {
+  if (world != NULL && r >= 0 && world[r] != r)
+    snprintf(buf, len, "rank %d (world rank %d)", r, world[r]);
+  else
+    snprintf(buf, len, "rank %d", r);
+  return buf;
+}
 
 void rlx__exec_end(struct rlx__op *op, int status, const char *msg) {
   if (op->finished)

@@ -186,9 +186,12 @@ static int check_failed(struct rlx__shm_group *g, struct rlx__op *op) {
              "%s on rank %d: the communicator is revoked: call #%llu, which this rank had "
              "completed, failed elsewhere: %.600s",
              mine, g->me, (unsigned long long)seq, g->hdr->why);
-  } else if (err == RLX_ERR_PEER_LOST && lost >= 0 && lost < g->n)
-    snprintf(msg, sizeof(msg), "rank %d lost rank %d during %s: %.600s", g->me, lost, mine,
-             g->hdr->why);
+  } else if (err == RLX_ERR_PEER_LOST && lost >= 0 && lost < g->n) {
+    char me_s[48], lost_s[48];
+    snprintf(msg, sizeof(msg), "%s lost %s during %s: %.600s",
+             rlx__rank_name(g->world, g->me, me_s, sizeof(me_s)),
+             rlx__rank_name(g->world, lost, lost_s, sizeof(lost_s)), mine, g->hdr->why);
+  }
   else
     snprintf(msg, sizeof(msg), "%.600s", g->hdr->why);
   return end_call(op, err, msg);

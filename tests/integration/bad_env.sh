@@ -18,6 +18,15 @@ check RLX_WIRE f8
 check RLX_SHM_COLL yes
 check RLX_BCAST_ALGO ring
 check RLX_RANK 5
+# Set but empty is a bad value too (rlxrun never passes one).
+check RLX_TIMEOUT ""
+check RLX_MAX_NP ""
+check RLX_JOIN ""
+# A job of one opens no listener, but RLX_IFACE is checked all the same:
+# alone, and from rlxrun (which gives it a rendezvous).
+check RLX_IFACE nonexistent0
+RLX_IFACE=nonexistent0 timeout 20 "$RLXRUN" -n 1 "$HELLO" >"$TMP/out" 2>&1 && fail "rlxrun -n 1: RLX_IFACE=nonexistent0 accepted"
+grep -q 'RLX_IFACE="nonexistent0" matches no interface' "$TMP/out" || { cat "$TMP/out"; fail "rlxrun -n 1: RLX_IFACE"; }
 RLX_RANK=0 RLX_SIZE=2 RLX_RENDEZVOUS=127.0.0.1:1 timeout 10 "$HELLO" >"$TMP/out" 2>&1 && fail "no job key accepted"
 grep -q RLX_JOB_KEY "$TMP/out" || fail "missing RLX_JOB_KEY not named"
 # A bad device is refused by librlxcompute, and its detail reaches

@@ -19,6 +19,13 @@ for n in 2 3 4 5; do
   done
   echo "n=$n: $(grep -m1 'shrink in' "$TMP/out" | sed 's/.*shrink_check: //')"
 done
+# On a communicator whose ranks are not the world's, a loss names both.
+for shm in auto off; do
+  RLX_SHM_COLL=$shm timeout 60 "$RLXRUN" -n 4 --enable-recovery "$SHRINK" sub >"$TMP/out" 2>&1 ||
+    { cat "$TMP/out"; fail "sub (RLX_SHM_COLL=$shm): not every survivor passed"; }
+  [ "$(grep -c 'shrink_check: rank [0-9]*: PASS' "$TMP/out")" = 3 ] || { cat "$TMP/out"; fail "sub ($shm)"; }
+done
+echo "a loss on a reordered communicator: $(grep -m1 'lost rank 2' "$TMP/out" | sed 's/.*shrink_check: //')"
 timeout 60 "$RLXRUN" -n 3 "$SHRINK" 1 >"$TMP/out" 2>&1 && fail "without --enable-recovery the job went on"
 grep -q "rank 1 (pid [0-9]*) was killed by signal 9" "$TMP/out" || fail "no report of the kill"
 echo "shrink: ok"

@@ -3,7 +3,10 @@
  * with RLX_ERR_PEER_LOST, rlx_comm_shrink gives them a communicator of
  * size n-1 with one leader they all agree on, and collectives on it are
  * right.
- *   shrink_check leader|VICTIM */
+ *   shrink_check leader|VICTIM
+ *   shrink_check sub   (4 ranks: on a communicator of every rank in reverse
+ *   order world rank 1, its rank 2, dies; the survivors' message names it
+ *   by both: "lost rank 2 (world rank 1)") */
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,6 +28,24 @@ int main(int argc, char **argv) {
   }
   rlx_comm_t *w = rlx_comm_world();
   int rank = rlx_comm_rank(w), size = rlx_comm_size(w), old_leader = rlx_comm_leader(w);
+  if (argc > 1 && strcmp(argv[1], "sub") == 0) {
+    rlx_comm_t *rev = NULL;
+    double x = 1;
+    if (size != 4 || rlx_comm_split(w, 0, -rank, &rev) != RLX_OK ||
+        rlx_allreduce(RLX_IN_PLACE, &x, 1, RLX_FLOAT64, RLX_SUM, rev) != RLX_OK) {
+      fprintf(stderr, "shrink_check: sub: %s\n", rlx_errmsg());
+      return 2;
+    }
+    if (rank == 1)
+      raise(SIGKILL);
+    int rc = rlx_allreduce(RLX_IN_PLACE, &x, 1, RLX_FLOAT64, RLX_SUM, rev);
+    /* (its own words, or another survivor's passed on) */
+    int ok = rc == RLX_ERR_PEER_LOST && strstr(rlx_errmsg(), "lost rank 2 (world rank 1)") != NULL;
+    printf("shrink_check: rank %d: %s: %s\nshrink_check: rank %d: %s\n", rank, rlx_strerror(rc),
+           rlx_errmsg(), rank, ok ? "PASS" : "FAIL");
+    fflush(stdout);
+    return ok ? 0 : 1; /* (no rlx_finalize: its barrier would wait for the lost) */
+  }
   int victim = argc > 1 && strcmp(argv[1], "leader") ? atoi(argv[1]) : old_leader;
   double v = 1;
   if (rlx_allreduce(RLX_IN_PLACE, &v, 1, RLX_FLOAT64, RLX_SUM, w) != RLX_OK || v != size) {
