@@ -33,7 +33,7 @@ import threading
 import torch
 import torch.distributed as dist
 from torch.distributed.constants import default_pg_timeout
-from torch._C._distributed_c10d import ProcessGroup, Work
+from torch._C._distributed_c10d import ProcessGroup, Work, _create_work_from_future
 
 # A backend's creator may return a ProcessGroup written in Python: torch
 # 1.13 (Debian's) takes it as the group, and so does torch 2, whose
@@ -119,8 +119,9 @@ class _Worker(threading.Thread):
             raise
         except BaseException as e:  # handed to whoever waits
             fut.set_exception(e)
-            return
+            return False
         fut.set_result(result)
+        return True
 
     def run(self):
         while True:
@@ -130,23 +131,26 @@ class _Worker(threading.Thread):
             self.q.task_done()
 
     def _inline(self, fn, fut, result):
-        """Run fn here if nothing is queued or running: True when it ran.
-        Ctrl-C while it waits raises here at once."""
+        """Run fn here if nothing is queued or running: None when it did
+        not, else whether it succeeded. Ctrl-C while it waits raises here
+        at once."""
         if self.q.unfinished_tasks or not self.running.acquire(blocking=False):
-            return False
+            return None
         try:
             if self.q.unfinished_tasks:  # (queued meanwhile: it goes first)
-                return False
-            self._settle(fut, fn, result)
-            return True
+                return None
+            return self._settle(fut, fn, result)
         finally:
             self.running.release()
 
     def submit(self, fn, result):
         """result: the tensors the work returns (their bytes decide where it runs)."""
         fut = torch.futures.Future()
-        if _nbytes(result) > INLINE_MAX or not self._inline(fn, fut, result):
+        ran = None if _nbytes(result) > INLINE_MAX else self._inline(fn, fut, result)
+        if ran is None:
             self.q.put((fn, fut, result))
+        elif ran:  # done here, and well: torch's own work has nothing to swallow, and
+            return _create_work_from_future(fut)  # costs a microsecond less than a _Work
         return _Work(fut, result)
 
 
@@ -157,21 +161,19 @@ class _Worker(threading.Thread):
 # until it is consumed (wait or get_future, which such callers make at
 # once), or until PINNED_MAX newer ones pushed it out (works a program
 # started and never waited for, done or not).
+# (A dict's single operations are atomic under the GIL: no lock, which
+# would cost a small call about a microsecond.)
 PINNED_MAX = 4096
 _pinned = {}  # id -> work, oldest first
-_pinned_lock = threading.Lock()
 
 
 def _pin(work):
-    with _pinned_lock:
-        _pinned[id(work)] = work
-        while len(_pinned) > PINNED_MAX:
+    _pinned[id(work)] = work
+    if len(_pinned) > PINNED_MAX:
+        try:
             del _pinned[next(iter(_pinned))]
-
-
-def _unpin(work):
-    with _pinned_lock:
-        _pinned.pop(id(work), None)
+        except (KeyError, RuntimeError, StopIteration):  # (another thread's meanwhile)
+            pass
 
 
 class _Work(Work):
@@ -191,12 +193,12 @@ class _Work(Work):
         _pin(self)
 
     def wait(self, timeout=None):
-        _unpin(self)
+        _pinned.pop(id(self), None)
         self._fut.wait()  # raises what the call raised
         return True
 
     def get_future(self):
-        _unpin(self)
+        _pinned.pop(id(self), None)
         return self._fut
 
     def is_completed(self):
