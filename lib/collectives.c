@@ -64,10 +64,24 @@ int rlx__comm_take(rlx_comm_t *c, const char *call, int blocking, int *took) {
                     "communicator must not overlap; give each thread its own: rlx_comm_dup)",
                     call);
   *took = blocking;
+  if (blocking) {
+    /* (counted first, then the flag read: rlx_finalize sets it first, then
+     * reads the count, so one of the two sees the other) */
+    atomic_fetch_add(&rlx__rt.calls, 1);
+    uintptr_t fin = atomic_load(&rlx__rt.finalizing);
+    if (fin != 0 && fin != self) {
+      rlx__comm_give(c);
+      *took = 0;
+      return rlx__err(RLX_ERR_STATE, "%s: rlx_finalize is under way on another thread", call);
+    }
+  }
   return RLX_OK;
 }
 
-void rlx__comm_give(rlx_comm_t *c) { atomic_store(&c->owner, 0); }
+void rlx__comm_give(rlx_comm_t *c) {
+  atomic_store(&c->owner, 0);
+  atomic_fetch_sub(&rlx__rt.calls, 1);
+}
 
 /* The call is over (or failed on its way): what it took goes back. */
 static void give_back(rlx_comm_t *c, struct rlx__op *op) {

@@ -560,6 +560,15 @@ int rlx_finalize(void) {
     pthread_mutex_unlock(&init_mtx);
     return rlx__err(RLX_ERR_STATE, "rlx_finalize without rlx_init");
   }
+  atomic_store(&rlx__rt.finalizing, (uintptr_t)pthread_self());
+  int busy = atomic_load(&rlx__rt.calls);
+  if (busy > 0) {
+    atomic_store(&rlx__rt.finalizing, 0);
+    pthread_mutex_unlock(&init_mtx);
+    return rlx__err(RLX_ERR_STATE, "rlx_finalize: %d call%s of other threads %s still in "
+                    "progress; finalize once %s returned", busy, busy > 1 ? "s" : "",
+                    busy > 1 ? "are" : "is", busy > 1 ? "they have" : "it has");
+  }
   /* Every rank reaches finalize before any closes its connections, so no
    * peer mistakes a clean exit for a lost rank. */
   /* (once the job grew or shrank: on a private copy of the newest
@@ -578,6 +587,7 @@ int rlx_finalize(void) {
   }
   teardown(&rlx__rt);
   rlx__rt.initialized = 0;
+  atomic_store(&rlx__rt.finalizing, 0);
   pthread_mutex_unlock(&init_mtx);
   return RLX_OK;
 }

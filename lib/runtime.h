@@ -64,6 +64,12 @@ struct rlx__cores {
 
 struct rlx__runtime {
   int initialized;
+  /* Blocking calls in progress (rlx__comm_take to rlx__comm_give), and the
+   * thread whose rlx_finalize is under way (0: none): finalize refuses
+   * while another thread is in a call, and a call refuses to start while
+   * another thread finalizes, instead of running on a torn-down library. */
+  atomic_int calls;
+  _Atomic uintptr_t finalizing;
   void *reserve; /* rlx__comm_make_reserve's scratch, until a communicator takes it */
   size_t reserve_len;
   struct rlx__config cfg;

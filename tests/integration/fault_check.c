@@ -14,7 +14,10 @@
  *   fault_check revoke   (a rank that completed a call another failed finds
  *   its next call revoked at once)
  *   fault_check commtimeout   (as timeout, with the world's own limit set
- *   to 2 s by rlx_comm_set_timeout: it wins over RLX_TIMEOUT) */
+ *   to 2 s by rlx_comm_set_timeout: it wins over RLX_TIMEOUT)
+ *   fault_check finrace   (rlx_finalize while another thread is in a 64 MiB
+ *   allreduce on a dup: refused with RLX_ERR_STATE, the call ends well,
+ *   then rlx_finalize works; never a crash) */
 #include <pthread.h>
 #include <signal.h>
 #include <dirent.h>
@@ -23,7 +26,11 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <sched.h>
+#include <stdatomic.h>
 #include <rlxcoll/rlxcoll.h>
+
+#define RACE_COUNT ((size_t)16 << 20) /* finrace's float32 allreduce: 64 MiB */
 
 /* A time bound of the test, stretched by RLX_TEST_TIME_SCALE (CI sets it
  * for its sanitizer builds, which run every rank several times slower):
@@ -71,6 +78,51 @@ struct big_call {
   rlx_comm_t *w;
 };
 
+struct racer {
+  rlx_comm_t *c;
+  float *v;
+  atomic_int entered;
+  int rc;
+};
+
+static void *race(void *arg) {
+  struct racer *r = arg;
+  atomic_store(&r->entered, 1);
+  r->rc = rlx_allreduce(RLX_IN_PLACE, r->v, RACE_COUNT, RLX_FLOAT32, RLX_SUM, r->c);
+  return NULL;
+}
+
+/* finrace: see the top. The call is certainly under way when rlx_finalize
+ * comes (2-10 ms after it began; it takes 50 ms or more), so finalize must
+ * refuse, and the call must end well on every rank; then finalize works. */
+static int finalize_race(rlx_comm_t *w, int rank) {
+  struct racer r = {NULL, calloc(RACE_COUNT, sizeof(float)), 0, -1};
+  pthread_t th;
+  if (r.v == NULL || rlx_comm_dup(w, &r.c) != RLX_OK ||
+      pthread_create(&th, NULL, race, &r) != 0) {
+    printf("fault_check: rank %d: set-up: %s\n", rank, rlx_errmsg());
+    return 1;
+  }
+  while (!atomic_load(&r.entered))
+    sched_yield();
+  unsigned seed = (unsigned)getpid();
+  struct timespec ts = {0, (2000 + rand_r(&seed) % 8000) * 1000L};
+  nanosleep(&ts, NULL);
+  int first = rlx_finalize();
+  char why[300];
+  snprintf(why, sizeof why, "%s", first ? rlx_errmsg() : "");
+  pthread_join(th, NULL);
+  int rc = first == RLX_OK ? RLX_OK : rlx_finalize();
+  int ok = first == RLX_ERR_STATE && strstr(why, "still in progress") != NULL &&
+           r.rc == RLX_OK && rc == RLX_OK;
+  printf("fault_check: rank %d: rlx_finalize during another thread's call: %s%s%s; that call: "
+         "%s; then rlx_finalize: %s\nfault_check: rank %d: %s\n", rank, rlx_strerror(first),
+         first ? ": " : "", why, rlx_strerror(r.rc), rlx_strerror(rc), rank, ok ? "PASS" : "FAIL");
+  fflush(stdout);
+  free(r.v);
+  return ok ? 0 : 1;
+}
+
 static void *call_big(void *arg) {
   struct big_call *b = arg;
   rlx_allreduce(RLX_IN_PLACE, b->v, b->n, RLX_FLOAT32, RLX_SUM, b->w);
@@ -97,6 +149,8 @@ int main(int argc, char **argv) {
     fprintf(stderr, "fault_check: barrier: %s\n", rlx_errmsg());
     return 2;
   }
+  if (argc > 1 && strcmp(argv[1], "finrace") == 0)
+    return finalize_race(w, rank);
   if (argc > 1 && strcmp(argv[1], "commtimeout") == 0) {
     double got = 0;
     if (rlx_comm_set_timeout(w, 0.0 / 0.0) != RLX_ERR_ARG || rlx_comm_set_timeout(w, 2.0) ||
