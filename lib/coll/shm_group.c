@@ -14,6 +14,7 @@
 #include "../internal.h"
 #include "../tuning.h"
 #include "../transport/p2p.h"
+#include "../transport/shm_seg.h"
 #include "shm_group.h"
 
 #define SHMG_MAGIC 0x31474d48534c5852ull /* "RXLSHMG1" */
@@ -45,15 +46,16 @@ static int create(struct rlx__shm_group *g, int *memfd) {
   int fd = memfd_create("rlxcoll-group", MFD_CLOEXEC | MFD_ALLOW_SEALING);
   if (fd < 0)
     return -errno;
-  if (ftruncate(fd, (off_t)g->len) != 0 ||
-      fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) != 0) {
-    int rc = -errno;
+  int rc = rlx__memfd_size(fd, g->len, "a communicator's shared segment",
+                           "its collectives go point to point instead");
+  if (rc != 0 || fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) != 0) {
+    rc = rc != 0 ? rc : -errno;
     close(fd);
     return rc;
   }
   void *b = mmap(NULL, g->len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
   if (b == MAP_FAILED) {
-    int rc = -errno;
+    rc = -errno;
     close(fd);
     return rc;
   }

@@ -5,9 +5,11 @@
 #include <fcntl.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include "../internal.h"
 #include "shm_seg.h"
 
 static size_t ring_span(size_t capacity) {
@@ -18,6 +20,21 @@ static size_t ring_span(size_t capacity) {
 static void clear(struct rlx__shm_seg *s) {
   memset(s, 0, sizeof(*s));
   s->memfd = -1;
+}
+
+int rlx__memfd_size(int fd, size_t len, const char *what, const char *instead) {
+  struct rlimit lim;
+  if (getrlimit(RLIMIT_FSIZE, &lim) == 0 && lim.rlim_cur != RLIM_INFINITY &&
+      (rlim_t)len > lim.rlim_cur) {
+    static atomic_int said; /* (the first is enough: every later one is alike) */
+    if (atomic_exchange(&said, 1) == 0)
+      rlx__warn("%s: %zu bytes of shared memory pass the file-size limit (ulimit -f: %llu "
+                "bytes): none made, %s", what, len, (unsigned long long)lim.rlim_cur, instead);
+    else
+      rlx__debug("%s: %zu bytes pass ulimit -f: none made, %s", what, len, instead);
+    return -EFBIG;
+  }
+  return ftruncate(fd, (off_t)len) == 0 ? 0 : -errno;
 }
 
 int rlx__shm_seg_create(struct rlx__shm_seg *s, size_t capacity) {
@@ -32,8 +49,10 @@ int rlx__shm_seg_create(struct rlx__shm_seg *s, size_t capacity) {
   int rc = 0;
   /* sealed at this size: the peer can neither shrink it under our mapping
    * (SIGBUS) nor grow it */
-  if (ftruncate(s->memfd, (off_t)s->len) != 0 ||
-      fcntl(s->memfd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) != 0) {
+  if ((rc = rlx__memfd_size(s->memfd, s->len, "rings to a peer",
+                            "the Unix socket carries the frames instead")) != 0)
+    goto fail;
+  if (fcntl(s->memfd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) != 0) {
     rc = -errno;
     goto fail;
   }

@@ -28,6 +28,11 @@ int rlx__shm_seg_create(struct rlx__shm_seg *s, size_t capacity);
  * (the memfd went with the first), or -errno (-EAGAIN: nothing sent). The
  * memfd stays open here until rlx__shm_seg_close. */
 long rlx__shm_seg_send(const struct rlx__shm_seg *s, int sock, const void *data, size_t len);
+/* Size a new memfd to len bytes (ftruncate), or -EFBIG without trying when
+ * that passes the process's file-size limit (ulimit -f): ftruncate would
+ * raise SIGXFSZ, which kills the process. what names it for the warning
+ * (RLX_LOG=warn) that says the shared memory is given up, and why. */
+int rlx__memfd_size(int fd, size_t len, const char *what, const char *instead);
 /* The same for any descriptor fd (a collective's group segment). */
 long rlx__send_with_fd(int sock, int fd, const void *data, size_t len);
 /* Map a memfd received from the creator as the other side (its out ring
