@@ -107,9 +107,10 @@ int rlx__validate(struct rlx__backend *b, char *why, size_t whylen);
  * parameters: the caller sets them afterwards. */
 int rlx__step_time(struct rlx__backend *b, double *ms);
 
-/* Test builds only (--enable-fault-injection): RLX_FAULT_COMPUTE=zeros makes
- * the OpenCL backend report success and return zeros. */
-int rlx__fault_compute_zeros(void);
+/* Test builds only (--enable-fault-injection): 1 when RLX_FAULT_COMPUTE is
+ * what. "zeros": the OpenCL backend reports success and returns zeros;
+ * "nomem": rlx_model_create's parameters cannot be allocated. */
+int rlx__fault_compute(const char *what);
 
 /* Deterministic generator shared by initialisation, synthetic data and
  * the shuffle (splitmix64). */

@@ -37,11 +37,12 @@ int rlx__device_parse(const char *s, struct rlx__device_choice *out) {
                   "OpenCL device's position, GPUs listed first)", s);
 }
 
-int rlx__fault_compute_zeros(void) {
+int rlx__fault_compute(const char *what) {
 #ifdef RLX_FAULT_INJECTION
   const char *f = getenv("RLX_FAULT_COMPUTE");
-  return f && !strcmp(f, "zeros");
+  return f && !strcmp(f, what);
 #else
+  (void)what;
   return 0;
 #endif
 }

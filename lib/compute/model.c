@@ -115,10 +115,11 @@ int rlx_model_create(const rlx_model_desc_t *d, rlx_model_t **out) {
     snprintf(m->fallback, sizeof m->fallback, "%s", m->be->note);
   if (m->fallback[0])
     rlx__info("compute: %s", m->fallback);
-  float *p = malloc(sizeof(float) * m->lo.nparams);
-  if (!p) {
+  size_t nparams = m->lo.nparams;
+  float *p = rlx__fault_compute("nomem") ? NULL : malloc(sizeof(float) * nparams);
+  if (!p) { /* (m is gone after rlx_model_free: the count is read before) */
     rlx_model_free(&m);
-    return rlx__err(RLX_ERR_NOMEM, "out of memory for %zu parameters", m->lo.nparams);
+    return rlx__err(RLX_ERR_NOMEM, "out of memory for %zu parameters", nparams);
   }
   rlx__layout_init_params(&m->lo, d->seed, p);
   rc = m->be->ops->set_params(m->be, p);

@@ -633,7 +633,7 @@ static int grad_as(struct rlx__backend *b, const float *x, const int32_t *y, int
     return rc;
   if (e != CL_SUCCESS)
     return cl_fail(o, "read gradient", e);
-  if (rlx__fault_compute_zeros()) {
+  if (rlx__fault_compute("zeros")) {
     /* Injected fault (test builds): a driver that says yes and computes nothing. */
     memset(g, 0, (half ? 2 : sizeof(float)) * lo->nparams);
     stats[0] = stats[1] = 0.0f;

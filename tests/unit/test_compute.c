@@ -786,6 +786,25 @@ START_TEST(gpu_asked_without_gpu) {
 }
 END_TEST
 
+/* An allocation that fails while a model is made (RLX_FAULT_COMPUTE=nomem,
+ * test builds): RLX_ERR_NOMEM with the count, no model, nothing read from
+ * the freed one (it read m->lo.nparams after rlx_model_free set m NULL). */
+START_TEST(out_of_memory_while_creating) {
+#ifdef RLX_FAULT_INJECTION
+  const int sizes[] = {784, 64, 10};
+  rlx_model_desc_t d = {.nsizes = 3, .sizes = sizes, .max_batch = 8, .device = "cpu",
+                        .local_rank = -1};
+  rlx_model_t *m = NULL;
+  setenv("RLX_FAULT_COMPUTE", "nomem", 1);
+  int rc = rlx_model_create(&d, &m);
+  unsetenv("RLX_FAULT_COMPUTE");
+  ck_assert_int_eq(rc, RLX_ERR_NOMEM);
+  ck_assert_ptr_null(m);
+  ck_assert_msg(strstr(rlx_errmsg(), "out of memory for 50890 parameters"), "%s", rlx_errmsg());
+#endif
+}
+END_TEST
+
 Suite *compute_suite(void) {
   Suite *s = suite_create("compute");
   TCase *t = tcase_create("model");
@@ -797,6 +816,7 @@ Suite *compute_suite(void) {
   tcase_add_test(t, validation_catches_wrong_answers);
   tcase_add_test(t, device_strings);
   tcase_add_test(t, gpu_asked_without_gpu);
+  tcase_add_test(t, out_of_memory_while_creating);
   tcase_add_test(t, step_matches_grad_then_apply);
   tcase_add_test(t, prefetch_matches_plain);
   tcase_add_test(t, momentum_travels);
