@@ -163,8 +163,9 @@ static int pick(struct rlx__op *op, rlx_comm_t *c, size_t bytes, const char *for
     op->algo = rlx__select(op->kind, bytes, c->size, forced);
   if (op->algo == NULL) {
     give_back(c, op);
+    char names[160];
     return rlx__err(RLX_ERR_ARG, "%s: no algorithm \"%s\" (try %s)", op->call, forced,
-                    rlx__algo_names(op->kind));
+                    rlx__algo_names(op->kind, names, sizeof(names)));
   }
   note_choice(op, bytes, c->size);
   return RLX_OK;

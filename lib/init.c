@@ -56,6 +56,27 @@ static void local_placement(struct rlx__runtime *rt) {
   rt->local_size = rt->cfg.local_size > 0 ? rt->cfg.local_size : ls;
 }
 
+/* RLX_<COLL>_ALGO names an algorithm lib/coll has for that collective. */
+static int check_algorithms(const struct rlx__config *cfg) {
+  static const struct {
+    const char *var;
+    int kind;
+    size_t off;
+  } vars[] = {
+      {"RLX_ALLREDUCE_ALGO", RLX__CK_ALLREDUCE, offsetof(struct rlx__config, allreduce_algo)},
+      {"RLX_BCAST_ALGO", RLX__CK_BCAST, offsetof(struct rlx__config, bcast_algo)},
+      {"RLX_ALLGATHER_ALGO", RLX__CK_ALLGATHER, offsetof(struct rlx__config, allgather_algo)},
+  };
+  for (size_t i = 0; i < sizeof(vars) / sizeof(vars[0]); i++) {
+    const char *s = (const char *)cfg + vars[i].off;
+    char names[160];
+    if (s[0] != '\0' && !rlx__algo_known(vars[i].kind, s))
+      return rlx__err(RLX_ERR_ARG, "%s=\"%s\" is not valid: one of %s", vars[i].var, s,
+                      rlx__algo_names(vars[i].kind, names, sizeof(names)));
+  }
+  return RLX_OK;
+}
+
 /* RLX_IFACE's address into ip: an error when it names no interface. */
 static int iface_ip(const struct rlx__runtime *rt, char *ip, size_t len) {
   if (rlx__iface_ip(rt->cfg.iface, ip, len) != 0)
@@ -75,7 +96,7 @@ static int pick_tcp_ip(struct rlx__runtime *rt, const char *rdv_ip, char *ip, si
     snprintf(ip, len, "%s", rdv_ip[0] ? rdv_ip : "127.0.0.1");
     return RLX_OK;
   }
-  if (rlx__iface_ip("^lo,docker,virbr", ip, len) != 0)
+  if (rlx__iface_ip(RLX__IFACE_DEFAULT, ip, len) != 0)
     return rlx__err(RLX_ERR_BOOTSTRAP, "the job spans hosts but this one has no IPv4 interface "
                     "besides lo, docker* and virbr*; set RLX_IFACE");
   return RLX_OK;
@@ -429,7 +450,7 @@ static int init_locked(struct rlx__runtime *rt) {
   if (sodium_init() < 0)
     return rlx__err(RLX_ERR_SYS, "libsodium failed to initialise");
   (void)rlx__crc32c(NULL, 0); /* choose the CRC implementation once */
-  if ((rc = rlx__config_load(&rt->cfg)) != RLX_OK)
+  if ((rc = rlx__config_load(&rt->cfg)) != RLX_OK || (rc = check_algorithms(&rt->cfg)) != RLX_OK)
     return rc;
   rlx__log_level = rt->cfg.log_level;
   /* RLX_RANK (rlxrun, or by hand) wins; else a PMIx server may have

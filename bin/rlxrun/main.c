@@ -448,7 +448,7 @@ int main(int argc, char **argv) {
     remote |= !hosts_is_local(opts.hosts.h[h].name);
   }
   if (remote) {
-    const char *spec = getenv("RLX_IFACE") ? getenv("RLX_IFACE") : "^lo,docker,virbr";
+    const char *spec = getenv("RLX_IFACE") ? getenv("RLX_IFACE") : RLX__IFACE_DEFAULT;
     char ip[64];
     if (rlx__iface_ip(spec, ip, sizeof ip) != 0) {
       fprintf(stderr, "rlxrun: no interface matching \"%s\" to host the rendezvous for the "

@@ -27,7 +27,7 @@ typedef struct rlx_model_desc {
   int max_batch;       /* largest batch given to rlx_model_grad/eval */
   uint64_t seed;       /* parameter initialisation */
   float momentum;      /* SGD momentum, 0 for plain SGD, [0, 1) */
-  const char *device;  /* "auto", "cpu", "opencl", "opencl:N"; NULL: $RLX_DEVICE, else auto */
+  const char *device;  /* "auto", "cpu", "gpu", "opencl", "opencl:N"; NULL: $RLX_DEVICE, else auto */
   int local_rank;      /* picks among several GPUs; -1: $RLX_LOCAL_RANK, else 0 */
 } rlx_model_desc_t;
 

@@ -41,6 +41,9 @@ uint64_t rlx__bs_realtime_ns(void); /* CLOCK_REALTIME, comparable between hosts 
  * that spec (NCCL's grammar: "eth,ib", "^lo,docker", "=eth0") admits.
  * 0, or -1 when none does. */
 int rlx__iface_ip(const char *spec, char *ip, size_t len);
+/* The spec used where RLX_IFACE is unset and a job spans hosts: any up
+ * interface but loopback and the container bridges. */
+#define RLX__IFACE_DEFAULT "^lo,docker,virbr"
 
 /* ---- the rendezvous server (rendezvous.c) */
 struct rlx__rdv_server;

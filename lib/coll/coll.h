@@ -249,6 +249,10 @@ void rlx__shm_reduce_slots(struct rlx__op *op, struct rlx__shm_group *g, uint64_
 const struct rlx__algo *rlx__select(int kind, size_t bytes, int nranks, const char *forced);
 const struct rlx__algo *rlx__select_shm(int kind, size_t bytes, int nranks, const char *forced);
 /* The algorithm names of a collective, for messages: "rd, ring, ...". */
-const char *rlx__algo_names(int kind);
+/* name is one RLX_<COLL>_ALGO takes for kind: "auto", "shm", or an
+ * algorithm's name or alias in select.c's tables. */
+int rlx__algo_known(int kind, const char *name);
+/* Those names, for messages ("auto, recursive-doubling (or rd), ..."), in buf. */
+const char *rlx__algo_names(int kind, char *buf, size_t len);
 
 #endif

@@ -1,6 +1,7 @@
 /* Algorithm selection: the whole decision table in one place. The
  * crossovers are in lib/tuning.h, with the runs of bench/crossover.sh that
  * measured them. */
+#include <stdio.h>
 #include <string.h>
 #include "../tuning.h"
 #include "coll.h"
@@ -27,13 +28,30 @@ static const struct rlx__algo *const *table(int kind) {
   }
 }
 
-const char *rlx__algo_names(int kind) {
-  switch (kind) {
-  case RLX__CK_ALLREDUCE: return "auto, recursive-doubling (rd), rabenseifner, ring, shm";
-  case RLX__CK_BCAST: return "auto, binomial, scatter-allgather, shm";
-  case RLX__CK_ALLGATHER: return "auto, recursive-doubling (rd), bruck, ring, shm";
-  default: return "auto, shm";
-  }
+/* The names RLX_<COLL>_ALGO takes come from the tables above (and the
+ * segment's "shm", select_shm.c): nowhere else. */
+static int named(const struct rlx__algo *a, const char *name) {
+  return strcmp(name, a->name) == 0 || (a->alias != NULL && strcmp(name, a->alias) == 0);
+}
+
+int rlx__algo_known(int kind, const char *name) {
+  if (strcmp(name, "auto") == 0 || strcmp(name, "shm") == 0)
+    return 1;
+  for (const struct rlx__algo *const *t = table(kind); *t != NULL; t++)
+    if (named(*t, name))
+      return 1;
+  return 0;
+}
+
+const char *rlx__algo_names(int kind, char *buf, size_t len) {
+  size_t used = (size_t)snprintf(buf, len, "auto");
+  for (const struct rlx__algo *const *t = table(kind); *t != NULL && used < len; t++)
+    used += (size_t)snprintf(buf + used, len - used, ", %s%s%s%s", (*t)->name,
+                             (*t)->alias ? " (or " : "", (*t)->alias ? (*t)->alias : "",
+                             (*t)->alias ? ")" : "");
+  if (used < len)
+    snprintf(buf + used, len - used, ", shm");
+  return buf;
 }
 
 static size_t rabenseifner_max(int nranks) {
@@ -47,7 +65,7 @@ static int pow2(int n) { return n > 0 && (n & (n - 1)) == 0; }
 
 static const struct rlx__algo *by_name(int kind, const char *forced, int nranks) {
   for (const struct rlx__algo *const *t = table(kind); *t != NULL; t++) {
-    if (strcmp(forced, (*t)->name) != 0 && ((*t)->alias == NULL || strcmp(forced, (*t)->alias) != 0))
+    if (!named(*t, forced))
       continue;
     /* recursive-doubling allgather needs a power-of-two rank count:
      * Bruck's takes as few rounds at any */

@@ -1,6 +1,6 @@
 /* A communicator's shared segment, for collectives that work in shared
- * memory when every member runs on one host (DESIGN section 5: transport
- * by reach). The member with communicator rank 0 makes a memfd and hands
+ * memory when every member runs on one host (rlxcoll(7), RLX_SHM_COLL and
+ * RLX_TRANSPORT: the transport by reach). The member with communicator rank 0 makes a memfd and hands
  * it to each other member over their (already authenticated) Unix-socket
  * connection with SCM_RIGHTS: no name anyone could open, nothing left
  * once the processes are gone.

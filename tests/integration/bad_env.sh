@@ -17,6 +17,7 @@ check RLX_PROGRESS_BIND core
 check RLX_WIRE f8
 check RLX_SHM_COLL yes
 check RLX_BCAST_ALGO ring
+check RLX_ALLGATHER_ALGO binomial
 check RLX_RANK 5
 # Set but empty is a bad value too (rlxrun never passes one).
 check RLX_TIMEOUT ""

@@ -518,6 +518,18 @@ START_TEST(selection_table) {
   ck_assert_str_eq(sel(RLX__CK_REDUCE_SCATTER, 8, 8, NULL), "ring");
   ck_assert_str_eq(sel(RLX__CK_BARRIER, 0, 8, NULL), "dissemination");
   ck_assert_str_eq(sel(RLX__CK_FINALIZE, 0, 8, NULL), "dissemination");
+  /* the names RLX_<COLL>_ALGO takes, from the same tables */
+  char names[160];
+  ck_assert_str_eq(rlx__algo_names(RLX__CK_ALLREDUCE, names, sizeof names),
+                   "auto, recursive-doubling (or rd), rabenseifner, ring, shm");
+  ck_assert_str_eq(rlx__algo_names(RLX__CK_BCAST, names, sizeof names),
+                   "auto, binomial, scatter-allgather, shm");
+  ck_assert_str_eq(rlx__algo_names(RLX__CK_ALLGATHER, names, sizeof names),
+                   "auto, recursive-doubling (or rd), bruck, ring, shm");
+  ck_assert(rlx__algo_known(RLX__CK_ALLREDUCE, "rd") && rlx__algo_known(RLX__CK_BCAST, "shm") &&
+            rlx__algo_known(RLX__CK_ALLGATHER, "bruck") && rlx__algo_known(RLX__CK_BCAST, "auto"));
+  ck_assert(!rlx__algo_known(RLX__CK_ALLREDUCE, "tree") && !rlx__algo_known(RLX__CK_BCAST, "ring") &&
+            !rlx__algo_known(RLX__CK_ALLGATHER, "binomial"));
 }
 END_TEST
 
