@@ -26,6 +26,19 @@ printf '# two nodes\nn1 slots=2\nn2 slots=two\n' >"$TMP/hf"
 usage_error "$TMP/hf:3: 'slots=two' is not slots=N" --hostfile "$TMP/hf" -n 1
 printf '# nothing\n\n' >"$TMP/hf"
 usage_error "names no host" --hostfile "$TMP/hf" -n 1
+# Every option's value is checked and named (long options with one dash
+# or two, values as the next word or after '=').
+usage_error 'rlxrun: -n "zero": expected a rank count' -np zero
+usage_error 'rlxrun: --grace "abc": expected seconds' -n 1 --grace=abc
+usage_error 'rlxrun: --timeout "-1": expected seconds' -n 1 -timeout -1
+usage_error 'rlxrun: --bind-to "socket": expected core, numa or none' --bind-to=socket -n 1
+usage_error 'rlxrun: -x "=v": expected VAR or VAR=VALUE' -x =v -n 1
+usage_error 'rlxrun: unknown option "--frobnicate"' --frobnicate -n 1
+usage_error 'rlxrun: --max-np 1 is less than -n 2' --max-np=1 -n 2
+timeout 20 "$RLXRUN" -n 1 --bind-to >"$TMP/out" 2>&1
+[ $? = 2 ] && grep -q 'rlxrun: --bind-to needs a value' "$TMP/out" || { cat "$TMP/out"; fail "a missing value"; }
+timeout 20 "$RLXRUN" -np=2 --timeout=20 --no-tag-output "$HELLO" >"$TMP/out" 2>&1 &&
+  grep -q "^hello from rank 1 of 2" "$TMP/out" || { cat "$TMP/out"; fail "-np=2 --timeout=20"; }
 
 # Remote ranks through a recording RLX_RSH that runs the command here.
 cat >"$TMP/rsh" <<'SH'
