@@ -204,8 +204,13 @@ def kill(w):
     fail(w, "no PeerLost")
 
 
-def interrupt(w):
+def interrupt(w, cold=False):
+    """cold: on a new communicator, whose first call sets up its shared
+    segment; rank 0 stays alive afterwards (the others must hear of the
+    interrupt, not of its exit)."""
     w.barrier()
+    if cold:
+        w = w.dup()
     if w.rank == 0:
         print("check_numpy: rank 0 (pid %d) waits" % os.getpid(), flush=True)
         t0 = time.monotonic()
@@ -214,15 +219,22 @@ def interrupt(w):
         except KeyboardInterrupt:
             print("check_numpy: rank 0: KeyboardInterrupt after %.2f s" % (time.monotonic() - t0),
                   flush=True)
+            if cold:
+                time.sleep(8)
             return
         fail(w, "the barrier was not interrupted")
     time.sleep(3)
+    t0 = time.monotonic()
     try:
         w.barrier()
     except (rlxcoll.Interrupted, rlxcoll.Revoked, rlxcoll.PeerLost) as e:
+        took = time.monotonic() - t0
         if "interrupted" not in str(e):
             fail(w, "the error does not say rank 0 was interrupted: %s" % e)
-        print("check_numpy: rank %d: %s: %s" % (w.rank, type(e).__name__, e), flush=True)
+        if cold and took > 2.0 * float(os.environ.get("RLX_TEST_TIME_SCALE", "1")):
+            fail(w, "the interrupt took %.2f s to arrive" % took)
+        print("check_numpy: rank %d: %s after %.2f s: %s" % (w.rank, type(e).__name__, took, e),
+              flush=True)
         return
     fail(w, "the barrier went on without rank 0")
 
@@ -238,6 +250,8 @@ def main():
         mismatch(w)
     elif mode == "kill":
         kill(w)
+    elif mode == "coldinterrupt":
+        interrupt(w, cold=True)
     elif mode == "interrupt":
         interrupt(w)
     print("check_numpy: rank %d: PASS" % w.rank, flush=True)
