@@ -18,6 +18,9 @@ static int check_comm(const char *call, rlx_comm_t *c) {
   if (c->revoked)
     return rlx__err(RLX_ERR_REVOKED, "%s: the communicator was revoked by an earlier error: %s",
                     call, c->revoked_why);
+  char why[600];
+  if (rlx__exec_revoked(c->id, why, sizeof(why)))
+    return rlx__err(RLX_ERR_REVOKED, "%s: %s", call, why);
   return RLX_OK;
 }
 

@@ -102,6 +102,26 @@ uint64_t rlx__comm_deadline(const rlx_comm_t *c, uint64_t from) {
   return s > 0 ? from + (uint64_t)(s * 1e9) : 0;
 }
 
+int rlx_comm_revoke(rlx_comm_t *c) {
+  struct rlx__runtime *rt = &rlx__rt;
+  if (!rt->initialized || c == NULL)
+    return rlx__err(c == NULL ? RLX_ERR_ARG : RLX_ERR_STATE, "rlx_comm_revoke: %s",
+                    c == NULL ? "communicator is NULL" : "rlx_init has not been called");
+  char me[48], why[160];
+  snprintf(why, sizeof(why), "communicator %u revoked by %s (rlx_comm_revoke)", c->id,
+           rlx__rank_name(c->world, c->rank, me, sizeof(me)));
+  /* (here first: a call of another thread fails now, later ones at their
+   * start; then the others, each told directly) */
+  static const uint8_t none[RLX__SIG_SIZE];
+  rlx__engine_lock(&rt->engine);
+  rlx__exec_revoke(c->id, why);
+  if (c->size > 1 && rt->p2p_up)
+    rlx__exec_abort_members(&rt->p2p, c->world, c->size, c->rank, c->id, RLX__SEQ_REVOKE, none,
+                            RLX_ERR_REVOKED, why, -1);
+  rlx__engine_unlock(&rt->engine);
+  return RLX_OK;
+}
+
 /* A new communicator into *out, owning world (freed when out of memory). */
 static int make_comm(uint32_t id, int *world, int n, int rank, rlx_comm_t **out) {
   if ((*out = rlx__comm_new(id, world, n, rank)) == NULL) {

@@ -40,6 +40,10 @@ RLX_API int rlx_comm_get_timeout(const rlx_comm_t *c, double *seconds);
 /* After a member is lost: the survivors (all of them call it) agree on who
  * is gone and get a communicator of their own, leader re-elected. */
 RLX_API int rlx_comm_shrink(rlx_comm_t *c, rlx_comm_t **out);
+/* Any one member, at any time (MPI_Comm_revoke): every member's pending and
+ * later calls on c fail at once with RLX_ERR_REVOKED naming this rank;
+ * rlx_comm_shrink(c) then gives the members a communicator of their own. */
+RLX_API int rlx_comm_revoke(rlx_comm_t *c);
 /* A job that may grow (rlxrun --max-np, RLX_MAX_NP): every member of c
  * calls it at a point of its choosing; the ranks waiting to join (started
  * with RLX_JOIN=1) are admitted, after c's members in order. Nobody

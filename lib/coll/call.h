@@ -32,6 +32,9 @@ enum rlx__coll_kind {
  * itself (the shared segment's agreement): apart from the program's, so
  * the program's calls keep their numbers, and out of traces and stats. */
 #define RLX__SEQ_INTERNAL (1ull << 63)
+/* An ABORT with this sequence number revokes its whole communicator
+ * (rlx_comm_revoke): no call ever has it. */
+#define RLX__SEQ_REVOKE UINT64_MAX
 
 /* The arguments that must agree on every rank of a call. */
 struct rlx__call {

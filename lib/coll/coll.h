@@ -181,6 +181,13 @@ void rlx__exec_abort(struct rlx__op *op, int err, const char *msg);
  * and reason, or remember it for when we start that operation. */
 void rlx__exec_on_abort(void *ctx, int from, const struct rlx__frame_hdr *h, int err,
                         const char *reason);
+/* Communicator comm_id is revoked (rlx_comm_revoke here, or its ABORT from
+ * a member): every operation of it in flight here fails now with
+ * RLX_ERR_REVOKED and reason, and so does every later one. Under the loop
+ * lock. rlx__exec_revoked: whether comm_id is, its reason into buf (any
+ * thread). */
+void rlx__exec_revoke(uint32_t comm_id, const char *reason);
+int rlx__exec_revoked(uint32_t comm_id, char *buf, size_t len);
 /* This rank refused call (comm_id, seq) by its arguments and told the
  * others: their ABORTs for it (the same refusal) are ignored. Under the
  * loop lock. */

@@ -33,6 +33,16 @@ struct early_abort {
 static struct early_abort early[EARLY_MAX];
 static int nearly;
 static atomic_int nearly_any; /* nearly, for a look without the lock */
+/* Communicators revoked (rlx_comm_revoke): kept, the oldest forgotten
+ * past REVOKED_MAX (a revoked communicator is shrunk or freed soon). */
+#define REVOKED_MAX 16
+static struct {
+  uint32_t comm_id;
+  char reason[600];
+} revoked_comms[REVOKED_MAX];
+static int nrevoked;
+static atomic_int nrevoked_any;
+static pthread_mutex_t revoked_mtx = PTHREAD_MUTEX_INITIALIZER; /* (readers off the loop) */
 
 /* Tell every other member that this operation failed, and why. A member
  * that gets it fails its part at once instead of waiting for a deadline,
@@ -355,6 +365,10 @@ static int same_space(uint64_t a, uint64_t b) {
 /* An ABORT that came for op (or for an earlier call on its communicator,
  * which revokes it): take it, fail op with it. Under the loop lock. */
 static int take_early(struct rlx__op *op) {
+  if (rlx__exec_revoked(op->comm_id, op->msg, sizeof(op->msg))) {
+    finish(op, RLX_ERR_REVOKED);
+    return 1;
+  }
   for (int i = 0; i < nearly; i++) {
     if (early[i].comm_id == op->comm_id && same_space(early[i].seq, op->seq) &&
         early[i].seq <= op->seq) {
@@ -426,7 +440,8 @@ int rlx__exec_begin(struct rlx__op *op, struct rlx__engine *e) {
 }
 
 int rlx__exec_claim_abort(struct rlx__op *op, struct rlx__engine *e) {
-  if (atomic_load_explicit(&nearly_any, memory_order_acquire) == 0)
+  if (atomic_load_explicit(&nearly_any, memory_order_acquire) == 0 &&
+      atomic_load_explicit(&nrevoked_any, memory_order_acquire) == 0)
     return 0;
   rlx__engine_lock(e);
   int taken = !op->finished && take_early(op);
@@ -493,9 +508,55 @@ void rlx__exec_refused(uint32_t comm_id, uint64_t seq) {
   atomic_store(&nearly_any, nearly);
 }
 
+int rlx__exec_revoked(uint32_t comm_id, char *buf, size_t len) {
+  if (atomic_load_explicit(&nrevoked_any, memory_order_acquire) == 0)
+    return 0;
+  int found = 0;
+  pthread_mutex_lock(&revoked_mtx);
+  for (int i = 0; i < nrevoked && !found; i++)
+    if (revoked_comms[i].comm_id == comm_id) {
+      found = 1;
+      if (buf != NULL)
+        snprintf(buf, len, "%s", revoked_comms[i].reason);
+    }
+  pthread_mutex_unlock(&revoked_mtx);
+  return found;
+}
+
+void rlx__exec_revoke(uint32_t comm_id, const char *reason) {
+  pthread_mutex_lock(&revoked_mtx);
+  int known = 0;
+  for (int i = 0; i < nrevoked; i++)
+    known |= revoked_comms[i].comm_id == comm_id;
+  if (!known) {
+    if (nrevoked == REVOKED_MAX) /* forget the oldest */
+      memmove(revoked_comms, revoked_comms + 1, sizeof(revoked_comms[0]) * (REVOKED_MAX - 1)),
+          nrevoked--;
+    revoked_comms[nrevoked].comm_id = comm_id;
+    snprintf(revoked_comms[nrevoked].reason, sizeof(revoked_comms[0].reason), "%s", reason);
+    nrevoked++;
+    atomic_store_explicit(&nrevoked_any, nrevoked, memory_order_release);
+  }
+  pthread_mutex_unlock(&revoked_mtx);
+  /* (finish takes an op off the list: look again from the start) */
+  for (struct rlx__list *l = active_ops.next; l != &active_ops;) {
+    struct rlx__op *op = rlx__container_of(l, struct rlx__op, active);
+    l = l->next;
+    if (op->comm_id != comm_id || op->finished)
+      continue;
+    snprintf(op->msg, sizeof(op->msg), "%s", reason);
+    finish(op, RLX_ERR_REVOKED);
+    l = active_ops.next;
+  }
+}
+
 void rlx__exec_on_abort(void *ctx, int from, const struct rlx__frame_hdr *h, int err,
                         const char *reason) {
   (void)ctx;
+  if (h->seq == RLX__SEQ_REVOKE) { /* a member revoked the communicator (it told every one) */
+    rlx__exec_revoke(h->comm_id, reason);
+    return;
+  }
   for (unsigned i = 0; i < nrefused && i < REFUSED_MAX; i++)
     if (refused[i].comm_id == h->comm_id && refused[i].seq == h->seq)
       return;

@@ -573,6 +573,16 @@ static PyObject *comm_get_int(Comm *s, void *which) {
                                   : rlx_comm_joiners(s->c));
 }
 
+static PyObject *comm_revoke(Comm *s, PyObject *noargs) {
+  (void)noargs;
+  if (live(s))
+    return NULL;
+  int rc = rlx_comm_revoke(s->c);
+  if (rc != RLX_OK)
+    return raise(rc);
+  Py_RETURN_NONE;
+}
+
 static PyObject *comm_get_timeout(Comm *s, void *unused) {
   (void)unused;
   double t;
@@ -621,6 +631,9 @@ static PyMethodDef comm_methods[] = {
      "split(color, key=0)\n--\n\nRanks of one color form a new Comm, ordered by key then rank; "
      "color None: this rank is in none (returns None)."},
     {"dup", (PyCFunction)comm_dup, METH_NOARGS, "dup()\n--\n\nThe same ranks, a Comm of its own."},
+    {"revoke", (PyCFunction)comm_revoke, METH_NOARGS,
+     "revoke()\n--\n\nEvery member's pending and later calls on it raise Revoked, naming this "
+     "rank; then shrink()."},
     {"shrink", (PyCFunction)comm_shrink, METH_NOARGS,
      "shrink()\n--\n\nAfter PeerLost: the survivors agree and get a Comm of their own."},
     {"grow", (PyCFunction)comm_grow, METH_NOARGS,

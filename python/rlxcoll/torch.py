@@ -248,6 +248,11 @@ class ProcessGroupRlx(ProcessGroup):
                     self.comm.timeout = was
         return self.worker.submit(fn, result)
 
+    def abort(self):
+        """Fail every member's pending and later calls on this group at once
+        (rlx_comm_revoke: they raise rlxcoll.Revoked naming this rank)."""
+        self.comm.revoke()
+
     def getBackendName(self):
         return "rlx"
 

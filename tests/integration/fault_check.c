@@ -15,6 +15,11 @@
  *   its next call revoked at once)
  *   fault_check commtimeout   (as timeout, with the world's own limit set
  *   to 2 s by rlx_comm_set_timeout: it wins over RLX_TIMEOUT)
+ *   fault_check revokes   (on a dup of the world, each rank in turn revokes it
+ *   while the others wait in each collective: they fail at once with
+ *   RLX_ERR_REVOKED naming it (or, where their part of a bcast or reduce
+ *   needs nothing of it, their next call), the revoker's own call too; then
+ *   rlx_comm_shrink gives all of them a communicator that computes right)
  *   fault_check finrace   (rlx_finalize while another thread is in a 64 MiB
  *   allreduce on a dup: refused with RLX_ERR_STATE, the call ends well,
  *   then rlx_finalize works; never a crash) */
@@ -92,6 +97,74 @@ static void *race(void *arg) {
   return NULL;
 }
 
+/* One collective of kind k (0-6) on c. */
+static int call_kind(int k, rlx_comm_t *c, float *a, float *b, size_t n) {
+  switch (k) {
+  case 0: return rlx_allreduce(RLX_IN_PLACE, a, 7, RLX_FLOAT32, RLX_SUM, c);
+  case 1: return rlx_allreduce(RLX_IN_PLACE, a, n, RLX_FLOAT32, RLX_SUM, c);
+  case 2: return rlx_bcast(a, n, RLX_FLOAT32, 0, c);
+  case 3: return rlx_barrier(c);
+  case 4: return rlx_allgather(a, b, 1000, RLX_FLOAT32, c);
+  case 5: return rlx_reduce_scatter(a, b, 1000, RLX_FLOAT32, RLX_SUM, c);
+  default: return rlx_reduce(a, b, n, RLX_FLOAT32, RLX_SUM, 0, c);
+  }
+}
+
+/* revokes: see the top. */
+static int revokes(rlx_comm_t *w, int rank) {
+  int size = rlx_comm_size(w), bad = 0;
+  size_t n = (size_t)1 << 20;
+  float *a = calloc(n, sizeof(float)), *b = calloc(n * (size_t)size, sizeof(float));
+  static const char *names[] = {"allreduce(7)", "allreduce(1M)", "bcast", "barrier",
+                                "allgather", "reduce_scatter", "reduce"};
+  for (int r = 0; r < size && a && b; r++) {
+    for (int k = 0; k < 7; k++) {
+      rlx_comm_t *c = NULL, *s = NULL;
+      if (rlx_comm_dup(w, &c) != RLX_OK || (k % 2 == 0 && rlx_barrier(c) != RLX_OK)) {
+        printf("fault_check: rank %d: set-up: %s\n", rank, rlx_errmsg());
+        return 1; /* (odd kinds: the call is the communicator's first) */
+      }
+      double t0 = now();
+      int rc;
+      char want[64], msg[700];
+      snprintf(want, sizeof want, "revoked by rank %d (rlx_comm_revoke)", r);
+      if (rank == r) {
+        struct timespec ts = {0, 300 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+        rc = rlx_comm_revoke(c);
+        if (rc == RLX_OK)
+          rc = call_kind(k, c, a, b, n); /* its own later call */
+      } else {
+        rc = call_kind(k, c, a, b, n);
+      }
+      /* (a rooted call may end well on a rank whose part needs nothing of
+       * the revoker: a leaf of the bcast's tree, say; its next call fails) */
+      if (rc == RLX_OK && rank != r && (k == 2 || k == 6))
+        rc = rlx_barrier(c);
+      double took = now() - t0;
+      snprintf(msg, sizeof msg, "%s", rlx_errmsg());
+      int ok = rc == RLX_ERR_REVOKED && strstr(msg, want) != NULL && took < bound(1.5);
+      int src = rlx_comm_shrink(c, &s);
+      float x = 1;
+      int arc = src == RLX_OK ? rlx_allreduce(RLX_IN_PLACE, &x, 1, RLX_FLOAT32, RLX_SUM, s) : src;
+      ok = ok && src == RLX_OK && rlx_comm_size(s) == size && arc == RLX_OK && x == size;
+      if (!ok || (r == 1 && k == 3))
+        printf("fault_check: rank %d: rank %d revoked during %s: %s after %.2f s: %s; shrink "
+               "%s, then allreduce %s (%g)%s\n", rank, r, names[k], rlx_strerror(rc), took, msg,
+               rlx_strerror(src), rlx_strerror(arc), x, ok ? "" : "  <- WRONG");
+      bad += !ok;
+      rlx_comm_free(&s);
+      rlx_comm_free(&c);
+    }
+  }
+  free(a);
+  free(b);
+  printf("fault_check: rank %d: %s\n", rank, bad == 0 && a && b ? "PASS" : "FAIL");
+  fflush(stdout);
+  rlx_finalize();
+  return bad == 0 ? 0 : 1;
+}
+
 /* finrace: see the top. The call is certainly under way when rlx_finalize
  * comes (2-10 ms after it began; it takes 50 ms or more), so finalize must
  * refuse, and the call must end well on every rank; then finalize works. */
@@ -151,6 +224,8 @@ int main(int argc, char **argv) {
   }
   if (argc > 1 && strcmp(argv[1], "finrace") == 0)
     return finalize_race(w, rank);
+  if (argc > 1 && strcmp(argv[1], "revokes") == 0)
+    return revokes(w, rank);
   if (argc > 1 && strcmp(argv[1], "commtimeout") == 0) {
     double got = 0;
     if (rlx_comm_set_timeout(w, 0.0 / 0.0) != RLX_ERR_ARG || rlx_comm_set_timeout(w, 2.0) ||

@@ -110,6 +110,19 @@ for n in 2 4; do
   awk -v k="${RLX_TEST_TIME_SCALE:-1}" '/peer lost after/ { split($0, a, "after "); split(a[2], b, " s"); if (b[1] + 0 > 2.1 * k) bad = 1 }
        END { exit bad }' "$TMP/out" || fail "a survivor took more than 2 s after the kill (n=$n)"
 done
+# rlx_comm_revoke from each member in turn while the others wait in each
+# collective (in the shared segment, point to point over the socket, TCP):
+# every pending and later call fails at once naming the revoker, and
+# rlx_comm_shrink gives all a communicator that works.
+for run in "auto 2" "auto 4" "off 3" "tcp 3"; do
+  set -- $run
+  tr=auto shm=$1
+  [ "$1" = tcp ] && tr=tcp shm=auto
+  RLX_TRANSPORT=$tr RLX_SHM_COLL=$shm RLX_TIMEOUT=20 timeout 120 "$RLXRUN" -n "$2" "$FAULT" revokes \
+    >"$TMP/out" 2>&1 || { cat "$TMP/out"; fail "revokes ($1, $2 ranks)"; }
+  [ "$(grep -c 'fault_check: rank [0-9]*: PASS' "$TMP/out")" -eq "$2" ] || { cat "$TMP/out"; fail "revokes $1 $2"; }
+done
+echo "rlx_comm_revoke: $(grep -m1 'revoked during barrier' "$TMP/out" | sed 's/.*fault_check: //')"
 # rlx_finalize while another thread of the process is in a call: refused
 # (RLX_ERR_STATE), the call ends well, finalize works after it; 50 runs
 # (it crashed in rlx__cma_prepare about 1 run in 6 before).

@@ -21,6 +21,10 @@ timeout 60 "$RLXRUN" -n 3 --enable-recovery "$PYTHON" "$PYTESTS/check_numpy.py" 
   { cat "$TMP/out"; fail "kill: the job failed"; }
 [ "$(grep -c 'check_numpy: rank [02]: PASS' "$TMP/out")" = 2 ] || { cat "$TMP/out"; fail "kill"; }
 echo "a killed rank: $(grep -m1 -o 'PeerLost after [0-9.]* s' "$TMP/out") on every survivor, then shrink()"
+timeout 60 "$RLXRUN" -n 3 "$PYTHON" "$PYTESTS/check_numpy.py" revoke >"$TMP/out" 2>&1 ||
+  { cat "$TMP/out"; fail "revoke"; }
+[ "$(grep -c 'check_numpy: rank [0-9]*: PASS' "$TMP/out")" = 3 ] || { cat "$TMP/out"; fail "revoke"; }
+echo "Comm.revoke() at rank 1: $(grep -m1 -o 'rank 0: Revoked after .*' "$TMP/out"); then shrink()"
 # Ctrl-C at rank 0 in a barrier, on a warm communicator and on a new one
 # (whose first call sets up its segment): the others fail naming it, on
 # the new one within 2 s while rank 0 lives on (not when it exits).

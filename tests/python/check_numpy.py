@@ -204,6 +204,32 @@ def kill(w):
     fail(w, "no PeerLost")
 
 
+def revoke(w):
+    """Rank 1 revokes a dup while the others wait in a barrier on it: they
+    raise Revoked naming it at once; shrink() gives all a working Comm."""
+    c = w.dup()
+    c.barrier()
+    t0 = time.monotonic()
+    try:
+        if w.rank == 1:
+            time.sleep(0.3)
+            c.revoke()
+        c.barrier()
+    except rlxcoll.Revoked as e:
+        took = time.monotonic() - t0
+        if "revoked by rank 1" not in str(e) or took > 1.5 * float(
+                os.environ.get("RLX_TEST_TIME_SCALE", "1")):
+            fail(w, "revoke: %s after %.2f s" % (e, took))
+        print("check_numpy: rank %d: Revoked after %.2f s: %s" % (w.rank, took, e), flush=True)
+    else:
+        fail(w, "the barrier went on after revoke()")
+    s = c.shrink()
+    x = np.ones(3, dtype=np.float32)
+    s.allreduce(x)
+    if s.size != w.size or not np.all(x == w.size):
+        fail(w, "allreduce after revoke and shrink: %s" % x)
+
+
 def interrupt(w, cold=False):
     """cold: on a new communicator, whose first call sets up its shared
     segment; rank 0 stays alive afterwards (the others must hear of the
@@ -250,6 +276,8 @@ def main():
         mismatch(w)
     elif mode == "kill":
         kill(w)
+    elif mode == "revoke":
+        revoke(w)
     elif mode == "coldinterrupt":
         interrupt(w, cold=True)
     elif mode == "interrupt":

@@ -7,6 +7,8 @@ way), never returns with the tensors unreduced:
   - AVG of int64 tensors on every rank: ArgumentError (a ValueError) on
     both, and the group still works; on rank 0 only (float32 on rank 1):
     ArgumentError there, Mismatch on rank 1
+  - rank 1 aborts a group (ProcessGroup.abort: rlx_comm_revoke) while
+    rank 0 waits in an all_reduce on it: Revoked on rank 0 at once
   - a barrier rank 1 comes to late, on a group made with a 1 s timeout:
     Timeout on rank 0 within 1-2.5 s; on a group made with torch's default
     timeout: RLX_TIMEOUT's 3 s; with a 1 s timeout in the call's options
@@ -92,6 +94,20 @@ def late_barrier(r, mode, g, lo, hi, call=None):
            lo=lo if r == 0 else 0.0, hi=hi if r == 0 else 10.0)
 
 
+def aborted(r, mode):
+    """Rank 1 aborts a group (rlx_comm_revoke) while rank 0 waits in an
+    all_reduce on it: rank 0 raises Revoked naming rank 1, at once."""
+    g = dist.new_group()
+    dist.barrier(group=g)
+    if r == 1:
+        time.sleep(0.3)
+        g.abort()
+        return
+    t = torch.ones(4)
+    expect("%s: a group aborted by rank 1" % mode, rlxcoll.Revoked,
+           lambda: run(mode, dist.all_reduce, t, group=g), hi=1.5)
+
+
 def call_timeout(r, mode):
     g = dist.new_group()  # torch's default timeout: RLX_TIMEOUT's 3 s
     opts = dist.BarrierOptions()
@@ -113,6 +129,8 @@ def main():
         avg_of_integers(r, mode)
         dist.barrier()
         late_barrier(r, mode, dist.new_group(timeout=datetime.timedelta(seconds=1)), 0.9, 2.5)
+        dist.barrier()
+        aborted(r, mode)
         dist.barrier()
     late_barrier(r, "sync", dist.new_group(), 2.9, 4.5)  # RLX_TIMEOUT=3
     dist.barrier()
