@@ -198,6 +198,8 @@ static int start(rlx_comm_t *c, struct rlx_request *rq) {
   op->rank = c->rank;
   op->size = c->size;
   op->comm_id = c->id;
+  op->parent_comm = c->parent_id;
+  op->parent_seq = c->parent_seq;
   if (!(op->seq & RLX__SEQ_INTERNAL)) /* (the library's own calls bring theirs) */
     op->seq = c->seq++;
   op->t_start = rlx__now_ns();

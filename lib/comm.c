@@ -142,6 +142,25 @@ static int by_key(const void *a, const void *b) {
   return x->rank < y->rank ? -1 : x->rank > y->rank;
 }
 
+/* The parent's count of children, which a new communicator's id and
+ * rlx_comm_shrink's derive from: every split and dup counts one as it
+ * starts, whatever becomes of it, so that the members still agree after
+ * one that failed on some of them and not on others. */
+static uint32_t next_child(rlx_comm_t *c) {
+  pthread_mutex_lock(&c->mtx);
+  uint32_t child = ++c->children;
+  pthread_mutex_unlock(&c->mtx);
+  return child;
+}
+
+static int copy_as(rlx_comm_t *c, uint32_t child, uint32_t mix, rlx_comm_t **out) {
+  int *world = malloc(sizeof(int) * (size_t)c->size);
+  if (world == NULL)
+    return rlx__err(RLX_ERR_NOMEM, "no memory for a communicator");
+  memcpy(world, c->world, sizeof(int) * (size_t)c->size);
+  return make_comm(rlx__id_mix(rlx__id_mix(c->id, child), mix), world, c->size, c->rank, out);
+}
+
 int rlx_comm_split(rlx_comm_t *c, int color, int key, rlx_comm_t **out) {
   int rc;
   if (out == NULL)
@@ -150,6 +169,7 @@ int rlx_comm_split(rlx_comm_t *c, int color, int key, rlx_comm_t **out) {
   if (!rlx__rt.initialized || c == NULL)
     return rlx__err(c == NULL ? RLX_ERR_ARG : RLX_ERR_STATE, "rlx_comm_split: %s",
                     c == NULL ? "communicator is NULL" : "rlx_init has not been called");
+  uint32_t child = next_child(c);
   if (color < 0 && color != RLX_UNDEFINED)
     return rlx__refused(c, rlx__err(RLX_ERR_ARG,
                                     "rlx_comm_split: color %d is negative (RLX_UNDEFINED excepted)",
@@ -194,9 +214,6 @@ int rlx_comm_split(rlx_comm_t *c, int color, int key, rlx_comm_t **out) {
   } else {
     memcpy(all, mine, sizeof(mine));
   }
-  pthread_mutex_lock(&c->mtx);
-  uint32_t child = ++c->children;
-  pthread_mutex_unlock(&c->mtx);
   if (color == RLX_UNDEFINED) {
     free(all);
     return RLX_OK;
@@ -224,7 +241,12 @@ int rlx_comm_split(rlx_comm_t *c, int color, int key, rlx_comm_t **out) {
   }
   free(all);
   free(m);
-  return make_comm(rlx__id_mix(rlx__id_mix(c->id, child), (uint32_t)color), world, n, me, out);
+  rc = make_comm(rlx__id_mix(rlx__id_mix(c->id, child), (uint32_t)color), world, n, me, out);
+  if (rc == RLX_OK && c->size > 1) { /* (members that failed the split never come to it) */
+    (*out)->parent_id = c->id;
+    (*out)->parent_seq = op.seq + 1;
+  }
+  return rc;
 }
 
 int rlx_comm_dup(rlx_comm_t *c, rlx_comm_t **out) {
@@ -234,6 +256,7 @@ int rlx_comm_dup(rlx_comm_t *c, rlx_comm_t **out) {
   if (!rlx__rt.initialized || c == NULL)
     return rlx__err(c == NULL ? RLX_ERR_ARG : RLX_ERR_STATE, "rlx_comm_dup: %s",
                     c == NULL ? "communicator is NULL" : "rlx_init has not been called");
+  uint32_t child = next_child(c);
   if (c->revoked)
     return rlx__err(RLX_ERR_REVOKED, "rlx_comm_dup: the communicator was revoked: %s",
                     c->revoked_why);
@@ -242,18 +265,11 @@ int rlx_comm_dup(rlx_comm_t *c, rlx_comm_t **out) {
     return rc;
   /* Same members, same order: no exchange needed, as long as every rank
    * dups (and splits) in the same order, which the API requires. */
-  return rlx__comm_copy(c, 0xd0d0d0d0u, out);
+  return copy_as(c, child, 0xd0d0d0d0u, out);
 }
 
 int rlx__comm_copy(rlx_comm_t *c, uint32_t mix, rlx_comm_t **out) {
-  int *world = malloc(sizeof(int) * (size_t)c->size);
-  if (world == NULL)
-    return rlx__err(RLX_ERR_NOMEM, "no memory for a communicator");
-  memcpy(world, c->world, sizeof(int) * (size_t)c->size);
-  pthread_mutex_lock(&c->mtx);
-  uint32_t child = ++c->children;
-  pthread_mutex_unlock(&c->mtx);
-  return make_comm(rlx__id_mix(rlx__id_mix(c->id, child), mix), world, c->size, c->rank, out);
+  return copy_as(c, next_child(c), mix, out);
 }
 
 /* At 2 ranks a large allreduce is a ring, by reference on one host,

@@ -24,6 +24,10 @@ struct rlx_comm {
   void *wire; /* RLX_WIRE's half-width copy, for blocking calls */
   size_t wire_len;
   uint32_t children; /* communicators made from this one (split, dup) */
+  /* rlx_comm_split's call that made it: (parent id, that call's sequence
+   * number + 1); 0: none (the world, dup, shrink, grow) */
+  uint32_t parent_id;
+  uint64_t parent_seq;
   /* rlx_comm_set_timeout's limit for a call, when timeout_set; else
    * RLX_TIMEOUT's (rlx__comm_deadline) */
   double timeout_s;

@@ -114,6 +114,11 @@ struct rlx__op {
   int rank, size;
   uint32_t comm_id;
   uint64_t seq;
+  /* the call that made the communicator (rlx_comm_split: its parent and
+   * sequence number + 1; parent_seq 0: none): an ABORT for it fails this
+   * too, since a member that failed it never comes to this communicator */
+  uint32_t parent_comm;
+  uint64_t parent_seq;
   struct rlx__shm_group *shm; /* the communicator's shared segment (algo->run) */
   uint64_t deadline;          /* rlx__now_ns() of RLX_TIMEOUT, 0 = none */
   const char *deadline_from;  /* what set it, for messages (NULL: RLX_TIMEOUT) */

@@ -364,11 +364,31 @@ static int same_space(uint64_t a, uint64_t b) {
 
 /* An ABORT that came for op (or for an earlier call on its communicator,
  * which revokes it): take it, fail op with it. Under the loop lock. */
+/* An ABORT for the call that made op's communicator: a member that failed
+ * it never comes to this one. Under the loop lock. */
+static int made_by(const struct rlx__op *op, uint32_t comm_id, uint64_t seq) {
+  return op->parent_seq != 0 && op->parent_comm == comm_id && op->parent_seq == seq + 1;
+}
+
+static void parent_failed(struct rlx__op *op, const char *reason) {
+  char mine[160];
+  rlx__exec_describe(op, mine, sizeof(mine));
+  snprintf(op->msg, sizeof(op->msg),
+           "%s on rank %d: the rlx_comm_split that made this communicator failed on another "
+           "member, which will not come: %.300s", mine, op->rank, reason);
+  finish(op, RLX_ERR_REVOKED);
+}
+
 static int take_early(struct rlx__op *op) {
   if (rlx__exec_revoked(op->comm_id, op->msg, sizeof(op->msg))) {
     finish(op, RLX_ERR_REVOKED);
     return 1;
   }
+  for (int i = 0; i < nearly; i++)
+    if (made_by(op, early[i].comm_id, early[i].seq)) { /* (kept: the parent's next call wants it) */
+      parent_failed(op, early[i].reason);
+      return 1;
+    }
   for (int i = 0; i < nearly; i++) {
     if (early[i].comm_id == op->comm_id && same_space(early[i].seq, op->seq) &&
         early[i].seq <= op->seq) {
@@ -571,6 +591,16 @@ void rlx__exec_on_abort(void *ctx, int from, const struct rlx__frame_hdr *h, int
     tell_members(op, from);
     finish(op, err);
     return;
+  }
+  /* Calls on communicators the failed call made (a split this rank
+   * completed while the sender did not): it will not come to them. */
+  for (struct rlx__list *l = active_ops.next; l != &active_ops;) {
+    struct rlx__op *op = rlx__container_of(l, struct rlx__op, active);
+    l = l->next;
+    if (made_by(op, h->comm_id, h->seq) && !op->finished) {
+      parent_failed(op, reason);
+      l = active_ops.next; /* (finish took it off the list) */
+    }
   }
   /* Not in flight here. If we are in a later call on that communicator,
    * we completed the failed one while the sender did not: it will not

@@ -6,7 +6,13 @@
  *   shrink_check leader|VICTIM
  *   shrink_check sub   (4 ranks: on a communicator of every rank in reverse
  *   order world rank 1, its rank 2, dies; the survivors' message names it
- *   by both: "lost rank 2 (world rank 1)") */
+ *   by both: "lost rank 2 (world rank 1)")
+ *   shrink_check splitkill SEED   (4 ranks: rank 3 is killed 0-3 ms into
+ *   rlx_comm_split and the new communicator's first collective; every
+ *   survivor's calls fail or complete, its next call on the world fails,
+ *   and rlx_comm_shrink of the world gives all three a working
+ *   communicator within 2 s) */
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,6 +27,46 @@ static double now(void) {
   return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
+static void *kill_soon(void *arg) {
+  struct timespec ts = {0, *(long *)arg};
+  nanosleep(&ts, NULL);
+  raise(SIGKILL);
+  return NULL;
+}
+
+static int split_kill(rlx_comm_t *w, int rank, unsigned seed) {
+  static long delay;
+  pthread_t th;
+  rlx_comm_t *sub = NULL, *s = NULL;
+  double x = 1;
+  if (rlx_barrier(w) != RLX_OK)
+    return 2;
+  if (rank == 3) {
+    delay = (long)(rand_r(&seed) % 3000) * 1000;
+    pthread_create(&th, NULL, kill_soon, &delay);
+  }
+  int rc1 = rlx_comm_split(w, rank % 2, 0, &sub);
+  int rc2 = rc1 == RLX_OK ? rlx_allreduce(RLX_IN_PLACE, &x, 1, RLX_FLOAT64, RLX_SUM, sub) : rc1;
+  if (rank == 3)
+    pause(); /* (the kill comes) */
+  int rc3 = rlx_barrier(w); /* the world's next call: it lost rank 3 */
+  double t0 = now();
+  int rc4 = rlx_comm_shrink(w, &s);
+  double took = now() - t0;
+  x = rank;
+  int rc5 = rc4 == RLX_OK ? rlx_allreduce(RLX_IN_PLACE, &x, 1, RLX_FLOAT64, RLX_SUM, s) : rc4;
+  const char *e = getenv("RLX_TEST_TIME_SCALE");
+  double k = e && atof(e) > 1 ? atof(e) : 1;
+  int ok = rc3 != RLX_OK && rc4 == RLX_OK && rlx_comm_size(s) == 3 && rc5 == RLX_OK && x == 3 &&
+           took < 2.0 * k;
+  printf("shrink_check: rank %d: split %s, its first allreduce %s, the world's barrier %s; "
+         "shrink %s in %.2f s%s%s, allreduce %s (%g)\nshrink_check: rank %d: %s\n", rank,
+         rlx_strerror(rc1), rlx_strerror(rc2), rlx_strerror(rc3), rlx_strerror(rc4), took,
+         rc4 ? ": " : "", rc4 ? rlx_errmsg() : "", rlx_strerror(rc5), x, rank, ok ? "PASS" : "FAIL");
+  fflush(stdout);
+  return ok ? 0 : 1; /* (no rlx_finalize: sub may still wait for the lost) */
+}
+
 int main(int argc, char **argv) {
   if (rlx_init(&argc, &argv) != RLX_OK) {
     fprintf(stderr, "shrink_check: rlx_init: %s\n", rlx_errmsg());
@@ -28,6 +74,8 @@ int main(int argc, char **argv) {
   }
   rlx_comm_t *w = rlx_comm_world();
   int rank = rlx_comm_rank(w), size = rlx_comm_size(w), old_leader = rlx_comm_leader(w);
+  if (argc > 2 && strcmp(argv[1], "splitkill") == 0)
+    return size == 4 ? split_kill(w, rank, (unsigned)atoi(argv[2])) : 2;
   if (argc > 1 && strcmp(argv[1], "sub") == 0) {
     rlx_comm_t *rev = NULL;
     double x = 1;
