@@ -3,6 +3,7 @@
  * (never in argv), forwards output and signals, and when a rank fails says
  * which and how, stops the rest and exits non-zero. */
 #include <fcntl.h>
+#include <sys/resource.h>
 #include <signal.h>
 #include <ftw.h>
 #include <stdio.h>
@@ -268,6 +269,17 @@ static void make_life_pipe(void) {
 static void remove_job_dir(void) {
   if (job_dir[0])
     nftw(job_dir, remove_entry, 8, FTW_DEPTH | FTW_PHYS);
+}
+
+/* Out of descriptors while spawning: which limit, and what the job needs
+ * (measured: -n 8 starts at ulimit -n 36, -n 16 at 56). */
+static void say_fd_limit(int nranks) {
+  struct rlimit lim;
+  unsigned long long have = getrlimit(RLIMIT_NOFILE, &lim) == 0 ? lim.rlim_cur : 0;
+  int need = nranks * 5 / 2 + 16;
+  fprintf(stderr, "rlxrun: the limit on open files (ulimit -n) is %llu here; rlxrun keeps about "
+          "2.5 descriptors per rank (its output pipes) and 16 of its own, so -n %d needs about "
+          "%d (ulimit -n %d)\n", have, nranks, need, need);
 }
 
 /* The rank's environment: ours, less any RLX_ launch variables we set, plus
@@ -566,6 +578,8 @@ int main(int argc, char **argv) {
         (rc = job_spawn(&job, r, argv_r, env, NULL, via_srun ? -1 : life_pipe[0])) != 0) {
       fprintf(stderr, "rlxrun: cannot start %s %d (%s): %s\n", via_srun ? "srun for rank" : "rank",
               r, argv_r[0], env ? uv_strerror(rc) : "out of memory");
+      if (env != NULL && (rc == UV_EMFILE || rc == UV_ENFILE))
+        say_fd_limit(opts.nranks);
       job.failed_rank = r;
       job.exit_code = 127;
       stop_job(SIGTERM);

@@ -212,6 +212,10 @@ static void fail_from_xfer(struct rlx__op *op, struct rlx__xfer *x) {
              "rank %d received a corrupt frame from rank %d during %s (CRC32C mismatch)",
              op->rank, peer, mine);
     break;
+  case RLX_ERR_SYS: /* this process's own shortage, named by the transport */
+    snprintf(op->msg, sizeof(op->msg), "%s during %s", rlx__p2p_last_reason(op->p2p, x->peer),
+             mine);
+    break;
   case RLX_ERR_PEER_LOST:
   default: {
     if (op->settle)

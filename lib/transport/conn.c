@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <rlxcoll/errors.h>
 #include "../internal.h"
 #include "../observe.h"
@@ -260,15 +261,32 @@ void rlx__conn_hs_done(struct rlx__p2p_conn *c) {
 
 /* ---- dialing ------------------------------------------------------------------- */
 
+/* Why a dial to peer failed with status, into why: RLX_ERR_SYS for a
+ * shortage of this process's own (descriptors: ulimit -n), naming it and
+ * the limit, else RLX_ERR_PEER_LOST. */
+static int dial_failed(struct rlx__p2p *p, int peer, const struct rlx__transport_ops *tr,
+                       int status, char *why, size_t len) {
+  if (status == UV_EMFILE || status == UV_ENFILE) {
+    struct rlimit lim;
+    unsigned long long n = getrlimit(RLIMIT_NOFILE, &lim) == 0 ? (unsigned long long)lim.rlim_cur : 0;
+    snprintf(why, len, "rank %d cannot open a connection to rank %d: %s (ulimit -n is %llu "
+             "here; a rank needs a descriptor for each peer it talks to, up to %d in this job, "
+             "and about 20 of its own): a local limit, not a lost peer",
+             p->rank, peer, uv_strerror(status), n, p->size - 1);
+    return RLX_ERR_SYS;
+  }
+  snprintf(why, len, "cannot connect to rank %d at %s (%s): %s", peer, addr_of(p, peer, tr),
+           tr->name, uv_strerror(status));
+  return RLX_ERR_PEER_LOST;
+}
+
 static void on_connect(uv_connect_t *req, int status) {
   struct rlx__p2p_conn *c = req->data;
   if (c->state == C_CLOSING)
     return;
   if (status < 0) {
-    char why[200];
-    snprintf(why, sizeof(why), "cannot connect to rank %d at %s (%s): %s", c->peer,
-             addr_of(c->p, c->peer, c->tr), c->tr->name, uv_strerror(status));
-    rlx__conn_fail(c, RLX_ERR_PEER_LOST, why);
+    char why[400];
+    rlx__conn_fail(c, dial_failed(c->p, c->peer, c->tr, status, why, sizeof(why)), why);
     return;
   }
   c->state = C_HS_CLIENT;
@@ -292,7 +310,7 @@ void rlx__conn_ensure(struct rlx__p2p *p, int peer, int sending) {
     return;
   const struct rlx__transport_ops *tr = pe->tr;
   struct rlx__p2p_conn *c = conn_new(p, tr);
-  char why[200];
+  char why[400];
   if (c == NULL) {
     rlx__peer_fail(p, peer, RLX_ERR_NOMEM, "no memory for a connection");
     return;
@@ -306,15 +324,14 @@ void rlx__conn_ensure(struct rlx__p2p *p, int peer, int sending) {
   pe->pending = c;
   int rc = tr->connect(p->loop, &c->h, &c->creq, addr_of(p, peer, tr), on_connect);
   if (rc != 0) {
-    snprintf(why, sizeof(why), "cannot connect to rank %d at %s (%s): %s", peer,
-             addr_of(p, peer, tr), tr->name, uv_strerror(rc));
+    int err = dial_failed(p, peer, tr, rc, why, sizeof(why));
     if (c->h.handle.type == UV_UNKNOWN_HANDLE) { /* never initialised */
       rlx__list_remove(&c->link);
       pe->pending = NULL;
       free(c);
-      rlx__peer_fail(p, peer, RLX_ERR_PEER_LOST, why);
+      rlx__peer_fail(p, peer, err, why);
     } else {
-      rlx__conn_fail(c, RLX_ERR_PEER_LOST, why);
+      rlx__conn_fail(c, err, why);
     }
   }
 }

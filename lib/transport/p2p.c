@@ -24,13 +24,18 @@ void rlx__peer_fail(struct rlx__p2p *p, int peer, int err, const char *why) {
   struct rlx__p2p_peer *pe = &p->peers[peer];
   if (pe->lost)
     return;
-  pe->lost = err;
-  p->corrupt += err == RLX_ERR_CORRUPT; /* a header that failed its CRC */
   snprintf(pe->why, sizeof(pe->why), "%s", why);
-  if (!p->closing)
-    rlx__info("lost rank %d: %s", peer, why);
-  if (p->on_lost)
-    p->on_lost(p->abort_ctx, peer, why);
+  /* RLX_ERR_SYS: a shortage of this process's (descriptors): what waits on
+   * the peer fails, but the peer is not lost (a shrink keeps it, a later
+   * call dials again) */
+  if (err != RLX_ERR_SYS) {
+    pe->lost = err;
+    p->corrupt += err == RLX_ERR_CORRUPT; /* a header that failed its CRC */
+    if (!p->closing)
+      rlx__info("lost rank %d: %s", peer, why);
+    if (p->on_lost)
+      p->on_lost(p->abort_ctx, peer, why);
+  }
   struct rlx__list *lists[3] = {&pe->posted, &pe->sendq, &pe->cma_wait};
   for (int i = 0; i < 3; i++) {
     while (!rlx__list_empty(lists[i])) {
@@ -119,6 +124,8 @@ const char *rlx__p2p_transport_of(struct rlx__p2p *p, int peer) {
 const char *rlx__p2p_lost_reason(struct rlx__p2p *p, int peer) {
   return p->peers[peer].lost ? p->peers[peer].why : NULL;
 }
+
+const char *rlx__p2p_last_reason(struct rlx__p2p *p, int peer) { return p->peers[peer].why; }
 
 /* Counted over the whole job, not just the connections open now: at
  * finalize a peer that finished first may already have closed its side. */

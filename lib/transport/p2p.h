@@ -147,6 +147,9 @@ static inline int rlx__p2p_by_ref(const struct rlx__p2p *p) {
  * was lost (NULL when it is not). */
 const char *rlx__p2p_transport_of(struct rlx__p2p *p, int peer);
 const char *rlx__p2p_lost_reason(struct rlx__p2p *p, int peer);
+/* The last failure with peer, lost or not (a shortage of this process's:
+ * RLX_ERR_SYS), "" when none. */
+const char *rlx__p2p_last_reason(struct rlx__p2p *p, int peer);
 /* Connections over transport (by name) that completed the handshake over
  * the job, and the retransmissions the kernel counted on all of them
  * (TCP_INFO). Under the loop lock. */

@@ -89,7 +89,7 @@ struct rlx__p2p_peer {
   int no_cma;                /* a copy from us failed once: use the stream */
   int watched;               /* in p->watch (sock_poll.c) */
   int lost;
-  char why[160];
+  char why[320];
   const struct rlx__transport_ops *tr;
   uint64_t nudged; /* when we last called up, unasked, a higher rank we wait for */
 };

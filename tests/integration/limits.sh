@@ -15,4 +15,26 @@ for case in "4 1024" "8 4096" "8 64"; do
     { tail -20 "$TMP/out"; fail "ulimit -f $2: no warning saying why"; }
   echo "ulimit -f $2, $1 ranks: every collective right; $(grep -m1 'file-size limit' "$TMP/out" | sed 's/.*warn: //')"
 done
+# - too few descriptors (ulimit -n) in the ranks: a rank that cannot open a
+#   connection fails with RLX_ERR_SYS naming the limit and how many it
+#   needs, never "peer lost" blaming the healthy rank it dialled (an
+#   --elastic job would shrink that one away)
+for i in 1 2 3; do
+  timeout 60 "$RLXRUN" -n 8 sh -c "ulimit -n 16; exec $HELLO" >"$TMP/out" 2>&1 &&
+    { cat "$TMP/out"; fail "8 ranks at ulimit -n 16 ran"; }
+  grep -q "system call failed: rank [0-9] cannot open a connection to rank [0-9]: too many open files (ulimit -n is 16 here.*a local limit, not a lost peer" "$TMP/out" ||
+    { cat "$TMP/out"; fail "ulimit -n 16: no rank named the local limit"; }
+  if grep "peer lost" "$TMP/out" | grep -q "too many open files"; then
+    cat "$TMP/out"
+    fail "ulimit -n 16: a peer blamed for a local limit"
+  fi
+done
+echo "ulimit -n 16, 8 ranks: $(grep -m1 -o 'rank [0-9] cannot open .* lost peer' "$TMP/out")"
+# - and in rlxrun: which limit, and what -n 8 needs (which then works)
+(ulimit -n 32 && timeout 60 "$RLXRUN" -n 8 true) >"$TMP/out" 2>&1 && fail "rlxrun -n 8 at ulimit -n 32 ran"
+grep -q "the limit on open files (ulimit -n) is 32 here; .* so -n 8 needs about 36" "$TMP/out" ||
+  { cat "$TMP/out"; fail "rlxrun at ulimit -n 32: no limit named"; }
+need=$(sed -n 's/.*(ulimit -n \([0-9]*\)).*/\1/p' "$TMP/out")
+(ulimit -n "$need" && timeout 60 "$RLXRUN" -n 8 true) || fail "rlxrun -n 8 at the ulimit -n $need it asked for"
+echo "rlxrun at ulimit -n 32: $(grep 'limit on open files' "$TMP/out"); with ulimit -n $need it runs"
 echo "limits: ok"
