@@ -30,6 +30,12 @@ int rlx__card_decode(const uint8_t in[RLX__CARD_SIZE], struct rlx__card *c);
 /* ---- blocking sockets with deadlines (sockutil.c); deadlines are
  * rlx__now_ns() values, 0 = none. Return 0 or a negative errno. */
 int rlx__sock_connect(const char *hostport, uint64_t deadline, int *fd_out);
+/* One attempt, waiting at most timeout_ms for the answer: 0 (connected,
+ * *fd_out set), -ECONNREFUSED (nobody listens: a dead process), -ETIMEDOUT
+ * (no answer: a silent host, its link cut), or another -errno. A blocking
+ * connect() to a host that drops packets waits out the kernel's SYN
+ * retries, about two minutes. */
+int rlx__sock_connect_within(const char *hostport, int timeout_ms, int *fd_out);
 int rlx__sock_listen(const char *hostport, int *fd_out, char *bound, size_t bound_len);
 int rlx__sock_read_full(int fd, void *buf, size_t n, uint64_t deadline);
 int rlx__sock_write_full(int fd, const void *buf, size_t n, uint64_t deadline);

@@ -92,6 +92,44 @@ int rlx__sock_connect(const char *hostport, uint64_t deadline, int *fd_out) {
   return err;
 }
 
+int rlx__sock_connect_within(const char *hostport, int timeout_ms, int *fd_out) {
+  char host[256], port[16];
+  struct addrinfo hints, *res = NULL;
+  int rc;
+  *fd_out = -1;
+  if ((rc = split_hostport(hostport, host, sizeof(host), port, sizeof(port))) != 0)
+    return rc;
+  memset(&hints, 0, sizeof(hints));
+  hints.ai_socktype = SOCK_STREAM;
+  if (getaddrinfo(host, port, &hints, &res) != 0 || res == NULL)
+    return -EHOSTUNREACH;
+  int fd = socket(res->ai_family, res->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  if (fd < 0) {
+    freeaddrinfo(res);
+    return -errno;
+  }
+  rc = connect(fd, res->ai_addr, res->ai_addrlen) == 0 ? 0 : -errno;
+  freeaddrinfo(res);
+  if (rc == -EINPROGRESS) {
+    struct pollfd p = {fd, POLLOUT, 0};
+    int n = poll(&p, 1, timeout_ms);
+    int err = 0;
+    socklen_t len = sizeof(err);
+    if (n == 0)
+      rc = -ETIMEDOUT;
+    else if (n < 0)
+      rc = -errno;
+    else
+      rc = getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0 ? -errno : -err;
+  }
+  if (rc != 0) {
+    close(fd);
+    return rc;
+  }
+  *fd_out = fd;
+  return 0;
+}
+
 int rlx__sock_listen(const char *hostport, int *fd_out, char *bound, size_t bound_len) {
   char host[256], port[16], ip[INET6_ADDRSTRLEN];
   struct addrinfo hints, *res = NULL;

@@ -8,7 +8,7 @@
  *   itself, sockets open, and must be found by missing heartbeats)
  *   fault_check cut   (the upper half of the ranks waits 10 s before the
  *   call, while the test cuts their host's link; the lower half must find
- *   them gone by missing heartbeats)
+ *   them gone by missing heartbeats, then shrinks within an 8 s limit)
  *   fault_check frame corrupt|lost   (RLX_FAULT_FRAME spoils a frame: every
  *   rank must fail with that error, and none may return wrong data)
  *   fault_check revoke   (a rank that completed a call another failed finds
@@ -296,6 +296,14 @@ int main(int argc, char **argv) {
     int ok = rc == RLX_ERR_PEER_LOST && strstr(rlx_errmsg(), "not even a heartbeat") != NULL;
     printf("fault_check: rank %d: %s after %.2f s: %s\n", rank, rlx_strerror(rc), took,
            rlx_errmsg());
+    /* Then a shrink, bounded by the world's own limit (8 s): it dials the
+     * members it never talked to, and the cut ones never answer. */
+    rlx_comm_t *s = NULL;
+    rlx_comm_set_timeout(w, 8.0);
+    t0 = now();
+    int src = rlx_comm_shrink(w, &s);
+    printf("fault_check: rank %d: shrink %s after %.2f s%s%s\n", rank, rlx_strerror(src),
+           now() - t0, src ? ": " : "", src ? rlx_errmsg() : "");
     printf("fault_check: rank %d: %s\n", rank, ok ? "PASS" : "FAIL");
     fflush(stdout);
     return ok ? 0 : 1; /* no rlx_finalize: its barrier would wait for the lost */

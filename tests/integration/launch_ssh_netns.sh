@@ -175,4 +175,11 @@ cat "$TMP/out"
 awk -v k="${RLX_TEST_TIME_SCALE:-1}" '/rank [01]: peer lost after/ { split($0, a, "after "); split(a[2], b, " s"); if (b[1] + 0 > 13.0 * k) bad = 1 }
      END { exit bad }' "$TMP/out" || fail "cut: took more than 13 s"
 echo "link cut: found by heartbeats in $(sed -n 's/.*rank 0: peer lost after \([0-9.]*\) s.*/\1/p' "$TMP/out") s"
+# The shrink after it ends within its limit (8 s): it dials members it
+# never talked to, and a blocking connect() to a cut host waited out the
+# kernel's SYN retries (134.6-135.0 s with RLX_TIMEOUT=20 before).
+[ "$(grep -c 'rank [01]: shrink .* after' "$TMP/out")" = 2 ] || fail "cut: no shrink"
+awk -v k="${RLX_TEST_TIME_SCALE:-1}" '/rank [01]: shrink .* after/ { split($0, a, " after "); split(a[2], b, " s"); if (b[1] + 0 > 11.0 * k) bad = 1 }
+     END { exit bad }' "$TMP/out" || fail "cut: the shrink overran its 8 s limit"
+echo "then the shrink: $(grep -m1 -o 'rank 0: shrink .* after [0-9.]* s' "$TMP/out")"
 echo "ssh across network namespaces: ok"

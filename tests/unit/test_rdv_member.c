@@ -7,7 +7,10 @@
 #include <errno.h>
 #include <string.h>
 #include <stdlib.h>
+#include <stdio.h>
 #include <sys/socket.h>
+#include <netinet/in.h>
+#include <arpa/inet.h>
 #include <unistd.h>
 #include "bootstrap/bootstrap.h"
 #include "byteorder.h"
@@ -153,6 +156,43 @@ START_TEST(rendezvous_gone) {
 }
 END_TEST
 
+/* rlx__sock_connect_within (rlx_comm_shrink's probe): a host that does not
+ * answer costs the timeout, not the kernel's two minutes of SYN retries;
+ * nobody listening is a refusal at once. A listener whose accept queue is
+ * full drops new SYNs, as a cut link does. */
+START_TEST(dial_within) {
+  int l = socket(AF_INET, SOCK_STREAM, 0);
+  struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+  socklen_t len = sizeof(a);
+  ck_assert_int_eq(bind(l, (struct sockaddr *)&a, sizeof(a)), 0);
+  ck_assert_int_eq(listen(l, 0), 0);
+  ck_assert_int_eq(getsockname(l, (struct sockaddr *)&a, &len), 0);
+  char where[64];
+  snprintf(where, sizeof where, "127.0.0.1:%d", ntohs(a.sin_port));
+  int fd = -1, fill[4];
+  ck_assert_int_eq(rlx__sock_connect_within(where, 1000, &fd), 0); /* answered */
+  close(fd);
+  for (int i = 0; i < 4; i++) { /* the queue full (not accepted) */
+    fill[i] = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+    connect(fill[i], (struct sockaddr *)&a, sizeof(a));
+  }
+  usleep(100000);
+  uint64_t t0 = rlx__bs_now_ns();
+  int rc = rlx__sock_connect_within(where, 300, &fd);
+  double took = (double)(rlx__bs_now_ns() - t0) / 1e9;
+  ck_assert_msg(rc == -ETIMEDOUT && fd == -1 && took >= 0.25 && took < 2.0,
+                "a silent listener: rc %d after %.2f s", rc, took);
+  close(l);
+  for (int i = 0; i < 4; i++)
+    close(fill[i]);
+  t0 = rlx__bs_now_ns();
+  rc = rlx__sock_connect_within(where, 300, &fd);
+  took = (double)(rlx__bs_now_ns() - t0) / 1e9;
+  ck_assert_msg(rc == -ECONNREFUSED && took < 0.2, "nobody listening: rc %d after %.2f s", rc,
+                took);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("rdv_member");
   TCase *tc = tcase_create("member");
@@ -160,6 +200,7 @@ int main(void) {
   tcase_add_test(tc, ask_given_back);
   tcase_add_test(tc, out_of_turn);
   tcase_add_test(tc, rendezvous_gone);
+  tcase_add_test(tc, dial_within);
   suite_add_tcase(s, tc);
   return rlx_run_suite(s);
 }
