@@ -55,16 +55,26 @@ static int split_hostport(const char *hp, char *host, size_t hl, char *port, siz
   return 0;
 }
 
-int rlx__sock_connect(const char *hostport, uint64_t deadline, int *fd_out) {
+/* hostport's stream addresses into *res (freeaddrinfo it): 0 or -errno. */
+static int lookup(const char *hostport, struct addrinfo **res) {
   char host[256], port[16];
-  struct addrinfo hints, *res = NULL;
-  int rc, err = -ECONNREFUSED;
+  struct addrinfo hints;
+  int rc;
+  *res = NULL;
   if ((rc = split_hostport(hostport, host, sizeof(host), port, sizeof(port))) != 0)
     return rc;
   memset(&hints, 0, sizeof(hints));
   hints.ai_socktype = SOCK_STREAM;
-  if (getaddrinfo(host, port, &hints, &res) != 0 || res == NULL)
+  if (getaddrinfo(host, port, &hints, res) != 0 || *res == NULL)
     return -EHOSTUNREACH;
+  return 0;
+}
+
+int rlx__sock_connect(const char *hostport, uint64_t deadline, int *fd_out) {
+  struct addrinfo *res;
+  int rc, err = -ECONNREFUSED;
+  if ((rc = lookup(hostport, &res)) != 0)
+    return rc;
   for (;;) {
     for (struct addrinfo *ai = res; ai != NULL; ai = ai->ai_next) {
       int fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, 0);
@@ -93,16 +103,11 @@ int rlx__sock_connect(const char *hostport, uint64_t deadline, int *fd_out) {
 }
 
 int rlx__sock_connect_within(const char *hostport, int timeout_ms, int *fd_out) {
-  char host[256], port[16];
-  struct addrinfo hints, *res = NULL;
+  struct addrinfo *res;
   int rc;
   *fd_out = -1;
-  if ((rc = split_hostport(hostport, host, sizeof(host), port, sizeof(port))) != 0)
+  if ((rc = lookup(hostport, &res)) != 0)
     return rc;
-  memset(&hints, 0, sizeof(hints));
-  hints.ai_socktype = SOCK_STREAM;
-  if (getaddrinfo(host, port, &hints, &res) != 0 || res == NULL)
-    return -EHOSTUNREACH;
   int fd = socket(res->ai_family, res->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
   if (fd < 0) {
     freeaddrinfo(res);
