@@ -68,9 +68,8 @@ int rlx__comm_take(rlx_comm_t *c, const char *call, int blocking, int *took) {
                     call);
   *took = blocking;
   if (blocking) {
-    /* (counted first, then the flag read: rlx_finalize sets it first, then
-     * reads the count, so one of the two sees the other) */
-    atomic_fetch_add(&rlx__rt.calls, 1);
+    /* (the owner set first, then the flag read: rlx_finalize sets it
+     * first, then reads the owners, so one of the two sees the other) */
     uintptr_t fin = atomic_load(&rlx__rt.finalizing);
     if (fin != 0 && fin != self) {
       rlx__comm_give(c);
@@ -81,10 +80,7 @@ int rlx__comm_take(rlx_comm_t *c, const char *call, int blocking, int *took) {
   return RLX_OK;
 }
 
-void rlx__comm_give(rlx_comm_t *c) {
-  atomic_store(&c->owner, 0);
-  atomic_fetch_sub(&rlx__rt.calls, 1);
-}
+void rlx__comm_give(rlx_comm_t *c) { atomic_store(&c->owner, 0); }
 
 /* The call is over (or failed on its way): what it took goes back. */
 static void give_back(rlx_comm_t *c, struct rlx__op *op) {

@@ -59,6 +59,29 @@ int rlx__elect(const int *world, int n) {
   return best;
 }
 
+static struct rlx__list live = {&live, &live};
+static pthread_mutex_t live_mtx = PTHREAD_MUTEX_INITIALIZER;
+
+void rlx__comm_live(rlx_comm_t *c) {
+  pthread_mutex_lock(&live_mtx);
+  rlx__list_push(&live, &c->live);
+  pthread_mutex_unlock(&live_mtx);
+}
+
+static int busy(const rlx_comm_t *c, uintptr_t self) {
+  uintptr_t o = atomic_load(&c->owner);
+  return o != 0 && o != self;
+}
+
+int rlx__comm_busy(uintptr_t self) {
+  int n = busy(&rlx__rt.world, self);
+  pthread_mutex_lock(&live_mtx);
+  for (struct rlx__list *l = live.next; l != &live; l = l->next)
+    n += busy(rlx__container_of(l, struct rlx_comm, live), self);
+  pthread_mutex_unlock(&live_mtx);
+  return n;
+}
+
 rlx_comm_t *rlx__comm_new(uint32_t id, int *world, int n, int rank) {
   rlx_comm_t *c = calloc(1, sizeof(*c));
   if (c == NULL)
@@ -69,6 +92,7 @@ rlx_comm_t *rlx__comm_new(uint32_t id, int *world, int n, int rank) {
   c->world = world;
   c->leader = rlx__elect(world, n);
   pthread_mutex_init(&c->mtx, NULL);
+  rlx__comm_live(c);
   return c;
 }
 
@@ -307,6 +331,12 @@ void rlx__comm_take_reserve(struct rlx__runtime *rt, rlx_comm_t *c) {
 }
 
 void rlx__comm_release(rlx_comm_t *c) {
+  if (c->live.next != NULL) {
+    pthread_mutex_lock(&live_mtx);
+    rlx__list_remove(&c->live);
+    pthread_mutex_unlock(&live_mtx);
+    c->live.next = c->live.prev = NULL;
+  }
   rlx__comm_shm_free(c);
   free(c->world);
   free(c->scratch);

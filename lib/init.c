@@ -582,7 +582,7 @@ int rlx_finalize(void) {
     return rlx__err(RLX_ERR_STATE, "rlx_finalize without rlx_init");
   }
   atomic_store(&rlx__rt.finalizing, (uintptr_t)pthread_self());
-  int busy = atomic_load(&rlx__rt.calls);
+  int busy = rlx__comm_busy((uintptr_t)pthread_self());
   if (busy > 0) {
     atomic_store(&rlx__rt.finalizing, 0);
     pthread_mutex_unlock(&init_mtx);

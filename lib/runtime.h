@@ -42,6 +42,7 @@ struct rlx_comm {
    * another thread's call meanwhile is refused (rlx__comm_take) */
   _Atomic uintptr_t owner;
   pthread_mutex_t mtx; /* serialises calls on this communicator */
+  struct rlx__list live; /* in comm.c's list (rlx__comm_busy); not the world */
 };
 
 /* An operation in flight: a blocking call's lives on its stack, a
@@ -68,11 +69,10 @@ struct rlx__cores {
 
 struct rlx__runtime {
   int initialized;
-  /* Blocking calls in progress (rlx__comm_take to rlx__comm_give), and the
-   * thread whose rlx_finalize is under way (0: none): finalize refuses
-   * while another thread is in a call, and a call refuses to start while
-   * another thread finalizes, instead of running on a torn-down library. */
-  atomic_int calls;
+  /* The thread whose rlx_finalize is under way (0: none): finalize refuses
+   * while another thread is in a blocking call (a communicator's owner,
+   * rlx__comm_busy), and a call refuses to start while another thread
+   * finalizes, instead of running on a torn-down library. */
   _Atomic uintptr_t finalizing;
   void *reserve; /* rlx__comm_make_reserve's scratch, until a communicator takes it */
   size_t reserve_len;
@@ -234,6 +234,12 @@ int rlx__comm_copy(rlx_comm_t *c, uint32_t mix, rlx_comm_t **out);
  * limit in seconds, and in *why the name of its source, for messages. */
 uint64_t rlx__comm_deadline(const rlx_comm_t *c, uint64_t from);
 double rlx__comm_timeout(const rlx_comm_t *c, const char **why);
+/* The list of communicators in use: joined at creation (rlx__comm_new; the
+ * world, which a growth rewrites in place, is not in it), left at
+ * rlx__comm_release. rlx__comm_busy: how many, the world too, have a
+ * blocking call of a thread other than self in progress. */
+void rlx__comm_live(rlx_comm_t *c);
+int rlx__comm_busy(uintptr_t self);
 /* Free a communicator's storage (not the world's struct itself). */
 void rlx__comm_release(rlx_comm_t *c);
 /* rlx_init, a job of one rank that may grow or a joiner: the scratch its
