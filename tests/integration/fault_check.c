@@ -185,6 +185,7 @@ static int finalize_race(rlx_comm_t *w, int rank) {
   char why[300];
   snprintf(why, sizeof why, "%s", first ? rlx_errmsg() : "");
   pthread_join(th, NULL);
+  rlx_comm_free(&r.c);
   int rc = first == RLX_OK ? RLX_OK : rlx_finalize();
   int ok = first == RLX_ERR_STATE && strstr(why, "still in progress") != NULL &&
            r.rc == RLX_OK && rc == RLX_OK;

@@ -64,7 +64,9 @@ static int split_kill(rlx_comm_t *w, int rank, unsigned seed) {
          rlx_strerror(rc1), rlx_strerror(rc2), rlx_strerror(rc3), rlx_strerror(rc4), took,
          rc4 ? ": " : "", rc4 ? rlx_errmsg() : "", rlx_strerror(rc5), x, rank, ok ? "PASS" : "FAIL");
   fflush(stdout);
-  return ok ? 0 : 1; /* (no rlx_finalize: sub may still wait for the lost) */
+  rlx_comm_free(&s);
+  rlx_comm_free(&sub);
+  return ok ? 0 : 1; /* (no rlx_finalize: its barrier would wait for the lost) */
 }
 
 int main(int argc, char **argv) {
@@ -92,6 +94,7 @@ int main(int argc, char **argv) {
     printf("shrink_check: rank %d: %s: %s\nshrink_check: rank %d: %s\n", rank, rlx_strerror(rc),
            rlx_errmsg(), rank, ok ? "PASS" : "FAIL");
     fflush(stdout);
+    rlx_comm_free(&rev);
     return ok ? 0 : 1; /* (no rlx_finalize: its barrier would wait for the lost) */
   }
   int victim = argc > 1 && strcmp(argv[1], "leader") ? atoi(argv[1]) : old_leader;
