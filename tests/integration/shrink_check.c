@@ -7,8 +7,8 @@
  *   shrink_check sub   (4 ranks: on a communicator of every rank in reverse
  *   order world rank 1, its rank 2, dies; the survivors' message names it
  *   by both: "lost rank 2 (world rank 1)")
- *   shrink_check splitkill SEED   (4 ranks: rank 3 is killed 0-3 ms into
- *   rlx_comm_split and the new communicator's first collective; every
+ *   shrink_check splitkill|dupkill SEED   (4 ranks: rank 3 is killed 0-3 ms
+ *   into rlx_comm_split (or dup) and the new communicator's first call; every
  *   survivor's calls fail or complete, its next call on the world fails,
  *   and rlx_comm_shrink of the world gives all three a working
  *   communicator within 2 s) */
@@ -34,7 +34,7 @@ static void *kill_soon(void *arg) {
   return NULL;
 }
 
-static int split_kill(rlx_comm_t *w, int rank, unsigned seed) {
+static int split_kill(rlx_comm_t *w, int rank, unsigned seed, int dup) {
   static long delay;
   pthread_t th;
   rlx_comm_t *sub = NULL, *s = NULL;
@@ -45,7 +45,7 @@ static int split_kill(rlx_comm_t *w, int rank, unsigned seed) {
     delay = (long)(rand_r(&seed) % 3000) * 1000;
     pthread_create(&th, NULL, kill_soon, &delay);
   }
-  int rc1 = rlx_comm_split(w, rank % 2, 0, &sub);
+  int rc1 = dup ? rlx_comm_dup(w, &sub) : rlx_comm_split(w, rank % 2, 0, &sub);
   int rc2 = rc1 == RLX_OK ? rlx_allreduce(RLX_IN_PLACE, &x, 1, RLX_FLOAT64, RLX_SUM, sub) : rc1;
   if (rank == 3)
     pause(); /* (the kill comes) */
@@ -59,9 +59,9 @@ static int split_kill(rlx_comm_t *w, int rank, unsigned seed) {
   double k = e && atof(e) > 1 ? atof(e) : 1;
   int ok = rc3 != RLX_OK && rc4 == RLX_OK && rlx_comm_size(s) == 3 && rc5 == RLX_OK && x == 3 &&
            took < 2.0 * k;
-  printf("shrink_check: rank %d: split %s, its first allreduce %s, the world's barrier %s; "
+  printf("shrink_check: rank %d: %s %s, its first allreduce %s, the world's barrier %s; "
          "shrink %s in %.2f s%s%s, allreduce %s (%g)\nshrink_check: rank %d: %s\n", rank,
-         rlx_strerror(rc1), rlx_strerror(rc2), rlx_strerror(rc3), rlx_strerror(rc4), took,
+         dup ? "dup" : "split", rlx_strerror(rc1), rlx_strerror(rc2), rlx_strerror(rc3), rlx_strerror(rc4), took,
          rc4 ? ": " : "", rc4 ? rlx_errmsg() : "", rlx_strerror(rc5), x, rank, ok ? "PASS" : "FAIL");
   fflush(stdout);
   rlx_comm_free(&s);
@@ -76,8 +76,8 @@ int main(int argc, char **argv) {
   }
   rlx_comm_t *w = rlx_comm_world();
   int rank = rlx_comm_rank(w), size = rlx_comm_size(w), old_leader = rlx_comm_leader(w);
-  if (argc > 2 && strcmp(argv[1], "splitkill") == 0)
-    return size == 4 ? split_kill(w, rank, (unsigned)atoi(argv[2])) : 2;
+  if (argc > 2 && (strcmp(argv[1], "splitkill") == 0 || strcmp(argv[1], "dupkill") == 0))
+    return size == 4 ? split_kill(w, rank, (unsigned)atoi(argv[2]), argv[1][0] == 'd') : 2;
   if (argc > 1 && strcmp(argv[1], "sub") == 0) {
     rlx_comm_t *rev = NULL;
     double x = 1;
