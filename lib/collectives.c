@@ -221,9 +221,8 @@ static int start(rlx_comm_t *c, struct rlx_request *rq) {
     give_back(c, op);
     return rc;
   }
-  rq->deadline = rlx__comm_deadline(c, op->t_start);
+  rq->deadline = rlx__comm_deadline(c, op->t_start, &op->deadline_from);
   op->deadline = rq->deadline;
-  rlx__comm_timeout(c, &op->deadline_from);
   if (op->algo->run != NULL) { /* in the shared segment, on this thread */
     op->shm = c->shm;
     /* an ABORT that came first fails it at once */

@@ -121,8 +121,8 @@ double rlx__comm_timeout(const rlx_comm_t *c, const char **why) {
   return c->timeout_set ? c->timeout_s : rlx__rt.cfg.timeout_s;
 }
 
-uint64_t rlx__comm_deadline(const rlx_comm_t *c, uint64_t from) {
-  double s = rlx__comm_timeout(c, NULL);
+uint64_t rlx__comm_deadline(const rlx_comm_t *c, uint64_t from, const char **why) {
+  double s = rlx__comm_timeout(c, why);
   return s > 0 ? from + (uint64_t)(s * 1e9) : 0;
 }
 

@@ -67,7 +67,7 @@ static int layout_cap(int n) {
 }
 
 static uint64_t setup_deadline(const rlx_comm_t *c) {
-  return rlx__comm_deadline(c, rlx__now_ns());
+  return rlx__comm_deadline(c, rlx__now_ns(), NULL);
 }
 
 int rlx__comm_in_shm(const rlx_comm_t *c) { return c->shm != NULL && c->size > 1; }

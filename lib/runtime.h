@@ -231,8 +231,9 @@ rlx_comm_t *rlx__comm_new(uint32_t id, int *world, int n, int rank);
 int rlx__comm_copy(rlx_comm_t *c, uint32_t mix, rlx_comm_t **out);
 /* A call on c that starts at `from` fails at the returned time (0: never):
  * rlx_comm_set_timeout's limit, else RLX_TIMEOUT's. rlx__comm_timeout: that
- * limit in seconds, and in *why the name of its source, for messages. */
-uint64_t rlx__comm_deadline(const rlx_comm_t *c, uint64_t from);
+ * limit in seconds. Both put in *why (unless NULL) the name of its source,
+ * for messages. */
+uint64_t rlx__comm_deadline(const rlx_comm_t *c, uint64_t from, const char **why);
 double rlx__comm_timeout(const rlx_comm_t *c, const char **why);
 /* The list of communicators in use: joined at creation (rlx__comm_new; the
  * world, which a growth rewrites in place, is not in it), left at

@@ -128,7 +128,7 @@ int rlx__comm_agree(rlx_comm_t *c, const char *call, int probe_first, uint32_t *
   pthread_mutex_unlock(&c->mtx);
   const char *why;
   double limit = rlx__comm_timeout(c, &why);
-  uint64_t deadline = rlx__comm_deadline(c, rlx__now_ns());
+  uint64_t deadline = rlx__comm_deadline(c, rlx__now_ns(), NULL);
   int nalive = 0, me = -1, agreed = 0;
   if (flags != NULL)
     lost[words] = *flags;

@@ -366,8 +366,6 @@ static int same_space(uint64_t a, uint64_t b) {
   return (a & RLX__SEQ_INTERNAL) == (b & RLX__SEQ_INTERNAL);
 }
 
-/* An ABORT that came for op (or for an earlier call on its communicator,
- * which revokes it): take it, fail op with it. Under the loop lock. */
 /* An ABORT for the call that made op's communicator: a member that failed
  * it never comes to this one. Under the loop lock. */
 static int made_by(const struct rlx__op *op, uint32_t comm_id, uint64_t seq) {
@@ -383,6 +381,9 @@ static void parent_failed(struct rlx__op *op, const char *reason) {
   finish(op, RLX_ERR_REVOKED);
 }
 
+/* An ABORT that came for op (or for an earlier call on its communicator,
+ * which revokes it; or for the call that made it; or a revocation): take
+ * it, fail op with it. Under the loop lock. */
 static int take_early(struct rlx__op *op) {
   if (rlx__exec_revoked(op->comm_id, op->msg, sizeof(op->msg))) {
     finish(op, RLX_ERR_REVOKED);
