@@ -46,6 +46,38 @@ static double bound(double s) {
   return s * (k >= 1.0 ? k : 1.0);
 }
 
+/* FAULT_DONE_DIR (set by faults.sh): each survivor leaves a file there
+ * once its part is done, so that the faulty rank 1 (asleep or stopped)
+ * needs to last only as long as the survivors need it, not a fixed nap. */
+static void mark_done(int rank) {
+  const char *dir = getenv("FAULT_DONE_DIR");
+  char path[512];
+  if (!dir)
+    return;
+  snprintf(path, sizeof path, "%s/done.%d", dir, rank);
+  FILE *f = fopen(path, "w");
+  if (f)
+    fclose(f);
+}
+
+/* Waits until `want` survivors marked themselves done, or `limit` seconds
+ * (or, without FAULT_DONE_DIR, just `limit` seconds). */
+static void wait_done(int want, double limit) {
+  const char *dir = getenv("FAULT_DONE_DIR");
+  struct timespec nap = {0, 50 * 1000 * 1000};
+  for (double waited = 0; waited < limit; waited += 0.05) {
+    int n = 0;
+    DIR *d = dir ? opendir(dir) : NULL;
+    for (struct dirent *e; d && (e = readdir(d));)
+      n += strncmp(e->d_name, "done.", 5) == 0;
+    if (d)
+      closedir(d);
+    if (dir && n >= want)
+      return;
+    nanosleep(&nap, NULL);
+  }
+}
+
 static double now(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -129,7 +161,9 @@ static int revokes(rlx_comm_t *w, int rank) {
       char want[64], msg[700];
       snprintf(want, sizeof want, "revoked by rank %d (rlx_comm_revoke)", r);
       if (rank == r) {
-        struct timespec ts = {0, 300 * 1000 * 1000};
+        /* (the others in their call by then, mostly: a slower host's
+         * scale stretches the nap; one that comes later fails the same) */
+        struct timespec ts = {0, (long)(bound(0.1) * 1e9)};
         nanosleep(&ts, NULL);
         rc = rlx_comm_revoke(c);
         if (rc == RLX_OK)
@@ -402,10 +436,18 @@ int main(int argc, char **argv) {
     if (kill_mode)
       raise(SIGKILL);
     if (stop_mode) {
+      /* A child of its own ends it once the survivors are done: rlxrun
+       * would otherwise wait for its --timeout. */
+      pid_t parent = getpid();
+      if (getenv("FAULT_DONE_DIR") && fork() == 0) {
+        wait_done(rlx_comm_size(w) - 1, bound(60.0));
+        kill(parent, SIGKILL);
+        _exit(0);
+      }
       raise(SIGSTOP); /* vanished: no exit, no closed socket */
       return 0;
     }
-    sleep(6); /* never calls the allreduce */
+    wait_done(rlx_comm_size(w) - 1, 6.0); /* never calls the allreduce */
     rlx_finalize();
     return 0;
   }
@@ -431,6 +473,7 @@ int main(int argc, char **argv) {
   }
   fflush(stdout);
   free(big);
+  mark_done(rank);
   rlx_finalize();
   int left = shm_left();
   if (left) {

@@ -62,8 +62,11 @@ done
 # A rank that vanishes with its sockets open (stopped: as if its host or
 # link were gone) is found by missing heartbeats: PING every 1 s, lost after
 # 10 s of silence; every survivor fails within 12 s.
+# (FAULT_DONE_DIR: the survivors say there when they are done, and the
+# faulty rank, asleep or stopped, ends then instead of after a fixed time)
+done_dir() { rm -rf "$TMP/done"; mkdir "$TMP/done"; echo "$TMP/done"; }
 for n in 2 3; do
-  timeout 60 "$RLXRUN" -n $n --timeout 20 --grace 1 "$FAULT" stop >"$TMP/out" 2>&1
+  FAULT_DONE_DIR=$(done_dir) timeout 60 "$RLXRUN" -n $n --timeout 20 --grace 1 "$FAULT" stop >"$TMP/out" 2>&1
   cat "$TMP/out"
   [ "$(grep -c 'fault_check: rank [0-9]*: PASS' "$TMP/out")" -eq $((n - 1)) ] || fail "stop n=$n"
   grep -q "nothing from rank 1 for [0-9]* s, not even a heartbeat" "$TMP/out" || fail "stop n=$n: no heartbeat message"
@@ -76,12 +79,12 @@ done
 mkdir -p "$TMP/t"
 leftovers() { ls -d "$TMP"/t/* /dev/shm/* 2>/dev/null | sort; }
 for n in 2 3 4; do
-  RLX_TIMEOUT=2 timeout 60 "$RLXRUN" -n $n "$FAULT" timeout >"$TMP/out" 2>&1
+  FAULT_DONE_DIR=$(done_dir) RLX_TIMEOUT=2 timeout 60 "$RLXRUN" -n $n "$FAULT" timeout >"$TMP/out" 2>&1
   cat "$TMP/out"
   [ "$(grep -c 'fault_check: rank [0-9]*: PASS' "$TMP/out")" -eq $((n - 1)) ] || fail "timeout n=$n"
   grep -q "timed out after 2 s (RLX_TIMEOUT) waiting for rank 1" "$TMP/out" || fail "timeout message n=$n"
   # A communicator's own limit (rlx_comm_set_timeout) wins over RLX_TIMEOUT.
-  RLX_TIMEOUT=60 timeout 60 "$RLXRUN" -n $n "$FAULT" commtimeout >"$TMP/out" 2>&1
+  FAULT_DONE_DIR=$(done_dir) RLX_TIMEOUT=60 timeout 60 "$RLXRUN" -n $n "$FAULT" commtimeout >"$TMP/out" 2>&1
   cat "$TMP/out"
   [ "$(grep -c 'fault_check: rank [0-9]*: PASS' "$TMP/out")" -eq $((n - 1)) ] || fail "commtimeout n=$n"
   grep -q "timed out after 2 s (rlx_comm_set_timeout) waiting for rank 1" "$TMP/out" ||

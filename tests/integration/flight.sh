@@ -71,7 +71,13 @@ for keep in 256 0; do
   # (not there yet: the signal would find SIGUSR1 not taken and kill it)
   grep -q sleeping "$o" || { kill $p; fail "RLX_FLIGHT=$keep: the program never got to its nap"; }
   kill -USR1 $p
-  wait $p || fail "SIGUSR1 killed the program"
+  # (the record written, the program is still napping: SIGUSR1 did not
+  # kill it; it is ended here rather than waited for)
+  i=0
+  until grep -q "flight-end" "$e" 2>/dev/null || [ $i -ge $limit ]; do sleep 0.1; i=$((i + 1)); done
+  kill -0 $p 2>/dev/null || { wait $p; fail "SIGUSR1 killed the program"; }
+  kill $p
+  wait $p
   cat "$e"
   want=$([ $keep -eq 0 ] && echo 0 || echo 1)
   grep -q "^rlxcoll\[0\] flight-recorder	SIGUSR1	$want	1$" "$e" || fail "RLX_FLIGHT=$keep header"

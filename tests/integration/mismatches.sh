@@ -1,6 +1,8 @@
 #!/bin/sh
 # One rank calls something else than the others (mismatch_check.c says
-# what): for n = 2..8, with the odd rank at every position, every rank
+# what): for n = 2..8, with the odd rank at every position (above 4
+# ranks: first, last and one that moves with the kind, so that every
+# position is taken by some kind), every rank
 # learns it within 1 s naming both calls: the call fails with
 # RLX_ERR_MISMATCH, or (where a rank's part of a call whose pattern
 # differs was done) its next call fails; in shared memory and point to
@@ -14,10 +16,12 @@
 # waited for.)
 . "$(dirname "$0")/lib.sh"
 CHECK="$top_builddir/tests/integration/mismatch_check"
-i=0
+i=0 k=0
 for kind in dtype op count rs split roots rroots bcastreduce argcheck argsym; do
+  k=$((k + 1))
   for n in ${MISMATCH_NS:-2 3 4 5 6 7 8}; do
     odds=$(seq 0 $((n - 1)))
+    [ $n -gt 4 ] && odds="0 $((1 + k % (n - 2))) $((n - 1))"
     for odd in $odds; do
       i=$((i + 1))
       shm=auto
