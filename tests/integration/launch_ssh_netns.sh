@@ -169,6 +169,15 @@ until [ "$(grep -c 'fault_check: rank [0-9]: ready' "$TMP/out")" = 4 ]; do
   sleep 0.1
 done
 ip -n ${P}b link set eth0 down
+# Once the ranks on nsa have said all, the link comes back, so that nsb's
+# ranks (long exited) and their ssh sessions end and rlxrun with them,
+# instead of at its --timeout.
+i=0
+until [ "$(grep -c 'fault_check: rank [01]: \(PASS\|FAIL\)' "$TMP/out")" = 2 ] || [ $i -ge 600 ]; do
+  i=$((i + 1))
+  sleep 0.1
+done
+ip -n ${P}b link set eth0 up
 wait $job
 cat "$TMP/out"
 [ "$(grep -c 'fault_check: rank [01]: PASS' "$TMP/out")" = 2 ] || fail "cut: ranks on nsa did not find nsb gone"
