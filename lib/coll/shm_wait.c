@@ -369,6 +369,12 @@ static int wait_for(struct rlx__shm_group *g, struct rlx__op *op, int which, int
   }
   if (which == ARRIVE && r < 0)
     g->min_seen = step;
+  /* What we waited for was there at once, but a member may have failed
+   * this call before (its deadline passed while it waited for us: its
+   * arrival is in the segment all the same): fail with it, not succeed
+   * where it failed. */
+  if (atomic_load_explicit(&g->hdr->failed, memory_order_acquire))
+    return check_failed(g, op);
   return RLX_OK;
 }
 

@@ -14,7 +14,8 @@ for tr in auto unix tcp; do
   shm=auto modes=sync,wait,future
   [ $tr = unix ] && shm=off
   [ $tr = auto ] || modes=sync
-  CHECK_MODES=$modes RLX_TRANSPORT=$tr RLX_SHM_COLL=$shm RLX_TIMEOUT=3 timeout 180 "$RLXRUN" -n 2 \
+  rm -rf "$TMP/marks" && mkdir "$TMP/marks"
+  CHECK_MARK_DIR="$TMP/marks" CHECK_MODES=$modes RLX_TRANSPORT=$tr RLX_SHM_COLL=$shm RLX_TIMEOUT=3 timeout 180 "$RLXRUN" -n 2 \
     "$PYTHON" "$PYTESTS/check_torch_errors.py" >"$TMP/out" 2>&1
   rc=$?
   cat "$TMP/out"

@@ -84,15 +84,31 @@ def avg_of_integers(r, mode):
            lambda: run(mode, dist.all_reduce, t, op=dist.ReduceOp.AVG, group=g))
 
 
+# CHECK_MARK_DIR (a fresh folder): rank 0 leaves a file there once it gave
+# up, and the late rank 1 comes then; without it, 1.5 s after the bound.
+MARK_DIR = os.environ.get("CHECK_MARK_DIR")
+late_calls = 0
+
+
 def late_barrier(r, mode, g, lo, hi, call=None):
-    """Rank 1 comes to g's barrier 1.5 s after rank 0's limit; rank 0 must
+    """Rank 1 comes to g's barrier after rank 0 gave up on it; rank 0 must
     time out in lo..hi s, rank 1 fail too (rank 0 gave up on it)."""
+    global late_calls
+    late_calls += 1
+    mark = os.path.join(MARK_DIR, "gave-up.%d" % late_calls) if MARK_DIR else None
     dist.barrier(group=g)  # (the group warm: its first call made)
     if r == 1:
-        time.sleep(hi * SCALE + 1.5)
+        if mark:
+            limit = time.monotonic() + hi * SCALE + 10
+            while not os.path.exists(mark) and time.monotonic() < limit:
+                time.sleep(0.02)
+        else:
+            time.sleep(hi * SCALE + 1.5)
     call = call or (lambda: run(mode, dist.barrier, group=g))
     expect("%s: a late barrier" % mode, rlxcoll.Timeout if r == 0 else rlxcoll.Error, call,
            lo=lo if r == 0 else 0.0, hi=hi if r == 0 else 10.0)
+    if r == 0 and mark:
+        open(mark, "w").close()
 
 
 def aborted(r, mode):
