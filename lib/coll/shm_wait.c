@@ -370,10 +370,11 @@ static int wait_for(struct rlx__shm_group *g, struct rlx__op *op, int which, int
   if (which == ARRIVE && r < 0)
     g->min_seen = step;
   /* What we waited for was there at once, but a member may have failed
-   * this call before (its deadline passed while it waited for us: its
-   * arrival is in the segment all the same): fail with it, not succeed
-   * where it failed. */
-  if (atomic_load_explicit(&g->hdr->failed, memory_order_acquire))
+   * this call (or an earlier one) before (its deadline passed while it
+   * waited for us: its arrival is in the segment all the same): fail with
+   * it, not succeed where it failed. (A later call's failure is not this
+   * one's: members that finished it went on.) */
+  if (atomic_load_explicit(&g->hdr->failed, memory_order_acquire) && g->hdr->seq <= op->seq)
     return check_failed(g, op);
   return RLX_OK;
 }
