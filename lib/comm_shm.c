@@ -11,11 +11,10 @@
 
 static int shm_allowed(const rlx_comm_t *c) {
   const struct rlx__runtime *rt = &rlx__rt;
-  if (!rt->cfg.shm_coll || !rt->p2p_up || !rt->p2p.shm)
+  if (!rt->cfg.shm_coll || !rt->p2p_up)
     return 0;
-  const struct rlx__card *me = &rt->cards[c->world[c->rank]];
-  for (int r = 0; r < c->size; r++) /* reached over a Unix socket: this host */
-    if (!rlx__unix_transport.reaches(me, &rt->cards[c->world[r]]))
+  for (int r = 0; r < c->size; r++) /* frames to each go through this host's memory */
+    if (!rlx__p2p_in_memory(&rt->p2p, c->world[r]))
       return 0;
   return 1;
 }

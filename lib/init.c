@@ -252,13 +252,13 @@ fail:
   return rc;
 }
 
-/* The engine's work outside libuv: frames through shared memory. While
- * every open connection is one, a waiting caller looks at libuv's sockets
- * only every 32 turns. */
-static size_t shm_poll(void *ctx) {
+/* The engine's work outside libuv: the transports' (frames through shared
+ * memory, sockets read directly). While every open connection is polled
+ * so, a waiting caller looks at libuv's sockets only every 32 turns. */
+static size_t p2p_poll(void *ctx) {
   struct rlx__p2p *p = ctx;
-  size_t moved = rlx__shm_progress(p) + rlx__sock_poll(p);
-  unsigned every = p->nready > 0 && p->nready == p->nshm   ? 32
+  size_t moved = rlx__p2p_progress(p);
+  unsigned every = p->nready > 0 && p->nready == p->npolled ? 32
                    : p->nwatch > 0 && p->nwriting == 0 ? 16 /* sockets read directly */
                                                        : 1;
   if (atomic_load_explicit(&rlx__rt.engine.uv_every, memory_order_relaxed) != every)
@@ -266,7 +266,7 @@ static size_t shm_poll(void *ctx) {
   return moved;
 }
 
-static int shm_sleep(void *ctx, int sleeping) { return rlx__shm_sleep(ctx, sleeping); }
+static int p2p_sleep(void *ctx, int sleeping) { return rlx__p2p_prepare_sleep(ctx, sleeping); }
 
 static void print_stats(struct rlx__runtime *rt) {
   int nshm = 0, nunix = 0, ntcp = 0;
@@ -501,8 +501,8 @@ static int init_locked(struct rlx__runtime *rt) {
   if (rt->p2p_up && rt->cfg.cma < 0)
     rt->p2p.cma = 1;
   if (rt->p2p_up) {
-    rt->engine.poll = shm_poll;
-    rt->engine.sleep = shm_sleep;
+    rt->engine.poll = p2p_poll;
+    rt->engine.sleep = p2p_sleep;
     rt->engine.in_flight = rlx__exec_in_flight;
     rt->engine.ctx = &rt->p2p;
   }

@@ -182,5 +182,5 @@ void rlx__cma_resend(struct rlx__p2p_conn *c, struct rlx__xfer *x) {
   x->hdr.flags = 0;
   x->hdr.payload_crc = rlx__crc32c(x->buf, x->len); /* now the data itself */
   rlx__frame_encode(&x->hdr, x->hbytes);
-  rlx__write_start(c, x, 0);
+  rlx__write_start(c, x);
 }

@@ -31,7 +31,7 @@ static const char *addr_of(struct rlx__p2p *p, int peer, const struct rlx__trans
   size_t cap;
   /* card_addr only writes through its pointer before listening: reading a
    * peer's card through it is safe. */
-  return tr->card_addr((struct rlx__card *)&p->cards[peer], &cap);
+  return rlx__transport_control(tr)->card_addr((struct rlx__card *)&p->cards[peer], &cap);
 }
 
 void rlx__conn_fail(struct rlx__p2p_conn *c, int err, const char *why) {
@@ -76,9 +76,9 @@ void rlx__conn_close(struct rlx__p2p_conn *c) {
     p->retrans_closed += c->tr->retransmissions(&c->h.handle);
   if (c->state == C_READY) {
     p->nready--;
-    for (int i = 0; c->shm && i < p->nshm; i++)
-      if (p->shm_conn[i] == c)
-        p->shm_conn[i] = p->shm_conn[--p->nshm];
+    for (int i = 0; i < p->npolled; i++)
+      if (p->polled[i] == c)
+        p->polled[i] = p->polled[--p->npolled];
   }
   c->state = C_CLOSING;
   if (c->target) { /* a receive whose payload was streaming in */
@@ -87,7 +87,8 @@ void rlx__conn_close(struct rlx__p2p_conn *c) {
     rlx__xfer_finish(x, c->peer >= 0 && p->peers[c->peer].lost ? p->peers[c->peer].lost
                                                                 : RLX_ERR_PEER_LOST);
   }
-  rlx__shm_drop(c, c->peer >= 0 && p->peers[c->peer].lost ? p->peers[c->peer].lost
+  if (c->tr->drop != NULL)
+    c->tr->drop(c, c->peer >= 0 && p->peers[c->peer].lost ? p->peers[c->peer].lost
                                                           : RLX_ERR_PEER_LOST);
   rlx__list_remove(&c->link);
   uv_close(&c->h.handle, on_closed);
@@ -103,7 +104,6 @@ static struct rlx__p2p_conn *conn_new(struct rlx__p2p *p, const struct rlx__tran
   c->t_start = rlx__now_ns();
   c->h.handle.data = c;
   rlx__list_init(&c->link);
-  rlx__list_init(&c->shm_out);
   return c;
 }
 
@@ -126,7 +126,7 @@ static void grow_buffers(struct rlx__p2p_conn *c) {
 
 static void trace_ready(const struct rlx__p2p_conn *c) {
   char name[64], args[96];
-  const char *tr = c->shm ? "shm" : c->tr->name;
+  const char *tr = c->tr->name;
   snprintf(name, sizeof(name), "connect rank %d (%s)", c->peer, tr);
   snprintf(args, sizeof(args), "\"peer\":%d,\"transport\":\"%s\",\"side\":\"%s\"", c->peer,
            tr, c->dialed ? "dialed" : "accepted");
@@ -159,22 +159,19 @@ static void conn_ready(struct rlx__p2p_conn *c) {
   c->dialed = c->state == C_HS_CLIENT;
   c->state = C_READY;
   c->p->opened[rlx__transport_index(c->tr)]++;
-  c->p->opened_shm += c->shm != NULL;
   c->p->nready++;
-  if (c->shm)
-    c->p->shm_conn[c->p->nshm++] = c; /* one per peer: never more than size */
   rlx__read_next(c);
-  if (c->shm && rlx__shm_ready(c) != 0) {
+  if (c->tr->start(c) != 0) {
     rlx__conn_fail(c, RLX_ERR_PEER_LOST, "cannot read the connection's socket");
     return;
   }
-  rlx__debug("connected to rank %d over %s", c->peer, c->shm ? "shm" : c->tr->name);
+  rlx__debug("connected to rank %d over %s", c->peer, c->tr->name);
   if (RLX__TRACING())
     trace_ready(c);
   while (!rlx__list_empty(&pe->sendq) && c->state == C_READY) {
     struct rlx__xfer *x = rlx__container_of(pe->sendq.next, struct rlx__xfer, link);
     rlx__list_remove(&x->link);
-    rlx__write_start(c, x, 0);
+    rlx__write_start(c, x);
   }
 }
 
@@ -192,8 +189,11 @@ static void hs_client(struct rlx__p2p_conn *c) {
     rlx__conn_fail(c, RLX_ERR_AUTH, why);
     return;
   }
-  /* Between ranks of one host the proof carries the shared segment. */
-  long sent = rlx__shm_offer(c, c->hs_out[1], RLX__HS_PROOF_SIZE);
+  /* The proof carries what the transport attaches (shm: its segment);
+   * when nothing went, the connection is its control transport's. */
+  long sent = c->tr->offer != NULL ? c->tr->offer(c, c->hs_out[1], RLX__HS_PROOF_SIZE) : 0;
+  if (sent <= 0)
+    c->tr = rlx__transport_control(c->tr);
   if (sent < RLX__HS_PROOF_SIZE)
     hs_write(c, 1, (size_t)sent, RLX__HS_PROOF_SIZE);
   if (c->state != C_CLOSING)
@@ -242,9 +242,20 @@ static void hs_proof(struct rlx__p2p_conn *c) {
     return;
   }
   c->peer = peer;
-  if (rlx__shm_accept(c) != RLX_OK) {
-    rlx__conn_fail(c, RLX_ERR_PEER_LOST, rlx_errmsg());
-    return;
+  /* A transport riding on this one may have come with the proof. */
+  for (int t = 0; rlx__transports[t] != NULL; t++) {
+    const struct rlx__transport_ops *tr = rlx__transports[t];
+    if (tr->control != c->tr || tr->take_offer == NULL)
+      continue;
+    int got = tr->take_offer(c);
+    if (got < 0) {
+      rlx__conn_fail(c, got, rlx_errmsg());
+      return;
+    }
+    if (got == 1) {
+      c->tr = tr;
+      break;
+    }
   }
   conn_ready(c);
 }
@@ -276,7 +287,7 @@ static int dial_failed(struct rlx__p2p *p, int peer, const struct rlx__transport
     return RLX_ERR_SYS;
   }
   snprintf(why, len, "cannot connect to rank %d at %s (%s): %s", peer, addr_of(p, peer, tr),
-           tr->name, uv_strerror(status));
+           rlx__transport_control(tr)->name, uv_strerror(status));
   return RLX_ERR_PEER_LOST;
 }
 
@@ -322,7 +333,8 @@ void rlx__conn_ensure(struct rlx__p2p *p, int peer, int sending) {
   rlx__hs_init(&c->hs, p->job_key, (uint32_t)p->rank, RLX__HS_DATA);
   rlx__list_push(&p->conns, &c->link);
   pe->pending = c;
-  int rc = tr->connect(p->loop, &c->h, &c->creq, addr_of(p, peer, tr), on_connect);
+  int rc = rlx__transport_control(tr)->connect(p->loop, &c->h, &c->creq, addr_of(p, peer, tr),
+                                               on_connect);
   if (rc != 0) {
     int err = dial_failed(p, peer, tr, rc, why, sizeof(why));
     if (c->h.handle.type == UV_UNKNOWN_HANDLE) { /* never initialised */

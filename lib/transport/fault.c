@@ -56,14 +56,8 @@ static int inject(struct rlx__p2p *p, struct rlx__xfer *x, int action) {
   }
   if (c == NULL || c->state != C_READY)
     return 0;
-  if (action == FAULT_TRUNCATE && c->shm) { /* half a frame in the ring, then the end */
-    struct iovec v[2] = {{x->hbytes, RLX__FRAME_HDR_SIZE}, {x->buf, x->len / 2}};
-    rlx__shm_ring_write(&c->shm->out, v, x->len / 2 ? 2 : 1);
-  } else if (action == FAULT_TRUNCATE) {
-    uv_buf_t b[2] = {uv_buf_init((char *)x->hbytes, RLX__FRAME_HDR_SIZE),
-                     uv_buf_init((char *)x->buf, (unsigned)(x->len / 2))};
-    uv_try_write(&c->h.stream, b, x->len / 2 ? 2 : 1);
-  }
+  if (action == FAULT_TRUNCATE) /* half a frame, then the end */
+    c->tr->cut_short(c, x->hbytes, x->buf, x->len / 2);
   rlx__peer_fail(p, x->peer, RLX_ERR_PEER_LOST, action == FAULT_DROP
                  ? "connection dropped by fault injection"
                  : "connection closed half-way through a frame by fault injection");

@@ -7,7 +7,6 @@
  * it connected refuses, and is lost, instead of being waited for until
  * the deadline. */
 #include <stdio.h>
-#include <sys/ioctl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <rlxcoll/errors.h>
@@ -32,17 +31,6 @@ static void send_ping(struct rlx__p2p_conn *c) {
   rlx__write_ctl(c, bytes); /* stamps last_tx */
 }
 
-/* Bytes the peer sent that this process has not read yet: proof of life
- * that a stalled reader would otherwise count as silence. */
-static int unread_bytes(struct rlx__p2p_conn *c) {
-  uv_os_fd_t fd;
-  int n = 0;
-  if (c->shm)
-    return rlx__shm_ring_readable(&c->shm->in) > 0;
-  if (uv_fileno((uv_handle_t *)&c->h, &fd) != 0 || ioctl(fd, FIONREAD, &n) != 0)
-    return 0;
-  return n > 0;
-}
 
 static void nudge_silent_peers(struct rlx__p2p *p, uint64_t now) {
   for (int r = p->rank + 1; r < p->size; r++) {
@@ -72,7 +60,7 @@ void rlx__heartbeat_sweep(uv_timer_t *t) {
    * restart; a dead peer is still found one silence period after we run
    * again. (Shorter delays, 1-3 s on a loaded 2-core host, are common and
    * must not restart the clocks, or a stopped peer would be found late or
-   * never; pings that arrived meanwhile are caught by unread_bytes.) */
+   * never; pings that arrived meanwhile are caught by the transport's unread.) */
   int stalled = p->last_sweep && now - p->last_sweep > HB_SILENCE_NS;
   if (stalled)
     rlx__debug("heartbeat sweep came %.1f s late: silence clocks restart",
@@ -86,7 +74,7 @@ void rlx__heartbeat_sweep(uv_timer_t *t) {
       rlx__conn_fail(c, RLX_ERR_AUTH, "no complete handshake within 10 s");
     if (c->state != C_READY || c->peer < 0)
       continue;
-    if (stalled || (c->last_rx && since(now, c->last_rx) > HB_SILENCE_NS && unread_bytes(c)))
+    if (stalled || (c->last_rx && since(now, c->last_rx) > HB_SILENCE_NS && c->tr->unread(c)))
       c->last_rx = now;
     if (c->last_rx && since(now, c->last_rx) > HB_SILENCE_NS) {
       char why[160];

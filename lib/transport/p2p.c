@@ -1,4 +1,4 @@
-/* Point-to-point messaging over libuv streams of any transport: the entry
+/* Point-to-point messaging over connections of any transport: the entry
  * points (send, receive, cancel, abort), failure of a peer and everything
  * that waits on it, set-up and tear-down, and queries. How connections
  * live, how frames are read and written, matched, or copied by reference
@@ -116,8 +116,9 @@ void rlx__p2p_mark_lost(struct rlx__p2p *p, int peer, const char *why) {
 const char *rlx__p2p_transport_of(struct rlx__p2p *p, int peer) {
   if (peer == p->rank)
     return "self";
-  if (p->peers[peer].conn && p->peers[peer].conn->shm)
-    return "shm";
+  /* (a connection may have fallen back to its control transport) */
+  if (p->peers[peer].conn)
+    return p->peers[peer].conn->tr->name;
   return p->peers[peer].tr->name;
 }
 
@@ -130,14 +131,8 @@ const char *rlx__p2p_last_reason(struct rlx__p2p *p, int peer) { return p->peers
 /* Counted over the whole job, not just the connections open now: at
  * finalize a peer that finished first may already have closed its side. */
 int rlx__p2p_opened(struct rlx__p2p *p, const char *transport) {
-  if (strcmp(transport, "shm") == 0)
-    return (int)p->opened_shm;
   const struct rlx__transport_ops *tr = rlx__transport_find(transport);
-  if (tr == NULL)
-    return 0;
-  /* unix: the connections that kept their frames on the socket */
-  unsigned long n = p->opened[rlx__transport_index(tr)];
-  return (int)(tr == &rlx__unix_transport ? n - p->opened_shm : n);
+  return tr != NULL ? (int)p->opened[rlx__transport_index(tr)] : 0;
 }
 
 unsigned long rlx__p2p_retransmissions(struct rlx__p2p *p) {
@@ -180,11 +175,7 @@ int rlx__p2p_init(struct rlx__p2p *p, uv_loop_t *loop, int rank, int size, const
     rlx__cma_enable();
   p->loop = loop;
   p->rank = rank;
-  /* shm is the Unix socket with shared memory under it (shm.c), on by
-   * default; RLX_TRANSPORT=unix keeps frames on the socket */
-  int shm = forced != NULL && strcmp(forced, "shm") == 0;
-  p->shm = forced == NULL || shm;
-  p->forced = rlx__transport_find(shm ? "unix" : forced);
+  p->forced = rlx__transport_find(forced);
   snprintf(p->job_key, sizeof(p->job_key), "%s", job_key);
   rlx__list_init(&p->conns);
   rlx__list_init(&p->pool);
@@ -192,8 +183,9 @@ int rlx__p2p_init(struct rlx__p2p *p, uv_loop_t *loop, int rank, int size, const
    * has none until it is admitted) */
   if ((rc = rlx__p2p_grow(p, size)) != RLX_OK)
     return rc;
-  for (int t = 0; rlx__transports[t] != NULL; t++)
-    if ((rc = open_listener(p, rlx__transports[t], mine)) != RLX_OK)
+  for (int t = 0; rlx__transports[t] != NULL; t++) /* (not for those riding on another) */
+    if (rlx__transports[t]->control == NULL &&
+        (rc = open_listener(p, rlx__transports[t], mine)) != RLX_OK)
       return rc;
   uv_timer_init(loop, &p->sweep);
   p->sweep_open = 1;
@@ -203,15 +195,13 @@ int rlx__p2p_init(struct rlx__p2p *p, uv_loop_t *loop, int rank, int size, const
   return RLX_OK;
 }
 
-/* Say which peers go over which transport: "shm 1,2; tcp 3" (shm: the
- * Unix socket with shared memory under it, shm.c). */
+/* Say which peers go over which transport: "shm 1,2; tcp 3". */
 static void log_transports(struct rlx__p2p *p) {
   char line[512] = "";
   size_t k = 0;
   for (int t = 0; rlx__transports[t] != NULL; t++) {
     int first = 1;
-    const char *name = rlx__transports[t] == &rlx__unix_transport && p->shm
-                           ? "shm" : rlx__transports[t]->name;
+    const char *name = rlx__transports[t]->name;
     for (int i = 0; i < p->size && k + 24 < sizeof line; i++) {
       if (i == p->rank || p->peers[i].tr != rlx__transports[t])
         continue;
@@ -229,10 +219,10 @@ int rlx__p2p_grow(struct rlx__p2p *p, int size) {
   if (size <= p->size)
     return RLX_OK;
   struct rlx__p2p_peer *peers = calloc((size_t)size, sizeof(*peers));
-  struct rlx__p2p_conn **shm_conn = calloc((size_t)size, sizeof(*shm_conn));
+  struct rlx__p2p_conn **polled = calloc((size_t)size, sizeof(*polled));
   int *watch = calloc((size_t)size, sizeof(*watch));
-  if (peers == NULL || shm_conn == NULL || watch == NULL) {
-    free(peers), free(shm_conn), free(watch);
+  if (peers == NULL || polled == NULL || watch == NULL) {
+    free(peers), free(polled), free(watch);
     return rlx__err(RLX_ERR_NOMEM, "no memory for %d peers", size);
   }
   /* The peers' list heads move: their first and last entries follow. */
@@ -252,15 +242,15 @@ int rlx__p2p_grow(struct rlx__p2p *p, int size) {
     rlx__list_moved(&pe->sendq, &old->sendq);
     rlx__list_moved(&pe->cma_wait, &old->cma_wait);
   }
-  if (p->nshm > 0)
-    memcpy(shm_conn, p->shm_conn, sizeof(*shm_conn) * (size_t)p->nshm);
+  if (p->npolled > 0)
+    memcpy(polled, p->polled, sizeof(*polled) * (size_t)p->npolled);
   if (p->nwatch > 0)
     memcpy(watch, p->watch, sizeof(*watch) * (size_t)p->nwatch);
   free(p->peers);
-  free(p->shm_conn);
+  free(p->polled);
   free(p->watch);
   p->peers = peers;
-  p->shm_conn = shm_conn;
+  p->polled = polled;
   p->watch = watch;
   p->size = size;
   return RLX_OK;
@@ -276,6 +266,33 @@ int rlx__p2p_start(struct rlx__p2p *p, const struct rlx__card *cards) {
   return RLX_OK;
 }
 
+size_t rlx__p2p_progress(struct rlx__p2p *p) {
+  size_t moved = 0;
+  for (int t = 0; rlx__transports[t] != NULL; t++)
+    if (rlx__transports[t]->progress != NULL)
+      moved += rlx__transports[t]->progress(p);
+  return moved + rlx__sock_poll(p);
+}
+
+int rlx__p2p_prepare_sleep(struct rlx__p2p *p, int sleeping) {
+  int t, woke = 0;
+  for (t = 0; rlx__transports[t] != NULL && !woke; t++)
+    if (rlx__transports[t]->prepare_sleep != NULL)
+      woke = rlx__transports[t]->prepare_sleep(p, sleeping);
+  /* bytes came: the ones marked asleep before wake again */
+  while (woke && --t > 0)
+    if (rlx__transports[t - 1]->prepare_sleep != NULL)
+      rlx__transports[t - 1]->prepare_sleep(p, 0);
+  return woke;
+}
+
+int rlx__p2p_in_memory(const struct rlx__p2p *p, int peer) {
+  const struct rlx__card *me = &p->cards[p->rank], *them = &p->cards[peer];
+  const struct rlx__transport_ops *tr =
+      peer == p->rank ? rlx__transport_choose(p->forced, me, me) : p->peers[peer].tr;
+  return tr->in_memory && rlx__transport_control(tr)->reaches(me, them);
+}
+
 int rlx__p2p_unsent(const struct rlx__p2p *p) {
   if (p->nwriting > 0)
     return 1;
@@ -283,7 +300,7 @@ int rlx__p2p_unsent(const struct rlx__p2p *p) {
     const struct rlx__p2p_peer *pe = &p->peers[i];
     if (pe->lost)
       continue;
-    if (!rlx__list_empty(&pe->sendq) || (pe->conn && !rlx__list_empty(&pe->conn->shm_out)))
+    if (!rlx__list_empty(&pe->sendq) || (pe->conn && pe->conn->tr->unsent(pe->conn)))
       return 1;
   }
   return 0;
@@ -324,9 +341,9 @@ void rlx__p2p_free(struct rlx__p2p *p) {
   }
   rlx__pool_free(p);
   free(p->peers);
-  free(p->shm_conn);
+  free(p->polled);
   free(p->watch);
   p->peers = NULL;
-  p->shm_conn = NULL;
+  p->polled = NULL;
   p->watch = NULL;
 }

@@ -72,7 +72,6 @@ struct rlx__p2p {
   char job_key[256];
   int closing;
   int cma; /* send big payloads to same-host peers by reference (RLX_CMA) */
-  int shm; /* frames to same-host peers through shared memory (RLX_TRANSPORT auto or shm) */
   int oversubscribed; /* this host's ranks outnumber its cores (algorithms tune for it) */
   unsigned long strangers; /* connections dropped for failing the handshake */
   /* An ABORT frame arrived: the sender failed operation (comm_id, seq). */
@@ -90,12 +89,12 @@ struct rlx__p2p {
   /* For RLX_STATS: connections that completed the handshake, by transport
    * (index in rlx__transports), and the retransmissions of those closed. */
   unsigned long opened[RLX__TRANSPORTS_MAX], retrans_closed;
-  unsigned long opened_shm; /* of those over unix, the ones that used shared memory */
-  int nready;               /* connections ready now */
-  /* The ready shared-memory ones (shm.c reads them by index: a callback
-   * may close one while it goes through them), nshm of them. */
-  struct rlx__p2p_conn **shm_conn;
-  int nshm;
+  int nready; /* connections ready now */
+  /* The ready ones a transport polls outside libuv (shm.c's rings; it
+   * reads them by index: a callback may close one while it goes through
+   * them), npolled of them. */
+  struct rlx__p2p_conn **polled;
+  int npolled;
   /* Peers whose TCP socket a waiting caller reads itself (sock_poll.c). */
   int *watch;
   int nwatch;
@@ -143,7 +142,7 @@ void rlx__p2p_cancel(struct rlx__p2p *p, struct rlx__xfer *x);
 static inline int rlx__p2p_by_ref(const struct rlx__p2p *p) {
   return p->cma && (p->forced == NULL || p->forced->same_host);
 }
-/* The transport a peer is reached by ("unix"/"tcp"), and why a lost peer
+/* The transport a peer is reached by ("shm"/"unix"/"tcp"), and why a lost peer
  * was lost (NULL when it is not). */
 const char *rlx__p2p_transport_of(struct rlx__p2p *p, int peer);
 const char *rlx__p2p_lost_reason(struct rlx__p2p *p, int peer);
@@ -155,16 +154,21 @@ const char *rlx__p2p_last_reason(struct rlx__p2p *p, int peer);
  * (TCP_INFO). Under the loop lock. */
 int rlx__p2p_opened(struct rlx__p2p *p, const char *transport);
 unsigned long rlx__p2p_retransmissions(struct rlx__p2p *p);
-/* Shared memory (shm.c), called by the engine under the loop lock: move
- * frames through every connection's rings (the bytes moved); before the
- * loop sleeps (sleeping 1), tell the writers to ring us, or 1 when bytes
- * are already there (do not sleep; nobody is marked asleep); after it
- * (sleeping 0), take that back. */
-size_t rlx__shm_progress(struct rlx__p2p *p);
-int rlx__shm_sleep(struct rlx__p2p *p, int sleeping);
+/* Called by the engine under the loop lock: progress: the transports'
+ * work outside libuv (frames through shm.c's rings, the TCP sockets of
+ * peers with a receive posted read directly), the bytes moved;
+ * prepare_sleep: before the loop sleeps (sleeping 1), tell the writers
+ * to ring us, or 1 when bytes are already there (do not sleep; nobody is
+ * marked asleep); after it (sleeping 0), take that back. */
+size_t rlx__p2p_progress(struct rlx__p2p *p);
+int rlx__p2p_prepare_sleep(struct rlx__p2p *p, int sleeping);
 /* Read the TCP sockets of peers with a receive posted, without libuv;
  * returns the bytes read. */
 size_t rlx__sock_poll(struct rlx__p2p *p);
+/* Do frames to world rank peer (this rank: to itself) go through this
+ * host's memory (the shm transport, by reach or forced)? After
+ * rlx__p2p_start. */
+int rlx__p2p_in_memory(const struct rlx__p2p *p, int peer);
 /* Descriptors between ranks of a host (the collectives' group segments,
  * lib/coll/shm_group.c), under the loop lock. shm_state: 1 when peer has
  * a ready shared-memory connection, 0 while it is being made (this call

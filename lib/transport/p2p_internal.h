@@ -4,11 +4,14 @@
  *   conn.c       connection life: dial, accept, handshake, ready, close
  *   heartbeat.c  PINGs on idle connections, silence and handshake deadlines
  *   read.c       the read path: stage, headers, payloads, ABORT arrival
- *   write.c      the write path: try_write, queued writes, peers gone
+ *   write.c      the write path: stamp, queue, hand to the transport
+ *   stream.c     a socket's stream as the data path (tcp's and unix's):
+ *                try_write, queued writes, peers gone
  *   match.c      posted receives against arriving frames; the early-frame pool
  *   cma.c        payloads by reference (descriptor, copy, ACK/NACK, resend)
  *   abort.c      the ABORT frame's payload codec and sending
- *   shm.c        shared-memory rings under a same-host connection
+ *   shm.c        the shm transport: rings in shared memory, the Unix
+ *                socket as its control channel
  *   sock_poll.c  a waiting caller's own reads of the TCP sockets it waits on
  *   fault.c      fault hooks, compiled only with --enable-fault-injection
  * Everything runs under the engine's loop lock. */
@@ -94,13 +97,6 @@ struct rlx__p2p_peer {
   uint64_t nudged; /* when we last called up, unasked, a higher rank we wait for */
 };
 
-/* A small write on storage of its own (ACK, PING), freed when written. */
-struct rlx__ctl_write {
-  uv_write_t req;
-  uint8_t bytes[RLX__FRAME_HDR_SIZE];
-};
-void rlx__ctl_written(uv_write_t *req, int status);
-
 /* ---- p2p.c */
 /* Complete a transfer: status set, its callback called. */
 void rlx__xfer_finish(struct rlx__xfer *x, int status);
@@ -139,31 +135,31 @@ void rlx__sock_watch(struct rlx__p2p *p, int peer);
 
 /* ---- write.c */
 int rlx__write_frame(struct rlx__p2p *p, struct rlx__xfer *x, int type);
-void rlx__write_start(struct rlx__p2p_conn *c, struct rlx__xfer *x, size_t skip);
+/* Send an already stamped x on a ready connection (x finished when that
+ * is at once). */
+void rlx__write_start(struct rlx__p2p_conn *c, struct rlx__xfer *x);
 /* All of x is written: complete it, or wait for its ACK, or resend. */
 void rlx__write_done(struct rlx__p2p_conn *c, struct rlx__xfer *x);
 /* A header-only control frame (ACK, PING) on storage of the caller's. */
 void rlx__write_ctl(struct rlx__p2p_conn *c, const uint8_t bytes[RLX__FRAME_HDR_SIZE]);
+/* What goes after x's header: the payload, or its by-reference descriptor. */
+const uint8_t *rlx__wire_payload(const struct rlx__xfer *x, size_t *len);
+/* A transport took x (all or part of it): a send by reference now waits
+ * for its ACK. */
+void rlx__write_started(struct rlx__p2p *p, struct rlx__xfer *x);
 
-/* ---- shm.c */
-/* Dialer: send the handshake's last bytes with a new segment attached.
- * The bytes sent (c->shm set), or 0 when no segment went (not a same-host
- * connection, shared memory off, or it failed: the caller sends them). */
-long rlx__shm_offer(struct rlx__p2p_conn *c, const uint8_t *bytes, size_t len);
-/* Acceptor, the proof checked: map the segment that came with it, if one
- * did. RLX_OK, or an error (rlx_errmsg set) that fails the connection. */
-int rlx__shm_accept(struct rlx__p2p_conn *c);
-/* The connection is ready with a segment: read the socket for doorbells. */
-int rlx__shm_ready(struct rlx__p2p_conn *c);
-/* Put a frame in the out ring: 1 when all of it is in, 0 when the rest
- * waits for room (x, when not NULL, is then done through rlx__write_done;
- * a control frame is copied), -1 with no memory to wait. */
-int rlx__shm_put(struct rlx__p2p_conn *c, struct rlx__xfer *x, const uint8_t *hdr,
-                 const void *payload, size_t plen);
-/* Move waiting frames into the out ring; the bytes moved. */
-size_t rlx__shm_flush(struct rlx__p2p_conn *c);
-/* The connection closes: waiting frames fail with err, the segment goes. */
-void rlx__shm_drop(struct rlx__p2p_conn *c, int err);
+/* ---- stream.c (the data half of the tcp and unix tables) */
+int rlx__stream_send(struct rlx__p2p_conn *c, struct rlx__xfer *x);
+void rlx__stream_send_ctl(struct rlx__p2p_conn *c, const uint8_t *bytes);
+int rlx__stream_start(struct rlx__p2p_conn *c);
+int rlx__stream_unread(struct rlx__p2p_conn *c);
+int rlx__stream_unsent(const struct rlx__p2p_conn *c);
+void rlx__stream_cut_short(struct rlx__p2p_conn *c, const uint8_t *hdr, const void *payload,
+                           size_t len);
+/* The data half of a table whose connections are byte streams. */
+#define RLX__STREAM_DATA_PATH                                                                    \
+  .start = rlx__stream_start, .send = rlx__stream_send, .send_ctl = rlx__stream_send_ctl,        \
+  .unread = rlx__stream_unread, .unsent = rlx__stream_unsent, .cut_short = rlx__stream_cut_short
 
 /* ---- match.c */
 int rlx__same_key(const struct rlx__frame_hdr *a, const struct rlx__frame_hdr *b);

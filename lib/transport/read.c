@@ -17,7 +17,8 @@ void rlx__read_next(struct rlx__p2p_conn *c) {
 }
 
 static void payload_done(struct rlx__p2p_conn *c) {
-  int crc_ok = c->shm != NULL || c->crc == c->cur.payload_crc; /* shm.c says why none there */
+  /* (no CRC through memory: transport.h says why) */
+  int crc_ok = c->tr->in_memory || c->crc == c->cur.payload_crc;
   c->p->corrupt += !crc_ok;
   if (c->target) {
     struct rlx__xfer *x = c->target;
@@ -140,7 +141,7 @@ static void drain_stage(struct rlx__p2p_conn *c) {
     case R_CMA: memcpy(c->cma_in + c->got, p, n); break;
     case R_PAYLOAD:
       memcpy(c->dst + c->got, p, n);
-      if (c->shm == NULL)
+      if (!c->tr->in_memory)
         c->crc = rlx__crc32c_update(c->crc, p, n);
       break;
     default: return;
@@ -162,7 +163,7 @@ static void drain_stage(struct rlx__p2p_conn *c) {
  * connection's peer: the next frame is most likely its. */
 static int big_receive_posted(const struct rlx__p2p_conn *c) {
   const struct rlx__list *posted = &c->p->peers[c->peer].posted;
-  if (c->shm != NULL || rlx__list_empty(posted))
+  if (c->tr->in_memory || rlx__list_empty(posted))
     return 0;
   const struct rlx__xfer *x = rlx__container_of(posted->next, struct rlx__xfer, link);
   return x->len >= RLX__DIRECT_MIN;
@@ -232,7 +233,7 @@ void rlx__read_bytes(struct rlx__p2p_conn *c, size_t nread) {
     drain_stage(c);
     return;
   }
-  if (c->rstate == R_PAYLOAD && c->shm == NULL)
+  if (c->rstate == R_PAYLOAD && !c->tr->in_memory)
     c->crc = rlx__crc32c_update(c->crc, c->dst + c->got, nread);
   c->got += nread;
   if (c->got < c->need)

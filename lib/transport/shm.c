@@ -1,5 +1,7 @@
-/* Shared memory under a Unix-socket connection: once two ranks of one
- * host have authenticated, the dialer's last handshake bytes carry a
+/* The shm transport: rings in shared memory under a Unix-socket
+ * connection (its control channel: the unix table's reach, card field,
+ * listen, dial and accept). Once two ranks of one host have
+ * authenticated, the dialer's last handshake bytes carry a
  * memfd (SCM_RIGHTS) holding a ring each way, and from then on every frame
  * between them (DATA, by-reference descriptors, ACK, PING, ABORT) goes
  * through the rings: a memcpy, no syscall, read by whoever drives the loop
@@ -40,11 +42,14 @@ static void ring_doorbell(struct rlx__p2p_conn *c) {
   (void)uv_try_write(&c->h.stream, &b, 1);
 }
 
-long rlx__shm_offer(struct rlx__p2p_conn *c, const uint8_t *bytes, size_t len) {
+/* The table's offer: a new segment goes with the handshake's last bytes
+ * (nothing goes when it cannot be made: the connection stays on the
+ * socket, and says why at RLX_LOG=debug). */
+static long shm_offer(struct rlx__p2p_conn *c, const uint8_t *bytes, size_t len) {
   uv_os_fd_t fd;
   struct rlx__shm_seg *s;
-  if (!c->p->shm || !c->tr->same_host || uv_stream_get_write_queue_size(&c->h.stream) != 0 ||
-      uv_fileno(&c->h.handle, &fd) != 0 || (s = calloc(1, sizeof(*s))) == NULL)
+  if (uv_stream_get_write_queue_size(&c->h.stream) != 0 || uv_fileno(&c->h.handle, &fd) != 0 ||
+      (s = calloc(1, sizeof(*s))) == NULL)
     return 0;
   int rc = rlx__shm_seg_create(s, RLX__SHM_RING_BYTES);
   long n = rc == 0 ? rlx__shm_seg_send(s, fd, bytes, len) : rc;
@@ -58,6 +63,7 @@ long rlx__shm_offer(struct rlx__p2p_conn *c, const uint8_t *bytes, size_t len) {
   close(s->memfd); /* the peer holds it now; the mapping is all we keep */
   s->memfd = -1;
   c->shm = s;
+  rlx__list_init(&c->shm_out);
   return n;
 }
 
@@ -83,10 +89,11 @@ static int take_fd(struct rlx__p2p_conn *c) {
   return dupfd;
 }
 
-int rlx__shm_accept(struct rlx__p2p_conn *c) {
+/* The table's take_offer: map the segment that came with the proof. */
+static int shm_take_offer(struct rlx__p2p_conn *c) {
   int dupfd = take_fd(c);
   if (dupfd == -EAGAIN)
-    return RLX_OK;
+    return 0;
   /* uv_accept stopped reading the connection; conn_ready starts it again */
   struct rlx__shm_seg *s = calloc(1, sizeof(*s));
   int rc = dupfd < 0 ? dupfd : s == NULL ? -ENOMEM : rlx__shm_seg_map(s, dupfd);
@@ -99,7 +106,8 @@ int rlx__shm_accept(struct rlx__p2p_conn *c) {
                     rc == -EPROTO ? "not a sealed memfd of sane rings" : strerror(-rc));
   }
   c->shm = s;
-  return RLX_OK;
+  rlx__list_init(&c->shm_out);
+  return 1;
 }
 
 /* ---- writing ------------------------------------------------------------------ */
@@ -125,8 +133,11 @@ static int put_some(struct rlx__p2p_conn *c, struct shm_wait *w) {
   return w->off == w->len[0] + w->len[1];
 }
 
-int rlx__shm_put(struct rlx__p2p_conn *c, struct rlx__xfer *x, const uint8_t *hdr,
-                 const void *payload, size_t plen) {
+/* Put a frame in the out ring: 1 when all of it is in, 0 when the rest
+ * waits for room (x, when not NULL, is then done through rlx__write_done;
+ * a control frame is copied), -1 with no memory to wait. */
+static int put(struct rlx__p2p_conn *c, struct rlx__xfer *x, const uint8_t *hdr,
+               const void *payload, size_t plen) {
   struct shm_wait w = {.x = x, .part = {hdr, payload}, .len = {RLX__FRAME_HDR_SIZE, plen}};
   c->last_tx = rlx__tick_ns();
   /* Never completes x through its callback from here: the caller is
@@ -151,7 +162,8 @@ int rlx__shm_put(struct rlx__p2p_conn *c, struct rlx__xfer *x, const uint8_t *hd
   return 0;
 }
 
-size_t rlx__shm_flush(struct rlx__p2p_conn *c) {
+/* Move waiting frames into the out ring; the bytes moved. */
+static size_t flush(struct rlx__p2p_conn *c) {
   size_t moved = 0;
   while (c->state == C_READY && !rlx__list_empty(&c->shm_out)) {
     struct shm_wait *w = rlx__container_of(c->shm_out.next, struct shm_wait, link);
@@ -174,8 +186,47 @@ size_t rlx__shm_flush(struct rlx__p2p_conn *c) {
   return moved;
 }
 
+/* The table's send: 1 when x is done at once (status set), else 0. */
+static int shm_send(struct rlx__p2p_conn *c, struct rlx__xfer *x) {
+  size_t plen;
+  const uint8_t *payload = rlx__wire_payload(x, &plen);
+  if (x->ref == RLX__REF_WAIT_ACK)
+    rlx__list_push(&c->p->peers[x->peer].cma_wait, &x->link);
+  int rc = put(c, x, x->hbytes, payload, plen);
+  if (rc < 0) {
+    if (x->ref == RLX__REF_WAIT_ACK)
+      rlx__list_remove(&x->link);
+    x->ref = RLX__REF_NONE;
+    rlx__peer_fail(c->p, x->peer, RLX_ERR_NOMEM, "no memory to queue a frame");
+    x->status = RLX_ERR_NOMEM;
+    return 1;
+  }
+  if (rc == 0 || x->ref == RLX__REF_WAIT_ACK)
+    return 0;
+  x->ref = RLX__REF_NONE;
+  x->status = RLX_OK;
+  return 1;
+}
+
+static void shm_send_ctl(struct rlx__p2p_conn *c, const uint8_t *bytes) {
+  if (put(c, NULL, bytes, NULL, 0) < 0)
+    rlx__peer_fail(c->p, c->peer, RLX_ERR_NOMEM, "no memory to queue a control frame");
+}
+
+static int shm_unsent(const struct rlx__p2p_conn *c) {
+  return c->shm != NULL && !rlx__list_empty(&c->shm_out);
+}
+
+static void shm_cut_short(struct rlx__p2p_conn *c, const uint8_t *hdr, const void *payload,
+                          size_t len) {
+  struct iovec v[2] = {{(void *)hdr, RLX__FRAME_HDR_SIZE}, {(void *)payload, len}};
+  rlx__shm_ring_write(&c->shm->out, v, len ? 2 : 1);
+}
+
 /* The connection closes: frames still waiting for room fail with it. */
-void rlx__shm_drop(struct rlx__p2p_conn *c, int err) {
+static void shm_drop(struct rlx__p2p_conn *c, int err) {
+  if (c->shm == NULL) /* (a dial that never got as far as its segment) */
+    return;
   while (!rlx__list_empty(&c->shm_out)) {
     struct shm_wait *w = rlx__container_of(c->shm_out.next, struct shm_wait, link);
     rlx__list_remove(&w->link);
@@ -189,12 +240,10 @@ void rlx__shm_drop(struct rlx__p2p_conn *c, int err) {
     x->ref = RLX__REF_NONE;
     rlx__xfer_finish(x, err);
   }
-  if (c->shm) {
-    rlx__shm_ring_close(&c->shm->out);
-    rlx__shm_seg_close(c->shm);
-    free(c->shm);
-    c->shm = NULL;
-  }
+  rlx__shm_ring_close(&c->shm->out);
+  rlx__shm_seg_close(c->shm);
+  free(c->shm);
+  c->shm = NULL;
 }
 
 /* ---- reading ------------------------------------------------------------------ */
@@ -218,30 +267,33 @@ static size_t drain(struct rlx__p2p_conn *c) {
   return moved;
 }
 
-size_t rlx__shm_progress(struct rlx__p2p *p) {
+/* The table's progress, for the engine: every ring of every connection. */
+static size_t shm_progress(struct rlx__p2p *p) {
   size_t moved = 0;
   /* by index, looked up afresh each time: a callback may close any of them */
-  for (int i = 0; i < p->nshm; i++) {
-    struct rlx__p2p_conn *c = p->shm_conn[i];
-    moved += rlx__shm_flush(c);
-    if (i < p->nshm && p->shm_conn[i] == c)
+  for (int i = 0; i < p->npolled; i++) {
+    struct rlx__p2p_conn *c = p->polled[i];
+    moved += flush(c);
+    if (i < p->npolled && p->polled[i] == c)
       moved += drain(c);
   }
   return moved;
 }
 
-int rlx__shm_sleep(struct rlx__p2p *p, int sleeping) {
-  for (int i = 0; i < p->nshm; i++) {
-    struct rlx__shm_end *in = &p->shm_conn[i]->shm->in;
+static int shm_prepare_sleep(struct rlx__p2p *p, int sleeping) {
+  for (int i = 0; i < p->npolled; i++) {
+    struct rlx__shm_end *in = &p->polled[i]->shm->in;
     if (!sleeping) {
       rlx__shm_ring_awake(in);
     } else if (rlx__shm_ring_prepare_sleep(in)) {
-      rlx__shm_sleep(p, 0); /* bytes came: nobody sleeps */
+      shm_prepare_sleep(p, 0); /* bytes came: nobody sleeps */
       return 1;
     }
   }
   return 0;
 }
+
+static int shm_unread(struct rlx__p2p_conn *c) { return rlx__shm_ring_readable(&c->shm->in) > 0; }
 
 /* ---- the socket under a shared-memory connection -------------------------------- */
 
@@ -260,7 +312,7 @@ static void bell_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
   if (nread >= 0 || c->state != C_READY)
     return;
   c->last_rx = rlx__tick_ns();
-  rlx__shm_flush(c);
+  flush(c);
   drain(c);
   if (c->state != C_READY)
     return;
@@ -271,9 +323,15 @@ static void bell_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
   rlx__conn_fail(c, RLX_ERR_PEER_LOST, why);
 }
 
-int rlx__shm_ready(struct rlx__p2p_conn *c) {
+static int listen_bells(struct rlx__p2p_conn *c) {
   uv_read_stop(&c->h.stream);
   return uv_read_start(&c->h.stream, bell_alloc, bell_read);
+}
+
+/* The table's start: the engine polls the rings, libuv the doorbells. */
+static int shm_start(struct rlx__p2p_conn *c) {
+  c->p->polled[c->p->npolled++] = c; /* one per peer: never more than size */
+  return listen_bells(c);
 }
 
 /* ---- descriptors for the collectives' group segments ----------------------------- */
@@ -315,6 +373,27 @@ int rlx__p2p_take_fd(struct rlx__p2p *p, int peer) {
     return -ENOTCONN;
   int fd = take_fd(c);
   if (fd != -EAGAIN)
-    rlx__shm_ready(c); /* uv_accept may have stopped reading the socket */
+    listen_bells(c); /* uv_accept may have stopped reading the socket */
   return fd;
 }
+
+/* ---- the table ------------------------------------------------------------------- */
+
+const struct rlx__transport_ops rlx__shm_transport = {
+    .name = "shm",
+    .same_host = 1,
+    .control = &rlx__unix_transport,
+    .in_memory = 1,
+    .pollable = 0,
+    .offer = shm_offer,
+    .take_offer = shm_take_offer,
+    .start = shm_start,
+    .send = shm_send,
+    .send_ctl = shm_send_ctl,
+    .unread = shm_unread,
+    .unsent = shm_unsent,
+    .drop = shm_drop,
+    .cut_short = shm_cut_short,
+    .progress = shm_progress,
+    .prepare_sleep = shm_prepare_sleep,
+};

@@ -1,4 +1,5 @@
-/* A waiting caller reads the TCP sockets it waits on itself: recv() with
+/* A waiting caller reads the sockets it waits on itself (those of a
+ * pollable transport, transport.h: TCP's): recv() with
  * MSG_DONTWAIT, before libuv's epoll_wait, on the connections of peers
  * with a receive posted (or a frame half read). An arriving frame then
  * costs one syscall instead of two (epoll_wait, then read) on the path
@@ -13,7 +14,7 @@
 
 void rlx__sock_watch(struct rlx__p2p *p, int peer) {
   struct rlx__p2p_peer *pe = &p->peers[peer];
-  if (pe->watched || pe->tr != &rlx__tcp_transport)
+  if (pe->watched || !pe->tr->pollable)
     return;
   pe->watched = 1;
   p->watch[p->nwatch++] = peer;
@@ -22,7 +23,7 @@ void rlx__sock_watch(struct rlx__p2p *p, int peer) {
 /* Still worth a recv(): ready, on a socket, and something expected. */
 static int wanted(const struct rlx__p2p_peer *pe) {
   const struct rlx__p2p_conn *c = pe->conn;
-  if (c == NULL || c->state != C_READY || c->shm != NULL)
+  if (c == NULL || c->state != C_READY || !c->tr->pollable)
     return 0;
   return !rlx__list_empty(&pe->posted) || c->target != NULL || c->um != NULL || c->got > 0;
 }

@@ -7,7 +7,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include "../bootstrap/bootstrap.h"
-#include "transport.h"
+#include "p2p_internal.h"
 
 int rlx__parse_hostport(const char *s, struct sockaddr_storage *ss) {
   char host[128];
@@ -125,4 +125,6 @@ const struct rlx__transport_ops rlx__tcp_transport = {
     .accept = tcp_accept,
     .admit = tcp_admit,
     .retransmissions = tcp_retransmissions,
+    .pollable = 1,
+    RLX__STREAM_DATA_PATH,
 };

@@ -6,6 +6,7 @@
 #include "transport.h"
 
 const struct rlx__transport_ops *const rlx__transports[] = {
+    &rlx__shm_transport,  /* same host: rings in shared memory, no syscall */
     &rlx__unix_transport, /* same host: no network stack */
     &rlx__tcp_transport,  /* reaches everyone */
     NULL,
@@ -24,7 +25,11 @@ const struct rlx__transport_ops *rlx__transport_choose(const struct rlx__transpo
   if (forced != NULL)
     return forced;
   for (int i = 0; rlx__transports[i] != NULL; i++)
-    if (rlx__transports[i]->reaches(me, them))
+    if (rlx__transport_control(rlx__transports[i])->reaches(me, them))
       return rlx__transports[i];
   return &rlx__tcp_transport; /* every card has a TCP address */
+}
+
+const struct rlx__transport_ops *rlx__transport_control(const struct rlx__transport_ops *tr) {
+  return tr->control != NULL ? tr->control : tr;
 }

@@ -6,7 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include "../bootstrap/bootstrap.h"
-#include "transport.h"
+#include "p2p_internal.h"
 
 static int unix_listen(uv_loop_t *loop, union rlx__stream_handle *h, const char *where,
                        char *addr_out, size_t addr_len, uv_connection_cb cb) {
@@ -79,4 +79,7 @@ const struct rlx__transport_ops rlx__unix_transport = {
     .accept = unix_accept,
     .admit = unix_admit,
     .retransmissions = NULL,
+    /* (libuv reads it: a descriptor may come with the bytes) */
+    .pollable = 0,
+    RLX__STREAM_DATA_PATH,
 };
