@@ -106,7 +106,7 @@ extern const struct rlx__transport_ops rlx__unix_transport;
 extern const struct rlx__transport_ops rlx__shm_transport;
 
 /* Every transport, in order of preference, NULL-terminated. */
-#define RLX__TRANSPORTS_MAX 4
+#define RLX__TRANSPORTS_MAX 8
 extern const struct rlx__transport_ops *const rlx__transports[];
 /* By name, or NULL. */
 const struct rlx__transport_ops *rlx__transport_find(const char *name);
