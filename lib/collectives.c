@@ -318,6 +318,19 @@ static int finish(struct rlx_request *rq) {
   return rc;
 }
 
+void rlx__internal_op(struct rlx__op *op, int kind, const char *call, rlx_dtype_t dt,
+                      size_t count, const void *src, void *dst, const struct rlx__algo *algo) {
+  memset(op, 0, sizeof(*op));
+  op->kind = kind;
+  op->call = call;
+  op->dt = dt;
+  op->esize = rlx_dtype_size(dt);
+  op->count = count;
+  op->src = src;
+  op->dst = dst;
+  op->algo = algo;
+}
+
 int rlx__run_op(rlx_comm_t *c, struct rlx__op *op) {
   struct rlx_request rq;
   memset(&rq, 0, sizeof(rq));

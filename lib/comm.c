@@ -204,15 +204,8 @@ int rlx_comm_split(rlx_comm_t *c, int color, int key, rlx_comm_t **out) {
   if (all == NULL)
     return rlx__err(RLX_ERR_NOMEM, "rlx_comm_split: no memory");
   struct rlx__op op;
-  memset(&op, 0, sizeof(op));
-  op.kind = RLX__CK_COMM;
-  op.call = "rlx_comm_split";
-  op.dt = RLX_INT32;
-  op.esize = 4;
-  op.count = 2;
-  op.src = mine;
-  op.dst = all;
-  op.algo = &rlx__allgather_ring;
+  rlx__internal_op(&op, RLX__CK_COMM, "rlx_comm_split", RLX_INT32, 2, mine, all,
+                   &rlx__allgather_ring);
   if (c->size > 1) {
     if (c->revoked) {
       free(all);

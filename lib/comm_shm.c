@@ -32,16 +32,9 @@ static int agree(void *ctx, int *ok) {
 int rlx__comm_least(rlx_comm_t *c, const char *call, int32_t mine, int32_t *least,
                     int internal) {
   struct rlx__op op;
-  memset(&op, 0, sizeof(op));
-  op.kind = RLX__CK_COMM;
-  op.call = call;
-  op.dt = RLX_INT32;
+  rlx__internal_op(&op, RLX__CK_COMM, call, RLX_INT32, 1, &mine, least,
+                   rlx__comm_internal_algo(c, RLX__CK_ALLREDUCE, sizeof mine, &rlx__allreduce_rd));
   op.rop = RLX_MIN;
-  op.esize = 4;
-  op.count = 1;
-  op.src = &mine;
-  op.dst = least;
-  op.algo = rlx__comm_internal_algo(c, RLX__CK_ALLREDUCE, sizeof mine, &rlx__allreduce_rd);
   if (internal)
     op.seq = RLX__SEQ_INTERNAL | c->internal_seq++;
   *least = mine;

@@ -74,16 +74,9 @@ static int decode_cards(const uint8_t *in, int n, struct rlx__card *out) {
 static int run_on(rlx_comm_t *c, int kind, const struct rlx__algo *algo, void *buf, size_t bytes,
                   int root) {
   struct rlx__op op;
-  memset(&op, 0, sizeof(op));
-  op.kind = RLX__CK_COMM;
-  op.call = "rlx_comm_grow";
-  op.dt = RLX_UINT8;
-  op.esize = 1;
-  op.count = bytes;
+  rlx__internal_op(&op, RLX__CK_COMM, "rlx_comm_grow", RLX_UINT8, bytes, buf, buf,
+                   rlx__comm_internal_algo(c, kind, bytes, algo));
   op.root = root;
-  op.src = buf;
-  op.dst = buf;
-  op.algo = rlx__comm_internal_algo(c, kind, bytes, algo);
   return rlx__run_op(c, &op);
 }
 

@@ -597,12 +597,8 @@ int rlx_finalize(void) {
   rlx_comm_t *all = rlx__rt.last ? rlx__rt.last : &rlx__rt.world;
   if (all->size > 1 && !all->revoked) {
     struct rlx__op op;
-    memset(&op, 0, sizeof(op));
-    op.kind = RLX__CK_FINALIZE;
-    op.call = "rlx_finalize";
-    op.dt = RLX_UINT8;
-    op.esize = 1;
-    op.algo = &rlx__barrier_dissemination;
+    rlx__internal_op(&op, RLX__CK_FINALIZE, "rlx_finalize", RLX_UINT8, 0, NULL, NULL,
+                     &rlx__barrier_dissemination);
     if (rlx__run_op(all, &op) != RLX_OK)
       rlx__info("finalize: %s", rlx_errmsg());
   }

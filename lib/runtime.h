@@ -146,7 +146,14 @@ int rlx__comm_agree(rlx_comm_t *c, const char *call, int probe_first, uint32_t *
 /* init.c: spin or yield by how many ranks share this host's cores
  * (rt->local_size); returns the spin budget in us. */
 long rlx__tune_waiting(struct rlx__runtime *rt);
-/* collectives.c: run one operation to completion on c. */
+/* collectives.c: one of the library's own collectives (splits, shrink's
+ * and grow's agreements, the shared segment's, finalize's barrier), the
+ * call as made: kind (RLX__CK_COMM, RLX__CK_FINALIZE), the name its
+ * messages use, count elements of dt from src into dst, by algo; the rest
+ * (root, op, an internal sequence) the caller sets after. Then run it to
+ * completion on c with rlx__run_op. */
+void rlx__internal_op(struct rlx__op *op, int kind, const char *call, rlx_dtype_t dt,
+                      size_t count, const void *src, void *dst, const struct rlx__algo *algo);
 int rlx__run_op(rlx_comm_t *c, struct rlx__op *op);
 /* comm.c: index in world[] of the member that leads (the lowest
  * generation, then the lowest election id); the mixing of ids of new

@@ -79,17 +79,11 @@ static int round_exchange(const rlx_comm_t *c, const char *call, uint32_t id, ui
   t->world = alive;
   pthread_mutex_init(&t->mtx, NULL);
   struct rlx__op op;
-  memset(&op, 0, sizeof(op));
-  op.kind = RLX__CK_COMM;
-  op.call = call;
-  op.dt = RLX_INT32;
-  op.esize = 4;
-  op.count = (size_t)words;
-  op.src = mine;
-  op.dst = views;
   /* (the fewest rounds: recursive doubling on a power of two, else
    * Bruck's; rlx_comm_grow's pending phase connects those partners) */
-  op.algo = rlx__select(RLX__CK_ALLGATHER, (size_t)words * 4 * (size_t)nalive, nalive, NULL);
+  rlx__internal_op(&op, RLX__CK_COMM, call, RLX_INT32, (size_t)words, mine, views,
+                   rlx__select(RLX__CK_ALLGATHER, (size_t)words * 4 * (size_t)nalive, nalive,
+                               NULL));
   int rc = rlx__run_op(t, &op);
   t->world = NULL; /* alive[] is the caller's */
   rlx__comm_release(t);
