@@ -8,16 +8,14 @@
  * small allgathers on 3, 5, 6, 7, 9... ranks). */
 #include "coll.h"
 
-enum { A_STEPS };
-
 static size_t setup(struct rlx__op *op) {
-  op->a[A_STEPS] = rlx__ceil_lg(op->size);
+  op->st.rounds.steps = rlx__ceil_lg(op->size);
   return (size_t)op->size * op->count * op->esize;
 }
 
 static int round_fn(struct rlx__op *op, int lane, int k, struct rlx__round *r) {
   int p = op->size, me = op->rank;
-  long steps = op->a[A_STEPS];
+  long steps = op->st.rounds.steps;
   size_t block = op->count * op->esize;
   char *tmp = op->tmp, *dst = op->dst;
   (void)lane;

@@ -6,7 +6,7 @@
 
 static size_t setup(struct rlx__op *op) {
   long lg = rlx__ceil_lg(op->size);
-  op->a[0] = lg;
+  op->st.rounds.steps = lg;
   return 0;
 }
 
@@ -22,7 +22,7 @@ static int round_fn(struct rlx__op *op, int lane, int k, struct rlx__round *r) {
     }
     return 1;
   }
-  if (k > op->a[0])
+  if (k > op->st.rounds.steps)
     return 0;
   long mask = 1L << (k - 1);
   int partner = (int)(me ^ mask);

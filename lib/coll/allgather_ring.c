@@ -5,19 +5,17 @@
 #include "../tuning.h"
 #include "coll.h"
 
-enum { A_SEGELEMS, A_NSEG };
-
 static size_t setup(struct rlx__op *op) {
   size_t seg = RLX__ALLGATHER_SEG / op->esize;
-  op->a[A_SEGELEMS] = (long)seg;
-  op->a[A_NSEG] = op->count == 0 ? 1 : (long)((op->count + seg - 1) / seg);
-  op->nlanes = rlx__ring_lanes(op, op->a[A_NSEG]);
+  op->st.ring.seg_elems = (long)seg;
+  op->st.ring.nseg = op->count == 0 ? 1 : (long)((op->count + seg - 1) / seg);
+  op->nlanes = rlx__ring_lanes(op, op->st.ring.nseg);
   return 0;
 }
 
 static int round_fn(struct rlx__op *op, int lane, int k, struct rlx__round *r) {
   int p = op->size, me = op->rank;
-  long nseg = op->a[A_NSEG];
+  long nseg = op->st.ring.nseg;
   size_t es = op->esize, block = op->count * es;
   char *dst = op->dst;
   if (k == 0) { /* our own block into place (lane 0 does it; others idle) */
@@ -37,7 +35,7 @@ static int round_fn(struct rlx__op *op, int lane, int k, struct rlx__round *r) {
   if (j >= nseg)
     return 0;
   long s = k % (p - 1);
-  size_t segb = (size_t)op->a[A_SEGELEMS] * es;
+  size_t segb = (size_t)op->st.ring.seg_elems * es;
   size_t off = (size_t)j * segb, len = block - off < segb ? block - off : segb;
   int sb = (int)((me - s + p) % p), rb = (int)((me - s - 1 + 2 * p) % p);
   r->n = 2;

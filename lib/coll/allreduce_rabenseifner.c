@@ -20,7 +20,7 @@
 enum { A_POF2, A_REM, A_NEWRANK, A_LG };
 
 static int real_rank(const struct rlx__op *op, long newrank) {
-  return newrank < op->a[A_REM] ? (int)(newrank * 2 + 1) : (int)(newrank + op->a[A_REM]);
+  return newrank < op->st.rd.rem ? (int)(newrank * 2 + 1) : (int)(newrank + op->st.rd.rem);
 }
 
 static size_t setup(struct rlx__op *op) {
@@ -29,13 +29,13 @@ static size_t setup(struct rlx__op *op) {
     pof2 *= 2;
     lg++;
   }
-  op->a[A_POF2] = pof2;
-  op->a[A_REM] = op->size - pof2;
-  op->a[A_LG] = lg;
-  if (op->rank < 2 * op->a[A_REM])
-    op->a[A_NEWRANK] = (op->rank % 2) ? op->rank / 2 : -1;
+  op->st.rd.pof2 = pof2;
+  op->st.rd.rem = op->size - pof2;
+  op->st.rd.lg = lg;
+  if (op->rank < 2 * op->st.rd.rem)
+    op->st.rd.newrank = (op->rank % 2) ? op->rank / 2 : -1;
   else
-    op->a[A_NEWRANK] = op->rank - op->a[A_REM];
+    op->st.rd.newrank = op->rank - op->st.rd.rem;
   return op->count * op->esize;
 }
 
@@ -48,13 +48,13 @@ static void range(long me, long pof2, long i, long *lo, long *hi) {
 }
 
 static void blocks(const struct rlx__op *op, long lo, long hi, size_t *off, size_t *n) {
-  size_t pof2 = (size_t)op->a[A_POF2];
+  size_t pof2 = (size_t)op->st.rd.pof2;
   *off = rlx__part_start(op->count, pof2, (size_t)lo);
   *n = rlx__part_start(op->count, pof2, (size_t)hi) - *off;
 }
 
 static int round_fn(struct rlx__op *op, int lane, int k, struct rlx__round *r) {
-  long rem = op->a[A_REM], lg = op->a[A_LG], me = op->a[A_NEWRANK], pof2 = op->a[A_POF2];
+  long rem = op->st.rd.rem, lg = op->st.rd.lg, me = op->st.rd.newrank, pof2 = op->st.rd.pof2;
   size_t es = op->esize;
   char *dst = op->dst;
 

@@ -16,7 +16,7 @@
 enum { A_POF2, A_REM, A_NEWRANK, A_LG };
 
 static int world_of(const struct rlx__op *op, int newrank) {
-  long rem = op->a[A_REM];
+  long rem = op->st.rd.rem;
   return newrank < rem ? newrank * 2 + 1 : newrank + (int)rem;
 }
 
@@ -27,19 +27,19 @@ static size_t setup(struct rlx__op *op) {
     lg++;
   }
   long rem = op->size - pof2;
-  op->a[A_POF2] = pof2;
-  op->a[A_REM] = rem;
-  op->a[A_LG] = lg;
+  op->st.rd.pof2 = pof2;
+  op->st.rd.rem = rem;
+  op->st.rd.lg = lg;
   if (op->rank < 2 * rem)
-    op->a[A_NEWRANK] = (op->rank % 2) ? op->rank / 2 : -1;
+    op->st.rd.newrank = (op->rank % 2) ? op->rank / 2 : -1;
   else
-    op->a[A_NEWRANK] = op->rank - rem;
+    op->st.rd.newrank = op->rank - rem;
   return op->count * op->esize;
 }
 
 static int round_fn(struct rlx__op *op, int lane, int k, struct rlx__round *r) {
   size_t bytes = op->count * op->esize;
-  long rem = op->a[A_REM], lg = op->a[A_LG], me = op->a[A_NEWRANK];
+  long rem = op->st.rd.rem, lg = op->st.rd.lg, me = op->st.rd.newrank;
 
   if (k == 0) { /* fold, or move the input into place */
     rlx__fold_round(op, rem, r);

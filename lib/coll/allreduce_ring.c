@@ -15,7 +15,6 @@
 #include "coll.h"
 
 /* Segment sizes and lanes: lib/tuning.h says what measured them. */
-enum { A_SEGELEMS, A_NSEG };
 
 static size_t chunk_start(const struct rlx__op *op, int c) {
   size_t base = op->count / (size_t)op->size, extra = op->count % (size_t)op->size;
@@ -35,15 +34,15 @@ static size_t setup(struct rlx__op *op) {
   size_t biggest = chunk_len(op, 0);
   if (seg == 0)
     seg = 1;
-  op->a[A_SEGELEMS] = (long)seg;
-  op->a[A_NSEG] = biggest == 0 ? 1 : (long)((biggest + seg - 1) / seg);
-  op->nlanes = rlx__ring_lanes(op, op->a[A_NSEG]);
+  op->st.ring.seg_elems = (long)seg;
+  op->st.ring.nseg = biggest == 0 ? 1 : (long)((biggest + seg - 1) / seg);
+  op->nlanes = rlx__ring_lanes(op, op->st.ring.nseg);
   return (size_t)op->nlanes * seg * op->esize; /* a receive segment per lane */
 }
 
 /* Elements [*off, *off + *n) of chunk c that segment j covers. */
 static void segment(const struct rlx__op *op, int c, long j, size_t *off, size_t *n) {
-  size_t seg = (size_t)op->a[A_SEGELEMS], len = chunk_len(op, c);
+  size_t seg = (size_t)op->st.ring.seg_elems, len = chunk_len(op, c);
   size_t lo = (size_t)j * seg;
   size_t hi = lo + seg;
   if (lo > len)
@@ -56,7 +55,7 @@ static void segment(const struct rlx__op *op, int c, long j, size_t *off, size_t
 
 static int round_fn(struct rlx__op *op, int lane, int k, struct rlx__round *r) {
   int p = op->size, me = op->rank;
-  long nseg = op->a[A_NSEG];
+  long nseg = op->st.ring.nseg;
   long steps = p - 1;
   char *dst = op->dst;
   const char *src = op->src;
@@ -82,7 +81,7 @@ static int round_fn(struct rlx__op *op, int lane, int k, struct rlx__round *r) {
     return 0;
   int phase = (k % (2 * steps)) >= steps; /* 0 reduce-scatter, 1 allgather */
   long s = (k % (2 * steps)) % steps;
-  char *tmp = (char *)op->tmp + (size_t)lane * (size_t)op->a[A_SEGELEMS] * es;
+  char *tmp = (char *)op->tmp + (size_t)lane * (size_t)op->st.ring.seg_elems * es;
   int right = (me + 1) % p, left = (me + p - 1) % p;
   size_t soff, sn, roff, rn;
 

@@ -6,12 +6,12 @@
 
 static size_t setup(struct rlx__op *op) {
   long levels = rlx__ceil_lg(op->size);
-  op->a[0] = levels;
+  op->st.rounds.steps = levels;
   return 0;
 }
 
 static int round_fn(struct rlx__op *op, int lane, int k, struct rlx__round *r) {
-  if (k >= op->a[0])
+  if (k >= op->st.rounds.steps)
     return 0;
   int d = (int)((1L << k) % op->size);
   r->n = 2;

@@ -9,25 +9,23 @@
 #include "../tuning.h"
 #include "coll.h"
 
-enum { A_VRANK, A_LEVELS, A_NSEG, A_SEGBYTES };
-
 static size_t setup(struct rlx__op *op) {
   long levels = rlx__ceil_lg(op->size);
   size_t bytes = op->count * op->esize;
-  op->a[A_VRANK] = (op->rank - op->root + op->size) % op->size;
-  op->a[A_LEVELS] = levels;
-  op->a[A_SEGBYTES] = (long)(RLX__BCAST_SEG - RLX__BCAST_SEG % op->esize);
-  op->a[A_NSEG] = bytes == 0 ? 1 : (long)((bytes + (size_t)op->a[A_SEGBYTES] - 1) /
-                                          (size_t)op->a[A_SEGBYTES]);
+  op->st.bino.vrank = (op->rank - op->root + op->size) % op->size;
+  op->st.bino.levels = levels;
+  op->st.bino.seg_bytes = (long)(RLX__BCAST_SEG - RLX__BCAST_SEG % op->esize);
+  op->st.bino.nseg = bytes == 0 ? 1 : (long)((bytes + (size_t)op->st.bino.seg_bytes - 1) /
+                                              (size_t)op->st.bino.seg_bytes);
   return 0;
 }
 
 static int round_fn(struct rlx__op *op, int lane, int k, struct rlx__round *r) {
-  long nseg = op->a[A_NSEG], v = op->a[A_VRANK];
-  if (k >= op->a[A_LEVELS] * nseg)
+  long nseg = op->st.bino.nseg, v = op->st.bino.vrank;
+  if (k >= op->st.bino.levels * nseg)
     return 0;
   long level = k / nseg, j = k % nseg, mask = 1L << level;
-  size_t bytes = op->count * op->esize, segb = (size_t)op->a[A_SEGBYTES];
+  size_t bytes = op->count * op->esize, segb = (size_t)op->st.bino.seg_bytes;
   size_t off = (size_t)j * segb, len = bytes - off < segb ? bytes - off : segb;
   if (v < mask && v + mask < op->size) {
     r->n = 1;

@@ -7,12 +7,10 @@
 #include "chunks.h"
 #include "coll.h"
 
-enum { A_V, A_LG };
-
 static size_t setup(struct rlx__op *op) {
   long lg = rlx__ceil_lg(op->size);
-  op->a[A_V] = (op->rank - op->root + op->size) % op->size;
-  op->a[A_LG] = lg;
+  op->st.tree.v = (op->rank - op->root + op->size) % op->size;
+  op->st.tree.lg = lg;
   return 0;
 }
 
@@ -25,7 +23,7 @@ static void parts(const struct rlx__op *op, long lo, long hi, size_t *off, size_
 }
 
 static int round_fn(struct rlx__op *op, int lane, int k, struct rlx__round *r) {
-  long v = op->a[A_V], lg = op->a[A_LG], p = op->size;
+  long v = op->st.tree.v, lg = op->st.tree.lg, p = op->size;
   char *buf = op->dst;
   size_t off, len;
   if (k < lg) {

@@ -95,6 +95,25 @@ struct rlx__lane {
   uint64_t posted[RLX__ROUND_MAX]; /* when each was posted (RLX_TRACE only) */
 };
 
+/* What an algorithm's setup works out once for its rounds, by family. */
+union rlx__algo_state {
+  struct { /* recursive doubling, Rabenseifner: the power of two below size */
+    long pof2, rem, lg, newrank; /* newrank -1: a rank folded in before the doubling */
+  } rd;
+  struct { /* rings: a payload in segments, lanes over them */
+    long seg_elems, nseg;
+  } ring;
+  struct { /* the binomial bcast: a tree over segments */
+    long vrank, levels, nseg, seg_bytes;
+  } bino;
+  struct { /* trees rooted anywhere: the rank counted from the root */
+    long v, lg;
+  } tree;
+  struct { /* algorithms of a fixed number of rounds (Bruck, dissemination) */
+    long steps;
+  } rounds;
+};
+
 struct rlx__op {
   /* the call */
   int kind; /* enum rlx__coll_kind */
@@ -126,7 +145,7 @@ struct rlx__op {
   const struct rlx__algo *algo;
   void *tmp;
   size_t tmp_len;
-  long a[8]; /* the algorithm's precomputed values */
+  union rlx__algo_state st; /* the algorithm's precomputed values (its setup's) */
   int nlanes, lanes_left, finished;
   /* the outcome */
   int status;

@@ -5,18 +5,16 @@
  * Cost: ceil(lg p)·(α + n·β + n·γ). */
 #include "coll.h"
 
-enum { A_V, A_LG };
-
 static size_t setup(struct rlx__op *op) {
   long lg = rlx__ceil_lg(op->size);
-  op->a[A_V] = (op->rank - op->root + op->size) % op->size;
-  op->a[A_LG] = lg;
+  op->st.tree.v = (op->rank - op->root + op->size) % op->size;
+  op->st.tree.lg = lg;
   /* receive space, and the partial result on ranks other than the root */
   return 2 * op->count * op->esize;
 }
 
 static int round_fn(struct rlx__op *op, int lane, int k, struct rlx__round *r) {
-  long v = op->a[A_V], lg = op->a[A_LG];
+  long v = op->st.tree.v, lg = op->st.tree.lg;
   size_t bytes = op->count * op->esize;
   char *acc = op->rank == op->root ? (char *)op->dst : (char *)op->tmp + bytes;
   char *rtmp = op->tmp;

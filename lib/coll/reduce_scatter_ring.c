@@ -11,24 +11,23 @@
 #include "coll.h"
 
 /* Segment size and lanes as the allreduce ring's (lib/tuning.h). */
-enum { A_SEGELEMS, A_NSEG };
 
 static size_t setup(struct rlx__op *op) {
   size_t seg = RLX__RING_SEG / op->esize;
-  op->a[A_SEGELEMS] = (long)seg;
-  op->a[A_NSEG] = op->count == 0 ? 1 : (long)((op->count + seg - 1) / seg);
-  op->nlanes = rlx__ring_lanes(op, op->a[A_NSEG]);
+  op->st.ring.seg_elems = (long)seg;
+  op->st.ring.nseg = op->count == 0 ? 1 : (long)((op->count + seg - 1) / seg);
+  op->nlanes = rlx__ring_lanes(op, op->st.ring.nseg);
   /* two partial blocks, and a segment per lane to receive into */
   return (2 * op->count + (size_t)op->nlanes * seg) * op->esize;
 }
 
 static int round_fn(struct rlx__op *op, int lane, int k, struct rlx__round *r) {
   int p = op->size, me = op->rank;
-  long nseg = op->a[A_NSEG];
+  long nseg = op->st.ring.nseg;
   size_t es = op->esize, block = op->count * es;
   const char *src = op->src;
   char *work[2] = {(char *)op->tmp, (char *)op->tmp + block};
-  char *rtmp = (char *)op->tmp + 2 * block + (size_t)lane * (size_t)op->a[A_SEGELEMS] * es;
+  char *rtmp = (char *)op->tmp + 2 * block + (size_t)lane * (size_t)op->st.ring.seg_elems * es;
   if (p == 1) {
     if (k > 0 || lane > 0)
       return 0;
@@ -48,7 +47,7 @@ static int round_fn(struct rlx__op *op, int lane, int k, struct rlx__round *r) {
   if (j >= nseg)
     return 0;
   long s = k % (p - 1);
-  size_t segn = (size_t)op->a[A_SEGELEMS];
+  size_t segn = (size_t)op->st.ring.seg_elems;
   size_t off = (size_t)j * segn, n = op->count - off < segn ? op->count - off : segn;
   int sb = (int)((me - s - 1 + 2 * p) % p), rb = (int)((me - s - 2 + 2 * p) % p);
   int last = s == p - 2;
