@@ -428,58 +428,47 @@ static char **srun_command(void) {
 
 static void on_output_room(void) { job_resume(&job); }
 
-int main(int argc, char **argv) {
-  int rc = rlxrun_parse(argc, argv, &opts);
-  char rdv[256], key[256];
+/* ---- the steps of a launch (main, below, runs them in order) ---------------- */
+
+/* The job's key: 32 random bytes, in hex, that every rank proves it holds. */
+static int make_key(char *key, size_t len) {
   unsigned char raw[32];
-  struct rlx__rdv_server *server = NULL;
-  if (rc != 0)
-    return rc > 0 ? 0 : 2;
-  if (opts.dump)
-    return report_request_dump(opts.dump_pid);
   if (sodium_init() < 0) {
     fprintf(stderr, "rlxrun: libsodium failed to initialise\n");
     return 1;
   }
   randombytes_buf(raw, sizeof(raw));
-  sodium_bin2hex(key, sizeof(key), raw, sizeof(raw));
-  char job_cpus[512] = ""; /* joining: the cpus the job's ranks here take */
-  if (opts.join && join_target(opts.join, rdv, sizeof rdv, key, sizeof key, job_cpus,
-                               sizeof job_cpus) != 0)
-    return 2;
+  sodium_bin2hex(key, len, raw, sizeof(raw));
+  return 0;
+}
 
-  /* Inside a Slurm allocation the ranks belong on its nodes: srun starts
-   * them (and serves them PMIx), rlxrun keeps its timeout and signals. */
-  const char *slurm_job = getenv("SLURM_JOB_ID");
-  via_srun = slurm_job != NULL && *slurm_job && !opts.local && opts.hosts.n == 0;
-  /* With other hosts, the rendezvous listens where they can reach it. */
-  char listen_on[96] = "127.0.0.1:0";
+/* Where the rendezvous listens: loopback, or with ranks on other hosts
+ * where they can reach it (RLX_IFACE). */
+static int rendezvous_address(char *listen_on, size_t len) {
   int remote = 0;
+  snprintf(listen_on, len, "127.0.0.1:0");
   for (int r = 0; r < opts.nranks && opts.hosts.n > 0; r++) {
     int lr, h = hosts_of_rank(&opts.hosts, r, &lr);
     remote |= !hosts_is_local(opts.hosts.h[h].name);
   }
-  if (remote) {
-    const char *spec = getenv("RLX_IFACE") ? getenv("RLX_IFACE") : RLX__IFACE_DEFAULT;
-    char ip[64];
-    if (rlx__iface_ip(spec, ip, sizeof ip) != 0) {
-      fprintf(stderr, "rlxrun: no interface matching \"%s\" to host the rendezvous for the "
-              "other hosts; set RLX_IFACE\n", spec);
-      return 1;
-    }
-    snprintf(listen_on, sizeof listen_on, "%s:0", ip);
-  }
-  char **srun_argv = via_srun ? srun_command() : NULL;
-  if (via_srun && srun_argv == NULL) {
-    fprintf(stderr, "rlxrun: out of memory\n");
+  if (!remote)
+    return 0;
+  const char *spec = getenv("RLX_IFACE") ? getenv("RLX_IFACE") : RLX__IFACE_DEFAULT;
+  char ip[64];
+  if (rlx__iface_ip(spec, ip, sizeof ip) != 0) {
+    fprintf(stderr, "rlxrun: no interface matching \"%s\" to host the rendezvous for the "
+            "other hosts; set RLX_IFACE\n", spec);
     return 1;
   }
-  memset(&job, 0, sizeof(job));
-  job.loop = uv_default_loop();
-  /* From here everything printed is queued and written by threads: the
-   * loop below never waits for whoever reads our output. (Before the
-   * rendezvous's thread starts: it logs to our stderr too.) */
-  outq_start(job.loop, on_output_room);
+  snprintf(listen_on, len, "%s:0", ip);
+  return 0;
+}
+
+/* The rendezvous the ranks meet at: srun's PMIx inside Slurm (none of
+ * ours), the job's own when joining it, else ours, started here. */
+static int open_rendezvous(const char *slurm_job, const char *listen_on,
+                           struct rlx__rdv_server **server, char *rdv, size_t len,
+                           const char *key) {
   if (via_srun) {
     fprintf(stderr, "rlxrun: inside Slurm job %s: starting %d rank(s) with srun\n", slurm_job,
             opts.nranks);
@@ -487,41 +476,43 @@ int main(int argc, char **argv) {
       fprintf(stderr, "rlxrun: --max-np: ranks srun starts have no rendezvous for joiners "
                       "(PMIx); this job will not grow\n");
     rdv[0] = '\0';
-  } else if (!opts.join)
-    rc = rlx__rdv_server_start(listen_on, key, opts.nranks, opts.max_np, rdv_log, &server, rdv,
-                               sizeof(rdv));
-  if (!via_srun && !opts.join && rc != 0) {
+    return 0;
+  }
+  if (opts.join)
+    return 0;
+  int rc = rlx__rdv_server_start(listen_on, key, opts.nranks, opts.max_np, rdv_log, server, rdv,
+                                 len);
+  if (rc != 0)
     fprintf(stderr, "rlxrun: cannot open the rendezvous on %s: %s\n", listen_on, strerror(-rc));
-    outq_finish();
+  return rc != 0;
+}
+
+/* A job that may grow says where joiners find it, and which cpus its
+ * ranks here take. */
+static int announce_growth(struct binder *binder, const char *rdv, const char *key,
+                           char *job_cpus, size_t cpus_len) {
+  char path[256];
+  int here = 0;
+  for (int r = 0; r < opts.nranks; r++) {
+    int lr, h = opts.hosts.n > 0 ? hosts_of_rank(&opts.hosts, r, &lr) : -1;
+    here += h < 0 || hosts_is_local(opts.hosts.h[h].name);
+  }
+  if (binder)
+    binder_cpus(binder, here, job_cpus, cpus_len);
+  make_job_dir();
+  if (job_dir[0] == '\0' || join_file_write(job_dir, rdv, key, job_cpus, path, sizeof path) != 0) {
+    fprintf(stderr, "rlxrun: --max-np: cannot write the file joiners read in %s\n",
+            job_dir[0] ? job_dir : "TMPDIR");
     return 1;
   }
-  struct binder *binder = via_srun ? NULL : binder_open(opts.bind_to, opts.nranks);
-  if (binder && opts.join)
-    binder_set_taken(binder, job_cpus);
-  /* A job that may grow says where joiners find it, and which cpus its
-   * ranks here take. */
-  if (!via_srun && opts.max_np > 0) {
-    char path[256];
-    int here = 0;
-    for (int r = 0; r < opts.nranks; r++) {
-      int lr, h = opts.hosts.n > 0 ? hosts_of_rank(&opts.hosts, r, &lr) : -1;
-      here += h < 0 || hosts_is_local(opts.hosts.h[h].name);
-    }
-    if (binder)
-      binder_cpus(binder, here, job_cpus, sizeof job_cpus);
-    make_job_dir();
-    if (job_dir[0] == '\0' ||
-        (rc = join_file_write(job_dir, rdv, key, job_cpus, path, sizeof path)) != 0) {
-      fprintf(stderr, "rlxrun: --max-np: cannot write the file joiners read in %s\n",
-              job_dir[0] ? job_dir : "TMPDIR");
-      rlx__rdv_server_stop(server);
-      outq_finish();
-      return 1;
-    }
-    fprintf(stderr, "rlxrun: the job may grow to %d ranks: rlxrun --join %s -n K %s\n",
-            opts.max_np, path, opts.argv[0]);
-  }
+  fprintf(stderr, "rlxrun: the job may grow to %d ranks: rlxrun --join %s -n K %s\n",
+          opts.max_np, path, opts.argv[0]);
+  return 0;
+}
 
+/* The job's table of ranks (one srun inside Slurm), the flight-recorder
+ * report, the timers and the signals we take. */
+static void prepare_job(void) {
   job.n = via_srun ? 1 : opts.nranks;
   job.tag = via_srun ? 0 : opts.tag_output;
   job.tag_prefix = opts.join ? "j" : NULL;
@@ -541,71 +532,83 @@ int main(int argc, char **argv) {
   uv_signal_init(job.loop, &sig_term);
   uv_signal_start(&sig_int, on_signal, SIGINT);
   uv_signal_start(&sig_term, on_signal, SIGTERM);
+}
 
+/* Rank r could not be started: the job fails with code, the others stop. */
+static void start_failed(int r, int code) {
+  job.failed_rank = r;
+  job.exit_code = code;
+  stop_job(SIGTERM);
+}
+
+/* One local rank (or srun, for all of them): bound, its environment, spawned. */
+static int start_local(struct binder *binder, int r, int local_rank, const char *rdv,
+                       const char *key, char **srun_argv) {
+  size_t owned = 0;
+  int rc;
+  if (rank_is_local && !via_srun)
+    rank_is_local[r] = 1;
+  if (!via_srun && job_dir[0] == '\0')
+    make_job_dir();
+  if (!via_srun)
+    make_life_pipe();
+  if (binder && binder_apply(binder, local_rank, opts.report_bindings) != 0) {
+    start_failed(r, 1);
+    return 1;
+  }
+  char **env = rank_env(via_srun ? -1 : r, rdv, key, &owned);
+  char **argv_r = via_srun ? srun_argv : opts.argv;
+  if (env == NULL ||
+      (rc = job_spawn(&job, r, argv_r, env, NULL, via_srun ? -1 : life_pipe[0])) != 0) {
+    fprintf(stderr, "rlxrun: cannot start %s %d (%s): %s\n", via_srun ? "srun for rank" : "rank",
+            r, argv_r[0], env ? uv_strerror(rc) : "out of memory");
+    if (env != NULL && (rc == UV_EMFILE || rc == UV_ENFILE))
+      say_fd_limit(opts.nranks);
+    start_failed(r, 127);
+    return 1;
+  }
+  for (size_t i = owned; env[i] != NULL; i++) /* uv_spawn copied it into the child */
+    free(env[i]);
+  free(env);
+  return 0;
+}
+
+/* Every rank, here or over ssh, until one cannot be started. */
+static void start_ranks(struct binder *binder, const char *rdv, const char *key,
+                        char **srun_argv) {
   if (!via_srun && !binder) {
     job.failed_rank = 0;
     job.exit_code = 1;
+    return;
   }
-  for (int r = 0; r < job.n && (via_srun || binder); r++) {
-    size_t owned = 0;
+  for (int r = 0; r < job.n; r++) {
     int local_rank = r, h = -1;
     if (opts.hosts.n > 0)
       h = hosts_of_rank(&opts.hosts, r, &local_rank);
     if (h >= 0 && !hosts_is_local(opts.hosts.h[h].name)) {
-      if ((rc = spawn_remote(r, opts.hosts.h[h].name, rdv, key)) != 0) {
-        job.failed_rank = r;
-        job.exit_code = 127;
-        stop_job(SIGTERM);
-        break;
+      if (spawn_remote(r, opts.hosts.h[h].name, rdv, key) != 0) {
+        start_failed(r, 127);
+        return;
       }
       continue;
     }
-    if (rank_is_local && !via_srun)
-      rank_is_local[r] = 1;
-    if (!via_srun && job_dir[0] == '\0')
-      make_job_dir();
-    if (!via_srun)
-      make_life_pipe();
-    if (binder && binder_apply(binder, local_rank, opts.report_bindings) != 0) {
-      job.failed_rank = r;
-      job.exit_code = 1;
-      stop_job(SIGTERM);
-      break;
-    }
-    char **env = rank_env(via_srun ? -1 : r, rdv, key, &owned);
-    char **argv_r = via_srun ? srun_argv : opts.argv;
-    if (env == NULL ||
-        (rc = job_spawn(&job, r, argv_r, env, NULL, via_srun ? -1 : life_pipe[0])) != 0) {
-      fprintf(stderr, "rlxrun: cannot start %s %d (%s): %s\n", via_srun ? "srun for rank" : "rank",
-              r, argv_r[0], env ? uv_strerror(rc) : "out of memory");
-      if (env != NULL && (rc == UV_EMFILE || rc == UV_ENFILE))
-        say_fd_limit(opts.nranks);
-      job.failed_rank = r;
-      job.exit_code = 127;
-      stop_job(SIGTERM);
-      break;
-    }
-    for (size_t i = owned; env[i] != NULL; i++) /* uv_spawn copied it into the child */
-      free(env[i]);
-    free(env);
+    if (start_local(binder, r, local_rank, rdv, key, srun_argv) != 0)
+      return;
   }
-  binder_restore(binder);
-  binder_close(binder);
-  if (opts.timeout_s > 0)
-    uv_timer_start(&timeout_timer, on_timeout, (uint64_t)(opts.timeout_s * 1000), 0);
-  finish_if_done();
-  uv_run(job.loop, UV_RUN_DEFAULT);
+}
+
+/* The job is over: what is left to print and remove, and rlxrun's exit
+ * code. Interrupted: 128 + the signal, unless every rank handled it and
+ * exited 0 (a program that stops cleanly on SIGINT, like train). */
+static int end_job(struct rlx__rdv_server *server) {
   job_flush(&job);
   remove_job_dir();
   rlx__rdv_server_stop(server);
-  free(srun_argv);
   report_print_flight(stderr, "written by ranks whose call failed");
   if (opts.stats)
     report_print_stats(stderr);
   if (opts.trace)
     trace_merge(opts.trace, opts.nranks);
-  /* Interrupted: 128 + the signal, unless every rank handled it and
-   * exited 0 (a program that stops cleanly on SIGINT, like train). */
   if (lost_ranks > 0 && job.failed_rank < 0 && !interrupted)
     fprintf(stderr, "rlxrun: %d rank(s) lost; the other %d finished\n", lost_ranks,
             opts.nranks - lost_ranks);
@@ -614,4 +617,63 @@ int main(int argc, char **argv) {
     code = any_rank_failed ? 128 + interrupted : 0;
   outq_finish();
   return code;
+}
+
+int main(int argc, char **argv) {
+  char rdv[256] = "", key[256], listen_on[96], job_cpus[512] = "";
+  struct rlx__rdv_server *server = NULL;
+  int rc = rlxrun_parse(argc, argv, &opts);
+  if (rc != 0)
+    return rc > 0 ? 0 : 2;
+  if (opts.dump)
+    return report_request_dump(opts.dump_pid);
+  if (make_key(key, sizeof key) != 0)
+    return 1;
+  /* joining: the job's rendezvous, key, and the cpus its ranks here take */
+  if (opts.join && join_target(opts.join, rdv, sizeof rdv, key, sizeof key, job_cpus,
+                               sizeof job_cpus) != 0)
+    return 2;
+  /* Inside a Slurm allocation the ranks belong on its nodes: srun starts
+   * them (and serves them PMIx), rlxrun keeps its timeout and signals. */
+  const char *slurm_job = getenv("SLURM_JOB_ID");
+  via_srun = slurm_job != NULL && *slurm_job && !opts.local && opts.hosts.n == 0;
+  if (rendezvous_address(listen_on, sizeof listen_on) != 0)
+    return 1;
+  char **srun_argv = via_srun ? srun_command() : NULL;
+  if (via_srun && srun_argv == NULL) {
+    fprintf(stderr, "rlxrun: out of memory\n");
+    return 1;
+  }
+  memset(&job, 0, sizeof(job));
+  job.loop = uv_default_loop();
+  /* From here everything printed is queued and written by threads: the
+   * loop below never waits for whoever reads our output. (Before the
+   * rendezvous's thread starts: it logs to our stderr too.) */
+  outq_start(job.loop, on_output_room);
+  if (open_rendezvous(slurm_job, listen_on, &server, rdv, sizeof rdv, key) != 0) {
+    free(srun_argv);
+    outq_finish();
+    return 1;
+  }
+  struct binder *binder = via_srun ? NULL : binder_open(opts.bind_to, opts.nranks);
+  if (binder && opts.join)
+    binder_set_taken(binder, job_cpus);
+  if (!via_srun && opts.max_np > 0 && announce_growth(binder, rdv, key, job_cpus,
+                                                      sizeof job_cpus) != 0) {
+    binder_close(binder);
+    rlx__rdv_server_stop(server);
+    free(srun_argv);
+    outq_finish();
+    return 1;
+  }
+  prepare_job();
+  start_ranks(binder, rdv, key, srun_argv);
+  binder_restore(binder);
+  binder_close(binder);
+  if (opts.timeout_s > 0)
+    uv_timer_start(&timeout_timer, on_timeout, (uint64_t)(opts.timeout_s * 1000), 0);
+  finish_if_done();
+  uv_run(job.loop, UV_RUN_DEFAULT);
+  free(srun_argv);
+  return end_job(server);
 }
