@@ -1,8 +1,8 @@
 #!/bin/sh
 # One rank calls something else than the others (mismatch_check.c says
-# what): for n = 2..8, with the odd rank at every position (above 4
-# ranks: first, last and one that moves with the kind, so that every
-# position is taken by some kind), every rank
+# what): for n = 2, 3, 4, 5 and 8, with the odd rank at every position
+# (above 4 ranks: first, last and one that moves with the kind, so that
+# every position is taken by some kind), every rank
 # learns it within 1 s naming both calls: the call fails with
 # RLX_ERR_MISMATCH, or (where a rank's part of a call whose pattern
 # differs was done) its next call fails; in shared memory and point to
@@ -19,7 +19,7 @@ CHECK="$top_builddir/tests/integration/mismatch_check"
 i=0 k=0
 for kind in dtype op count rs split roots rroots bcastreduce argcheck argsym; do
   k=$((k + 1))
-  for n in ${MISMATCH_NS:-2 3 4 5 6 7 8}; do
+  for n in ${MISMATCH_NS:-2 3 4 5 8}; do
     odds=$(seq 0 $((n - 1)))
     [ $n -gt 4 ] && odds="0 $((1 + k % (n - 2))) $((n - 1))"
     for odd in $odds; do
@@ -43,5 +43,5 @@ for kind in dtype op count rs split roots rroots bcastreduce argcheck argsym; do
       esac
     done
   done
-  echo "$kind: every rank learned it, n = ${MISMATCH_NS:-2 3 4 5 6 7 8}"
+  echo "$kind: every rank learned it, n = ${MISMATCH_NS:-2 3 4 5 8}"
 done
