@@ -54,34 +54,6 @@ int rlx__refused(rlx_comm_t *c, int rc) {
   return rlx__err(rc, "%s", own);
 }
 
-int rlx__comm_take(rlx_comm_t *c, const char *call, int blocking, int *took) {
-  uintptr_t self = (uintptr_t)pthread_self(), cur = atomic_load(&c->owner);
-  *took = 0;
-  if (cur == self)
-    return RLX_OK;
-  /* One made while another thread's blocking call runs would meet the
-   * other ranks in an order nobody chose. */
-  if (cur != 0 || (blocking && !atomic_compare_exchange_strong(&c->owner, &cur, self)))
-    return rlx__err(RLX_ERR_STATE,
-                    "%s: another thread's call on this communicator is in progress (calls on one "
-                    "communicator must not overlap; give each thread its own: rlx_comm_dup)",
-                    call);
-  *took = blocking;
-  if (blocking) {
-    /* (the owner set first, then the flag read: rlx_finalize sets it
-     * first, then reads the owners, so one of the two sees the other) */
-    uintptr_t fin = atomic_load(&rlx__rt.finalizing);
-    if (fin != 0 && fin != self) {
-      rlx__comm_give(c);
-      *took = 0;
-      return rlx__err(RLX_ERR_STATE, "%s: rlx_finalize is under way on another thread", call);
-    }
-  }
-  return RLX_OK;
-}
-
-void rlx__comm_give(rlx_comm_t *c) { atomic_store(&c->owner, 0); }
-
 /* The call is over (or failed on its way): what it took goes back. */
 static void give_back(rlx_comm_t *c, struct rlx__op *op) {
   if (op->comm_taken)

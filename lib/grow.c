@@ -31,7 +31,6 @@
 #include "byteorder.h"
 #include "coll/shm_group.h"
 
-#define FINAL_MIX 0x46494e4cu /* "FINL": the id of rlx_finalize's copy */
 #define GROW_MIX 0x47524f57u  /* "GROW" */
 
 /* Add cards (n of them, rank = job index) to the runtime's and to the
@@ -96,26 +95,6 @@ static void retune(const rlx_comm_t *c) {
             rt->engine.yield ? "oversubscribed: yielding" : "spinning", spin_us);
 }
 
-void rlx__set_last(const rlx_comm_t *from, const rlx_comm_t *next) {
-  struct rlx__runtime *rt = &rlx__rt;
-  if (from != NULL && from != &rt->world && (rt->last == NULL || from->id != rt->last_src))
-    return; /* a communicator of the program's own (a split), not the job's */
-  int *world = malloc(sizeof(int) * (size_t)next->size);
-  if (world == NULL)
-    return; /* then finalize synchronises on the previous one */
-  memcpy(world, next->world, sizeof(int) * (size_t)next->size);
-  rlx_comm_t *copy = rlx__comm_new(rlx__id_mix(next->id, FINAL_MIX), world, next->size, next->rank);
-  if (copy == NULL) {
-    free(world);
-    return;
-  }
-  if (rt->last != NULL) {
-    rlx__comm_release(rt->last);
-    free(rt->last);
-  }
-  rt->last = copy;
-  rt->last_src = next->id;
-}
 
 /* g, a communicator of c's members in c's order that rlx_comm_grow
  * returned (nobody admitted in this call): when c is the job's newest (the

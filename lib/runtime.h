@@ -143,7 +143,7 @@ void rlx__unwatch_launcher(void);
  * NULL): this rank's in, the AND of every agreed rank's out. */
 int rlx__comm_agree(rlx_comm_t *c, const char *call, int probe_first, uint32_t *flags,
                     rlx_comm_t **out);
-/* init.c: spin or yield by how many ranks share this host's cores
+/* runtime.c: spin or yield by how many ranks share this host's cores
  * (rt->local_size); returns the spin budget in us. */
 long rlx__tune_waiting(struct rlx__runtime *rt);
 /* collectives.c: one of the library's own collectives (splits, shrink's
@@ -162,11 +162,12 @@ int rlx__elect(const int *world, int n);
 uint32_t rlx__id_mix(uint32_t h, uint32_t v);
 /* grow.c: a joiner's admission (rlx__rdv_join's block) into the runtime:
  * its rank, the cards, and the grown communicator as its world; the
- * agreement that ends its rlx_init; the communicator rlx_finalize's
- * barrier uses (c grew or shrank into next: next is the newest). */
+ * agreement that ends its rlx_init. */
 int rlx__join_admitted(struct rlx__runtime *rt, uint32_t index, const uint8_t *blk, size_t len,
                        int rdv_fd);
 int rlx__join_confirm(void);
+/* comm.c: the communicator rlx_finalize's barrier uses (c grew or shrank
+ * into next: next is the newest). */
 void rlx__set_last(const rlx_comm_t *from, const rlx_comm_t *next);
 /* An admission still between its halves at rlx_finalize: dropped. */
 void rlx__grow_fini(void);
