@@ -221,6 +221,8 @@ static int start(rlx_comm_t *c, struct rlx_request *rq) {
   return RLX_OK;
 }
 
+_Static_assert(RLX__CK_MAX < RLX__STATS_KINDS, "RLX_STATS keeps a row for every kind of call");
+
 /* The call is over: the flight recorder, RLX_TRACE and RLX_STATS hear of it;
  * a failure writes the flight recorder when RLX_FLIGHT_DUMP=error. */
 static void record(const struct rlx__op *op, int rc) {
@@ -238,7 +240,8 @@ static void record(const struct rlx__op *op, int rc) {
     rlx__trace_span(RLX__TRACK_CALLS, "collective", op->call, op->t_start, end, args);
   }
   if (RLX__STATS_ON() && op->kind != RLX__CK_FINALIZE && mine)
-    rlx__stats_call(op->kind, bytes, op->algo->name, end - op->t_start, rc);
+    rlx__stats_call(op->kind, rlx__call_name(op->kind), bytes, op->algo->name, end - op->t_start,
+                    rc);
   /* rlx_finalize's barrier failing is not the program's failure (it
    * returns RLX_OK): no table for it. */
   if (rc != RLX_OK && op->kind != RLX__CK_FINALIZE && rlx__flight_dump_on_error()) {

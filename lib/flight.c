@@ -9,7 +9,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "coll/call.h"
 #include "internal.h"
 #include "observe.h"
 
@@ -29,6 +28,7 @@ static struct {
   struct entry *ring;
   int n, rank, dump_on_error;
   uint64_t calls, t_init;
+  rlx__flight_describe_fn describe;
 } fr = {.lock = ATOMIC_FLAG_INIT};
 
 static void fr_lock(void) {
@@ -38,8 +38,9 @@ static void fr_lock(void) {
 
 static void fr_unlock(void) { atomic_flag_clear_explicit(&fr.lock, memory_order_release); }
 
-int rlx__flight_init(int n, int dump_on_error, int rank) {
+int rlx__flight_init(int n, int dump_on_error, int rank, rlx__flight_describe_fn describe) {
   fr_lock();
+  fr.describe = describe;
   free(fr.ring);
   fr.ring = n > 0 ? calloc((size_t)n, sizeof(*fr.ring)) : NULL;
   fr.n = fr.ring ? n : 0;
@@ -107,8 +108,10 @@ void rlx__flight_dump(const char *reason,
     if (e->ticket != t)
       continue;
     char call[160], state[40], waiting[400] = "";
-    struct rlx__call c = {e->kind, e->dt, e->op, e->root, e->count};
-    rlx__call_describe(call, sizeof(call), e->call, &c);
+    if (fr.describe)
+      fr.describe(call, sizeof(call), e->call, e->kind, e->dt, e->op, e->root, e->count);
+    else
+      snprintf(call, sizeof(call), "%s", e->call);
     if (e->state == 1) {
       snprintf(state, sizeof(state), "in-flight");
       if (waiting_for)

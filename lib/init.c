@@ -108,6 +108,13 @@ static void on_lost(void *ctx, int peer, const char *why) {
   rlx__shmg_on_lost(peer, why);
 }
 
+/* The flight recorder's way of reading a call (lib/coll's). */
+static void describe_call(char *buf, size_t len, const char *call, int kind, int dt, int op,
+                          int root, unsigned long long count) {
+  struct rlx__call c = {kind, dt, op, root, (size_t)count};
+  rlx__call_describe(buf, len, call, &c);
+}
+
 static int bootstrap(struct rlx__runtime *rt) {
   struct rlx__config *cfg = &rt->cfg;
   uint64_t deadline = deadline_from_now(cfg->init_timeout_s);
@@ -392,7 +399,8 @@ static void ignore_sigpipe(void) {
 /* The flight recorder, RLX_TRACE and RLX_STATS. */
 static int start_observing(struct rlx__runtime *rt, uint64_t t_init) {
   int rc;
-  if ((rc = rlx__flight_init(rt->cfg.flight, rt->cfg.flight_dump, rt->cfg.rank)) != RLX_OK)
+  if ((rc = rlx__flight_init(rt->cfg.flight, rt->cfg.flight_dump, rt->cfg.rank,
+                             describe_call)) != RLX_OK)
     return rc;
   if (rt->cfg.trace[0] &&
       (rc = rlx__trace_open(rt->cfg.trace, rt->cfg.rank, rt->cfg.size, rt->clock_offset_ns)) !=

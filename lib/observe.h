@@ -37,8 +37,13 @@ void rlx__trace_close(void);
 
 /* ---- flight recorder (flight.c) ---------------------------------------------- */
 
+/* How a recorded call reads in the record ("rlx_allreduce(count=4,
+ * float32, sum)"): given by the layer that knows the calls (lib/coll), so
+ * the recorder keeps numbers, not their meaning. */
+typedef void (*rlx__flight_describe_fn)(char *buf, size_t len, const char *call, int kind, int dt,
+                                        int op, int root, unsigned long long count);
 /* Keep the last n calls (RLX_FLIGHT; 0 keeps none). */
-int rlx__flight_init(int n, int dump_on_error, int rank);
+int rlx__flight_init(int n, int dump_on_error, int rank, rlx__flight_describe_fn describe);
 void rlx__flight_fini(void);
 /* A call starts at now (rlx__now_ns) after its sequence number is drawn;
  * returns a ticket for rlx__flight_leave. call and algo are static strings. */
@@ -61,7 +66,11 @@ int rlx__flight_dump_on_error(void);
 
 extern atomic_int rlx__stats_on;
 #define RLX__STATS_ON() atomic_load_explicit(&rlx__stats_on, memory_order_relaxed)
-void rlx__stats_call(int kind, size_t bytes, const char *algo, uint64_t ns, int status);
+/* A call of kind (a small index that orders the table, below
+ * RLX__STATS_KINDS), named name (a static string), is over. */
+#define RLX__STATS_KINDS 32
+void rlx__stats_call(int kind, const char *name, size_t bytes, const char *algo, uint64_t ns,
+                     int status);
 /* Write the statistics to stderr as lines rlxrun reads back:
  *   rlxcoll[R] stats<TAB>call<TAB>calls<TAB>bytes<TAB>time_s<TAB>errors<TAB>bands
  *   rlxcoll[R] stats-conn<TAB>shm<TAB>unix<TAB>tcp<TAB>retransmits<TAB>strangers<TAB>corrupt

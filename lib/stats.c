@@ -7,7 +7,6 @@
 #include <string.h>
 #include "internal.h"
 #include "observe.h"
-#include "coll/call.h"
 
 atomic_int rlx__stats_on;
 
@@ -17,6 +16,7 @@ static const size_t band_top[BANDS - 1] = {1u << 10, 64u << 10, 1u << 20, 16u <<
 static const char *const band_name[BANDS] = {"<=1KiB", "<=64KiB", "<=1MiB", "<=16MiB", ">16MiB"};
 
 struct per_kind {
+  const char *name;
   unsigned long long calls, bytes, ns, errors;
   struct {
     const char *algo;
@@ -26,7 +26,7 @@ struct per_kind {
 
 static struct {
   pthread_mutex_t mtx;
-  struct per_kind k[RLX__CK_MAX + 1];
+  struct per_kind k[RLX__STATS_KINDS];
 } st = {.mtx = PTHREAD_MUTEX_INITIALIZER};
 
 void rlx__stats_reset(void) {
@@ -35,14 +35,16 @@ void rlx__stats_reset(void) {
   pthread_mutex_unlock(&st.mtx);
 }
 
-void rlx__stats_call(int kind, size_t bytes, const char *algo, uint64_t ns, int status) {
-  if (kind < 0 || kind > RLX__CK_MAX)
+void rlx__stats_call(int kind, const char *name, size_t bytes, const char *algo, uint64_t ns,
+                     int status) {
+  if (kind < 0 || kind >= RLX__STATS_KINDS)
     return;
   int b = 0;
   while (b < BANDS - 1 && bytes > band_top[b])
     b++;
   pthread_mutex_lock(&st.mtx);
   struct per_kind *k = &st.k[kind];
+  k->name = name;
   k->calls++;
   k->bytes += bytes;
   k->ns += ns;
@@ -62,7 +64,7 @@ void rlx__stats_call(int kind, size_t bytes, const char *algo, uint64_t ns, int 
 void rlx__stats_print(int rank, int shm_conns, int unix_conns, int tcp_conns, unsigned long retrans,
                       unsigned long strangers, unsigned long corrupt) {
   pthread_mutex_lock(&st.mtx);
-  for (int kind = 1; kind <= RLX__CK_MAX; kind++) {
+  for (int kind = 0; kind < RLX__STATS_KINDS; kind++) {
     const struct per_kind *k = &st.k[kind];
     if (k->calls == 0)
       continue;
@@ -78,7 +80,7 @@ void rlx__stats_print(int rank, int shm_conns, int unix_conns, int tcp_conns, un
         used += (size_t)n;
       }
     }
-    fprintf(stderr, "rlxcoll[%d] stats\t%s\t%llu\t%llu\t%.6f\t%llu\t%s\n", rank, rlx__call_name(kind),
+    fprintf(stderr, "rlxcoll[%d] stats\t%s\t%llu\t%llu\t%.6f\t%llu\t%s\n", rank, k->name,
             k->calls, k->bytes, (double)k->ns / 1e9, k->errors, bands[0] ? bands : "-");
   }
   fprintf(stderr, "rlxcoll[%d] stats-conn\t%d\t%d\t%d\t%lu\t%lu\t%lu\n", rank, shm_conns,
