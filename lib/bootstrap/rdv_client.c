@@ -9,7 +9,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
-#include "../transport/handshake.h"
+#include "handshake.h"
 #include "bootstrap.h"
 #include "../byteorder.h"
 

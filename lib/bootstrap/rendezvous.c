@@ -26,7 +26,7 @@
 #include <netinet/tcp.h>
 #include <stdarg.h>
 #include <unistd.h>
-#include "../transport/handshake.h"
+#include "handshake.h"
 #include "bootstrap.h"
 #include "../byteorder.h"
 

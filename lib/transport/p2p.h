@@ -11,7 +11,7 @@
 #include <uv.h>
 #include "../bootstrap/bootstrap.h"
 #include "frame.h"
-#include "handshake.h"
+#include "../bootstrap/handshake.h"
 #include "list.h"
 #include "transport.h"
 

@@ -5,7 +5,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include "transport/handshake.h"
+#include "bootstrap/handshake.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   struct rlx__hs srv, cli;

@@ -3,7 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 #include "transport/frame.h"
-#include "transport/handshake.h"
+#include "bootstrap/handshake.h"
 
 static void put(const char *dir, const char *name, const void *a, size_t n, const void *b,
                 size_t m) {

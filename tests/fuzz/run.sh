@@ -14,7 +14,7 @@ trap 'rm -rf "$out"' EXIT
 flags="-g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -D_GNU_SOURCE -I$top/include -I$top/lib"
 common="$top/lib/transport/frame.c $top/lib/transport/crc32c.c $top/lib/coll/call.c $top/lib/dtype.c"
 $CC $flags -o "$out/fuzz_frame" "$here/fuzz_frame.c" $common || exit 1
-$CC $flags -o "$out/fuzz_handshake" "$here/fuzz_handshake.c" "$top/lib/transport/handshake.c" \
+$CC $flags -o "$out/fuzz_handshake" "$here/fuzz_handshake.c" "$top/lib/bootstrap/handshake.c" \
   $(pkg-config --cflags --libs libsodium) || exit 1
 status=0
 for t in frame handshake; do

@@ -11,7 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "bootstrap/bootstrap.h"
-#include "transport/handshake.h"
+#include "bootstrap/handshake.h"
 
 int main(int argc, char **argv) {
   int fd;

@@ -3,7 +3,7 @@
 #include <check.h>
 #include "suite.h"
 #include <string.h>
-#include "transport/handshake.h"
+#include "bootstrap/handshake.h"
 
 struct pair {
   struct rlx__hs cli, srv;
