@@ -1,4 +1,5 @@
-/* Bootstrap: business cards, the rendezvous server (hosted by rlxrun, or by
+/* lib/bootstrap, above base only; the transport and the runtime use it
+ * (it owns the card and the handshake). Bootstrap: business cards, the rendezvous server (hosted by rlxrun, or by
  * rank 0 when a job is started by hand) and its client, on plain blocking
  * sockets with deadlines. Nothing here uses the runtime's global state, so
  * rlxrun links it too. */

@@ -4,7 +4,7 @@
  * job's n-th growth). */
 #include <string.h>
 #include "bootstrap.h"
-#include "../byteorder.h"
+#include "base/byteorder.h"
 
 void rlx__card_encode(const struct rlx__card *c, uint8_t out[RLX__CARD_SIZE]) {
   memset(out, 0, RLX__CARD_SIZE);

@@ -1,7 +1,7 @@
 /* Handshake messages and their MACs; see handshake.h for the exchange. */
 #include <string.h>
 #include <sodium.h>
-#include "../byteorder.h"
+#include "base/byteorder.h"
 #include "handshake.h"
 
 #define HS_VERSION 1

@@ -11,7 +11,7 @@
 #include <unistd.h>
 #include "handshake.h"
 #include "bootstrap.h"
-#include "../byteorder.h"
+#include "base/byteorder.h"
 
 int rlx__rdv_connect(const char *hostport, const char *job_key, uint32_t rank, uint64_t deadline,
                      int *fd_out, char *local_ip, size_t ip_len, char *why, size_t why_len) {

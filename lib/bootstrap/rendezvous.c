@@ -28,7 +28,7 @@
 #include <unistd.h>
 #include "handshake.h"
 #include "bootstrap.h"
-#include "../byteorder.h"
+#include "base/byteorder.h"
 
 #define AUTH_DEADLINE_NS (10ull * 1000000000ull)
 

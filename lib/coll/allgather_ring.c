@@ -2,7 +2,7 @@
  * r+1 and receives block (r-s-1) mod p from r-1, straight into place; big
  * blocks travel as several segments.
  * Cost: (p-1)·α·nseg + n(p-1)/p·β, bandwidth-optimal for any p. */
-#include "../tuning.h"
+#include "base/tuning.h"
 #include "coll.h"
 
 static size_t setup(struct rlx__op *op) {

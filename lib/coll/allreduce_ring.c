@@ -11,7 +11,7 @@
  * Cost: 2(p-1)·α·nseg + 2n(p-1)/p·β + n(p-1)/p·γ: bandwidth-optimal.
  * Every chunk's final value is computed by exactly one rank and copied to
  * the others, so all ranks hold bitwise the same result. */
-#include "../tuning.h"
+#include "base/tuning.h"
 #include "coll.h"
 
 /* Segment sizes and lanes: lib/tuning.h says what measured them. */

@@ -8,7 +8,7 @@
  * bits. rlx_reduce runs the same steps and only the root copies out.
  * (lib/tuning.h says where the two meet.) */
 #include <string.h>
-#include "../tuning.h"
+#include "base/tuning.h"
 #include "coll.h"
 #include "shm_group.h"
 

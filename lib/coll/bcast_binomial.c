@@ -6,7 +6,7 @@
  * several segments per tree edge, so no frame exceeds the frame limit.
  * Cost: ceil(lg p)·(α + n·β). Good for small and medium messages; a
  * scatter+allgather broadcast is better for large ones. */
-#include "../tuning.h"
+#include "base/tuning.h"
 #include "coll.h"
 
 static size_t setup(struct rlx__op *op) {

@@ -3,7 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <rlxcoll/rlxcoll.h>
-#include "../byteorder.h"
+#include "base/byteorder.h"
 #include "call.h"
 
 enum { ARG_COUNT = 1, ARG_RECVCOUNT = 2, ARG_DTYPE = 4, ARG_OP = 8, ARG_ROOT = 16 };

@@ -1,6 +1,8 @@
-/* The contract inside lib/coll/: reduction kernels, half-precision
- * conversion, and the round-based algorithm interface every collective
- * algorithm file implements. */
+/* lib/coll, above base, engine, observe and transport (its frames and
+ * point-to-point transfers); the runtime uses it. The contract inside
+ * lib/coll/: reduction kernels, half-precision conversion, and the
+ * round-based algorithm interface every collective algorithm file
+ * implements. */
 #ifndef RLX_COLL_H
 #define RLX_COLL_H
 
@@ -9,7 +11,7 @@
 #include <rlxcoll/rlxcoll.h>
 
 /* ---- half precision: ../half.h (the base library's) ------------------------ */
-#include "../half.h"
+#include "base/half.h"
 
 /* ---- reduction kernels (reduce.c) ---------------------------------------- */
 /* out[i] = a[i] op b[i] for i < n; out may alias a or b. RLX_AVG reduces as a
@@ -31,7 +33,7 @@ static inline long rlx__ceil_lg(long n) {
 /* ---- operations and their rounds (exec.c) -------------------------------- */
 #include <stdatomic.h>
 #include "../transport/p2p.h"
-#include "../tuning.h"
+#include "base/tuning.h"
 #include "call.h"
 
 struct rlx__shm_group;

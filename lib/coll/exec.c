@@ -7,9 +7,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "../engine.h"
-#include "../internal.h"
-#include "../observe.h"
+#include "engine/engine.h"
+#include "base/internal.h"
+#include "observe/observe.h"
 #include "coll.h"
 #include "shm_group.h"
 #include "exec_internal.h"

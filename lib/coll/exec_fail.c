@@ -9,8 +9,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "../engine.h"
-#include "../internal.h"
+#include "engine/engine.h"
+#include "base/internal.h"
 #include "coll.h"
 #include "exec_internal.h"
 

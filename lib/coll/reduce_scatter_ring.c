@@ -7,7 +7,7 @@
  * Partial blocks alternate between two scratch blocks, so the input is
  * never written. Big blocks travel as several segments.
  * Cost: (p-1)·α·nseg + n(p-1)/p·β + n(p-1)/p·γ. */
-#include "../tuning.h"
+#include "base/tuning.h"
 #include "coll.h"
 
 /* Segment size and lanes as the allreduce ring's (lib/tuning.h). */

@@ -3,7 +3,7 @@
  * measured them. */
 #include <stdio.h>
 #include <string.h>
-#include "../tuning.h"
+#include "base/tuning.h"
 #include "coll.h"
 
 static const struct rlx__algo *const allreduce_algos[] = {

@@ -2,7 +2,7 @@
  * algorithm of each collective, unless a point-to-point one is named or
  * wins (lib/tuning.h says where). The rest of the table is select.c's. */
 #include <string.h>
-#include "../tuning.h"
+#include "base/tuning.h"
 #include "coll.h"
 
 const struct rlx__algo *rlx__select_shm(int kind, size_t bytes, int nranks, const char *forced) {

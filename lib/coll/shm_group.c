@@ -10,9 +10,9 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include "../engine.h"
-#include "../internal.h"
-#include "../tuning.h"
+#include "engine/engine.h"
+#include "base/internal.h"
+#include "base/tuning.h"
 #include "../transport/p2p.h"
 #include "../transport/shm_seg.h"
 #include "shm_group.h"

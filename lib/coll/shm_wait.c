@@ -15,10 +15,10 @@
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
-#include "../engine.h"
-#include "../internal.h"
+#include "engine/engine.h"
+#include "base/internal.h"
 #include "../transport/p2p.h"
-#include "../observe.h"
+#include "observe/observe.h"
 #include "coll.h"
 #include "shm_group.h"
 

@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "compute/blas.h"
-#include "internal.h"
+#include "base/internal.h"
 
 #define OPENBLAS_SONAME "libopenblas.so.0"
 

@@ -7,7 +7,7 @@
 #include "compute/backend.h"
 #include "compute/blas.h"
 #include "compute/cpu_ops.h"
-#include "internal.h"
+#include "base/internal.h"
 
 struct cpu {
   struct rlx__backend base;

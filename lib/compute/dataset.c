@@ -6,7 +6,7 @@
 #include <string.h>
 #include <zlib.h>
 #include "compute/backend.h"
-#include "internal.h"
+#include "base/internal.h"
 
 #define IDX_IMAGES 0x00000803u
 #define IDX_LABELS 0x00000801u

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "compute/backend.h"
-#include "internal.h"
+#include "base/internal.h"
 
 int rlx__device_parse(const char *s, struct rlx__device_choice *out) {
   out->index = RLX__DEV_PICK;

@@ -3,7 +3,7 @@
 #include <math.h>
 #include <string.h>
 #include "compute/backend.h"
-#include "internal.h"
+#include "base/internal.h"
 
 int rlx__layout_init(struct rlx__layout *lo, const rlx_model_desc_t *d) {
   if (!d || !d->sizes)

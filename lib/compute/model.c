@@ -4,8 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include "compute/backend.h"
-#include "half.h"
-#include "internal.h"
+#include "base/half.h"
+#include "base/internal.h"
 
 struct rlx_model {
   struct rlx__layout lo;

@@ -15,7 +15,7 @@
 #include "compute/cl_profile.h"
 #include "compute/clblast_tuning.h"
 #include "compute/kernels_cl.h"
-#include "internal.h"
+#include "base/internal.h"
 
 enum {
   K_BIAS_ACT, K_SOFTMAX_XENT, K_RELU_BACK, K_SGD, K_TO_HALF, K_FROM_HALF, K_COL_SUMS,

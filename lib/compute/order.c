@@ -16,7 +16,7 @@
 #include <stdint.h>
 #include <rlxcoll/errors.h>
 #include <rlxcoll/compute.h>
-#include "internal.h"
+#include "base/internal.h"
 
 #define ROUNDS 6
 

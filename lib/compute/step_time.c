@@ -3,7 +3,7 @@
  * that passed validation and the C backend. */
 #include <stdlib.h>
 #include "compute/backend.h"
-#include "internal.h"
+#include "base/internal.h"
 
 #define TIMED_STEPS 3
 #define TIMING_SEED 0x74696d65ULL /* "time" */

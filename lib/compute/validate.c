@@ -6,7 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include "compute/backend.h"
-#include "internal.h"
+#include "base/internal.h"
 
 #define PROBE_SEED 0x70726f6265ULL /* "probe" */
 #define PROBE_ROWS 64

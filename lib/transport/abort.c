@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <rlxcoll/errors.h>
-#include "../byteorder.h"
+#include "base/byteorder.h"
 #include "p2p_internal.h"
 
 /* An ABORT frame on storage of its own, freed when it is written (or

@@ -15,9 +15,9 @@
 #include <sys/uio.h>
 #include <unistd.h>
 #include <rlxcoll/errors.h>
-#include "../byteorder.h"
-#include "../internal.h"
-#include "../tuning.h"
+#include "base/byteorder.h"
+#include "base/internal.h"
+#include "base/tuning.h"
 #include "p2p_internal.h"
 
 void rlx__cma_enable(void) {

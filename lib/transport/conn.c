@@ -12,8 +12,8 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <rlxcoll/errors.h>
-#include "../internal.h"
-#include "../observe.h"
+#include "base/internal.h"
+#include "observe/observe.h"
 #include "p2p_internal.h"
 
 /* A connection that has not finished the handshake by then is dropped. */

@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <rlxcoll/errors.h>
-#include "../internal.h"
+#include "base/internal.h"
 #include "p2p_internal.h"
 
 enum { FAULT_NONE, FAULT_FLIP, FAULT_TRUNCATE, FAULT_DROP, FAULT_FLIPREF };

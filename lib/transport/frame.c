@@ -2,7 +2,7 @@
  * every enumerated field range are checked, so a corrupt or hostile header
  * is rejected before any length in it is trusted. */
 #include <string.h>
-#include "../byteorder.h"
+#include "base/byteorder.h"
 #include "frame.h"
 
 /* Layout (offsets in bytes):

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <rlxcoll/errors.h>
-#include "../internal.h"
+#include "base/internal.h"
 #include "p2p_internal.h"
 
 #define HB_EVERY_NS 1000000000ull

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <rlxcoll/errors.h>
-#include "../internal.h"
+#include "base/internal.h"
 #include "p2p_internal.h"
 
 /* Let the sweep come round this often: heartbeats, handshake deadlines. */

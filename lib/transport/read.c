@@ -7,7 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <rlxcoll/errors.h>
-#include "../internal.h"
+#include "base/internal.h"
 #include "p2p_internal.h"
 
 void rlx__read_next(struct rlx__p2p_conn *c) {

@@ -22,8 +22,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <rlxcoll/errors.h>
-#include "../internal.h"
-#include "../tuning.h"
+#include "base/internal.h"
+#include "base/tuning.h"
 #include "p2p_internal.h"
 
 /* A frame that did not fit in the ring: what is left of it. */

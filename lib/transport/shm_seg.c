@@ -9,7 +9,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include "../internal.h"
+#include "base/internal.h"
 #include "shm_seg.h"
 
 static size_t ring_span(size_t capacity) {

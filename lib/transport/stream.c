@@ -11,7 +11,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <rlxcoll/errors.h>
-#include "../internal.h"
+#include "base/internal.h"
 #include "p2p_internal.h"
 
 /* A small write on storage of its own (ACK, PING), freed when written. */

@@ -1,4 +1,5 @@
-/* The transport interface: each transport (tcp.c, unix.c, shm.c) fills
+/* lib/transport, above base, observe and bootstrap (cards, handshake);
+ * lib/coll and the runtime use it. The transport interface: each transport (tcp.c, unix.c, shm.c) fills
  * one ops table and registers it in transport.c's table; the frame layer
  * above (p2p.c, conn.c, read.c, ...) asks the table everything it needs
  * and never names a transport. Choosing one by reach happens in

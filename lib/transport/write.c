@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <rlxcoll/errors.h>
-#include "../internal.h"
+#include "base/internal.h"
 #include "p2p_internal.h"
 
 void rlx__write_done(struct rlx__p2p_conn *c, struct rlx__xfer *x) {

@@ -12,7 +12,7 @@ command -v "$CC" >/dev/null || { echo "fuzz: $CC missing: apt-get install clang"
 out=$(mktemp -d "${TMPDIR:-/tmp}/rlxfuzz.XXXXXX")
 trap 'rm -rf "$out"' EXIT
 flags="-g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -D_GNU_SOURCE -I$top/include -I$top/lib"
-common="$top/lib/transport/frame.c $top/lib/transport/crc32c.c $top/lib/coll/call.c $top/lib/dtype.c"
+common="$top/lib/transport/frame.c $top/lib/transport/crc32c.c $top/lib/coll/call.c $top/lib/base/dtype.c"
 $CC $flags -o "$out/fuzz_frame" "$here/fuzz_frame.c" $common || exit 1
 $CC $flags -o "$out/fuzz_handshake" "$here/fuzz_handshake.c" "$top/lib/bootstrap/handshake.c" \
   $(pkg-config --cflags --libs libsodium) || exit 1

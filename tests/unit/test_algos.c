@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "coll/coll.h"
-#include "tuning.h"
+#include "base/tuning.h"
 
 #define PMAX 17
 

@@ -9,9 +9,9 @@
 #include <string.h>
 #include <unistd.h>
 #include "compute/backend.h"
-#include "half.h"
+#include "base/half.h"
 #include "compute/cl_devices.h"
-#include "internal.h"
+#include "base/internal.h"
 
 static void fill(float *v, size_t n, uint64_t seed, double scale) {
   uint64_t s = seed;
@@ -621,7 +621,7 @@ START_TEST(epoch_order) {
 END_TEST
 
 /* 16-bit gradients: rlx_model_grad_half gives the float32 gradient
- * rounded to nearest even as the host rounds it (lib/half.c), bit for bit,
+ * rounded to nearest even as the host rounds it (lib/base/half.c), bit for bit,
  * on the device too; rlx_model_apply_half applies what widening gives. */
 START_TEST(half_gradients) {
   const int sizes[] = {13, 9, 3};

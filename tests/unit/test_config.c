@@ -4,7 +4,7 @@
 #include "suite.h"
 #include <stdlib.h>
 #include <string.h>
-#include "internal.h"
+#include "base/internal.h"
 
 static const char *vars[] = {"RLX_TIMEOUT", "RLX_INIT_TIMEOUT", "RLX_TRANSPORT", "RLX_ALLREDUCE_ALGO", "RLX_LOG",
                              "RLX_SPIN_US", "RLX_PROGRESS_BIND", "RLX_WIRE", "RLX_CMA", "RLX_SHM_COLL", "RLX_BCAST_ALGO", "RLX_ALLGATHER_ALGO", "RLX_IFACE", "RLX_RANK", "RLX_SIZE",

@@ -10,8 +10,8 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <time.h>
-#include "engine.h"
-#include "internal.h"
+#include "engine/engine.h"
+#include "base/internal.h"
 
 struct holder {
   struct rlx__engine *e;

@@ -13,7 +13,7 @@
 #include <arpa/inet.h>
 #include <unistd.h>
 #include "bootstrap/bootstrap.h"
-#include "byteorder.h"
+#include "base/byteorder.h"
 
 static struct rlx__rdv_member m;
 static int peer; /* the rendezvous's end */

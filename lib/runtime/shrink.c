@@ -17,7 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include "runtime.h"
+#include "runtime/runtime.h"
 
 #define SHRINK_ROUNDS_MAX 64
 

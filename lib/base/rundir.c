@@ -12,7 +12,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include "internal.h"
+#include "base/internal.h"
 
 /* Remove base/name if it is a run directory of ours whose process is
  * gone: what a killed rank leaves is its socket, nothing else. */

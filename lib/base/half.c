@@ -3,7 +3,7 @@
  * library: the collectives (RLX_WIRE, half dtypes) and the compute layer
  * (half-width gradients) both use it. */
 #include <string.h>
-#include "half.h"
+#include "base/half.h"
 
 static uint32_t bits_of(float f) {
   uint32_t u;

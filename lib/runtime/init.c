@@ -10,9 +10,9 @@
 #include <time.h>
 #include <unistd.h>
 #include <sodium.h>
-#include "observe.h"
+#include "observe/observe.h"
 #include "coll/shm_group.h"
-#include "runtime.h"
+#include "runtime/runtime.h"
 
 static pthread_mutex_t init_mtx = PTHREAD_MUTEX_INITIALIZER;
 

@@ -5,8 +5,8 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
-#include "internal.h"
-#include "observe.h"
+#include "base/internal.h"
+#include "observe/observe.h"
 
 atomic_int rlx__stats_on;
 

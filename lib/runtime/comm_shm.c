@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "coll/shm_group.h"
-#include "runtime.h"
+#include "runtime/runtime.h"
 
 static int shm_allowed(const rlx_comm_t *c) {
   const struct rlx__runtime *rt = &rlx__rt;

@@ -1,5 +1,9 @@
-/* The contract inside lib/: the runtime's global state, communicators,
- * errors, logging and configuration shared by the core files. */
+/* lib/base, the bottom floor: errors, logging, configuration, dtypes,
+ * half floats (half.h), byte order (byteorder.h), measured constants
+ * (tuning.h), the run directory. It uses nothing else of lib/; every
+ * floor above uses it. The floors, bottom up (each uses only those below
+ * it; README "Layout"): base; engine; observe; bootstrap, then transport;
+ * coll; runtime. */
 #ifndef RLX_INTERNAL_H
 #define RLX_INTERNAL_H
 

@@ -11,9 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include "bootstrap/bootstrap.h"
-#include "internal.h"
-#include "observe.h"
+#include "base/internal.h"
+#include "observe/observe.h"
 
 atomic_int rlx__trace_on;
 
@@ -93,7 +92,9 @@ int rlx__trace_open(const char *prefix, int rank, int size, int64_t clock_offset
    * line up. */
   struct timespec m;
   clock_gettime(CLOCK_MONOTONIC, &m);
-  uint64_t real = rlx__bs_realtime_ns();
+  struct timespec rt;
+  clock_gettime(CLOCK_REALTIME, &rt);
+  uint64_t real = (uint64_t)rt.tv_sec * 1000000000u + (uint64_t)rt.tv_nsec;
   uint64_t mono = (uint64_t)m.tv_sec * 1000000000u + (uint64_t)m.tv_nsec;
   tr.base_ns = (int64_t)(real - mono) - clock_offset_ns;
   append_locked("{\"traceEvents\":[\n");

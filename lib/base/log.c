@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include "internal.h"
+#include "base/internal.h"
 
 int rlx__log_level = RLX__LOG_OFF;
 int rlx__log_rank = -1;

@@ -11,8 +11,8 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include "internal.h"
-#include "runtime.h"
+#include "base/internal.h"
+#include "runtime/runtime.h"
 
 static uv_pipe_t watch;
 static int watching;

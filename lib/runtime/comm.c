@@ -3,7 +3,7 @@
  * made by split and dup are comm_split.c's. */
 #include <stdlib.h>
 #include <string.h>
-#include "runtime.h"
+#include "runtime/runtime.h"
 
 rlx_comm_t *rlx_comm_world(void) { return rlx__rt.initialized ? &rlx__rt.world : NULL; }
 

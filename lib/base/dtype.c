@@ -1,5 +1,5 @@
 /* Names and sizes of the public dtypes and ops. */
-#include "internal.h"
+#include "base/internal.h"
 
 static const char *const dtype_names[] = {"int8",   "uint8",   "int32",    "uint32",  "int64",
                                           "uint64", "float16", "bfloat16", "float32", "float64"};

@@ -9,8 +9,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "internal.h"
-#include "observe.h"
+#include "base/internal.h"
+#include "observe/observe.h"
 
 struct entry {
   uint64_t ticket; /* 1 + the call's index since rlx_init; 0 = empty */

@@ -27,8 +27,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "runtime.h"
-#include "byteorder.h"
+#include "runtime/runtime.h"
+#include "base/byteorder.h"
 #include "coll/shm_group.h"
 
 #define GROW_MIX 0x47524f57u  /* "GROW" */

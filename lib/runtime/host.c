@@ -12,7 +12,7 @@
 #include <unistd.h>
 #include <hwloc.h>
 #include <hwloc/glibc-sched.h>
-#include "runtime.h"
+#include "runtime/runtime.h"
 
 int rlx__host_identity(char *buf, size_t len) {
   char host[64] = "localhost", boot[40] = "";

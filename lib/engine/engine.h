@@ -1,4 +1,4 @@
-/* The progress engine: one libuv loop per process, run by a progress thread
+/* lib/engine, above base only. The progress engine: one libuv loop per process, run by a progress thread
  * when nobody waits, and by the waiting caller itself while it waits, so a
  * small collective pays no thread hand-off (rlxcoll(7), RLX_SPIN_US and
  * RLX_PROGRESS_BIND, say how long it spins and where the thread runs). */

@@ -7,8 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include "coll/shm_group.h"
-#include "observe.h"
-#include "runtime.h"
+#include "observe/observe.h"
+#include "runtime/runtime.h"
 
 static int check_comm(const char *call, rlx_comm_t *c) {
   if (!rlx__rt.initialized)

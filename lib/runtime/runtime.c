@@ -3,7 +3,7 @@
  * sharing this host's cores: what init, the communicators, the
  * collectives, grow and shrink all read, defined below all of them. */
 #include <sched.h>
-#include "runtime.h"
+#include "runtime/runtime.h"
 
 struct rlx__runtime rlx__rt;
 

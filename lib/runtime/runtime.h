@@ -1,13 +1,16 @@
-/* The process-wide runtime: configuration, the progress engine, the
- * point-to-point layer, the cards of every rank and the world communicator. */
+/* lib/runtime, the top floor: it uses every floor below (base, engine,
+ * observe, bootstrap, transport, coll) and nothing uses it but the public
+ * entry points. The process-wide runtime: configuration, the progress
+ * engine, the point-to-point layer, the cards of every rank and the world
+ * communicator. */
 #ifndef RLX_RUNTIME_H
 #define RLX_RUNTIME_H
 
 #include <pthread.h>
 #include "bootstrap/bootstrap.h"
 #include "coll/coll.h"
-#include "engine.h"
-#include "internal.h"
+#include "engine/engine.h"
+#include "base/internal.h"
 #include "transport/p2p.h"
 
 struct rlx_comm {

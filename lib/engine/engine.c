@@ -8,8 +8,8 @@
 #include <sched.h>
 #include <string.h>
 #include <time.h>
-#include "engine.h"
-#include "internal.h"
+#include "engine/engine.h"
+#include "base/internal.h"
 
 static void on_wake(uv_async_t *a) { (void)a; }
 

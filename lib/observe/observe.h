@@ -1,7 +1,8 @@
-/* Seeing what a rank does: the timeline trace (trace.c, RLX_TRACE), the
- * flight recorder of recent calls (flight.c, always on) and run statistics
- * (stats.c, RLX_STATS). Like logging, these sit below everything else:
- * any part of lib/ may report to them. */
+/* lib/observe, above base only. Seeing what a rank does: the timeline
+ * trace (trace.c, RLX_TRACE), the flight recorder of recent calls
+ * (flight.c, always on) and run statistics (stats.c, RLX_STATS). Like
+ * logging, these sit below everything else: any floor above may report to
+ * them, giving names and descriptions as data (they know no call). */
 #ifndef RLX_OBSERVE_H
 #define RLX_OBSERVE_H
 

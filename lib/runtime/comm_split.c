@@ -7,7 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "runtime.h"
+#include "runtime/runtime.h"
 
 /* A new communicator into *out, owning world (freed when out of memory). */
 static int make_comm(uint32_t id, int *world, int n, int rank, rlx_comm_t **out) {

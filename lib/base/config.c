@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <stddef.h>
 #include <string.h>
-#include "internal.h"
+#include "base/internal.h"
 
 int rlx__parse_long(const char *s, long lo, long hi, long *out) {
   char *end;

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sodium.h>
-#include "runtime.h"
+#include "runtime/runtime.h"
 
 static pmix_proc_t me;
 static int up;

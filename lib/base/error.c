@@ -3,7 +3,7 @@
  * librlxcompute. */
 #include <stdio.h>
 #include <string.h>
-#include "internal.h"
+#include "base/internal.h"
 
 /* Exported on purpose (under an internal name): a program that links both
  * libraries gets each of them writing and rlx_errmsg() reading one buffer,
