@@ -4,7 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "internal.h"
+#include "base/internal.h"
 #include "options.h"
 #include "bind.h"
 
