@@ -65,8 +65,8 @@ static void probe(const rlx_comm_t *c) {
 /* One round: allgather this rank's view among those it believes alive.
  * views[r] (words per member) receives every member's view. */
 static int round_exchange(const rlx_comm_t *c, const char *call, uint32_t id, uint64_t round,
-                          const uint32_t *mine, int words, int *alive, int nalive, int me,
-                          uint32_t *views) {
+                          uint64_t deadline, const uint32_t *mine, int words, int *alive,
+                          int nalive, int me, uint32_t *views) {
   rlx_comm_t *t = calloc(1, sizeof(*t));
   if (t == NULL)
     return rlx__err(RLX_ERR_NOMEM, "rlx_comm_shrink: no memory");
@@ -77,6 +77,19 @@ static int round_exchange(const rlx_comm_t *c, const char *call, uint32_t id, ui
   t->rank = me;
   t->size = nalive;
   t->world = alive;
+  /* Point to point only: members whose views differ run different rounds,
+   * and two of them on one host would otherwise wait in a shared
+   * segment's set-up for each other, one taking part and the other not,
+   * where mismatched frames fail the round at once. */
+  t->shm_state = -1;
+  /* The round ends by the shrink's own deadline: a member it waits for
+   * that is silent but not yet known lost (a dial to a cut host has no
+   * heartbeat to miss) would otherwise hold it for RLX_TIMEOUT's. */
+  t->timeout_set = 1;
+  if (deadline != 0) {
+    uint64_t now = rlx__now_ns();
+    t->timeout_s = deadline > now ? (double)(deadline - now) / 1e9 : 1e-9;
+  } /* (else 0: no limit, as the communicator's) */
   pthread_mutex_init(&t->mtx, NULL);
   struct rlx__op op;
   /* (the fewest rounds: recursive doubling on a power of two, else
@@ -150,7 +163,7 @@ int rlx__comm_agree(rlx_comm_t *c, const char *call, int probe_first, uint32_t *
       agreed = 1;
       break;
     }
-    rc = round_exchange(c, call, base, round, lost, stride, alive, nalive, me, views);
+    rc = round_exchange(c, call, base, round, deadline, lost, stride, alive, nalive, me, views);
     if (rc != RLX_OK) {
       rlx__info("%s: round %llu failed (%s); again", call, (unsigned long long)round,
                 rlx_errmsg());

@@ -333,6 +333,7 @@ int main(int argc, char **argv) {
     int ok = rc == RLX_ERR_PEER_LOST && strstr(rlx_errmsg(), "not even a heartbeat") != NULL;
     printf("fault_check: rank %d: %s after %.2f s: %s\n", rank, rlx_strerror(rc), took,
            rlx_errmsg());
+    fflush(stdout); /* (seen even when the shrink hangs and the job is stopped) */
     /* Then a shrink, bounded by the world's own limit (8 s): it dials the
      * members it never talked to, and the cut ones never answer. */
     rlx_comm_t *s = NULL;

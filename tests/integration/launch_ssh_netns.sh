@@ -187,7 +187,11 @@ echo "link cut: found by heartbeats in $(sed -n 's/.*rank 0: peer lost after \([
 # The shrink after it ends within its limit (8 s): it dials members it
 # never talked to, and a blocking connect() to a cut host waited out the
 # kernel's SYN retries (134.6-135.0 s with RLX_TIMEOUT=20 before).
-[ "$(grep -c 'rank [01]: shrink .* after' "$TMP/out")" = 2 ] || fail "cut: no shrink"
+# Both ranks on nsa are alive and reach each other: the shrink succeeds.
+# (Their views of the lost could differ at first, {2, 3} and {2}; the
+# rounds for those once waited for each other in a shared segment's
+# set-up, one rank taking part and the other not, until the limit.)
+[ "$(grep -c 'rank [01]: shrink success after' "$TMP/out")" = 2 ] || fail "cut: no shrink, or a failed one"
 awk -v k="${RLX_TEST_TIME_SCALE:-1}" '/rank [01]: shrink .* after/ { split($0, a, " after "); split(a[2], b, " s"); if (b[1] + 0 > 11.0 * k) bad = 1 }
      END { exit bad }' "$TMP/out" || fail "cut: the shrink overran its 8 s limit"
 echo "then the shrink: $(grep -m1 -o 'rank 0: shrink .* after [0-9.]* s' "$TMP/out")"
