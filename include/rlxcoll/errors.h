@@ -17,7 +17,8 @@
   XX(REVOKED,   -10, "communicator revoked")                                   \
   XX(DEVICE,    -11, "compute device failed")                                  \
   XX(SYS,       -12, "system call failed")                                   \
-  XX(INTERRUPTED, -13, "call interrupted")
+  XX(INTERRUPTED, -13, "call interrupted")                                     \
+  XX(TRUNCATE,  -14, "message longer than the receive buffer")
 
 enum rlx_error {
   RLX_OK = 0,

@@ -83,6 +83,35 @@ RLX_API int rlx_ibcast(void *buf, size_t count, rlx_dtype_t dt, int root, rlx_co
 RLX_API int rlx_wait(rlx_request_t **req);
 RLX_API int rlx_test(rlx_request_t **req, int *done);
 
+/* Point-to-point messages, MPI's way: a tag >= 0 on a communicator; a
+ * receive takes RLX_ANY_SOURCE and RLX_ANY_TAG; two messages from one
+ * sender that one receive could both match arrive in the order sent; a
+ * message longer than the receive fails it with RLX_ERR_TRUNCATE. st may
+ * be NULL. A request of rlx_isend/rlx_irecv completes in rlx_wait,
+ * rlx_test, rlx_waitall or rlx_testany like a collective's; the status
+ * of a receive's request is had from rlx_wait_status/rlx_waitall. */
+RLX_API int rlx_send(const void *buf, size_t count, rlx_dtype_t dt, int dest, int tag,
+                     rlx_comm_t *c);
+RLX_API int rlx_recv(void *buf, size_t count, rlx_dtype_t dt, int source, int tag,
+                     rlx_comm_t *c, rlx_status_t *st);
+RLX_API int rlx_isend(const void *buf, size_t count, rlx_dtype_t dt, int dest, int tag,
+                      rlx_comm_t *c, rlx_request_t **req);
+RLX_API int rlx_irecv(void *buf, size_t count, rlx_dtype_t dt, int source, int tag,
+                      rlx_comm_t *c, rlx_request_t **req);
+RLX_API int rlx_sendrecv(const void *sbuf, size_t scount, int dest, int stag, void *rbuf,
+                         size_t rcount, int source, int rtag, rlx_dtype_t dt, rlx_comm_t *c,
+                         rlx_status_t *st);
+/* rlx_wait that also gives the status of a receive (st may be NULL). */
+RLX_API int rlx_wait_status(rlx_request_t **req, rlx_status_t *st);
+/* Wait for all n requests (NULL entries are skipped; each is freed and
+ * set NULL): RLX_OK, or the first failure's error (every request is still
+ * completed). sts: n statuses, or NULL. */
+RLX_API int rlx_waitall(int n, rlx_request_t **reqs, rlx_status_t *sts);
+/* One pass over n requests: *done 1 and *index set when one completed (it
+ * is freed and set NULL; its result returned, its status in *st); *done 1
+ * and *index -1 when every entry is NULL; else *done 0. */
+RLX_API int rlx_testany(int n, rlx_request_t **reqs, int *index, int *done, rlx_status_t *st);
+
 /* Errors: rlx_strerror and rlx_errmsg, in <rlxcoll/errors.h>. */
 
 /* Names, for messages: "float32", "sum". NULL when out of range. */

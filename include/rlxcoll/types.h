@@ -33,6 +33,18 @@ typedef enum rlx_op {
 typedef struct rlx_comm rlx_comm_t;
 typedef struct rlx_request rlx_request_t;
 
+/* What a receive got: the sender's rank in the communicator, the tag, and
+ * the count of elements (rlx_recv, rlx_wait on a receive's request). */
+typedef struct rlx_status {
+  int source;
+  int tag;
+  size_t count;
+} rlx_status_t;
+
+/* A receive's source and tag that take any (rlx_recv). */
+#define RLX_ANY_SOURCE (-1)
+#define RLX_ANY_TAG (-1)
+
 /* rlx_comm_split's color for "not in any new communicator". */
 #define RLX_UNDEFINED (-32766)
 

@@ -570,46 +570,4 @@ int rlx_barrier(rlx_comm_t *c) {
   return launch(c, &rq, NULL);
 }
 
-/* ---- requests --------------------------------------------------------------- */
-
-static void free_request(struct rlx_request *h) {
-  free(h->scratch);
-  free(h->half);
-  free(h);
-}
-
-int rlx_wait(rlx_request_t **req) {
-  if (req == NULL || *req == NULL)
-    return rlx__err(RLX_ERR_ARG, "rlx_wait: no request");
-  struct rlx_request *h = *req;
-  int rc = h->comm ? finish(h) : RLX_OK;
-  if (h->comm)
-    atomic_fetch_sub(&h->comm->in_flight, 1);
-  free_request(h);
-  *req = NULL;
-  return rc;
-}
-
-int rlx_test(rlx_request_t **req, int *done) {
-  if (req == NULL || *req == NULL || done == NULL)
-    return rlx__err(RLX_ERR_ARG, "rlx_test: %s", done == NULL ? "done is NULL" : "no request");
-  struct rlx_request *h = *req;
-  struct rlx__engine *e = &rlx__rt.engine;
-  *done = 0;
-  if (!atomic_load(&h->op.done) && h->comm != NULL) {
-    /* Lend this thread to the loop for one pass, if nobody else runs it:
-     * libuv and the shared-memory rings together. A pass of libuv alone
-     * could take the doorbell meant to wake the sleeping progress thread,
-     * and what it announced would wait in the ring until that thread's
-     * next timeout (100 ms: seen as a joiner's first step). */
-    if (pthread_mutex_trylock(&e->loop_mtx) == 0) {
-      rlx__engine_turn(e);
-      pthread_mutex_unlock(&e->loop_mtx);
-    }
-    uint64_t now = rlx__now_ns();
-    if (!atomic_load(&h->op.done) && !(h->deadline != 0 && now >= h->deadline))
-      return RLX_OK;
-  }
-  *done = 1;
-  return rlx_wait(req);
-}
+int rlx__coll_finish(struct rlx_request *rq) { return finish(rq); }

@@ -352,10 +352,10 @@ static void teardown(struct rlx__runtime *rt) {
       rlx__p2p_close(&rt->p2p);
     rlx__engine_unlock(&rt->engine);
     rlx__engine_close(&rt->engine);
-    if (rt->p2p_up)
+    if (rt->p2p_up || rt->p2p_alone)
       rlx__p2p_free(&rt->p2p);
   }
-  rt->engine_up = rt->p2p_up = 0;
+  rt->engine_up = rt->p2p_up = rt->p2p_alone = 0;
   if (rt->unix_path[0])
     unlink(rt->unix_path);
   if (rt->rundir[0])
@@ -465,6 +465,9 @@ static int init_locked(struct rlx__runtime *rt) {
       goto fail;
     rlx__host_identity(rt->cards[0].host, sizeof(rt->cards[0].host));
     rt->cards[0].election_id = randombytes_random();
+    if ((rc = rlx__p2p_init_alone(&rt->p2p)) != RLX_OK)
+      goto fail;
+    rt->p2p_alone = 1;
   }
   local_placement(rt);
   long spin_us = rlx__tune_waiting(rt);

@@ -48,8 +48,21 @@ struct rlx_comm {
   struct rlx__list live; /* in comm.c's list (rlx__comm_busy); not the world */
 };
 
+/* A message in flight (rlx_isend, rlx_irecv; messages.c): its transfer,
+ * and what the call asked for, for its status and its errors. */
+struct rlx__msg_req {
+  int is;   /* this request is a message's, not a collective's */
+  int recv; /* a receive */
+  const char *call;
+  rlx_dtype_t dt;
+  size_t count;
+  int peer, tag; /* as called: comm rank (or RLX_ANY_SOURCE), tag (or RLX_ANY_TAG) */
+  struct rlx__xfer x;
+};
+
 /* An operation in flight: a blocking call's lives on its stack, a
- * nonblocking one's on the heap until rlx_wait/rlx_test frees it. */
+ * nonblocking one's on the heap until rlx_wait/rlx_test frees it. A
+ * message's uses op's done and progress only. */
 struct rlx_request {
   struct rlx__op op;
   rlx_comm_t *comm;
@@ -60,7 +73,14 @@ struct rlx_request {
    * widened into `out` at the end */
   void *half;
   float *out;
+  struct rlx__msg_req msg;
 };
+
+/* Wait for a started request and apply its outcome (collectives.c: a
+ * collective's; messages.c: a message's, with its status, st may be
+ * NULL). The request stays the caller's to free. */
+int rlx__coll_finish(struct rlx_request *rq);
+int rlx__msg_finish(struct rlx_request *rq, rlx_status_t *st);
 
 /* The host's cores as rlx__host_cores finds them (n = 0: unknown). */
 struct rlx__cores {
@@ -82,6 +102,7 @@ struct rlx__runtime {
   struct rlx__config cfg;
   struct rlx__engine engine;
   int engine_up, p2p_up;
+  int p2p_alone; /* a job of one: rlx__p2p_init_alone, for messages to itself */
   struct rlx__p2p p2p;
   struct rlx__card *cards;
   struct rlx_comm world;

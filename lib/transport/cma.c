@@ -87,7 +87,12 @@ static void bad_descriptor(struct rlx__p2p_conn *c, const struct rlx__frame_hdr 
   c->p->corrupt++;
   send_ack(c, h, 0);
   if (x) {
-    rlx__list_remove(&x->link);
+    if (h->type == RLX__FT_MSG) {
+      rlx__msg_unpost(c->p, x);
+      x->got = *h;
+    } else {
+      rlx__list_remove(&x->link);
+    }
     rlx__xfer_finish(x, RLX_ERR_CORRUPT);
     return;
   }
@@ -95,7 +100,53 @@ static void bad_descriptor(struct rlx__p2p_conn *c, const struct rlx__frame_hdr 
   if (bad == NULL)
     return;
   bad->hdr.flags = 0;
-  rlx__list_push(&pe->unexpected, &bad->link);
+  bad->hdr.payload_len = 0;
+  if (h->type == RLX__FT_MSG)
+    rlx__msg_arrived(c->p, bad); /* (crc_ok 0: its receive fails) */
+  else
+    rlx__list_push(&pe->unexpected, &bad->link);
+}
+
+/* A message by reference: copied straight into the first receive posted
+ * for it (a receive it is too long for fails, and the sender is let go),
+ * else into a kept buffer at once, so that the sender's buffer is free. */
+static void msg_desc(struct rlx__p2p_conn *c, const struct rlx__frame_hdr *h, pid_t pid,
+                     uint64_t addr) {
+  struct rlx__p2p *p = c->p;
+  struct rlx__xfer *x = rlx__msg_find_posted(p, c->peer, h);
+  if (x && h->payload_len > x->len) {
+    rlx__msg_unpost(p, x);
+    x->got = *h;
+    send_ack(c, h, 0);
+    rlx__xfer_finish(x, RLX_ERR_TRUNCATE);
+    return;
+  }
+  struct rlx__umsg *m = NULL;
+  if (x == NULL) {
+    if ((m = rlx__umsg_new(c, h, h->payload_len)) == NULL)
+      return;
+    m->hdr.flags = 0;
+  }
+  int rc = cma_copy(pid, addr, x ? x->buf : m->data, h->payload_len);
+  if (rc != 0) { /* the payload comes again on the stream; the receive stays posted */
+    rlx__debug("copy by reference from rank %d failed (%s); using the socket", c->peer,
+               strerror(-rc));
+    p->cma_fallbacks++;
+    rlx__umsg_put(p, m);
+    send_ack(c, h, 1);
+    return;
+  }
+  p->cma_copies++;
+  send_ack(c, h, 0);
+  if (x) {
+    rlx__msg_unpost(p, x);
+    x->got = *h;
+    x->got.flags = 0;
+    rlx__xfer_finish(x, RLX_OK);
+  } else {
+    m->crc_ok = 1;
+    rlx__msg_arrived(p, m);
+  }
 }
 
 void rlx__cma_desc_done(struct rlx__p2p_conn *c) {
@@ -104,10 +155,15 @@ void rlx__cma_desc_done(struct rlx__p2p_conn *c) {
   struct rlx__frame_hdr *h = &c->cur;
   uint64_t addr = rlx__get64(c->cma_in);
   pid_t pid = (pid_t)(uint32_t)rlx__get64(c->cma_in + 8);
-  struct rlx__xfer *x = rlx__find_posted(pe, h);
+  int msg = h->type == RLX__FT_MSG;
+  struct rlx__xfer *x = msg ? rlx__msg_find_posted(p, c->peer, h) : rlx__find_posted(pe, h);
   rlx__read_next(c);
   if (rlx__crc32c(c->cma_in, RLX__CMA_DESC_SIZE) != h->payload_crc) {
     bad_descriptor(c, h, x);
+    return;
+  }
+  if (msg) {
+    msg_desc(c, h, pid, addr);
     return;
   }
   if (x && !rlx__frame_matches(x, h)) { /* the sender called something else */

@@ -20,11 +20,19 @@ enum rlx__frame_type {
   RLX__FT_ABORT = 2, /* the sender failed this operation; payload is the reason */
   RLX__FT_ACK = 3,   /* a DATA frame sent by reference was taken (or not: NACK) */
   RLX__FT_PING = 4,  /* heartbeat on an idle connection; no payload */
-  RLX__FT_MAX = 4
+  RLX__FT_MSG = 5,   /* a point-to-point message (rlx_send): segment is its tag,
+                        seq the sender's count of messages to this peer with
+                        RLX__SEQ_MSG set; matched by (comm_id, src, tag) in
+                        the order frames arrive, not by key */
+  RLX__FT_MAX = 5
 };
 
+/* In a MSG frame's seq: keeps its key (comm_id, seq, segment), which an ACK
+ * echoes, apart from every collective's. */
+#define RLX__SEQ_MSG (1ull << 62)
+
 /* Frame flags. */
-#define RLX__FF_CMA 0x01  /* DATA: the payload on the wire is a descriptor (address,
+#define RLX__FF_CMA 0x01  /* DATA, MSG: the payload on the wire is a descriptor (address,
                              pid) and the receiver copies payload_len bytes out of
                              the sender's memory with process_vm_readv; payload_crc
                              is the descriptor's CRC32C */

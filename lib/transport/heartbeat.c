@@ -36,7 +36,7 @@ static void nudge_silent_peers(struct rlx__p2p *p, uint64_t now) {
   for (int r = p->rank + 1; r < p->size; r++) {
     struct rlx__p2p_peer *pe = &p->peers[r];
     if (pe->conn || pe->pending || pe->lost ||
-        (rlx__list_empty(&pe->posted) && rlx__list_empty(&pe->sendq)))
+        (rlx__list_empty(&pe->posted) && rlx__list_empty(&pe->sendq) && pe->msg_waits == 0))
       continue;
     if (pe->nudged == 0 || now - pe->nudged < NUDGE_EVERY_NS) {
       if (pe->nudged == 0)

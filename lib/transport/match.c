@@ -47,6 +47,8 @@ void rlx__pool_free(struct rlx__p2p *p) {
   p->npool = 0;
 }
 
+struct rlx__umsg *rlx__umsg_alloc(struct rlx__p2p *p, size_t len) { return umsg_get(p, len); }
+
 struct rlx__umsg *rlx__umsg_new(struct rlx__p2p_conn *c, const struct rlx__frame_hdr *h,
                                 size_t len) {
   struct rlx__umsg *m = umsg_get(c->p, len);

@@ -36,6 +36,7 @@ void rlx__peer_fail(struct rlx__p2p *p, int peer, int err, const char *why) {
     if (p->on_lost)
       p->on_lost(p->abort_ctx, peer, why);
   }
+  rlx__msg_peer_lost(p, peer, err);
   struct rlx__list *lists[3] = {&pe->posted, &pe->sendq, &pe->cma_wait};
   for (int i = 0; i < 3; i++) {
     while (!rlx__list_empty(lists[i])) {
@@ -179,6 +180,8 @@ int rlx__p2p_init(struct rlx__p2p *p, uv_loop_t *loop, int rank, int size, const
   snprintf(p->job_key, sizeof(p->job_key), "%s", job_key);
   rlx__list_init(&p->conns);
   rlx__list_init(&p->pool);
+  rlx__list_init(&p->msg_posted);
+  rlx__list_init(&p->msg_unexpected);
   /* the peers' tables, as for a job that grew from none (a joining rank
    * has none until it is admitted) */
   if ((rc = rlx__p2p_grow(p, size)) != RLX_OK)
@@ -193,6 +196,15 @@ int rlx__p2p_init(struct rlx__p2p *p, uv_loop_t *loop, int rank, int size, const
   uv_timer_start(&p->sweep, rlx__heartbeat_sweep, SWEEP_MS, SWEEP_MS);
   uv_unref((uv_handle_t *)&p->sweep);
   return RLX_OK;
+}
+
+int rlx__p2p_init_alone(struct rlx__p2p *p) {
+  memset(p, 0, sizeof(*p));
+  rlx__list_init(&p->conns);
+  rlx__list_init(&p->pool);
+  rlx__list_init(&p->msg_posted);
+  rlx__list_init(&p->msg_unexpected);
+  return rlx__p2p_grow(p, 1);
 }
 
 /* Say which peers go over which transport: "shm 1,2; tcp 3". */
@@ -339,6 +351,7 @@ void rlx__p2p_free(struct rlx__p2p *p) {
       free(rlx__container_of(l, struct rlx__umsg, link));
     }
   }
+  rlx__msg_free(p);
   rlx__pool_free(p);
   free(p->peers);
   free(p->polled);

@@ -42,6 +42,10 @@ struct rlx__xfer {
   uint8_t cma_desc[RLX__CMA_DESC_SIZE];
   int is_send, queued, writing;
   enum rlx__ref_state ref;
+  /* A message receive from any source (peer RLX__MSG_ANY): the members
+   * of its communicator, whose loss fails it (rlx__msg_recv) */
+  const int *any_of;
+  int nany;
 };
 
 struct rlx__p2p_peer;
@@ -99,6 +103,10 @@ struct rlx__p2p {
   int *watch;
   int nwatch;
   int nwriting; /* frames in a queued uv_write (the stream did not take them at once) */
+  /* Messages (msg.c): receives in the order posted, and messages that came
+   * before a receive wanted them, in the order they arrived. */
+  struct rlx__list msg_posted, msg_unexpected;
+  uint64_t msg_posts;
 };
 
 /* Open a listener for every transport *mine offers: its address field
@@ -108,6 +116,9 @@ struct rlx__p2p {
  * error with rlx_errmsg set. */
 int rlx__p2p_init(struct rlx__p2p *p, uv_loop_t *loop, int rank, int size, const char *job_key,
                   const char *forced, int cma, struct rlx__card *mine);
+/* A job of one: no listener, no connection, messages to itself only
+ * (rlx__p2p_free ends it). */
+int rlx__p2p_init_alone(struct rlx__p2p *p);
 /* The cards of every rank, after the exchange (kept by reference); again
  * whenever they grow (a new array, or new ranks). */
 int rlx__p2p_start(struct rlx__p2p *p, const struct rlx__card *cards);
@@ -188,6 +199,23 @@ int rlx__p2p_early_mismatch(struct rlx__p2p *p, uint32_t comm_id, uint64_t seq,
  * a write the stream has not taken yet, or waiting for room in a ring
  * (rlx_finalize lets them go before it closes). Under the loop lock. */
 int rlx__p2p_unsent(const struct rlx__p2p *p);
+/* Messages (rlx_send, rlx_recv): MSG frames matched by (communicator,
+ * source, tag), MPI's way. The caller fills x as for a transfer, with
+ * hdr.comm_id, hdr.segment (the tag, or RLX__MSG_ANY_TAG for a receive),
+ * hdr.sig (opaque, compared by the caller) and, for a receive, peer
+ * RLX__MSG_ANY with any_of/nany the communicator's world ranks. A
+ * receive's len is its capacity: a longer message fails it with
+ * RLX_ERR_TRUNCATE and is consumed. On completion x->got is the
+ * message's header (src, segment = tag, payload_len, sig); for a receive
+ * failed by a lost peer, got.src names it. Both return as rlx__p2p_send.
+ * A message to this rank itself is delivered (or kept) at once. */
+#define RLX__MSG_ANY (-1)
+#define RLX__MSG_ANY_TAG 0xffffffffu
+int rlx__msg_send(struct rlx__p2p *p, struct rlx__xfer *x);
+int rlx__msg_recv(struct rlx__p2p *p, struct rlx__xfer *x);
+/* Withdraw a message receive that has not completed (cb is not called);
+ * one whose payload is coming in fails its sender's connection. */
+void rlx__msg_cancel(struct rlx__p2p *p, struct rlx__xfer *x);
 /* Close every handle; the loop must then run until they are closed. */
 void rlx__p2p_close(struct rlx__p2p *p);
 void rlx__p2p_free(struct rlx__p2p *p);

@@ -8,6 +8,7 @@
  *   stream.c     a socket's stream as the data path (tcp's and unix's):
  *                try_write, queued writes, peers gone
  *   match.c      posted receives against arriving frames; the early-frame pool
+ *   msg.c        messages: receives by (communicator, source, tag), in order
  *   cma.c        payloads by reference (descriptor, copy, ACK/NACK, resend)
  *   abort.c      the ABORT frame's payload codec and sending
  *   shm.c        the shm transport: rings in shared memory, the Unix
@@ -95,6 +96,8 @@ struct rlx__p2p_peer {
   char why[320];
   const struct rlx__transport_ops *tr;
   uint64_t nudged; /* when we last called up, unasked, a higher rank we wait for */
+  int msg_waits;     /* message receives posted for this peer (not from any source) */
+  uint64_t msg_sent; /* messages sent to it: their frames' seq */
 };
 
 /* ---- p2p.c */
@@ -174,12 +177,28 @@ int rlx__umsg_deliver(struct rlx__umsg *m, struct rlx__xfer *x);
 struct rlx__umsg *rlx__umsg_new(struct rlx__p2p_conn *c, const struct rlx__frame_hdr *h,
                                 size_t len);
 void rlx__umsg_put(struct rlx__p2p *p, struct rlx__umsg *m);
+/* The same without a connection to fail: NULL on no memory. */
+struct rlx__umsg *rlx__umsg_alloc(struct rlx__p2p *p, size_t len);
 /* A received frame (not an ABORT) is whole: give it to its receive, or
  * keep it for one to come. */
 void rlx__match_arrived(struct rlx__p2p_conn *c, struct rlx__umsg *m);
 /* The early frame for x, taken off the peer's list, or NULL. */
 struct rlx__umsg *rlx__match_take_early(struct rlx__p2p_peer *pe, const struct rlx__xfer *x);
 void rlx__pool_free(struct rlx__p2p *p);
+
+/* ---- msg.c */
+/* The first posted message receive that wants h from world rank src
+ * (still posted), or NULL; take it off its list. */
+struct rlx__xfer *rlx__msg_find_posted(struct rlx__p2p *p, int src, const struct rlx__frame_hdr *h);
+void rlx__msg_unpost(struct rlx__p2p *p, struct rlx__xfer *x);
+/* A whole message that no receive took at its header: to a receive
+ * posted since, or kept. */
+void rlx__msg_arrived(struct rlx__p2p *p, struct rlx__umsg *m);
+/* Peer is lost: the receives that wait on it fail with err. */
+void rlx__msg_peer_lost(struct rlx__p2p *p, int peer, int err);
+/* Does a receive posted now want a big frame from peer first? */
+int rlx__msg_big_posted(const struct rlx__p2p *p, int peer, size_t big);
+void rlx__msg_free(struct rlx__p2p *p);
 
 /* ---- cma.c */
 /* Let peers of our uid read our memory (Yama's ptrace scope). */

@@ -31,6 +31,8 @@ static void payload_done(struct rlx__p2p_conn *c) {
     if (m->hdr.type == RLX__FT_ABORT) {
       rlx__abort_arrived(c, m);
       rlx__umsg_put(c->p, m);
+    } else if (m->hdr.type == RLX__FT_MSG) {
+      rlx__msg_arrived(c->p, m);
     } else {
       rlx__match_arrived(c, m);
     }
@@ -93,6 +95,34 @@ static void data_header(struct rlx__p2p_conn *c, const struct rlx__frame_hdr *h)
   expect_payload(c, h);
 }
 
+/* A message's payload goes straight into the first receive posted for it
+ * when it fits; else it is kept (a receive it is too long for fails, and
+ * the message is read and dropped: the stream stays in step). */
+static void msg_header(struct rlx__p2p_conn *c, const struct rlx__frame_hdr *h) {
+  struct rlx__p2p *p = c->p;
+  struct rlx__xfer *x = rlx__msg_find_posted(p, c->peer, h);
+  c->crc = 0;
+  if (x != NULL)
+    rlx__msg_unpost(p, x);
+  if (x != NULL && h->payload_len <= x->len) {
+    x->got = *h;
+    c->target = x;
+    c->dst = x->buf;
+  } else {
+    struct rlx__umsg *m = rlx__umsg_new(c, h, h->payload_len);
+    if (m == NULL)
+      return;
+    c->um = m;
+    c->dst = m->data;
+    if (x != NULL) {
+      x->got = *h;
+      m->discard = 1;
+      rlx__xfer_finish(x, RLX_ERR_TRUNCATE);
+    }
+  }
+  expect_payload(c, h);
+}
+
 static void header_done(struct rlx__p2p_conn *c) {
   struct rlx__frame_hdr *h = &c->cur;
   int st = rlx__frame_decode(c->hdr_in, RLX__FRAME_HDR_SIZE, h);
@@ -117,14 +147,17 @@ static void header_done(struct rlx__p2p_conn *c) {
     return;
   case RLX__FT_ABORT: abort_header(c, h); return;
   default:
-    assert(h->type == RLX__FT_DATA);
+    assert(h->type == RLX__FT_DATA || h->type == RLX__FT_MSG);
     if (h->flags & RLX__FF_CMA) {
       c->rstate = R_CMA;
       c->need = RLX__CMA_DESC_SIZE;
       c->got = 0;
       return;
     }
-    data_header(c, h);
+    if (h->type == RLX__FT_MSG)
+      msg_header(c, h);
+    else
+      data_header(c, h);
   }
 }
 
@@ -163,8 +196,10 @@ static void drain_stage(struct rlx__p2p_conn *c) {
  * connection's peer: the next frame is most likely its. */
 static int big_receive_posted(const struct rlx__p2p_conn *c) {
   const struct rlx__list *posted = &c->p->peers[c->peer].posted;
-  if (c->tr->in_memory || rlx__list_empty(posted))
+  if (c->tr->in_memory)
     return 0;
+  if (rlx__list_empty(posted))
+    return rlx__msg_big_posted(c->p, c->peer, RLX__DIRECT_MIN);
   const struct rlx__xfer *x = rlx__container_of(posted->next, struct rlx__xfer, link);
   return x->len >= RLX__DIRECT_MIN;
 }

@@ -25,7 +25,7 @@ static int wanted(const struct rlx__p2p_peer *pe) {
   const struct rlx__p2p_conn *c = pe->conn;
   if (c == NULL || c->state != C_READY || !c->tr->pollable)
     return 0;
-  return !rlx__list_empty(&pe->posted) || c->target != NULL || c->um != NULL || c->got > 0;
+  return !rlx__list_empty(&pe->posted) || pe->msg_waits > 0 || c->target != NULL || c->um != NULL || c->got > 0;
 }
 
 /* One recv() into where the reader wants the next bytes. c may be gone

@@ -56,7 +56,7 @@ static void stamp(struct rlx__p2p *p, struct rlx__xfer *x, int type) {
   x->hdr.flags = 0;
   x->hdr.src = (uint32_t)p->rank;
   x->hdr.payload_len = x->len;
-  if (type != RLX__FT_DATA || !rlx__cma_prepare(p, x)) {
+  if ((type != RLX__FT_DATA && type != RLX__FT_MSG) || !rlx__cma_prepare(p, x)) {
     const struct rlx__p2p_conn *c = p->peers[x->peer].conn;
     /* (none through memory: transport.h says why) */
     x->hdr.payload_crc = c && c->tr->in_memory ? 0 : rlx__crc32c(x->buf, x->len);

@@ -21,13 +21,13 @@ import atexit as _atexit
 
 from ._rlxcoll import (Comm, Request, Error, ArgumentError, NoMemory, StateError,
                        BootstrapError, AuthError, PeerLost, Timeout, Mismatch, Corrupt,
-                       Revoked, DeviceError, SysError, Interrupted, init, finalize,
-                       initialized, world, joined)
+                       Revoked, DeviceError, SysError, Interrupted, Truncated, init,
+                       finalize, initialized, world, joined)
 
 __all__ = ["Comm", "Request", "Error", "ArgumentError", "NoMemory", "StateError",
            "BootstrapError", "AuthError", "PeerLost", "Timeout", "Mismatch", "Corrupt",
-           "Revoked", "DeviceError", "SysError", "Interrupted", "init", "finalize",
-           "initialized", "world", "joined"]
+           "Revoked", "DeviceError", "SysError", "Interrupted", "Truncated", "init",
+           "finalize", "initialized", "world", "joined"]
 
 
 def _at_exit():

@@ -31,6 +31,7 @@ static struct {
     {RLX_ERR_DEVICE, "DeviceError", "The compute device failed.", NULL, NULL},
     {RLX_ERR_SYS, "SysError", "A system call failed (also an OSError).", &PyExc_OSError, NULL},
     {RLX_ERR_INTERRUPTED, "Interrupted", "A rank's call was interrupted (Ctrl-C there).", NULL, NULL},
+    {RLX_ERR_TRUNCATE, "Truncated", "A message was longer than its receive buffer.", NULL, NULL},
 };
 #define NERRORS (sizeof errors / sizeof errors[0])
 

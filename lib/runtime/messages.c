@@ -1,0 +1,252 @@
+/* The public point-to-point calls: rlx_send, rlx_recv, their nonblocking
+ * forms and rlx_sendrecv. A message is one MSG frame (lib/transport/msg.c
+ * matches it); this file checks the call, starts the transfer, waits with
+ * the communicator's deadline, and turns the outcome into a status and an
+ * error that names the ranks. A failed message does not revoke its
+ * communicator: the ranks need not agree on it, as they must on a
+ * collective. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "runtime/runtime.h"
+
+/* A message's frame is one frame: at most this many bytes. */
+#define MSG_MAX_BYTES RLX__FRAME_MAX_PAYLOAD
+
+static int check(const char *call, rlx_comm_t *c, const void *buf, size_t count, rlx_dtype_t dt,
+                 int peer, int tag, int recv) {
+  if (!rlx__rt.initialized)
+    return rlx__err(RLX_ERR_STATE, "%s: rlx_init has not been called", call);
+  if (c == NULL)
+    return rlx__err(RLX_ERR_ARG, "%s: communicator is NULL", call);
+  if (c->revoked)
+    return rlx__err(RLX_ERR_REVOKED, "%s: the communicator was revoked by an earlier error: %s",
+                    call, c->revoked_why);
+  if ((unsigned)dt >= RLX_DTYPE_COUNT)
+    return rlx__err(RLX_ERR_ARG, "%s: unknown dtype %d", call, (int)dt);
+  size_t es = rlx_dtype_size(dt);
+  if (count > MSG_MAX_BYTES / es)
+    return rlx__err(RLX_ERR_ARG, "%s: %zu %s is more than a message carries (1 GiB)", call, count,
+                    rlx_dtype_name(dt));
+  if (buf == NULL && count > 0)
+    return rlx__err(RLX_ERR_ARG, "%s: buffer is NULL with count %zu", call, count);
+  if (buf == RLX_IN_PLACE)
+    return rlx__err(RLX_ERR_ARG, "%s: RLX_IN_PLACE is not a buffer", call);
+  if ((peer < 0 || peer >= c->size) && !(recv && peer == RLX_ANY_SOURCE))
+    return rlx__err(RLX_ERR_ARG, "%s: %s %d is not a rank of this communicator (size %d)", call,
+                    recv ? "source" : "dest", peer, c->size);
+  if (tag < 0 && !(recv && tag == RLX_ANY_TAG))
+    return rlx__err(RLX_ERR_ARG, "%s: tag %d is negative%s", call, tag,
+                    recv ? " (RLX_ANY_TAG is -1)" : "");
+  return RLX_OK;
+}
+
+static void xfer_done(struct rlx__xfer *x) {
+  struct rlx_request *rq = x->owner;
+  atomic_fetch_add_explicit(&rq->op.progress, 1, memory_order_relaxed);
+  atomic_store_explicit(&rq->op.done, 1, memory_order_release);
+  rlx__engine_notify(&rlx__rt.engine);
+}
+
+/* Fill rq for a message and start it under the loop lock. */
+static int start(struct rlx_request *rq, const char *call, rlx_comm_t *c, const void *buf,
+                 size_t count, rlx_dtype_t dt, int peer, int tag, int recv) {
+  struct rlx__runtime *rt = &rlx__rt;
+  memset(rq, 0, sizeof(*rq));
+  struct rlx__msg_req *m = &rq->msg;
+  struct rlx__xfer *x = &m->x;
+  m->is = 1;
+  m->recv = recv;
+  m->call = call;
+  m->dt = dt;
+  m->count = count;
+  m->peer = peer;
+  m->tag = tag;
+  rq->comm = c;
+  rq->deadline = rlx__comm_deadline(c, rlx__now_ns(), NULL);
+  x->peer = peer == RLX_ANY_SOURCE ? RLX__MSG_ANY : c->world[peer];
+  x->hdr.comm_id = c->id;
+  x->hdr.segment = tag == RLX_ANY_TAG ? RLX__MSG_ANY_TAG : (uint32_t)tag;
+  x->hdr.sig[0] = (uint8_t)dt; /* the receiver compares it */
+  x->buf = (void *)buf;
+  x->len = count * rlx_dtype_size(dt);
+  x->cb = xfer_done;
+  x->owner = rq;
+  x->any_of = c->world;
+  x->nany = c->size;
+  rlx__engine_lock(&rt->engine);
+  int now = recv ? rlx__msg_recv(&rt->p2p, x) : rlx__msg_send(&rt->p2p, x);
+  if (now)
+    atomic_store(&rq->op.done, 1);
+  else
+    rlx__engine_turn(&rt->engine); /* let the loop take what the start asked for */
+  rlx__engine_unlock(&rt->engine);
+  return RLX_OK;
+}
+
+static int comm_rank_of(const rlx_comm_t *c, int world) {
+  for (int r = 0; r < c->size; r++)
+    if (c->world[r] == world)
+      return r;
+  return -1;
+}
+
+/* "rlx_recv on rank 0 (from rank 1, tag 5)" */
+static void describe(const struct rlx_request *rq, char *buf, size_t len) {
+  const struct rlx__msg_req *m = &rq->msg;
+  char peer[32], tag[32];
+  if (m->peer == RLX_ANY_SOURCE)
+    snprintf(peer, sizeof peer, "any source");
+  else
+    snprintf(peer, sizeof peer, "rank %d", m->peer);
+  if (m->tag == RLX_ANY_TAG)
+    snprintf(tag, sizeof tag, "any tag");
+  else
+    snprintf(tag, sizeof tag, "tag %d", m->tag);
+  snprintf(buf, len, "%s(count=%zu, %s, %s %s, %s) on rank %d", m->call, m->count,
+           rlx_dtype_name(m->dt), m->recv ? "from" : "to", peer, tag, rq->comm->rank);
+}
+
+int rlx__msg_finish(struct rlx_request *rq, rlx_status_t *st) {
+  struct rlx__runtime *rt = &rlx__rt;
+  struct rlx__msg_req *m = &rq->msg;
+  struct rlx__xfer *x = &m->x;
+  rlx_comm_t *c = rq->comm;
+  char call[200];
+  int w = 0;
+  if (st != NULL)
+    memset(st, 0, sizeof(*st));
+  if (!atomic_load(&rq->op.done) &&
+      (w = rlx__engine_wait(&rt->engine, &rq->op.done, &rq->op.progress, rq->deadline)) != 0) {
+    rlx__engine_lock(&rt->engine);
+    int done = atomic_load(&rq->op.done);
+    if (!done) {
+      if (m->recv)
+        rlx__msg_cancel(&rt->p2p, x);
+      else
+        rlx__p2p_cancel(&rt->p2p, x);
+    }
+    rlx__engine_unlock(&rt->engine);
+    if (!done) {
+      const char *why;
+      double limit = rlx__comm_timeout(c, &why);
+      describe(rq, call, sizeof call);
+      if (w == -2)
+        return rlx__err(RLX_ERR_INTERRUPTED, "%s was interrupted (by the program: a signal?)",
+                        call);
+      return rlx__err(RLX_ERR_TIMEOUT, "%s timed out after %g s (%s)%s", call, limit, why,
+                      m->recv ? ": no message matched it" : ": the receiver did not take it");
+    }
+  }
+  int rc = x->status, from = m->recv ? comm_rank_of(c, (int)x->got.src) : m->peer;
+  size_t es = rlx_dtype_size(m->dt);
+  if (rc == RLX_OK && m->recv && x->got.sig[0] != (uint8_t)m->dt) {
+    describe(rq, call, sizeof call);
+    const char *sent = rlx_dtype_name((rlx_dtype_t)x->got.sig[0]);
+    return rlx__err(RLX_ERR_MISMATCH, "%s: rank %d sent %s (%llu bytes, tag %u) where this "
+                    "receive takes %s", call, from, sent ? sent : "an unknown dtype",
+                    (unsigned long long)x->got.payload_len, x->got.segment,
+                    rlx_dtype_name(m->dt));
+  }
+  if (st != NULL && m->recv && (rc == RLX_OK || rc == RLX_ERR_TRUNCATE)) {
+    st->source = from;
+    st->tag = (int)x->got.segment;
+    st->count = (size_t)(x->got.payload_len / es);
+  }
+  if (rc == RLX_OK)
+    return RLX_OK;
+  describe(rq, call, sizeof call);
+  switch (rc) {
+  case RLX_ERR_TRUNCATE:
+    return rlx__err(rc, "%s: the message from rank %d (tag %u) has %llu bytes, the receive room "
+                    "for %zu (%zu %s)", call, from, x->got.segment,
+                    (unsigned long long)x->got.payload_len, x->len, m->count,
+                    rlx_dtype_name(m->dt));
+  case RLX_ERR_PEER_LOST: {
+    rlx__engine_lock(&rt->engine);
+    const char *lost = rlx__p2p_last_reason(&rt->p2p, (int)x->got.src);
+    char reason[400];
+    snprintf(reason, sizeof reason, "%s", lost != NULL ? lost : "");
+    rlx__engine_unlock(&rt->engine);
+    return rlx__err(rc, "%s: lost rank %d: %s", call, from, reason);
+  }
+  case RLX_ERR_CORRUPT:
+    return rlx__err(rc, "%s: the message from rank %d failed its checksum", call, from);
+  default: return rlx__err(rc, "%s failed (%s)", call, rlx_strerror(rc));
+  }
+}
+
+/* Withdraw a receive's request that will not be waited for, and free it. */
+static void abandon(struct rlx_request *h) {
+  struct rlx__runtime *rt = &rlx__rt;
+  rlx__engine_lock(&rt->engine);
+  if (!atomic_load(&h->op.done))
+    rlx__msg_cancel(&rt->p2p, &h->msg.x);
+  rlx__engine_unlock(&rt->engine);
+  atomic_fetch_sub(&h->comm->in_flight, 1);
+  free(h);
+}
+
+static int run(const char *call, rlx_comm_t *c, const void *buf, size_t count, rlx_dtype_t dt,
+               int peer, int tag, int recv, rlx_status_t *st, rlx_request_t **req) {
+  int rc = check(call, c, buf, count, dt, peer, tag, recv);
+  if (rc != RLX_OK)
+    return rc;
+  if (req == NULL) {
+    struct rlx_request rq;
+    start(&rq, call, c, buf, count, dt, peer, tag, recv);
+    return rlx__msg_finish(&rq, st);
+  }
+  struct rlx_request *h = malloc(sizeof(*h));
+  if (h == NULL)
+    return rlx__err(RLX_ERR_NOMEM, "%s: no memory for a request", call);
+  start(h, call, c, buf, count, dt, peer, tag, recv);
+  h->nonblocking = 1;
+  atomic_fetch_add(&c->in_flight, 1); /* rlx_comm_free refuses until rlx_wait */
+  *req = h;
+  return RLX_OK;
+}
+
+int rlx_send(const void *buf, size_t count, rlx_dtype_t dt, int dest, int tag, rlx_comm_t *c) {
+  return run("rlx_send", c, buf, count, dt, dest, tag, 0, NULL, NULL);
+}
+
+int rlx_recv(void *buf, size_t count, rlx_dtype_t dt, int source, int tag, rlx_comm_t *c,
+             rlx_status_t *st) {
+  return run("rlx_recv", c, buf, count, dt, source, tag, 1, st, NULL);
+}
+
+int rlx_isend(const void *buf, size_t count, rlx_dtype_t dt, int dest, int tag, rlx_comm_t *c,
+              rlx_request_t **req) {
+  if (req == NULL)
+    return rlx__err(RLX_ERR_ARG, "rlx_isend: req is NULL");
+  return run("rlx_isend", c, buf, count, dt, dest, tag, 0, NULL, req);
+}
+
+int rlx_irecv(void *buf, size_t count, rlx_dtype_t dt, int source, int tag, rlx_comm_t *c,
+              rlx_request_t **req) {
+  if (req == NULL)
+    return rlx__err(RLX_ERR_ARG, "rlx_irecv: req is NULL");
+  return run("rlx_irecv", c, buf, count, dt, source, tag, 1, NULL, req);
+}
+
+int rlx_sendrecv(const void *sbuf, size_t scount, int dest, int stag, void *rbuf, size_t rcount,
+                 int source, int rtag, rlx_dtype_t dt, rlx_comm_t *c, rlx_status_t *st) {
+  rlx_request_t *r = NULL;
+  int rc = check("rlx_sendrecv", c, sbuf, scount, dt, dest, stag, 0);
+  if (rc == RLX_OK)
+    rc = check("rlx_sendrecv", c, rbuf, rcount, dt, source, rtag, 1);
+  if (rc != RLX_OK)
+    return rc;
+  /* the receive first, so that a message to this rank itself finds it */
+  if ((rc = run("rlx_sendrecv", c, rbuf, rcount, dt, source, rtag, 1, NULL, &r)) != RLX_OK)
+    return rc;
+  int src = run("rlx_sendrecv", c, sbuf, scount, dt, dest, stag, 0, NULL, NULL);
+  char msg[700];
+  snprintf(msg, sizeof msg, "%s", rlx_errmsg());
+  if (src != RLX_OK) { /* the receive is withdrawn, not left to match later */
+    abandon(r);
+    return rlx__err(src, "%s", msg);
+  }
+  return rlx_wait_status(&r, st);
+}

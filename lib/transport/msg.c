@@ -1,0 +1,197 @@
+/* Point-to-point messages (rlx_send, rlx_recv): MSG frames, matched by
+ * communicator, source and tag against receives in the order they were
+ * posted, at the frame's header, so that a posted receive's payload goes
+ * straight into its buffer. A message no receive wants yet is kept whole,
+ * in the order messages arrived. One connection carries a sender's frames
+ * in the order sent, so MPI's rule holds: two messages from one sender
+ * that one receive could both match are received in the order sent.
+ * Everything here runs under the engine's loop lock. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <rlxcoll/errors.h>
+#include "p2p_internal.h"
+
+static int wants(const struct rlx__xfer *x, int src, const struct rlx__frame_hdr *h) {
+  return x->hdr.comm_id == h->comm_id && (x->peer == RLX__MSG_ANY || x->peer == src) &&
+         (x->hdr.segment == RLX__MSG_ANY_TAG || x->hdr.segment == h->segment);
+}
+
+struct rlx__xfer *rlx__msg_find_posted(struct rlx__p2p *p, int src,
+                                       const struct rlx__frame_hdr *h) {
+  for (struct rlx__list *l = p->msg_posted.next; l != &p->msg_posted; l = l->next) {
+    struct rlx__xfer *x = rlx__container_of(l, struct rlx__xfer, link);
+    if (wants(x, src, h))
+      return x;
+  }
+  return NULL;
+}
+
+void rlx__msg_unpost(struct rlx__p2p *p, struct rlx__xfer *x) {
+  if (!x->queued)
+    return;
+  rlx__list_remove(&x->link);
+  x->queued = 0;
+  if (x->peer >= 0)
+    p->peers[x->peer].msg_waits--;
+}
+
+/* A whole kept message into x: its status. */
+static int deliver(const struct rlx__umsg *m, struct rlx__xfer *x) {
+  x->got = m->hdr;
+  if (!m->crc_ok)
+    return RLX_ERR_CORRUPT;
+  if (m->hdr.payload_len > x->len)
+    return RLX_ERR_TRUNCATE;
+  if (m->hdr.payload_len)
+    memcpy(x->buf, m->data, m->hdr.payload_len);
+  return RLX_OK;
+}
+
+void rlx__msg_arrived(struct rlx__p2p *p, struct rlx__umsg *m) {
+  if (m->discard) { /* its receive already failed (truncated) */
+    rlx__umsg_put(p, m);
+    return;
+  }
+  struct rlx__xfer *x = rlx__msg_find_posted(p, (int)m->hdr.src, &m->hdr);
+  if (x == NULL) {
+    rlx__list_push(&p->msg_unexpected, &m->link);
+    return;
+  }
+  rlx__msg_unpost(p, x);
+  int st = deliver(m, x);
+  rlx__umsg_put(p, m);
+  rlx__xfer_finish(x, st);
+}
+
+/* To this rank itself: straight into a posted receive, or kept. */
+static int to_self(struct rlx__p2p *p, struct rlx__xfer *x) {
+  struct rlx__frame_hdr h = x->hdr;
+  h.type = RLX__FT_MSG;
+  h.flags = 0;
+  h.src = (uint32_t)p->rank;
+  h.payload_len = x->len;
+  h.payload_crc = 0;
+  x->got = h;
+  struct rlx__xfer *r = rlx__msg_find_posted(p, p->rank, &h);
+  if (r != NULL) {
+    rlx__msg_unpost(p, r);
+    r->got = h;
+    int st = x->len > r->len ? RLX_ERR_TRUNCATE : RLX_OK;
+    if (st == RLX_OK && x->len)
+      memcpy(r->buf, x->buf, x->len);
+    rlx__xfer_finish(r, st);
+  } else {
+    struct rlx__umsg *m = rlx__umsg_alloc(p, x->len);
+    if (m == NULL) {
+      x->status = RLX_ERR_NOMEM;
+      return 1;
+    }
+    m->hdr = h;
+    m->crc_ok = 1;
+    m->discard = 0;
+    if (x->len)
+      memcpy(m->data, x->buf, x->len);
+    rlx__list_push(&p->msg_unexpected, &m->link);
+  }
+  x->status = RLX_OK;
+  return 1;
+}
+
+int rlx__msg_send(struct rlx__p2p *p, struct rlx__xfer *x) {
+  x->hdr.seq = RLX__SEQ_MSG | ++p->peers[x->peer].msg_sent;
+  if (x->peer == p->rank)
+    return to_self(p, x);
+  return rlx__write_frame(p, x, RLX__FT_MSG);
+}
+
+/* A lost member a receive from any source cannot wait past: -1 if none. */
+static int lost_member(const struct rlx__p2p *p, const struct rlx__xfer *x) {
+  for (int i = 0; i < x->nany; i++)
+    if (x->any_of[i] != p->rank && p->peers[x->any_of[i]].lost)
+      return x->any_of[i];
+  return -1;
+}
+
+int rlx__msg_recv(struct rlx__p2p *p, struct rlx__xfer *x) {
+  x->is_send = 0;
+  x->queued = 0;
+  rlx__list_init(&x->link);
+  for (struct rlx__list *l = p->msg_unexpected.next; l != &p->msg_unexpected; l = l->next) {
+    struct rlx__umsg *m = rlx__container_of(l, struct rlx__umsg, link);
+    if (wants(x, (int)m->hdr.src, &m->hdr)) {
+      rlx__list_remove(&m->link);
+      x->status = deliver(m, x);
+      rlx__umsg_put(p, m);
+      return 1;
+    }
+  }
+  /* Nothing here, and who could send it is gone: from any source, any
+   * member lost (MPI's fault-tolerance proposal does the same) */
+  int gone = x->peer == RLX__MSG_ANY ? lost_member(p, x)
+             : x->peer != p->rank && p->peers[x->peer].lost ? x->peer : -1;
+  if (gone >= 0) {
+    memset(&x->got, 0, sizeof(x->got));
+    x->got.src = (uint32_t)gone;
+    x->status = p->peers[gone].lost;
+    return 1;
+  }
+  x->hdr.seq = ++p->msg_posts;
+  x->queued = 1;
+  rlx__list_push(&p->msg_posted, &x->link);
+  if (x->peer >= 0 && x->peer != p->rank) {
+    p->peers[x->peer].msg_waits++;
+    rlx__conn_ensure(p, x->peer, 0);
+    rlx__sock_watch(p, x->peer);
+  }
+  return 0;
+}
+
+void rlx__msg_cancel(struct rlx__p2p *p, struct rlx__xfer *x) {
+  x->cb = NULL;
+  if (x->queued) {
+    rlx__msg_unpost(p, x);
+    return;
+  }
+  /* matched at its header: the payload may be on its way into x->buf */
+  int from = (int)x->got.src;
+  if (x->got.type == RLX__FT_MSG && from >= 0 && from < p->size && from != p->rank) {
+    struct rlx__p2p_conn *c = p->peers[from].conn;
+    if (c != NULL && c->target == x) {
+      c->target = NULL;
+      rlx__peer_fail(p, from, RLX_ERR_PEER_LOST, "a receive was abandoned mid-message");
+    }
+  }
+}
+
+void rlx__msg_peer_lost(struct rlx__p2p *p, int peer, int err) {
+  struct rlx__list *l = p->msg_posted.next;
+  while (l != &p->msg_posted) {
+    struct rlx__xfer *x = rlx__container_of(l, struct rlx__xfer, link);
+    l = l->next;
+    int hit = x->peer == peer;
+    for (int i = 0; !hit && x->peer == RLX__MSG_ANY && i < x->nany; i++)
+      hit = x->any_of[i] == peer;
+    if (!hit)
+      continue;
+    rlx__msg_unpost(p, x);
+    memset(&x->got, 0, sizeof(x->got));
+    x->got.src = (uint32_t)peer;
+    rlx__xfer_finish(x, err);
+  }
+}
+
+int rlx__msg_big_posted(const struct rlx__p2p *p, int peer, size_t big) {
+  if (rlx__list_empty(&p->msg_posted))
+    return 0;
+  const struct rlx__xfer *x = rlx__container_of(p->msg_posted.next, struct rlx__xfer, link);
+  return (x->peer == peer || x->peer == RLX__MSG_ANY) && x->len >= big;
+}
+
+void rlx__msg_free(struct rlx__p2p *p) {
+  while (p->msg_unexpected.next != NULL && !rlx__list_empty(&p->msg_unexpected)) {
+    struct rlx__list *l = p->msg_unexpected.next;
+    rlx__list_remove(l);
+    free(rlx__container_of(l, struct rlx__umsg, link));
+  }
+}

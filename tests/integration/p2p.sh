@@ -1,0 +1,33 @@
+#!/bin/sh
+# Point-to-point messages (p2p_check): every dtype and count around a
+# ring, to oneself, from any source with racing senders, MPI's order under
+# many tags, big unexpected messages, truncation, waitall/testany, a
+# receive's timeout, bad arguments; on 1-5 and 8 ranks over the default
+# transports (shared memory here), and on 3 over unix and tcp, with copies
+# by reference on and off. Then a rank killed while another waits for it.
+. "$(dirname "$0")/lib.sh"
+P2P="$top_builddir/tests/integration/p2p_check"
+run() { # name, then env and arguments
+  name=$1
+  shift
+  env "$@" >"$TMP/out" 2>&1 || { cat "$TMP/out"; fail "$name"; }
+  grep -q " 0 failures in all" "$TMP/out" || { cat "$TMP/out"; fail "$name: no summary"; }
+  echo "$name: $(grep -o '[0-9]* ranks: 0 failures in all' "$TMP/out")"
+}
+# (P2P_NS, P2P_NS_SMALL: the rank counts, the latter with 256K+3 as the
+# big count; P2P_BIG overrides the big count: the sanitizer phases)
+for n in ${P2P_NS:-1 2 3 4}; do
+  run "n=$n" timeout 150 "$RLXRUN" -n $n --timeout 140 "$P2P" --big "${P2P_BIG:-1048579}"
+done
+for n in ${P2P_NS_SMALL-5 8}; do
+  run "n=$n" timeout 150 "$RLXRUN" -n $n --timeout 140 "$P2P" --big "${P2P_BIG:-262147}"
+done
+for t in unix tcp; do
+  run "$t n=3" RLX_TRANSPORT=$t timeout 150 "$RLXRUN" -n 3 --timeout 140 "$P2P" --big "${P2P_BIG:-1048579}"
+done
+run "no copies by reference n=2" RLX_CMA=off timeout 150 "$RLXRUN" -n 2 --timeout 140 "$P2P" --big "${P2P_BIG:-1048579}"
+for t in shm tcp; do
+  RLX_TRANSPORT=$t timeout 60 "$RLXRUN" -n 3 --timeout 50 --grace 2 "$P2P" kill >"$TMP/out" 2>&1
+  grep -q "p2p_check: rank 0: PASS" "$TMP/out" || { cat "$TMP/out"; fail "kill over $t"; }
+  echo "kill over $t: $(grep -o 'recv from rank 1: .* after [0-9.]* s' "$TMP/out")"
+done
