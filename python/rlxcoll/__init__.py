@@ -22,12 +22,12 @@ import atexit as _atexit
 from ._rlxcoll import (Comm, Request, Error, ArgumentError, NoMemory, StateError,
                        BootstrapError, AuthError, PeerLost, Timeout, Mismatch, Corrupt,
                        Revoked, DeviceError, SysError, Interrupted, Truncated, init,
-                       finalize, initialized, world, joined)
+                       finalize, initialized, world, joined, ANY_SOURCE, ANY_TAG)
 
 __all__ = ["Comm", "Request", "Error", "ArgumentError", "NoMemory", "StateError",
            "BootstrapError", "AuthError", "PeerLost", "Timeout", "Mismatch", "Corrupt",
            "Revoked", "DeviceError", "SysError", "Interrupted", "Truncated", "init",
-           "finalize", "initialized", "world", "joined"]
+           "finalize", "initialized", "world", "joined", "ANY_SOURCE", "ANY_TAG"]
 
 
 def _at_exit():

@@ -166,6 +166,8 @@ typedef struct {
   Py_buffer in, out;
   int have_in, have_out;
   PyObject *result;
+  rlx_status_t st; /* a receive's, once complete */
+  int is_recv;
 } Request;
 
 static PyTypeObject RequestType;
@@ -194,7 +196,7 @@ static PyObject *request_wait(Request *r, PyObject *noargs) {
   if (r->req != NULL) {
     int rc;
     Py_BEGIN_ALLOW_THREADS
-    rc = rlx_wait(&r->req);
+    rc = rlx_wait_status(&r->req, &r->st);
     Py_END_ALLOW_THREADS
     request_release(r);
     if (rc != RLX_OK)
@@ -204,11 +206,19 @@ static PyObject *request_wait(Request *r, PyObject *noargs) {
   return r->result;
 }
 
+/* (source, tag, count) of a completed receive; None before, or for a send. */
+static PyObject *request_status(Request *r, void *unused) {
+  (void)unused;
+  if (r->req != NULL || !r->is_recv)
+    Py_RETURN_NONE;
+  return Py_BuildValue("(iin)", r->st.source, r->st.tag, (Py_ssize_t)r->st.count);
+}
+
 static PyObject *request_test(Request *r, PyObject *noargs) {
   (void)noargs;
   if (r->req == NULL)
     Py_RETURN_TRUE;
-  int done = 0, rc = rlx_test(&r->req, &done);
+  int done = 0, idx = -1, rc = rlx_testany(1, &r->req, &idx, &done, &r->st);
   if (rc != RLX_OK) {
     request_release(r);
     return raise(rc);
@@ -226,13 +236,20 @@ static PyMethodDef request_methods[] = {
      "test()\n--\n\nTrue once the call completed (then wait() returns at once)."},
     {NULL, NULL, 0, NULL}};
 
+static PyGetSetDef request_getset[] = {
+    {"status", (getter)request_status, NULL,
+     "A completed receive's (source, tag, count); None before, or for other calls.", NULL},
+    {NULL, NULL, NULL, NULL, NULL}};
+
 static PyTypeObject RequestType = {
     PyVarObject_HEAD_INIT(NULL, 0).tp_name = "rlxcoll.Request",
     .tp_basicsize = sizeof(Request),
     .tp_dealloc = (destructor)request_dealloc,
     .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_doc = "A nonblocking call in flight (Comm.iallreduce, Comm.ibcast).",
+    .tp_doc = "A nonblocking call in flight (Comm.iallreduce, Comm.ibcast, Comm.isend, "
+              "Comm.irecv).",
     .tp_methods = request_methods,
+    .tp_getset = request_getset,
 };
 
 /* ---- Comm ---------------------------------------------------------------------- */
@@ -466,6 +483,8 @@ static PyObject *start_request(struct bufs *b, int (*go)(struct bufs *, void *, 
     return NULL;
   }
   r->req = NULL;
+  memset(&r->st, 0, sizeof(r->st));
+  r->is_recv = 0;
   r->in = b->in;
   r->out = b->out;
   r->have_in = b->have_in;
@@ -519,6 +538,105 @@ static PyObject *comm_ibcast(Comm *s, PyObject *args, PyObject *kw) {
 }
 
 /* split, dup, shrink, grow: a new communicator. */
+/* ---- messages ---- */
+
+/* A message's buffer: any C-contiguous buffer (writable to receive into),
+ * its dtype from its format or dtype=. */
+static int msg_buf(struct bufs *b, PyObject *buf, PyObject *dtype, int writable) {
+  memset(b, 0, sizeof(*b));
+  if (view(buf, &b->in, writable, "buf") != 0)
+    return -1;
+  b->have_in = 1;
+  int d = dtype_of(&b->in, dtype, &b->dt);
+  if (d == -2)
+    PyErr_SetString(PyExc_TypeError, "1-byte floats are not supported");
+  if (d != 0) {
+    bufs_release(b);
+    return -1;
+  }
+  b->count = (size_t)(b->in.len / b->in.itemsize);
+  b->send = b->recv = b->in.buf;
+  Py_INCREF(buf);
+  b->result = buf;
+  return 0;
+}
+
+static PyObject *comm_send(Comm *s, PyObject *args, PyObject *kw) {
+  static char *kwlist[] = {"buf", "dest", "tag", "dtype", NULL};
+  PyObject *buf, *dtype = NULL;
+  int dest, tag = 0, rc;
+  struct bufs b;
+  if (!PyArg_ParseTupleAndKeywords(args, kw, "Oi|iO:send", kwlist, &buf, &dest, &tag, &dtype) ||
+      live(s) || msg_buf(&b, buf, dtype, 0))
+    return NULL;
+  Py_BEGIN_ALLOW_THREADS
+  rc = rlx_send(b.send, b.count, b.dt, dest, tag, s->c);
+  Py_END_ALLOW_THREADS
+  bufs_release(&b);
+  Py_XDECREF(b.result);
+  if (rc != RLX_OK)
+    return raise(rc);
+  Py_RETURN_NONE;
+}
+
+static PyObject *comm_recv(Comm *s, PyObject *args, PyObject *kw) {
+  static char *kwlist[] = {"buf", "source", "tag", "dtype", NULL};
+  PyObject *buf, *dtype = NULL;
+  int source = RLX_ANY_SOURCE, tag = RLX_ANY_TAG, rc;
+  rlx_status_t st;
+  struct bufs b;
+  if (!PyArg_ParseTupleAndKeywords(args, kw, "O|iiO:recv", kwlist, &buf, &source, &tag, &dtype) ||
+      live(s) || msg_buf(&b, buf, dtype, 1))
+    return NULL;
+  Py_BEGIN_ALLOW_THREADS
+  rc = rlx_recv(b.recv, b.count, b.dt, source, tag, s->c, &st);
+  Py_END_ALLOW_THREADS
+  bufs_release(&b);
+  Py_XDECREF(b.result);
+  if (rc != RLX_OK)
+    return raise(rc);
+  return Py_BuildValue("(iin)", st.source, st.tag, (Py_ssize_t)st.count);
+}
+
+struct margs {
+  rlx_comm_t *c;
+  int peer, tag;
+};
+static int go_isend(struct bufs *b, void *ctx, rlx_request_t **req) {
+  struct margs *a = ctx;
+  return rlx_isend(b->send, b->count, b->dt, a->peer, a->tag, a->c, req);
+}
+static int go_irecv(struct bufs *b, void *ctx, rlx_request_t **req) {
+  struct margs *a = ctx;
+  return rlx_irecv(b->recv, b->count, b->dt, a->peer, a->tag, a->c, req);
+}
+
+static PyObject *comm_isend(Comm *s, PyObject *args, PyObject *kw) {
+  static char *kwlist[] = {"buf", "dest", "tag", "dtype", NULL};
+  PyObject *buf, *dtype = NULL;
+  struct margs a = {s->c, 0, 0};
+  struct bufs b;
+  if (!PyArg_ParseTupleAndKeywords(args, kw, "Oi|iO:isend", kwlist, &buf, &a.peer, &a.tag,
+                                   &dtype) ||
+      live(s) || msg_buf(&b, buf, dtype, 0))
+    return NULL;
+  return start_request(&b, go_isend, &a);
+}
+
+static PyObject *comm_irecv(Comm *s, PyObject *args, PyObject *kw) {
+  static char *kwlist[] = {"buf", "source", "tag", "dtype", NULL};
+  PyObject *buf, *dtype = NULL, *r;
+  struct margs a = {s->c, RLX_ANY_SOURCE, RLX_ANY_TAG};
+  struct bufs b;
+  if (!PyArg_ParseTupleAndKeywords(args, kw, "O|iiO:irecv", kwlist, &buf, &a.peer, &a.tag,
+                                   &dtype) ||
+      live(s) || msg_buf(&b, buf, dtype, 1))
+    return NULL;
+  if ((r = start_request(&b, go_irecv, &a)) != NULL)
+    ((Request *)r)->is_recv = 1;
+  return r;
+}
+
 static PyObject *comm_split(Comm *s, PyObject *args, PyObject *kw) {
   static char *kwlist[] = {"color", "key", NULL};
   int color, key = 0, rc;
@@ -628,6 +746,17 @@ static PyMethodDef comm_methods[] = {
      "it completes."},
     {"ibcast", (PyCFunction)(void (*)(void))comm_ibcast, METH_VARARGS | METH_KEYWORDS,
      "ibcast(buf, root=0, dtype=None)\n--\n\nStart a bcast; returns a Request."},
+    {"send", (PyCFunction)(void (*)(void))comm_send, METH_VARARGS | METH_KEYWORDS,
+     "send(buf, dest, tag=0, dtype=None)\n--\n\nSend buf to rank dest with tag (>= 0)."},
+    {"recv", (PyCFunction)(void (*)(void))comm_recv, METH_VARARGS | METH_KEYWORDS,
+     "recv(buf, source=ANY_SOURCE, tag=ANY_TAG, dtype=None)\n--\n\nReceive a message into "
+     "buf (room for it; its dtype the sender's); return (source, tag, count). Truncated if "
+     "it was longer."},
+    {"isend", (PyCFunction)(void (*)(void))comm_isend, METH_VARARGS | METH_KEYWORDS,
+     "isend(buf, dest, tag=0, dtype=None)\n--\n\nStart a send; a Request."},
+    {"irecv", (PyCFunction)(void (*)(void))comm_irecv, METH_VARARGS | METH_KEYWORDS,
+     "irecv(buf, source=ANY_SOURCE, tag=ANY_TAG, dtype=None)\n--\n\nStart a receive; a "
+     "Request whose status is (source, tag, count) once complete."},
     {"split", (PyCFunction)(void (*)(void))comm_split, METH_VARARGS | METH_KEYWORDS,
      "split(color, key=0)\n--\n\nRanks of one color form a new Comm, ordered by key then rank; "
      "color None: this rank is in none (returns None)."},
@@ -768,7 +897,9 @@ PyMODINIT_FUNC PyInit__rlxcoll(void) {
       return NULL;
   }
   if (PyModule_AddObjectRef(m, "Comm", (PyObject *)&CommType) < 0 ||
-      PyModule_AddObjectRef(m, "Request", (PyObject *)&RequestType) < 0)
+      PyModule_AddObjectRef(m, "Request", (PyObject *)&RequestType) < 0 ||
+      PyModule_AddIntConstant(m, "ANY_SOURCE", RLX_ANY_SOURCE) < 0 ||
+      PyModule_AddIntConstant(m, "ANY_TAG", RLX_ANY_TAG) < 0)
     return NULL;
   return m;
 }

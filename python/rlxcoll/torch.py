@@ -20,8 +20,10 @@ thread wake-ups (INLINE_MAX). CPU tensors go to rlxcoll without a copy (a
 non-contiguous one through a contiguous copy); CUDA tensors go through a
 host copy and back. Supported: all_reduce (sum, avg, min, max, product),
 broadcast, reduce, all_gather (and all_gather_into_tensor), reduce_scatter
-(and reduce_scatter_tensor), barrier. Errors are rlxcoll's exceptions
-(PeerLost, Mismatch, ...), raised from wait().
+(and reduce_scatter_tensor), barrier; send, recv (also from any source),
+isend, irecv, batch_isend_irecv (messages start at once, beside the
+collectives). Errors are rlxcoll's exceptions (PeerLost, Mismatch,
+Truncated, ...), raised from wait().
 """
 import datetime
 import os
@@ -224,6 +226,74 @@ class _Work(Work):
         pass
 
 
+class _MsgWork(Work):
+    """A message's handle (send, recv, isend, irecv, batch_isend_irecv):
+    rlxcoll's own request, started at once beside the group's collectives
+    (messages do not queue behind them). wait() raises the message's
+    rlxcoll exception (PeerLost, Truncated, Timeout, ...); a receive's
+    tensors get their data then; _source_rank() names a receive's sender
+    (recv from any source)."""
+
+    def __init__(self, reqs, staged, recv):
+        super().__init__()
+        self._reqs, self._staged, self._recv = reqs, staged, recv
+        self._src, self._exc, self._done = -1, None, False
+        _pin(self)
+
+    def wait(self, timeout=None):
+        _pinned.pop(id(self), None)
+        if not self._done:
+            self._done = True
+            try:
+                for r in self._reqs:
+                    r.wait()
+                    if self._recv:
+                        self._src = r.status[0]
+                for s in self._staged if self._recv else ():
+                    s.put()
+            except Exception as e:
+                self._exc = e
+        if self._exc is not None:
+            raise self._exc
+        return True
+
+    def is_completed(self):
+        return self._done or all(r.test() for r in self._reqs)
+
+    def is_success(self):
+        return self.exception() is None
+
+    def exception(self):
+        if not self.is_completed():
+            return None
+        try:
+            self.wait()
+        except Exception as e:
+            return e
+        return None
+
+    def _source_rank(self):
+        self.wait()
+        return self._src
+
+    def get_future(self):
+        _pinned.pop(id(self), None)
+        fut = torch.futures.Future()
+        try:
+            self.wait()
+            fut.set_result([s.t for s in self._staged])
+        except Exception as e:
+            fut.set_exception(e)
+        return fut
+
+    def result(self):
+        self.wait()
+        return [s.t for s in self._staged]
+
+    def synchronize(self):
+        pass
+
+
 class ProcessGroupRlx(ProcessGroup):
     """torch.distributed's ProcessGroup over an rlxcoll communicator."""
 
@@ -338,6 +408,20 @@ class ProcessGroupRlx(ProcessGroup):
 
     def barrier(self, opts=None):
         return self._submit(self.comm.barrier, [], opts)
+
+    # -- messages ------------------------------------------------------------
+    def send(self, tensors, dstRank, tag=0):
+        staged = [_Staged(t) for t in tensors]
+        reqs = [self.comm.isend(s.arr, dstRank, tag=tag, dtype=s.dtype) for s in staged]
+        return _MsgWork(reqs, staged, False)
+
+    def recv(self, tensors, srcRank, tag=0):
+        staged = [_Staged(t) for t in tensors]
+        reqs = [self.comm.irecv(s.arr, source=srcRank, tag=tag, dtype=s.dtype) for s in staged]
+        return _MsgWork(reqs, staged, True)
+
+    def recv_anysource(self, tensors, tag=0):
+        return self.recv(tensors, rlxcoll.ANY_SOURCE, tag)
 
 
 # ---- wiring -------------------------------------------------------------------------

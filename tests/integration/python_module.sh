@@ -14,6 +14,12 @@ for n in 1 2 4; do
   [ "$(grep -c 'check_numpy: rank [0-9]*: PASS' "$TMP/out")" = $n ] || { cat "$TMP/out"; fail "collectives on $n"; }
   echo "n=$n: $(grep -m1 -o '[0-9]* allreduce cases' "$TMP/out") right, and every other collective"
 done
+for n in 1 3; do
+  timeout 120 "$RLXRUN" -n $n "$PYTHON" "$PYTESTS/check_numpy.py" messages >"$TMP/out" 2>&1 ||
+    { cat "$TMP/out"; fail "messages on $n rank(s)"; }
+  [ "$(grep -c 'check_numpy: rank [0-9]*: PASS' "$TMP/out")" = $n ] || { cat "$TMP/out"; fail "messages on $n"; }
+  echo "n=$n: send, recv, isend, irecv (any source) of every dtype; Truncated; bad arguments"
+done
 timeout 60 "$RLXRUN" -n 3 "$PYTHON" "$PYTESTS/check_numpy.py" mismatch >"$TMP/out" 2>&1
 [ "$(grep -c 'check_numpy: rank [0-9]*: PASS' "$TMP/out")" = 3 ] || { cat "$TMP/out"; fail "mismatch"; }
 echo "a mismatched count: rlxcoll.Mismatch on all 3 ranks"

@@ -5,6 +5,10 @@
                                  allgather, reduce_scatter, barrier,
                                  iallreduce, split, dup, bytearray,
                                  memoryview; bad arguments raise
+    check_numpy.py messages      send/recv/isend/irecv around a ring for
+                                 every dtype, from any source (the status
+                                 names the sender), a truncated receive
+                                 raises Truncated, bad arguments raise
     check_numpy.py mismatch      one rank passes another count: Mismatch,
                                  naming both calls, on every rank
     check_numpy.py kill          rank 1 dies: PeerLost on every survivor
@@ -171,6 +175,57 @@ def collectives(w):
     return checked
 
 
+def messages(w):
+    n, r = w.size, w.rank
+    to, frm = (r + 1) % n, (r - 1) % n
+    for i, dtype in enumerate(DTYPES):
+        for count in (0, 1, 1023, 100003):
+            out = data(r, dtype, count)
+            got = np.zeros(count + 5, dtype=dtype)
+            req = w.isend(out, to, tag=i)
+            if req.status is not None:
+                fail(w, "a send's request has a status")
+            st = w.recv(got, source=frm, tag=i)
+            req.wait()
+            if st != (frm, i, count) or got[:count].tobytes() != data(frm, dtype, count).tobytes():
+                fail(w, "ring %s x %d: status %r" % (np.dtype(dtype).name, count, st))
+            back = np.zeros(count, dtype=dtype)
+            rreq = w.irecv(back, tag=50 + i)  # from any source
+            w.send(out, frm, tag=50 + i)
+            rreq.wait()
+            if rreq.status != (to, 50 + i, count) or back.tobytes() != data(to, dtype, count).tobytes():
+                fail(w, "irecv from any source %s x %d: status %r" %
+                     (np.dtype(dtype).name, count, rreq.status))
+    w.barrier()
+    if n > 1:
+        if r == 1:
+            w.send(np.arange(100, dtype=np.int32), 0, tag=3)
+            w.send(np.arange(3, dtype=np.int32), 0, tag=3)
+        if r == 0:
+            small = np.zeros(10, dtype=np.int32)
+            try:
+                w.recv(small, 1, 3)
+                fail(w, "a long message fit a short receive")
+            except rlxcoll.Truncated as e:
+                if "has 400 bytes, the receive room for 40" not in str(e):
+                    fail(w, "Truncated says: %s" % e)
+            if w.recv(small, 1, 3) != (1, 3, 3) or list(small[:3]) != [0, 1, 2]:
+                fail(w, "the message after a truncated one")
+    for bad in (lambda: w.send(np.zeros(1), n), lambda: w.send(np.zeros(1), 0, tag=-1),
+                lambda: w.recv(np.zeros(1), source=n)):
+        try:
+            bad()
+            fail(w, "a bad argument was taken")
+        except rlxcoll.ArgumentError:
+            pass
+    try:
+        w.recv(b"read-only", 0)
+        fail(w, "received into a read-only buffer")
+    except TypeError:
+        pass
+    w.barrier()
+
+
 def mismatch(w):
     try:
         w.allreduce(np.zeros(3 if w.rank == w.size - 1 else 2, dtype=np.float32))
@@ -272,6 +327,8 @@ def main():
     if mode == "collectives":
         n = collectives(w)
         print("check_numpy: rank %d: %d allreduce cases" % (w.rank, n))
+    elif mode == "messages":
+        messages(w)
     elif mode == "mismatch":
         mismatch(w)
     elif mode == "kill":

@@ -93,6 +93,46 @@ def ops():
     if not torch.all(nc == n * (n - 1) / 2):
         fail("a non-contiguous tensor")
     dist.barrier()
+    messages(r, n)
+
+
+def messages(r, n):
+    """send/recv around a ring (every dtype above), isend/irecv, recv from
+    any source (it returns the sender), batch_isend_irecv, a
+    non-contiguous receive."""
+    to, frm = (r + 1) % n, (r - 1) % n
+    for i, dtype in enumerate((torch.float32, torch.float64, torch.float16, torch.bfloat16,
+                               torch.int32, torch.int64)):
+        t, got = local(r, dtype, 1000), torch.zeros(1000, dtype=dtype)
+        if r % 2 == 0:
+            dist.send(t, to, tag=i)
+            dist.recv(got, frm, tag=i)
+        else:
+            dist.recv(got, frm, tag=i)
+            dist.send(t, to, tag=i)
+        if not torch.equal(got, local(frm, dtype, 1000)):
+            fail("send/recv of %s" % dtype)
+    w = dist.isend(local(r, torch.float32), to, tag=9)
+    got = torch.zeros(37)
+    src = dist.recv(got, tag=9)  # from any source
+    w.wait()
+    if src != frm or not torch.equal(got, local(frm, torch.float32)):
+        fail("recv from any source: src %r" % src)
+    nc = torch.zeros(37, 2)[:, 0]
+    rw = dist.irecv(nc, frm, tag=10)
+    dist.isend(local(r, torch.float32), to, tag=10).wait()
+    rw.wait()
+    if not torch.equal(nc, local(frm, torch.float32)):
+        fail("irecv into a non-contiguous tensor")
+    outs = [torch.full((5,), float(r)), torch.full((5,), float(r) + 0.5)]
+    ins = [torch.zeros(5), torch.zeros(5)]
+    ops_ = [dist.P2POp(dist.isend, outs[0], to), dist.P2POp(dist.irecv, ins[0], frm),
+            dist.P2POp(dist.isend, outs[1], frm), dist.P2POp(dist.irecv, ins[1], to)]
+    for req in dist.batch_isend_irecv(ops_):
+        req.wait()
+    if n > 1 and not (torch.all(ins[0] == frm) and torch.all(ins[1] == to + 0.5)):
+        fail("batch_isend_irecv: %r" % ins)
+    dist.barrier()
 
 
 def ddp(out):
