@@ -343,7 +343,9 @@ static void fill(struct rlx_request *rq, int kind, const char *call, rlx_dtype_t
                  size_t count, size_t es, int root, const void *src, void *dst) {
   /* not the op's message and lanes (coll.h: exec clears what it uses) */
   memset(&rq->op, 0, offsetof(struct rlx__op, msg));
-  memset((char *)rq + sizeof(rq->op), 0, sizeof(*rq) - sizeof(rq->op));
+  rq->is_msg = 0;
+  memset((char *)rq + offsetof(struct rlx_request, comm), 0,
+         sizeof(*rq) - offsetof(struct rlx_request, comm));
   rq->op.kind = kind;
   rq->op.call = call;
   rq->op.dt = dt;

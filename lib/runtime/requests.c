@@ -13,12 +13,15 @@ static void free_request(struct rlx_request *h) {
 
 /* Complete h (waiting as long as it takes) and free it. */
 static int complete(struct rlx_request *h, rlx_status_t *st) {
-  int rc = RLX_OK;
-  if (h->msg.is)
-    rc = rlx__msg_finish(h, st);
-  else if (h->comm)
-    rc = rlx__coll_finish(h);
-  if (!h->msg.is && st != NULL)
+  if (h->is_msg) {
+    struct rlx__msg_req *m = (struct rlx__msg_req *)h;
+    int rc = rlx__msg_finish(m, st);
+    atomic_fetch_sub(&m->comm->in_flight, 1);
+    free(m);
+    return rc;
+  }
+  int rc = h->comm ? rlx__coll_finish(h) : RLX_OK;
+  if (st != NULL)
     memset(st, 0, sizeof(*st));
   if (h->comm)
     atomic_fetch_sub(&h->comm->in_flight, 1);
@@ -38,6 +41,10 @@ int rlx_wait(rlx_request_t **req) { return rlx_wait_status(req, NULL); }
 
 /* Has h completed, or passed its deadline (then waiting fails it at once)? */
 static int ready(struct rlx_request *h) {
+  if (h->is_msg) {
+    struct rlx__msg_req *m = (struct rlx__msg_req *)h;
+    return atomic_load(&m->done) || (m->deadline != 0 && rlx__now_ns() >= m->deadline);
+  }
   if (atomic_load(&h->op.done) || h->comm == NULL)
     return 1;
   return h->deadline != 0 && rlx__now_ns() >= h->deadline;

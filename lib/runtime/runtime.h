@@ -48,11 +48,17 @@ struct rlx_comm {
   struct rlx__list live; /* in comm.c's list (rlx__comm_busy); not the world */
 };
 
-/* A message in flight (rlx_isend, rlx_irecv; messages.c): its transfer,
- * and what the call asked for, for its status and its errors. */
+/* A message in flight (messages.c): its transfer, and what the call asked
+ * for, for its status and its errors. An rlx_request_t of rlx_isend or
+ * rlx_irecv is one of these (is_msg first in both: requests.c tells them
+ * apart), a tenth of a collective's. */
 struct rlx__msg_req {
-  int is;   /* this request is a message's, not a collective's */
-  int recv; /* a receive */
+  int is_msg; /* 1 */
+  int recv;   /* a receive */
+  atomic_int done;
+  atomic_uint progress;
+  rlx_comm_t *comm;
+  uint64_t deadline;
   const char *call;
   rlx_dtype_t dt;
   size_t count;
@@ -61,9 +67,9 @@ struct rlx__msg_req {
 };
 
 /* An operation in flight: a blocking call's lives on its stack, a
- * nonblocking one's on the heap until rlx_wait/rlx_test frees it. A
- * message's uses op's done and progress only. */
+ * nonblocking one's on the heap until rlx_wait/rlx_test frees it. */
 struct rlx_request {
+  int is_msg; /* 0: a collective's (1: a struct rlx__msg_req) */
   struct rlx__op op;
   rlx_comm_t *comm;
   int nonblocking;
@@ -73,14 +79,13 @@ struct rlx_request {
    * widened into `out` at the end */
   void *half;
   float *out;
-  struct rlx__msg_req msg;
 };
 
 /* Wait for a started request and apply its outcome (collectives.c: a
  * collective's; messages.c: a message's, with its status, st may be
  * NULL). The request stays the caller's to free. */
 int rlx__coll_finish(struct rlx_request *rq);
-int rlx__msg_finish(struct rlx_request *rq, rlx_status_t *st);
+int rlx__msg_finish(struct rlx__msg_req *m, rlx_status_t *st);
 
 /* The host's cores as rlx__host_cores finds them (n = 0: unknown). */
 struct rlx__cores {
