@@ -1,7 +1,7 @@
 /* Fault hooks for test builds (--enable-fault-injection), compiled out of
  * every other build:
  *   RLX_FAULT_FRAME=flip|truncate|drop|flipref:N[:RANK] spoils the N-th
- *     DATA frame world rank RANK (default 0) sends: one payload bit flipped
+ *     DATA or MSG frame world rank RANK (default 0) sends: one payload bit flipped
  *     after its CRC was taken, the connection closed half-way through the
  *     payload, or closed before the frame; flipref flips a bit of the
  *     address in a by-reference frame's descriptor (a frame on the stream:
@@ -34,7 +34,7 @@ static int fault_action(struct rlx__p2p *p) {
   if (action == FAULT_NONE || p->rank != rank || ++seen != n)
     return FAULT_NONE;
   static const char *const names[] = {"", "flip", "truncate", "drop", "flipref"};
-  rlx__warn("fault injection: %s on DATA frame %ld", names[action], n);
+  rlx__warn("fault injection: %s on DATA or MSG frame %ld", names[action], n);
   return action;
 }
 

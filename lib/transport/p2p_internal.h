@@ -218,7 +218,7 @@ void rlx__abort_arrived(struct rlx__p2p_conn *c, const struct rlx__umsg *m);
 
 /* ---- fault.c (test builds) */
 #ifdef RLX_FAULT_INJECTION
-/* RLX_FAULT_FRAME: maybe spoil x (a DATA frame about to be written); 1
+/* RLX_FAULT_FRAME: maybe spoil x (a DATA or MSG frame about to be written); 1
  * when the fault consumed it (x->status set). */
 int rlx__fault_frame(struct rlx__p2p *p, struct rlx__xfer *x);
 /* RLX_FAULT_CMA=deny: refuse copies by reference. */

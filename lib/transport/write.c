@@ -71,7 +71,7 @@ int rlx__write_frame(struct rlx__p2p *p, struct rlx__xfer *x, int type) {
   struct rlx__p2p_peer *pe = &p->peers[x->peer];
   stamp(p, x, type);
 #ifdef RLX_FAULT_INJECTION
-  if (type == RLX__FT_DATA && rlx__fault_frame(p, x))
+  if ((type == RLX__FT_DATA || type == RLX__FT_MSG) && rlx__fault_frame(p, x))
     return 1;
 #endif
   if (pe->lost) {

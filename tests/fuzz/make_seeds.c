@@ -33,12 +33,25 @@ int main(int argc, char **argv) {
     h.sig[0] = 1; /* what lib/coll/call.c writes for an allreduce of 4 int8 */
     h.sig[8] = 4;
     h.src = 1;
-    h.payload_len = type == RLX__FT_DATA ? sizeof payload - 1 : 0;
-    h.payload_crc = type == RLX__FT_DATA ? rlx__crc32c(payload, sizeof payload - 1) : 0;
+    int data = type == RLX__FT_DATA || type == RLX__FT_MSG;
+    if (type == RLX__FT_MSG) { /* tag 5, the sender's 4th message, 16 int8 */
+      h.segment = 5;
+      h.seq = RLX__SEQ_MSG | 4;
+      memset(h.sig, 0, sizeof h.sig);
+    }
+    h.payload_len = data ? sizeof payload - 1 : 0;
+    h.payload_crc = data ? rlx__crc32c(payload, sizeof payload - 1) : 0;
     rlx__frame_encode(&h, bytes);
     char name[32];
     snprintf(name, sizeof name, "type%d", type);
-    put(fd, name, bytes, sizeof bytes, type == RLX__FT_DATA ? payload : NULL, sizeof payload - 1);
+    put(fd, name, bytes, sizeof bytes, data ? payload : NULL, sizeof payload - 1);
+    if (type == RLX__FT_MSG) { /* and by reference: a descriptor (address, pid) */
+      unsigned char desc[RLX__CMA_DESC_SIZE] = {0x00, 0x10, 0, 0, 0, 0, 0, 0, 0x39, 0x30};
+      h.flags = RLX__FF_CMA;
+      h.payload_crc = rlx__crc32c(desc, sizeof desc);
+      rlx__frame_encode(&h, bytes);
+      put(fd, "type5cma", bytes, sizeof bytes, desc, sizeof desc);
+    }
   }
   struct rlx__hs cli, srv;
   uint8_t hello[RLX__HS_HELLO_SIZE], chal[RLX__HS_CHALLENGE_SIZE], proof[RLX__HS_PROOF_SIZE];

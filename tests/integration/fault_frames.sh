@@ -64,4 +64,22 @@ for n in 2 3; do
     fail "deny n=$n: $refs copied by reference, $again sent again on the socket"
   echo "copies by reference refused, n=$n: right results, $again payloads sent again on the socket"
 done
+# Messages (rlx_send): rank 0's first message spoilt on its way to rank 1,
+# whose receive fails with the right error within 5 s, never with wrong
+# data; after a flipped bit (the stream still in step) the next message
+# comes whole. On the socket (copies by reference off), by reference, and
+# through shared memory.
+P2P="$top_builddir/tests/integration/p2p_check"
+for c in unix:off:flip unix:off:truncate unix:off:drop tcp:off:flip tcp:off:drop \
+    unix:on:flipref shm:on:flipref shm:on:truncate shm:on:drop; do
+  tr=${c%%:*} cma=${c#*:} action=${c##*:}
+  cma=${cma%%:*}
+  want=lost
+  case $action in flip*) want=corrupt ;; esac
+  RLX_TRANSPORT=$tr RLX_CMA=$cma RLX_FAULT_FRAME=$action:1:0 timeout 60 "$RLXRUN" -n 2 --grace 10 \
+    "$P2P" frame $want >"$TMP/out" 2>&1
+  grep -q "WRONG DATA" "$TMP/out" && { cat "$TMP/out"; fail "message $c: wrong data"; }
+  grep -q "p2p_check: rank 1: PASS" "$TMP/out" || { cat "$TMP/out"; fail "message $c: not '$want'"; }
+  echo "a message, $tr (by reference $cma), $action: $(sed -n 's/.*rank 1: \([a-z ]*\) after \([0-9.]*\) s.*/\1 after \2 s/p' "$TMP/out")"
+done
 echo "frame faults: ok"

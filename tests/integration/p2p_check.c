@@ -6,7 +6,11 @@
  * rlx_waitall/rlx_testany, a receive's timeout, and bad arguments.
  *   p2p_check [--big N]   (N: the big count, default 1M+3)
  *   p2p_check kill        (rank 1 dies while rank 0 waits on it, and
- *                          rank 0's receive from any source meanwhile) */
+ *                          rank 0's receive from any source meanwhile)
+ *   p2p_check frame corrupt|lost  (2 ranks; RLX_FAULT_FRAME spoils rank
+ *                          0's first message: rank 1's receive fails so,
+ *                          no wrong data; after a corrupt one the next
+ *                          message arrives whole) */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -349,6 +353,50 @@ static int kill_mode(void) {
   return failures != 0;
 }
 
+/* Rank 0's first frame is a message of 1 Mi doubles, spoilt by
+ * RLX_FAULT_FRAME; then a small one. Rank 1 must see want, never wrong
+ * data, within 5 s; after a corrupt payload (the stream in step) the small
+ * one comes whole. */
+static int frame_mode(const char *want_s) {
+  int want = strcmp(want_s, "corrupt") == 0 ? RLX_ERR_CORRUPT : RLX_ERR_PEER_LOST;
+  size_t n = 1u << 20;
+  double *v = malloc(n * sizeof(double));
+  signal(SIGTERM, SIG_IGN);
+  if (me == 0) {
+    for (size_t i = 0; i < n; i++)
+      v[i] = (double)i;
+    int rc = rlx_send(v, n, RLX_FLOAT64, 1, 4, rlx_comm_world());
+    int rc2 = rlx_send(v, 3, RLX_FLOAT64, 1, 5, rlx_comm_world());
+    printf("p2p_check: rank 0: sends: %s, %s\n", rlx_strerror(rc), rlx_strerror(rc2));
+  } else if (me == 1) {
+    memset(v, 0, n * sizeof(double));
+    double t0 = now();
+    int rc = rlx_recv(v, n, RLX_FLOAT64, 0, 4, rlx_comm_world(), NULL);
+    double took = now() - t0;
+    printf("p2p_check: rank 1: %s after %.2f s: %s\n", rlx_strerror(rc), took,
+           rc ? rlx_errmsg() : "");
+    CHECK(rc == want && took < bound(5), "a spoilt message: %s", rlx_strerror(rc));
+    if (rc == RLX_OK)
+      for (size_t i = 0; i < n; i++)
+        if (v[i] != (double)i) {
+          printf("p2p_check: rank 1: WRONG DATA at %zu\n", i);
+          failures++;
+          break;
+        }
+    if (want == RLX_ERR_CORRUPT) {
+      rc = rlx_recv(v, 3, RLX_FLOAT64, 0, 5, rlx_comm_world(), NULL);
+      CHECK(rc == RLX_OK && v[0] == 0 && v[1] == 1 && v[2] == 2, "the message after it: %s",
+            rlx_strerror(rc));
+    }
+    printf("p2p_check: rank 1: %s\n", failures ? "FAIL" : "PASS");
+  }
+  fflush(stdout);
+  free(v);
+  if (me == 1 && want == RLX_ERR_CORRUPT)
+    rlx_finalize();
+  return failures != 0;
+}
+
 int main(int argc, char **argv) {
   size_t big = (1u << 20) + 3;
   if (rlx_init(&argc, &argv) != RLX_OK) {
@@ -359,6 +407,8 @@ int main(int argc, char **argv) {
   np = rlx_comm_size(rlx_comm_world());
   if (argc > 1 && strcmp(argv[1], "kill") == 0)
     return kill_mode();
+  if (argc > 2 && strcmp(argv[1], "frame") == 0)
+    return frame_mode(argv[2]);
   if (argc > 2 && strcmp(argv[1], "--big") == 0)
     big = (size_t)strtoul(argv[2], NULL, 10);
   /* (a barrier between the parts: a receive from any source with any tag
