@@ -64,7 +64,7 @@ for n in 2 3; do
     fail "deny n=$n: $refs copied by reference, $again sent again on the socket"
   echo "copies by reference refused, n=$n: right results, $again payloads sent again on the socket"
 done
-# Messages (rlx_send): rank 0's first message spoilt on its way to rank 1,
+# Messages (rlx_send): rank 0's second message (after a round trip) spoilt on its way to rank 1,
 # whose receive fails with the right error within 5 s, never with wrong
 # data; after a flipped bit (the stream still in step) the next message
 # comes whole. On the socket (copies by reference off), by reference, and
@@ -76,7 +76,7 @@ for c in unix:off:flip unix:off:truncate unix:off:drop tcp:off:flip tcp:off:drop
   cma=${cma%%:*}
   want=lost
   case $action in flip*) want=corrupt ;; esac
-  RLX_TRANSPORT=$tr RLX_CMA=$cma RLX_FAULT_FRAME=$action:1:0 timeout 60 "$RLXRUN" -n 2 --grace 10 \
+  RLX_TRANSPORT=$tr RLX_CMA=$cma RLX_FAULT_FRAME=$action:2:0 timeout 60 "$RLXRUN" -n 2 --grace 10 \
     "$P2P" frame $want >"$TMP/out" 2>&1
   grep -q "WRONG DATA" "$TMP/out" && { cat "$TMP/out"; fail "message $c: wrong data"; }
   grep -q "p2p_check: rank 1: PASS" "$TMP/out" || { cat "$TMP/out"; fail "message $c: not '$want'"; }
