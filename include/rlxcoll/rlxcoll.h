@@ -80,6 +80,21 @@ RLX_API int rlx_iallreduce(const void *sendbuf, void *recvbuf, size_t count, rlx
                            rlx_op_t op, rlx_comm_t *c, rlx_request_t **req);
 RLX_API int rlx_ibcast(void *buf, size_t count, rlx_dtype_t dt, int root, rlx_comm_t *c,
                        rlx_request_t **req);
+/* Gather every rank's count elements into the root's recvbuf (rank i's
+ * at block i), scatter the root's blocks, and all-to-all (block j of
+ * sendbuf to rank j, block i of recvbuf from rank i); rlx_gather(3). */
+RLX_API int rlx_gather(const void *sendbuf, void *recvbuf, size_t count, rlx_dtype_t dt,
+                       int root, rlx_comm_t *c);
+RLX_API int rlx_scatter(const void *sendbuf, void *recvbuf, size_t count, rlx_dtype_t dt,
+                        int root, rlx_comm_t *c);
+RLX_API int rlx_alltoall(const void *sendbuf, void *recvbuf, size_t count, rlx_dtype_t dt,
+                         rlx_comm_t *c);
+RLX_API int rlx_igather(const void *sendbuf, void *recvbuf, size_t count, rlx_dtype_t dt,
+                        int root, rlx_comm_t *c, rlx_request_t **req);
+RLX_API int rlx_iscatter(const void *sendbuf, void *recvbuf, size_t count, rlx_dtype_t dt,
+                         int root, rlx_comm_t *c, rlx_request_t **req);
+RLX_API int rlx_ialltoall(const void *sendbuf, void *recvbuf, size_t count, rlx_dtype_t dt,
+                          rlx_comm_t *c, rlx_request_t **req);
 RLX_API int rlx_wait(rlx_request_t **req);
 RLX_API int rlx_test(rlx_request_t **req, int *done);
 

@@ -19,13 +19,16 @@
   XX(REDUCE, 5, "rlx_reduce", ARG_COUNT | ARG_DTYPE | ARG_OP | ARG_ROOT)       \
   XX(ALLGATHER, 6, "rlx_allgather", ARG_COUNT | ARG_DTYPE)                     \
   XX(REDUCE_SCATTER, 7, "rlx_reduce_scatter", ARG_RECVCOUNT | ARG_DTYPE | ARG_OP) \
-  XX(COMM, 8, "rlx_comm_split", 0) /* communicator management (split's exchange) */
+  XX(COMM, 8, "rlx_comm_split", 0) /* communicator management (split's exchange) */ \
+  XX(GATHER, 9, "rlx_gather", ARG_COUNT | ARG_DTYPE | ARG_ROOT)                \
+  XX(SCATTER, 10, "rlx_scatter", ARG_COUNT | ARG_DTYPE | ARG_ROOT)             \
+  XX(ALLTOALL, 11, "rlx_alltoall", ARG_COUNT | ARG_DTYPE)
 
 enum rlx__coll_kind {
 #define XX(name, value, call, args) RLX__CK_##name = value,
   RLX__COLL_KIND_MAP(XX)
 #undef XX
-  RLX__CK_MAX = 8
+  RLX__CK_MAX = 11
 };
 
 /* Sequence numbers of calls the library makes on a communicator for

@@ -263,6 +263,9 @@ extern const struct rlx__algo rlx__reduce_shm;
 extern const struct rlx__algo rlx__allgather_shm;
 extern const struct rlx__algo rlx__reduce_scatter_shm;
 extern const struct rlx__algo rlx__barrier_shm;
+extern const struct rlx__algo rlx__gather_linear;
+extern const struct rlx__algo rlx__scatter_linear;
+extern const struct rlx__algo rlx__alltoall_pairwise;
 /* allreduce_shm.c's steps, for rlx_reduce too (all = 0: the root alone
  * copies the result out) */
 int rlx__shm_reduce_run(struct rlx__op *op, int all);

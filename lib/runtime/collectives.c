@@ -573,3 +573,114 @@ int rlx_barrier(rlx_comm_t *c) {
 }
 
 int rlx__coll_finish(struct rlx_request *rq) { return finish(rq); }
+
+/* ---- gather, scatter, all-to-all -------------------------------------------- */
+
+/* rlx_gather and rlx_scatter: blocks of count elements between every rank
+ * and the root's p blocks (recvbuf of gather, sendbuf of scatter, only
+ * read on the root). RLX_IN_PLACE: the root's own block stays where it is
+ * (gather: as sendbuf; scatter: as recvbuf). */
+static int rooted(int kind, const char *call, const void *sendbuf, void *recvbuf, size_t count,
+                  rlx_dtype_t dt, int root, rlx_comm_t *c, rlx_request_t **req) {
+  struct rlx_request rq;
+  size_t es;
+  int rc;
+  if ((rc = check_comm(call, c)) != RLX_OK || (rc = check_type(call, dt, count, &es)) != RLX_OK ||
+      (rc = check_root(call, root, c)) != RLX_OK)
+    return rc;
+  if (count == 0)
+    return done_request(req);
+  int at_root = c->rank == root, gather = kind == RLX__CK_GATHER;
+  size_t block = count * es;
+  const void *src = sendbuf;
+  void *dst = recvbuf;
+  if (gather) {
+    if (sendbuf == RLX_IN_PLACE && !at_root)
+      return rlx__err(RLX_ERR_ARG, "%s: RLX_IN_PLACE as sendbuf is for the root only", call);
+    if ((sendbuf == NULL) || (at_root && recvbuf == NULL))
+      return rlx__err(RLX_ERR_ARG, "%s: %s is NULL", call, sendbuf == NULL ? "sendbuf" : "recvbuf");
+    if (at_root && (rc = not_in_place(call, "recvbuf", recvbuf)) != RLX_OK)
+      return rc;
+    if (sendbuf == RLX_IN_PLACE)
+      src = (char *)recvbuf + (size_t)root * block;
+  } else {
+    if (recvbuf == RLX_IN_PLACE && !at_root)
+      return rlx__err(RLX_ERR_ARG, "%s: RLX_IN_PLACE as recvbuf is for the root only", call);
+    if ((recvbuf == NULL) || (at_root && sendbuf == NULL))
+      return rlx__err(RLX_ERR_ARG, "%s: %s is NULL", call, recvbuf == NULL ? "recvbuf" : "sendbuf");
+    if (at_root && (rc = not_in_place(call, "sendbuf", sendbuf)) != RLX_OK)
+      return rc;
+    if (recvbuf == RLX_IN_PLACE)
+      dst = (char *)sendbuf + (size_t)root * block;
+  }
+  fill(&rq, kind, call, dt, RLX_SUM, count, es, root, src, dst);
+  if ((rc = pick(&rq.op, c, block * (size_t)c->size, "", req == NULL)) != RLX_OK)
+    return rc;
+  return launch(c, &rq, req);
+}
+
+int rlx_gather(const void *sendbuf, void *recvbuf, size_t count, rlx_dtype_t dt, int root,
+               rlx_comm_t *c) {
+  return rlx__refused(c, rooted(RLX__CK_GATHER, "rlx_gather", sendbuf, recvbuf, count, dt, root,
+                                c, NULL));
+}
+
+int rlx_scatter(const void *sendbuf, void *recvbuf, size_t count, rlx_dtype_t dt, int root,
+                rlx_comm_t *c) {
+  return rlx__refused(c, rooted(RLX__CK_SCATTER, "rlx_scatter", sendbuf, recvbuf, count, dt,
+                                root, c, NULL));
+}
+
+int rlx_igather(const void *sendbuf, void *recvbuf, size_t count, rlx_dtype_t dt, int root,
+                rlx_comm_t *c, rlx_request_t **req) {
+  if (req == NULL)
+    return rlx__refused(c, rlx__err(RLX_ERR_ARG, "rlx_igather: req is NULL"));
+  *req = NULL;
+  return rlx__refused(c, rooted(RLX__CK_GATHER, "rlx_igather", sendbuf, recvbuf, count, dt, root,
+                                c, req));
+}
+
+int rlx_iscatter(const void *sendbuf, void *recvbuf, size_t count, rlx_dtype_t dt, int root,
+                 rlx_comm_t *c, rlx_request_t **req) {
+  if (req == NULL)
+    return rlx__refused(c, rlx__err(RLX_ERR_ARG, "rlx_iscatter: req is NULL"));
+  *req = NULL;
+  return rlx__refused(c, rooted(RLX__CK_SCATTER, "rlx_iscatter", sendbuf, recvbuf, count, dt,
+                                root, c, req));
+}
+
+/* rlx_alltoall: block j of sendbuf to rank j, block i of recvbuf from rank
+ * i. Not in place (MPI allows it; pairwise exchange would overwrite a
+ * block before sending it). */
+static int alltoall(const char *call, const void *sendbuf, void *recvbuf, size_t count,
+                    rlx_dtype_t dt, rlx_comm_t *c, rlx_request_t **req) {
+  struct rlx_request rq;
+  size_t es;
+  int rc;
+  if ((rc = check_comm(call, c)) != RLX_OK || (rc = check_type(call, dt, count, &es)) != RLX_OK)
+    return rc;
+  if (count == 0)
+    return done_request(req);
+  if (sendbuf == NULL || recvbuf == NULL)
+    return rlx__err(RLX_ERR_ARG, "%s: %s is NULL", call, sendbuf == NULL ? "sendbuf" : "recvbuf");
+  if (sendbuf == RLX_IN_PLACE || recvbuf == RLX_IN_PLACE || sendbuf == recvbuf)
+    return rlx__err(RLX_ERR_ARG, "%s: sendbuf and recvbuf must be two buffers (no RLX_IN_PLACE)",
+                    call);
+  fill(&rq, RLX__CK_ALLTOALL, call, dt, RLX_SUM, count, es, 0, sendbuf, recvbuf);
+  if ((rc = pick(&rq.op, c, count * es * (size_t)c->size, "", req == NULL)) != RLX_OK)
+    return rc;
+  return launch(c, &rq, req);
+}
+
+int rlx_alltoall(const void *sendbuf, void *recvbuf, size_t count, rlx_dtype_t dt,
+                 rlx_comm_t *c) {
+  return rlx__refused(c, alltoall("rlx_alltoall", sendbuf, recvbuf, count, dt, c, NULL));
+}
+
+int rlx_ialltoall(const void *sendbuf, void *recvbuf, size_t count, rlx_dtype_t dt,
+                  rlx_comm_t *c, rlx_request_t **req) {
+  if (req == NULL)
+    return rlx__refused(c, rlx__err(RLX_ERR_ARG, "rlx_ialltoall: req is NULL"));
+  *req = NULL;
+  return rlx__refused(c, alltoall("rlx_ialltoall", sendbuf, recvbuf, count, dt, c, req));
+}

@@ -268,6 +268,87 @@ static void check_allgather(rlx_dtype_t dt, size_t count, int in_place) {
   free(out);
 }
 
+/* The element rank `from` sends to rank `to` at i (gather: to = -1). */
+static int xvalue(int from, int to, size_t i) { return value(from * 64 + to + 1, i, RLX_SUM); }
+
+/* Is block `blk` (count elements) what `from` sent to `to`? */
+static int block_ok(const char *blk, size_t count, rlx_dtype_t dt, int from, int to) {
+  char one[8];
+  size_t es = rlx_dtype_size(dt);
+  for (size_t i = 0; i < count; i++) {
+    store(one, 0, dt, xvalue(from, to, i));
+    if (memcmp(blk + i * es, one, es) != 0)
+      return 0;
+  }
+  return 1;
+}
+
+/* rlx_gather, rlx_scatter, rlx_alltoall and their nonblocking forms
+ * (nb), to root, in place at the root where the call allows it. */
+static void check_exchanges(rlx_dtype_t dt, size_t count, int root, int nb, int in_place) {
+  size_t es = rlx_dtype_size(dt), block = count * es, all = block * (size_t)size;
+  char *in = malloc(all + 1), *out = malloc(all + 1);
+  rlx_comm_t *w = rlx_comm_world();
+  rlx_request_t *req = NULL;
+  const char *how = nb ? "nonblocking " : "";
+  /* gather: rank r's block (xvalue(r, -1)) lands at block r of the root's */
+  for (size_t i = 0; i < count; i++)
+    store(in, i, dt, xvalue(rank, -1, i));
+  memset(out, 0x5a, all);
+  int ip = in_place && rank == root;
+  if (ip)
+    memcpy(out + (size_t)root * block, in, block);
+  const void *sb = ip ? RLX_IN_PLACE : in;
+  int rc = nb ? rlx_igather(sb, out, count, dt, root, w, &req) : rlx_gather(sb, out, count, dt, root, w);
+  if (rc == RLX_OK && nb)
+    rc = rlx_wait(&req);
+  checks++;
+  if (rc != RLX_OK)
+    FAIL("%sgather(count=%zu, %s, root=%d): %s", how, count, rlx_dtype_name(dt), root, rlx_errmsg());
+  else if (rank == root)
+    for (int r = 0; r < size; r++)
+      if (!block_ok(out + (size_t)r * block, count, dt, r, -1)) {
+        FAIL("%sgather(count=%zu, %s, root=%d%s): block %d wrong", how, count, rlx_dtype_name(dt),
+             root, ip ? ", in place" : "", r);
+        break;
+      }
+  /* scatter: the root's block r (xvalue(root, r)) to rank r */
+  if (rank == root)
+    for (int r = 0; r < size; r++)
+      for (size_t i = 0; i < count; i++)
+        store(in + (size_t)r * block, i, dt, xvalue(root, r, i));
+  memset(out, 0x5a, block);
+  void *rb = ip ? (void *)RLX_IN_PLACE : out;
+  rc = nb ? rlx_iscatter(in, rb, count, dt, root, w, &req) : rlx_scatter(in, rb, count, dt, root, w);
+  if (rc == RLX_OK && nb)
+    rc = rlx_wait(&req);
+  checks++;
+  if (rc != RLX_OK)
+    FAIL("%sscatter(count=%zu, %s, root=%d): %s", how, count, rlx_dtype_name(dt), root, rlx_errmsg());
+  else if (!block_ok(ip ? in + (size_t)root * block : out, count, dt, root, rank))
+    FAIL("%sscatter(count=%zu, %s, root=%d%s): wrong block", how, count, rlx_dtype_name(dt), root,
+         ip ? ", in place" : "");
+  /* all-to-all: block j of rank r's sendbuf (xvalue(r, j)) to rank j */
+  for (int j = 0; j < size; j++)
+    for (size_t i = 0; i < count; i++)
+      store(in + (size_t)j * block, i, dt, xvalue(rank, j, i));
+  memset(out, 0x5a, all);
+  rc = nb ? rlx_ialltoall(in, out, count, dt, w, &req) : rlx_alltoall(in, out, count, dt, w);
+  if (rc == RLX_OK && nb)
+    rc = rlx_wait(&req);
+  checks++;
+  if (rc != RLX_OK)
+    FAIL("%salltoall(count=%zu, %s): %s", how, count, rlx_dtype_name(dt), rlx_errmsg());
+  else
+    for (int r = 0; r < size; r++)
+      if (!block_ok(out + (size_t)r * block, count, dt, r, rank)) {
+        FAIL("%salltoall(count=%zu, %s): block from %d wrong", how, count, rlx_dtype_name(dt), r);
+        break;
+      }
+  free(in);
+  free(out);
+}
+
 static void check_reduce_scatter(rlx_dtype_t dt, rlx_op_t op, size_t count, int in_place) {
   size_t es = rlx_dtype_size(dt), total = count * (size_t)size;
   char *in = malloc(total * es + 1), *out = malloc(total * es + 1), *ref = malloc(total * es + 1);
@@ -620,6 +701,10 @@ int main(int argc, char **argv) {
       check_allgather((rlx_dtype_t)dt, counts[c] > 100000 ? counts[c] / (size_t)size : counts[c],
                       (dt + c) % 2);
       check_bcast((rlx_dtype_t)dt, counts[c] > 100000 ? counts[c] / 4 : counts[c], size - 1);
+      /* (the big count: a block per rank of it, for float32 and int8) */
+      if (counts[c] <= 100000 || dt == RLX_FLOAT32 || dt == RLX_INT8)
+        check_exchanges((rlx_dtype_t)dt, counts[c] > 100000 ? counts[c] / (size_t)size : counts[c],
+                        (dt + c) % size, (dt + c) % 3 == 0, (dt + c) % 2);
     }
     check_bcast(RLX_UINT8, counts[c], 0);
     check_nonblocking(RLX_FLOAT32, RLX_SUM, counts[c]);

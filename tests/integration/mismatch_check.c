@@ -7,10 +7,11 @@
  * bcastreduce (a reduce against bcasts), argcheck (the odd rank's call
  * fails its own argument check: the others learn it), argsym (every rank
  * makes the same invalid call: each gets RLX_ERR_ARG, and the communicator
- * stays usable).
+ * stays usable), a2a (rlx_alltoall with another count), gather
+ * (rlx_gather with another count).
  * exit: the odd rank finalizes and exits right after its call.
- * The first five kinds fail the call itself on every rank with
- * RLX_ERR_MISMATCH; in roots, rroots and bcastreduce a rank whose part was
+ * The first five kinds and a2a fail the call itself on every rank with
+ * RLX_ERR_MISMATCH; in roots, rroots, bcastreduce and gather a rank whose part was
  * done may return RLX_OK, and then its next call fails (revoked) at once
  * (rarely the call after that one);
  * there, when the odd rank left at once, a rank still sending to it may
@@ -65,6 +66,11 @@ static int call(const char *kind, int odd, rlx_comm_t *w, int rank) {
     return rlx_allreduce(RLX_IN_PLACE, v, 2, RLX_INT32, me ? RLX_AVG : RLX_SUM, w);
   if (strcmp(kind, "argsym") == 0)
     return rlx_allreduce(RLX_IN_PLACE, v, 2, RLX_INT32, RLX_AVG, w);
+  static double big[64], bout[64]; /* (8 ranks x 2 at most) */
+  if (strcmp(kind, "a2a") == 0)
+    return rlx_alltoall(big, bout, me ? 2 : 1, RLX_FLOAT64, w);
+  if (strcmp(kind, "gather") == 0)
+    return rlx_gather(big, bout, me ? 2 : 1, RLX_FLOAT64, other, w);
   fprintf(stderr, "mismatch_check: unknown kind %s\n", kind);
   exit(2);
 }
@@ -83,7 +89,7 @@ int main(int argc, char **argv) {
   int rank = rlx_comm_rank(w), odd = atoi(argv[2]) % rlx_comm_size(w);
   int gone = argc > 3 && strcmp(argv[3], "exit") == 0, quit = gone && rank == odd;
   int loose = strcmp(kind, "roots") == 0 || strcmp(kind, "rroots") == 0 ||
-              strcmp(kind, "bcastreduce") == 0;
+              strcmp(kind, "bcastreduce") == 0 || strcmp(kind, "gather") == 0;
   double t0 = now();
   int rc = call(kind, odd, w, rank);
   double took = now() - t0;

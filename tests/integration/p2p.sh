@@ -19,7 +19,7 @@ run() { # name, then env and arguments
 for n in ${P2P_NS:-1 2 3 4}; do
   run "n=$n" timeout 150 "$RLXRUN" -n $n --timeout 140 "$P2P" --big "${P2P_BIG:-1048579}"
 done
-for n in ${P2P_NS_SMALL-5 8}; do
+for n in ${P2P_NS_SMALL-5 6 7 8}; do
   run "n=$n" timeout 150 "$RLXRUN" -n $n --timeout 140 "$P2P" --big "${P2P_BIG:-262147}"
 done
 for t in unix tcp; do
