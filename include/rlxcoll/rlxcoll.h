@@ -95,6 +95,13 @@ RLX_API int rlx_iscatter(const void *sendbuf, void *recvbuf, size_t count, rlx_d
                          int root, rlx_comm_t *c, rlx_request_t **req);
 RLX_API int rlx_ialltoall(const void *sendbuf, void *recvbuf, size_t count, rlx_dtype_t dt,
                           rlx_comm_t *c, rlx_request_t **req);
+RLX_API int rlx_ireduce(const void *sendbuf, void *recvbuf, size_t count, rlx_dtype_t dt,
+                        rlx_op_t op, int root, rlx_comm_t *c, rlx_request_t **req);
+RLX_API int rlx_iallgather(const void *sendbuf, void *recvbuf, size_t count, rlx_dtype_t dt,
+                           rlx_comm_t *c, rlx_request_t **req);
+RLX_API int rlx_ireduce_scatter(const void *sendbuf, void *recvbuf, size_t recvcount,
+                                rlx_dtype_t dt, rlx_op_t op, rlx_comm_t *c, rlx_request_t **req);
+RLX_API int rlx_ibarrier(rlx_comm_t *c, rlx_request_t **req);
 RLX_API int rlx_wait(rlx_request_t **req);
 RLX_API int rlx_test(rlx_request_t **req, int *done);
 

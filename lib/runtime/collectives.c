@@ -462,17 +462,16 @@ int rlx_ibcast(void *buf, size_t count, rlx_dtype_t dt, int root, rlx_comm_t *c,
   return rlx__refused(c, bcast("rlx_ibcast", buf, count, dt, root, c, req));
 }
 
-static int reduce(const void *sendbuf, void *recvbuf, size_t count, rlx_dtype_t dt, rlx_op_t op,
-                  int root, rlx_comm_t *c) {
+static int reduce(const char *call, const void *sendbuf, void *recvbuf, size_t count,
+                  rlx_dtype_t dt, rlx_op_t op, int root, rlx_comm_t *c, rlx_request_t **req) {
   struct rlx_request rq;
   size_t es;
   int rc;
-  const char *call = "rlx_reduce";
   if ((rc = check_comm(call, c)) != RLX_OK || (rc = check_type(call, dt, count, &es)) != RLX_OK ||
       (rc = check_op(call, op, dt)) != RLX_OK || (rc = check_root(call, root, c)) != RLX_OK)
     return rc;
   if (count == 0)
-    return RLX_OK;
+    return done_request(req);
   int is_root = c->rank == root;
   if (sendbuf == NULL || (is_root && recvbuf == NULL) || (!is_root && sendbuf == RLX_IN_PLACE))
     return rlx__err(RLX_ERR_ARG, "%s: %s", call,
@@ -483,21 +482,20 @@ static int reduce(const void *sendbuf, void *recvbuf, size_t count, rlx_dtype_t 
     return rc;
   fill(&rq, RLX__CK_REDUCE, call, dt, op, count, es, root,
        sendbuf == RLX_IN_PLACE ? recvbuf : sendbuf, is_root ? recvbuf : NULL);
-  if ((rc = pick(&rq.op, c, count * es, "", 1)) != RLX_OK)
+  if ((rc = pick(&rq.op, c, count * es, "", req == NULL)) != RLX_OK)
     return rc;
-  return launch(c, &rq, NULL);
+  return launch(c, &rq, req);
 }
 
-static int allgather(const void *sendbuf, void *recvbuf, size_t count, rlx_dtype_t dt,
-                     rlx_comm_t *c) {
+static int allgather(const char *call, const void *sendbuf, void *recvbuf, size_t count,
+                     rlx_dtype_t dt, rlx_comm_t *c, rlx_request_t **req) {
   struct rlx_request rq;
   size_t es;
   int rc;
-  const char *call = "rlx_allgather";
   if ((rc = check_comm(call, c)) != RLX_OK || (rc = check_type(call, dt, count, &es)) != RLX_OK)
     return rc;
   if (count == 0)
-    return RLX_OK;
+    return done_request(req);
   if (sendbuf == NULL || recvbuf == NULL)
     return rlx__err(RLX_ERR_ARG, "%s: %s is NULL", call, sendbuf == NULL ? "sendbuf" : "recvbuf");
   if ((rc = not_in_place(call, "recvbuf", recvbuf)) != RLX_OK)
@@ -505,23 +503,24 @@ static int allgather(const void *sendbuf, void *recvbuf, size_t count, rlx_dtype
   const void *src = sendbuf == RLX_IN_PLACE ? (char *)recvbuf + (size_t)c->rank * count * es
                                             : sendbuf;
   fill(&rq, RLX__CK_ALLGATHER, call, dt, RLX_SUM, count, es, 0, src, recvbuf);
-  if ((rc = pick(&rq.op, c, count * es * (size_t)c->size, rlx__rt.cfg.allgather_algo, 1)) != RLX_OK)
+  if ((rc = pick(&rq.op, c, count * es * (size_t)c->size, rlx__rt.cfg.allgather_algo,
+                 req == NULL)) != RLX_OK)
     return rc;
-  return launch(c, &rq, NULL);
+  return launch(c, &rq, req);
 }
 
-static int reduce_scatter(const void *sendbuf, void *recvbuf, size_t recvcount, rlx_dtype_t dt,
-                          rlx_op_t op, rlx_comm_t *c) {
+static int reduce_scatter(const char *call, const void *sendbuf, void *recvbuf,
+                          size_t recvcount, rlx_dtype_t dt, rlx_op_t op, rlx_comm_t *c,
+                          rlx_request_t **req) {
   struct rlx_request rq;
   size_t es;
   int rc;
-  const char *call = "rlx_reduce_scatter";
   if ((rc = check_comm(call, c)) != RLX_OK ||
       (rc = check_type(call, dt, recvcount, &es)) != RLX_OK ||
       (rc = check_op(call, op, dt)) != RLX_OK)
     return rc;
   if (recvcount == 0)
-    return RLX_OK;
+    return done_request(req);
   if (sendbuf == NULL || recvbuf == NULL)
     return rlx__err(RLX_ERR_ARG, "%s: %s is NULL", call, sendbuf == NULL ? "sendbuf" : "recvbuf");
   if ((rc = not_in_place(call, "recvbuf", recvbuf)) != RLX_OK)
@@ -538,38 +537,77 @@ static int reduce_scatter(const void *sendbuf, void *recvbuf, size_t recvcount, 
     src = in_copy;
   }
   fill(&rq, RLX__CK_REDUCE_SCATTER, call, dt, op, recvcount, es, 0, src, recvbuf);
-  if ((rc = pick(&rq.op, c, recvcount * es * (size_t)c->size, "", 1)) == RLX_OK)
-    rc = launch(c, &rq, NULL);
+  rq.half = req != NULL ? in_copy : NULL; /* a nonblocking request owns the copy */
+  if ((rc = pick(&rq.op, c, recvcount * es * (size_t)c->size, "", req == NULL)) == RLX_OK) {
+    rc = launch(c, &rq, req);
+    if (rc == RLX_OK && req != NULL)
+      in_copy = NULL;
+  }
   free(in_copy);
   return rc;
 }
 
 int rlx_reduce(const void *sendbuf, void *recvbuf, size_t count, rlx_dtype_t dt, rlx_op_t op,
                int root, rlx_comm_t *c) {
-  return rlx__refused(c, reduce(sendbuf, recvbuf, count, dt, op, root, c));
+  return rlx__refused(c, reduce("rlx_reduce", sendbuf, recvbuf, count, dt, op, root, c, NULL));
 }
 
 int rlx_allgather(const void *sendbuf, void *recvbuf, size_t count, rlx_dtype_t dt,
                   rlx_comm_t *c) {
-  return rlx__refused(c, allgather(sendbuf, recvbuf, count, dt, c));
+  return rlx__refused(c, allgather("rlx_allgather", sendbuf, recvbuf, count, dt, c, NULL));
 }
 
 int rlx_reduce_scatter(const void *sendbuf, void *recvbuf, size_t recvcount, rlx_dtype_t dt,
                        rlx_op_t op, rlx_comm_t *c) {
-  return rlx__refused(c, reduce_scatter(sendbuf, recvbuf, recvcount, dt, op, c));
+  return rlx__refused(c, reduce_scatter("rlx_reduce_scatter", sendbuf, recvbuf, recvcount, dt, op,
+                                        c, NULL));
 }
 
-int rlx_barrier(rlx_comm_t *c) {
+static int barrier(const char *call, rlx_comm_t *c, rlx_request_t **req) {
   struct rlx_request rq;
   int rc;
-  if ((rc = check_comm("rlx_barrier", c)) != RLX_OK)
+  if ((rc = check_comm(call, c)) != RLX_OK)
     return rc;
   if (c->size == 1)
-    return RLX_OK;
-  fill(&rq, RLX__CK_BARRIER, "rlx_barrier", RLX_UINT8, RLX_SUM, 0, 1, 0, NULL, NULL);
-  if ((rc = pick(&rq.op, c, 0, "", 1)) != RLX_OK)
+    return done_request(req);
+  fill(&rq, RLX__CK_BARRIER, call, RLX_UINT8, RLX_SUM, 0, 1, 0, NULL, NULL);
+  if ((rc = pick(&rq.op, c, 0, "", req == NULL)) != RLX_OK)
     return rc;
-  return launch(c, &rq, NULL);
+  return launch(c, &rq, req);
+}
+
+int rlx_barrier(rlx_comm_t *c) { return barrier("rlx_barrier", c, NULL); }
+
+/* The nonblocking forms: a request each (rlx_iallreduce(3)). */
+#define NEED_REQ(call)                                                                             \
+  do {                                                                                             \
+    if (req == NULL)                                                                               \
+      return rlx__refused(c, rlx__err(RLX_ERR_ARG, call ": req is NULL"));                         \
+    *req = NULL;                                                                                   \
+  } while (0)
+
+int rlx_ireduce(const void *sendbuf, void *recvbuf, size_t count, rlx_dtype_t dt, rlx_op_t op,
+                int root, rlx_comm_t *c, rlx_request_t **req) {
+  NEED_REQ("rlx_ireduce");
+  return rlx__refused(c, reduce("rlx_ireduce", sendbuf, recvbuf, count, dt, op, root, c, req));
+}
+
+int rlx_iallgather(const void *sendbuf, void *recvbuf, size_t count, rlx_dtype_t dt,
+                   rlx_comm_t *c, rlx_request_t **req) {
+  NEED_REQ("rlx_iallgather");
+  return rlx__refused(c, allgather("rlx_iallgather", sendbuf, recvbuf, count, dt, c, req));
+}
+
+int rlx_ireduce_scatter(const void *sendbuf, void *recvbuf, size_t recvcount, rlx_dtype_t dt,
+                        rlx_op_t op, rlx_comm_t *c, rlx_request_t **req) {
+  NEED_REQ("rlx_ireduce_scatter");
+  return rlx__refused(c, reduce_scatter("rlx_ireduce_scatter", sendbuf, recvbuf, recvcount, dt,
+                                        op, c, req));
+}
+
+int rlx_ibarrier(rlx_comm_t *c, rlx_request_t **req) {
+  NEED_REQ("rlx_ibarrier");
+  return rlx__refused(c, barrier("rlx_ibarrier", c, req));
 }
 
 int rlx__coll_finish(struct rlx_request *rq) { return finish(rq); }

@@ -403,6 +403,41 @@ static void check_nonblocking(rlx_dtype_t dt, rlx_op_t op, size_t count) {
         FAIL("ibcast(count=%zu): byte %zu wrong", count, i);
         break;
       }
+  /* ireduce to the last rank, iallgather, ireduce_scatter and ibarrier in
+   * flight at once, then waited for in the opposite order */
+  rlx_request_t *rq[4] = {NULL, NULL, NULL, NULL};
+  size_t blk = count / (size_t)size;
+  char *red = malloc(bytes + 1), *ag = malloc(bytes * (size_t)size + 1), *rs = malloc(blk * es + 1);
+  rlx_comm_t *w = rlx_comm_world();
+  checks++;
+  rc = rlx_ireduce(in, red, count, dt, op, size - 1, w, &rq[0]);
+  if (rc == RLX_OK)
+    rc = rlx_iallgather(in, ag, count, dt, w, &rq[1]);
+  if (rc == RLX_OK)
+    rc = rlx_ireduce_scatter(in, rs, blk, dt, op, w, &rq[2]);
+  if (rc == RLX_OK)
+    rc = rlx_ibarrier(w, &rq[3]);
+  for (int i = 3; i >= 0; i--) {
+    int rc2 = rq[i] ? rlx_wait(&rq[i]) : RLX_OK;
+    rc = rc ? rc : rc2;
+  }
+  if (rc != RLX_OK)
+    FAIL("ireduce/iallgather/ireduce_scatter/ibarrier(count=%zu, %s, %s): %s", count,
+         rlx_dtype_name(dt), rlx_op_name(op), rlx_errmsg());
+  else if ((rank == size - 1 && memcmp(red, ref, bytes) != 0) ||
+           memcmp(rs, ref + (size_t)rank * blk * es, blk * es) != 0)
+    FAIL("ireduce/ireduce_scatter(count=%zu, %s, %s): wrong result", count, rlx_dtype_name(dt),
+         rlx_op_name(op));
+  else
+    for (int r = 0; r < size; r++)
+      if (memcmp(ag + (size_t)r * bytes, r == rank ? in : ag + (size_t)r * bytes, bytes) != 0 ||
+          (r == rank && memcmp(ag + (size_t)r * bytes, in, bytes) != 0)) {
+        FAIL("iallgather(count=%zu): own block wrong", count);
+        break;
+      }
+  free(red);
+  free(ag);
+  free(rs);
   free(in);
   free(out);
   free(ref);
