@@ -23,7 +23,10 @@ typedef enum rlx_op {
   RLX_PROD,
   RLX_MIN,
   RLX_MAX,
-  RLX_AVG, /* floating types only */
+  RLX_AVG,  /* floating types only */
+  RLX_BAND, /* bitwise and, or, exclusive or: integer types only */
+  RLX_BOR,
+  RLX_BXOR,
   RLX_OP_COUNT
 } rlx_op_t;
 

@@ -44,6 +44,18 @@
       for (i = 0; i < n; i++)                                                  \
         o[i] = MAXI(a[i], b[i]);                                               \
       break;                                                                   \
+    case RLX_BAND:                                                             \
+      for (i = 0; i < n; i++)                                                  \
+        o[i] = a[i] & b[i];                                                    \
+      break;                                                                   \
+    case RLX_BOR:                                                              \
+      for (i = 0; i < n; i++)                                                  \
+        o[i] = a[i] | b[i];                                                    \
+      break;                                                                   \
+    case RLX_BXOR:                                                             \
+      for (i = 0; i < n; i++)                                                  \
+        o[i] = a[i] ^ b[i];                                                    \
+      break;                                                                   \
     default:                                                                   \
       break;                                                                   \
     }                                                                          \

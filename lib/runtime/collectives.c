@@ -76,6 +76,9 @@ static int check_op(const char *call, rlx_op_t op, rlx_dtype_t dt) {
   if (op == RLX_AVG && !rlx__dtype_is_float(dt))
     return rlx__err(RLX_ERR_ARG, "%s: RLX_AVG needs a floating dtype, not %s", call,
                     rlx_dtype_name(dt));
+  if ((op == RLX_BAND || op == RLX_BOR || op == RLX_BXOR) && rlx__dtype_is_float(dt))
+    return rlx__err(RLX_ERR_ARG, "%s: RLX_%s needs an integer dtype, not %s", call,
+                    op == RLX_BAND ? "BAND" : op == RLX_BOR ? "BOR" : "BXOR", rlx_dtype_name(dt));
   return RLX_OK;
 }
 

@@ -132,14 +132,16 @@ static int dtype_of(const Py_buffer *b, PyObject *name, rlx_dtype_t *dt) {
 static int op_of(PyObject *o, rlx_op_t *op) {
   static const struct { const char *n; rlx_op_t op; } ops[] = {
       {"sum", RLX_SUM}, {"prod", RLX_PROD}, {"product", RLX_PROD}, {"min", RLX_MIN},
-      {"max", RLX_MAX}, {"avg", RLX_AVG},   {"mean", RLX_AVG}};
+      {"max", RLX_MAX}, {"avg", RLX_AVG},   {"mean", RLX_AVG},  {"band", RLX_BAND},
+      {"bor", RLX_BOR}, {"bxor", RLX_BXOR}};
   const char *n = o && PyUnicode_Check(o) ? PyUnicode_AsUTF8(o) : NULL;
   for (size_t i = 0; n && i < sizeof ops / sizeof ops[0]; i++)
     if (strcmp(n, ops[i].n) == 0) {
       *op = ops[i].op;
       return 0;
     }
-  PyErr_SetString(PyExc_ValueError, "op must be 'sum', 'prod', 'min', 'max' or 'avg'");
+  PyErr_SetString(PyExc_ValueError,
+                  "op must be 'sum', 'prod', 'min', 'max', 'avg', 'band', 'bor' or 'bxor'");
   return -1;
 }
 

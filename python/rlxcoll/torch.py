@@ -47,15 +47,16 @@ TORCH2 = int(torch.__version__.split(".")[0]) >= 2
 import rlxcoll
 
 _OPS = [(dist.ReduceOp.SUM, "sum"), (dist.ReduceOp.AVG, "avg"), (dist.ReduceOp.MIN, "min"),
-        (dist.ReduceOp.MAX, "max"), (dist.ReduceOp.PRODUCT, "prod")]
+        (dist.ReduceOp.MAX, "max"), (dist.ReduceOp.PRODUCT, "prod"),
+        (dist.ReduceOp.BAND, "band"), (dist.ReduceOp.BOR, "bor"), (dist.ReduceOp.BXOR, "bxor")]
 
 
 def _op_name(op):
     for o, name in _OPS:
         if op == o:
             return name
-    raise ValueError("rlx backend: reduce op %r is not supported (sum, avg, min, max, product)"
-                     % (op,))
+    raise ValueError("rlx backend: reduce op %r is not supported (sum, avg, min, max, product, "
+                     "band, bor, bxor)" % (op,))
 
 
 def _array(t):

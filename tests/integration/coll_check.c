@@ -100,6 +100,9 @@ static int64_t fold_one(size_t i, rlx_op_t op, int uns) {
     case RLX_PROD: acc *= v; break;
     case RLX_MIN: acc = uns ? ((uint64_t)v < (uint64_t)acc ? v : acc) : (v < acc ? v : acc); break;
     case RLX_MAX: acc = uns ? ((uint64_t)v > (uint64_t)acc ? v : acc) : (v > acc ? v : acc); break;
+    case RLX_BAND: acc &= v; break; /* (two's complement: the type's low bits are right) */
+    case RLX_BOR: acc |= v; break;
+    case RLX_BXOR: acc ^= v; break;
     default: break;
     }
   }
@@ -721,6 +724,8 @@ int main(int argc, char **argv) {
         continue;
       for (int op = 0; op < RLX_OP_COUNT; op++) {
         if (op == RLX_AVG && !rlx__dtype_is_float((rlx_dtype_t)dt))
+          continue;
+        if (op >= RLX_BAND && rlx__dtype_is_float((rlx_dtype_t)dt))
           continue;
         /* The biggest count for every dtype with sum, and float32 with all ops. */
         if (counts[c] > 100000 && !big_all && op != RLX_SUM && dt != RLX_FLOAT32)

@@ -27,7 +27,8 @@ import rlxcoll
 
 DTYPES = [np.int8, np.uint8, np.int32, np.uint32, np.int64, np.uint64, np.float16, np.float32,
           np.float64]
-OPS = ["sum", "prod", "min", "max", "avg"]
+OPS = ["sum", "prod", "min", "max", "avg", "band", "bor", "bxor"]
+BITWISE = {"band": np.bitwise_and, "bor": np.bitwise_or, "bxor": np.bitwise_xor}
 
 
 def data(rank, dtype, count):
@@ -53,6 +54,8 @@ def reference(dtype, op, count, size):
                 out = out * x
             elif op == "min":
                 out = np.minimum(out, x)
+            elif op in BITWISE:
+                out = BITWISE[op](out, x)
             else:
                 out = np.maximum(out, x)
     if op == "avg":
@@ -89,12 +92,12 @@ def collectives(w):
     checked = 0
     for dtype in DTYPES:
         for op in OPS:
-            if op == "avg" and not np.issubdtype(dtype, np.floating):
+            if (op == "avg") != np.issubdtype(dtype, np.floating) and op in ("avg",) + tuple(BITWISE):
                 try:
-                    w.allreduce(data(r, dtype, 3), op="avg")
+                    w.allreduce(data(r, dtype, 3), op=op)
                 except rlxcoll.ArgumentError:
                     continue
-                fail(w, "avg on %s did not raise ArgumentError" % np.dtype(dtype))
+                fail(w, "%s on %s did not raise ArgumentError" % (op, np.dtype(dtype)))
             if op == "prod" and np.issubdtype(dtype, np.floating):
                 pass
             for count in (0, 1, 7, 1023, 65539):

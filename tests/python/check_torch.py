@@ -92,6 +92,15 @@ def ops():
     dist.all_reduce(nc)
     if not torch.all(nc == n * (n - 1) / 2):
         fail("a non-contiguous tensor")
+    for op, fn in ((R.BAND, torch.bitwise_and), (R.BOR, torch.bitwise_or),
+                   (R.BXOR, torch.bitwise_xor)):
+        t = local(r, torch.int64)
+        want = local(0, torch.int64)
+        for q in range(1, n):
+            want = fn(want, local(q, torch.int64))
+        dist.all_reduce(t, op=op)
+        if not torch.equal(t, want):
+            fail("all_reduce %s of int64" % op)
     dist.barrier()
     messages(r, n)
 

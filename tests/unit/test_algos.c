@@ -398,7 +398,9 @@ static const size_t counts[] = {1, 7, 1023};
 /* per rank, for the collectives whose vector is p blocks */
 static const size_t block_counts[] = {1, 7, 130};
 
-static int op_valid(rlx_op_t op, rlx_dtype_t dt) { return op != RLX_AVG || rlx__dtype_is_float(dt); }
+static int op_valid(rlx_op_t op, rlx_dtype_t dt) {
+  return rlx__dtype_is_float(dt) ? op < RLX_BAND : op != RLX_AVG;
+}
 static int pow2(int p) { return (p & (p - 1)) == 0; }
 
 START_TEST(allreduce_every_algorithm) {

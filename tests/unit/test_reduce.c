@@ -41,6 +41,9 @@ static void ref_one(void *o, const void *a, const void *b, size_t i, rlx_dtype_t
     if (op == RLX_SUM) r = (T)((U)x + (U)y);                                                       \
     else if (op == RLX_PROD) r = (T)((U)x * (U)y);                                                 \
     else if (op == RLX_MIN) r = x < y ? x : y;                                                     \
+    else if (op == RLX_BAND) r = x & y;                                                            \
+    else if (op == RLX_BOR) r = x | y;                                                             \
+    else if (op == RLX_BXOR) r = x ^ y;                                                            \
     else r = x > y ? x : y;                                                                        \
     ((T *)o)[i] = r;                                                                               \
     return;                                                                                        \
@@ -104,6 +107,8 @@ START_TEST(kernels_match_reference) {
   for (int dt = 0; dt < RLX_DTYPE_COUNT; dt++) {
     for (int op = 0; op < RLX_OP_COUNT; op++) {
       if (op == RLX_AVG && !rlx__dtype_is_float((rlx_dtype_t)dt))
+        continue;
+      if (op >= RLX_BAND && rlx__dtype_is_float((rlx_dtype_t)dt))
         continue;
       for (size_t li = 0; li < sizeof(lens) / sizeof(lens[0]); li++) {
         size_t n = lens[li], es = rlx_dtype_size((rlx_dtype_t)dt);
