@@ -462,6 +462,89 @@ static PyObject *comm_reduce_scatter(Comm *s, PyObject *args, PyObject *kw) {
                               s->c));
 }
 
+/* gather/scatter/alltoall: buf (count items per rank, or p blocks of
+ * them), out (p blocks, or one); gather's out and scatter's buf only
+ * matter on the root (None elsewhere). */
+static int exchange_bufs(struct bufs *b, PyObject *buf, PyObject *out, PyObject *dtype,
+                         int big_in, int big_out, int p, const char *call) {
+  memset(b, 0, sizeof(*b));
+  int have_in = buf != NULL && buf != Py_None, have_out = out != NULL && out != Py_None;
+  if (have_in) {
+    if (view(buf, &b->in, 0, "buf") != 0)
+      return -1;
+    b->have_in = 1;
+  }
+  if (have_out) {
+    if (view(out, &b->out, 1, "out") != 0)
+      goto fail;
+    b->have_out = 1;
+  }
+  Py_buffer *first = have_in ? &b->in : have_out ? &b->out : NULL;
+  if (first == NULL) {
+    PyErr_Format(PyExc_TypeError, "%s needs buf or out", call);
+    return -1;
+  }
+  int d = dtype_of(first, dtype, &b->dt);
+  if (d != 0) {
+    if (d == -2)
+      PyErr_SetString(PyExc_TypeError, "1-byte floats are not supported");
+    goto fail;
+  }
+  size_t in_items = have_in ? (size_t)(b->in.len / b->in.itemsize) : 0;
+  size_t out_items = have_out ? (size_t)(b->out.len / b->out.itemsize) : 0;
+  size_t count = have_in ? (big_in ? in_items / (size_t)p : in_items)
+                         : (big_out ? out_items / (size_t)p : out_items);
+  if ((have_in && (big_in ? count * (size_t)p : count) != in_items) ||
+      (have_out && (big_out ? count * (size_t)p : count) != out_items)) {
+    PyErr_Format(PyExc_ValueError, "%s: buf has %zu items and out %zu: they must be %s", call,
+                 in_items, out_items,
+                 big_in && big_out ? "equal, and split in as many blocks as ranks"
+                 : big_in ? "size x and 1 x the count" : "1 x and size x the count");
+    goto fail;
+  }
+  b->count = count;
+  b->send = have_in ? b->in.buf : NULL;
+  b->recv = have_out ? b->out.buf : NULL;
+  b->result = have_out ? out : Py_None;
+  Py_INCREF(b->result);
+  return 0;
+fail:
+  bufs_release(b);
+  return -1;
+}
+
+static PyObject *comm_gather(Comm *s, PyObject *args, PyObject *kw) {
+  static char *kwlist[] = {"buf", "out", "root", "dtype", NULL};
+  PyObject *buf, *out = NULL, *dtype = NULL;
+  int root = 0;
+  struct bufs b;
+  if (!PyArg_ParseTupleAndKeywords(args, kw, "O|OiO:gather", kwlist, &buf, &out, &root, &dtype) ||
+      live(s) || exchange_bufs(&b, buf, out, dtype, 0, 1, rlx_comm_size(s->c), "gather"))
+    return NULL;
+  CALL(&b, rlx_gather(b.send, b.recv, b.count, b.dt, root, s->c));
+}
+
+static PyObject *comm_scatter(Comm *s, PyObject *args, PyObject *kw) {
+  static char *kwlist[] = {"buf", "out", "root", "dtype", NULL};
+  PyObject *buf, *out, *dtype = NULL;
+  int root = 0;
+  struct bufs b;
+  if (!PyArg_ParseTupleAndKeywords(args, kw, "OO|iO:scatter", kwlist, &buf, &out, &root, &dtype) ||
+      live(s) || exchange_bufs(&b, buf, out, dtype, 1, 0, rlx_comm_size(s->c), "scatter"))
+    return NULL;
+  CALL(&b, rlx_scatter(b.send, b.recv, b.count, b.dt, root, s->c));
+}
+
+static PyObject *comm_alltoall(Comm *s, PyObject *args, PyObject *kw) {
+  static char *kwlist[] = {"buf", "out", "dtype", NULL};
+  PyObject *buf, *out, *dtype = NULL;
+  struct bufs b;
+  if (!PyArg_ParseTupleAndKeywords(args, kw, "OO|O:alltoall", kwlist, &buf, &out, &dtype) ||
+      live(s) || exchange_bufs(&b, buf, out, dtype, 1, 1, rlx_comm_size(s->c), "alltoall"))
+    return NULL;
+  CALL(&b, rlx_alltoall(b.send, b.recv, b.count, b.dt, s->c));
+}
+
 static PyObject *comm_barrier(Comm *s, PyObject *noargs) {
   (void)noargs;
   int rc;
@@ -742,6 +825,15 @@ static PyMethodDef comm_methods[] = {
      "reduce_scatter(buf, out, op='sum', dtype=None)\n--\n\n"
      "Reduce buf over every rank; rank r gets the r-th of size equal parts in out."},
     {"barrier", (PyCFunction)comm_barrier, METH_NOARGS, "barrier()\n--\n\nWait for every rank."},
+    {"gather", (PyCFunction)(void (*)(void))comm_gather, METH_VARARGS | METH_KEYWORDS,
+     "gather(buf, out=None, root=0, dtype=None)\n--\n\nEvery rank's buf into the root's out "
+     "(size x as many items, rank i's at block i; None off the root). Returns out."},
+    {"scatter", (PyCFunction)(void (*)(void))comm_scatter, METH_VARARGS | METH_KEYWORDS,
+     "scatter(buf, out, root=0, dtype=None)\n--\n\nBlock i of the root's buf (None off the "
+     "root) into rank i's out. Returns out."},
+    {"alltoall", (PyCFunction)(void (*)(void))comm_alltoall, METH_VARARGS | METH_KEYWORDS,
+     "alltoall(buf, out, dtype=None)\n--\n\nBlock j of buf to rank j; block i of out from "
+     "rank i. Returns out."},
     {"iallreduce", (PyCFunction)(void (*)(void))comm_iallreduce, METH_VARARGS | METH_KEYWORDS,
      "iallreduce(buf, op='sum', out=None, dtype=None)\n--\n\n"
      "Start an allreduce; returns a Request (wait(), test()). The buffers stay in use until "

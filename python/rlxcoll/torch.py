@@ -20,7 +20,8 @@ thread wake-ups (INLINE_MAX). CPU tensors go to rlxcoll without a copy (a
 non-contiguous one through a contiguous copy); CUDA tensors go through a
 host copy and back. Supported: all_reduce (sum, avg, min, max, product),
 broadcast, reduce, all_gather (and all_gather_into_tensor), reduce_scatter
-(and reduce_scatter_tensor), barrier; send, recv (also from any source),
+(and reduce_scatter_tensor), gather, scatter, all_to_all, all_to_all_single
+(even splits), barrier; send, recv (also from any source),
 isend, irecv, batch_isend_irecv (messages start at once, beside the
 collectives). Errors are rlxcoll's exceptions (PeerLost, Mismatch,
 Truncated, ...), raised from wait().
@@ -409,6 +410,63 @@ class ProcessGroupRlx(ProcessGroup):
 
     def barrier(self, opts=None):
         return self._submit(self.comm.barrier, [], opts)
+
+    def gather(self, output_tensors, input_tensors, opts=None):
+        root = opts.rootRank if opts is not None else 0
+        i = _Staged(input_tensors[0])
+        outs = [_Staged(o) for o in output_tensors[0]] if self.comm.rank == root else []
+
+        def run():
+            flat = None
+            if outs:
+                flat = torch.empty((self.comm.size,) + tuple(i.host.shape), dtype=i.host.dtype)
+            self.comm.gather(i.arr, out=_array(flat)[0] if flat is not None else None, root=root,
+                             dtype=i.dtype)
+            for r, o in enumerate(outs):
+                o.host.copy_(flat[r])
+                o.put()
+        return self._submit(run, output_tensors, opts)
+
+    def scatter(self, output_tensors, input_tensors, opts=None):
+        root = opts.rootRank if opts is not None else 0
+        o = _Staged(output_tensors[0])
+        ins = [_Staged(t) for t in input_tensors[0]] if self.comm.rank == root else []
+
+        def run():
+            flat = torch.cat([t.host.reshape(-1) for t in ins]) if ins else None
+            self.comm.scatter(_array(flat)[0] if flat is not None else None, o.arr, root=root,
+                              dtype=o.dtype)
+            o.put()
+        return self._submit(run, output_tensors, opts)
+
+    def alltoall(self, output_tensors, input_tensors, opts=None):
+        outs = [_Staged(t) for t in output_tensors]
+        ins = [_Staged(t) for t in input_tensors]
+
+        def run():
+            flat_in = torch.cat([t.host.reshape(-1) for t in ins])
+            flat_out = torch.empty_like(flat_in)
+            arr, dt = _array(flat_in)
+            self.comm.alltoall(arr, _array(flat_out)[0], dtype=dt)
+            n = flat_in.numel() // len(outs)
+            for r, o in enumerate(outs):
+                o.host.reshape(-1).copy_(flat_out[r * n:(r + 1) * n])
+                o.put()
+        return self._submit(run, output_tensors, opts)
+
+    def alltoall_base(self, output, input, output_split_sizes, input_split_sizes, opts=None):
+        n = self.comm.size
+        even = [input.shape[0] // n] * n if input.dim() > 0 else []
+        if ((output_split_sizes and list(output_split_sizes) != even) or
+                (input_split_sizes and list(input_split_sizes) != even)):
+            raise ValueError("rlx backend: all_to_all_single with uneven split sizes needs "
+                             "rlx_alltoallv, not there yet")
+        o, i = _Staged(output), _Staged(input)
+
+        def run():
+            self.comm.alltoall(i.arr, o.arr, dtype=i.dtype)
+            o.put()
+        return self._submit(run, [output], opts)
 
     # -- messages ------------------------------------------------------------
     def send(self, tensors, dstRank, tag=0):

@@ -178,6 +178,34 @@ def collectives(w):
     return checked
 
 
+def exchanges(w):
+    """gather, scatter, alltoall of every dtype, to and from every root."""
+    n, r = w.size, w.rank
+    for dtype in DTYPES:
+        for count in (1, 1023):
+            blocks = [data(q * 31 + r, dtype, count) for q in range(n)]  # mine for rank q
+            for root in range(n):
+                out = np.zeros(n * count, dtype=dtype) if r == root else None
+                got = w.gather(blocks[root], out, root=root)
+                if r == root and not np.array_equal(
+                        got, np.concatenate([data(root * 31 + q, dtype, count) for q in range(n)])):
+                    fail(w, "gather %s x %d to %d" % (np.dtype(dtype), count, root))
+                one = np.zeros(count, dtype=dtype)
+                w.scatter(np.concatenate(blocks) if r == root else None, one, root=root)
+                if not np.array_equal(one, data(r * 31 + root, dtype, count)):
+                    fail(w, "scatter %s x %d from %d" % (np.dtype(dtype), count, root))
+            out = np.zeros(n * count, dtype=dtype)
+            w.alltoall(np.concatenate(blocks), out)
+            want = np.concatenate([data(r * 31 + q, dtype, count) for q in range(n)])
+            if not np.array_equal(out, want):
+                fail(w, "alltoall %s x %d" % (np.dtype(dtype), count))
+    try:
+        w.alltoall(np.zeros(n * 2 + 1), np.zeros(n * 2 + 1))
+        fail(w, "alltoall took a buffer that does not split in %d" % n) if n > 1 else None
+    except ValueError:
+        pass
+
+
 def messages(w):
     n, r = w.size, w.rank
     to, frm = (r + 1) % n, (r - 1) % n
@@ -329,7 +357,8 @@ def main():
     w = rlxcoll.world()
     if mode == "collectives":
         n = collectives(w)
-        print("check_numpy: rank %d: %d allreduce cases" % (w.rank, n))
+        exchanges(w)
+        print("check_numpy: rank %d: %d allreduce cases; gather, scatter, alltoall" % (w.rank, n))
     elif mode == "messages":
         messages(w)
     elif mode == "mismatch":

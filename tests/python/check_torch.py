@@ -102,7 +102,33 @@ def ops():
         if not torch.equal(t, want):
             fail("all_reduce %s of int64" % op)
     dist.barrier()
+    exchanges(r, n)
     messages(r, n)
+
+
+def exchanges(r, n):
+    """gather, scatter, all_to_all, all_to_all_single (even splits)."""
+    for root in range(n):
+        t = local(r, torch.float32, 6)
+        outs = [torch.zeros(6) for _ in range(n)] if r == root else None
+        dist.gather(t, outs, dst=root)
+        if r == root and not all(torch.equal(outs[q], local(q, torch.float32, 6)) for q in range(n)):
+            fail("gather to %d" % root)
+        got = torch.zeros(5, dtype=torch.int64)
+        ins = [torch.full((5,), 10 * root + q, dtype=torch.int64) for q in range(n)]
+        dist.scatter(got, ins if r == root else None, src=root)
+        if not torch.all(got == 10 * root + r):
+            fail("scatter from %d: %r" % (root, got))
+    ins = [torch.full((3,), float(100 * r + q)) for q in range(n)]
+    outs = [torch.zeros(3) for _ in range(n)]
+    dist.all_to_all(outs, ins)
+    if not all(torch.all(outs[q] == 100 * q + r) for q in range(n)):
+        fail("all_to_all: %r" % outs)
+    flat_in = torch.cat(ins)
+    flat_out = torch.zeros(3 * n)
+    dist.all_to_all_single(flat_out, flat_in)
+    if not torch.equal(flat_out, torch.cat(outs)):
+        fail("all_to_all_single")
 
 
 def messages(r, n):
