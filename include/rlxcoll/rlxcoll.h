@@ -95,6 +95,31 @@ RLX_API int rlx_iscatter(const void *sendbuf, void *recvbuf, size_t count, rlx_d
                          int root, rlx_comm_t *c, rlx_request_t **req);
 RLX_API int rlx_ialltoall(const void *sendbuf, void *recvbuf, size_t count, rlx_dtype_t dt,
                           rlx_comm_t *c, rlx_request_t **req);
+/* The uneven forms: counts and displacements in elements, per rank
+ * (rlx_gatherv(3)). */
+RLX_API int rlx_gatherv(const void *sendbuf, size_t sendcount, void *recvbuf,
+                        const size_t *recvcounts, const size_t *displs, rlx_dtype_t dt, int root,
+                        rlx_comm_t *c);
+RLX_API int rlx_scatterv(const void *sendbuf, const size_t *sendcounts, const size_t *displs,
+                         void *recvbuf, size_t recvcount, rlx_dtype_t dt, int root, rlx_comm_t *c);
+RLX_API int rlx_allgatherv(const void *sendbuf, size_t sendcount, void *recvbuf,
+                           const size_t *recvcounts, const size_t *displs, rlx_dtype_t dt,
+                           rlx_comm_t *c);
+RLX_API int rlx_alltoallv(const void *sendbuf, const size_t *sendcounts, const size_t *sdispls,
+                          void *recvbuf, const size_t *recvcounts, const size_t *rdispls,
+                          rlx_dtype_t dt, rlx_comm_t *c);
+RLX_API int rlx_igatherv(const void *sendbuf, size_t sendcount, void *recvbuf,
+                         const size_t *recvcounts, const size_t *displs, rlx_dtype_t dt, int root,
+                         rlx_comm_t *c, rlx_request_t **req);
+RLX_API int rlx_iscatterv(const void *sendbuf, const size_t *sendcounts, const size_t *displs,
+                          void *recvbuf, size_t recvcount, rlx_dtype_t dt, int root,
+                          rlx_comm_t *c, rlx_request_t **req);
+RLX_API int rlx_iallgatherv(const void *sendbuf, size_t sendcount, void *recvbuf,
+                            const size_t *recvcounts, const size_t *displs, rlx_dtype_t dt,
+                            rlx_comm_t *c, rlx_request_t **req);
+RLX_API int rlx_ialltoallv(const void *sendbuf, const size_t *sendcounts, const size_t *sdispls,
+                           void *recvbuf, const size_t *recvcounts, const size_t *rdispls,
+                           rlx_dtype_t dt, rlx_comm_t *c, rlx_request_t **req);
 RLX_API int rlx_ireduce(const void *sendbuf, void *recvbuf, size_t count, rlx_dtype_t dt,
                         rlx_op_t op, int root, rlx_comm_t *c, rlx_request_t **req);
 RLX_API int rlx_iallgather(const void *sendbuf, void *recvbuf, size_t count, rlx_dtype_t dt,

@@ -54,6 +54,9 @@
 /* A binomial broadcast cuts only to keep frames far below the frame limit
  * (1 GiB): the tree is latency-bound, and segments would add rounds. */
 #define RLX__BCAST_SEG (64u * 1024u * 1024u)
+/* A block of an uneven call (rlx_alltoallv, ...) is at most this: its
+ * rounds key 16 segments a block (lib/coll/uneven.c). */
+#define RLX__UNEVEN_BLOCK_MAX (16ull * RLX__BCAST_SEG)
 
 /* ---- algorithm crossovers (select.c), bytes of the whole vector ----------
  * bench/crossover.sh (every algorithm forced, per size): on 2 cores,

@@ -34,6 +34,10 @@ void rlx__call_decode(const uint8_t sig[RLX__SIG_SIZE], struct rlx__call *c) {
   c->count = rlx__get64(sig + 8);
 }
 
+int rlx__call_counted(int kind) {
+  return kind > 0 && kind <= RLX__CK_MAX && (kinds[kind].args & (ARG_COUNT | ARG_RECVCOUNT));
+}
+
 const char *rlx__call_name(int kind) {
   return kind > 0 && kind <= RLX__CK_MAX && kinds[kind].call ? kinds[kind].call : "?";
 }

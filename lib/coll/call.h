@@ -22,13 +22,17 @@
   XX(COMM, 8, "rlx_comm_split", 0) /* communicator management (split's exchange) */ \
   XX(GATHER, 9, "rlx_gather", ARG_COUNT | ARG_DTYPE | ARG_ROOT)                \
   XX(SCATTER, 10, "rlx_scatter", ARG_COUNT | ARG_DTYPE | ARG_ROOT)             \
-  XX(ALLTOALL, 11, "rlx_alltoall", ARG_COUNT | ARG_DTYPE)
+  XX(ALLTOALL, 11, "rlx_alltoall", ARG_COUNT | ARG_DTYPE)                      \
+  XX(GATHERV, 12, "rlx_gatherv", ARG_DTYPE | ARG_ROOT)                         \
+  XX(SCATTERV, 13, "rlx_scatterv", ARG_DTYPE | ARG_ROOT)                       \
+  XX(ALLGATHERV, 14, "rlx_allgatherv", ARG_DTYPE)                              \
+  XX(ALLTOALLV, 15, "rlx_alltoallv", ARG_DTYPE)
 
 enum rlx__coll_kind {
 #define XX(name, value, call, args) RLX__CK_##name = value,
   RLX__COLL_KIND_MAP(XX)
 #undef XX
-  RLX__CK_MAX = 11
+  RLX__CK_MAX = 15
 };
 
 /* Sequence numbers of calls the library makes on a communicator for
@@ -52,6 +56,10 @@ struct rlx__call {
 void rlx__call_encode(const struct rlx__call *c, uint8_t sig[RLX__SIG_SIZE]);
 void rlx__call_decode(const uint8_t sig[RLX__SIG_SIZE], struct rlx__call *c);
 
+/* Does a kind's signature carry its count? Not the uneven calls', whose
+ * ranks each pass their own (a block that differs between its sender and
+ * receiver is caught by its length). */
+int rlx__call_counted(int kind);
 /* The public call of a kind: "rlx_allreduce"; "?" if unknown. */
 const char *rlx__call_name(int kind);
 /* Describe a call: "rlx_allreduce(count=8, float32, sum)"; name overrides

@@ -128,6 +128,11 @@ struct rlx__op {
   int comm_taken; /* the call took its communicator for its thread (rlx__comm_take) */
   const void *src; /* equals dst when in place */
   void *dst;
+  /* The uneven calls (rlx_gatherv, ...): elements per rank and where each
+   * block starts, in elements, of dst (counts, displs) and of src
+   * (scounts, sdispls); those a rank has no part of are NULL (count is
+   * then its own block's). NULL for the even calls. */
+  const size_t *counts, *displs, *scounts, *sdispls;
   /* the communicator */
   struct rlx__p2p *p2p;
   struct rlx__engine *engine; /* to wake callers sleeping on its completion */
@@ -266,6 +271,10 @@ extern const struct rlx__algo rlx__barrier_shm;
 extern const struct rlx__algo rlx__gather_linear;
 extern const struct rlx__algo rlx__scatter_linear;
 extern const struct rlx__algo rlx__alltoall_pairwise;
+extern const struct rlx__algo rlx__gatherv_linear;
+extern const struct rlx__algo rlx__scatterv_linear;
+extern const struct rlx__algo rlx__alltoallv_pairwise;
+extern const struct rlx__algo rlx__allgatherv_ring;
 /* allreduce_shm.c's steps, for rlx_reduce too (all = 0: the root alone
  * copies the result out) */
 int rlx__shm_reduce_run(struct rlx__op *op, int all);

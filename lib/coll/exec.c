@@ -170,7 +170,8 @@ static void advance(struct rlx__op *op, int l) {
 
 
 void rlx__exec_sign(struct rlx__op *op) {
-  struct rlx__call call = {op->kind, (int)op->dt, (int)op->rop, op->root, op->count};
+  struct rlx__call call = {op->kind, (int)op->dt, (int)op->rop, op->root,
+                           rlx__call_counted(op->kind) ? op->count : 0};
   rlx__call_encode(&call, op->sig);
 }
 

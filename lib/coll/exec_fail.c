@@ -163,7 +163,12 @@ void rlx__exec_fail_xfer(struct rlx__op *op, struct rlx__xfer *x) {
   rlx__exec_describe(op, mine, sizeof(mine));
   switch (x->status) {
   case RLX_ERR_MISMATCH:
-    mismatch_msg(op, peer, x->got.sig);
+    if (memcmp(x->got.sig, op->sig, RLX__SIG_SIZE) == 0) /* the same call, another block size */
+      snprintf(op->msg, sizeof(op->msg), "rank %d sent %llu bytes where rank %d expected %zu "
+               "in %s: their counts for that block differ", peer,
+               (unsigned long long)x->got.payload_len, op->rank, x->len, mine);
+    else
+      mismatch_msg(op, peer, x->got.sig);
     break;
   case RLX_ERR_CORRUPT:
     snprintf(op->msg, sizeof(op->msg),

@@ -18,6 +18,10 @@ static const struct rlx__algo *const barrier_algos[] = {&rlx__barrier_disseminat
 static const struct rlx__algo *const gather_algos[] = {&rlx__gather_linear, NULL};
 static const struct rlx__algo *const scatter_algos[] = {&rlx__scatter_linear, NULL};
 static const struct rlx__algo *const alltoall_algos[] = {&rlx__alltoall_pairwise, NULL};
+static const struct rlx__algo *const gatherv_algos[] = {&rlx__gatherv_linear, NULL};
+static const struct rlx__algo *const scatterv_algos[] = {&rlx__scatterv_linear, NULL};
+static const struct rlx__algo *const allgatherv_algos[] = {&rlx__allgatherv_ring, NULL};
+static const struct rlx__algo *const alltoallv_algos[] = {&rlx__alltoallv_pairwise, NULL};
 
 /* The algorithms of a kind, NULL-terminated. */
 static const struct rlx__algo *const *table(int kind) {
@@ -30,6 +34,10 @@ static const struct rlx__algo *const *table(int kind) {
   case RLX__CK_GATHER: return gather_algos;
   case RLX__CK_SCATTER: return scatter_algos;
   case RLX__CK_ALLTOALL: return alltoall_algos;
+  case RLX__CK_GATHERV: return gatherv_algos;
+  case RLX__CK_SCATTERV: return scatterv_algos;
+  case RLX__CK_ALLGATHERV: return allgatherv_algos;
+  case RLX__CK_ALLTOALLV: return alltoallv_algos;
   default: return barrier_algos;
   }
 }

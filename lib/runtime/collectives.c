@@ -8,9 +8,9 @@
 #include <string.h>
 #include "coll/shm_group.h"
 #include "observe/observe.h"
-#include "runtime/runtime.h"
+#include "runtime/calls.h"
 
-static int check_comm(const char *call, rlx_comm_t *c) {
+int rlx__call_check_comm(const char *call, rlx_comm_t *c) {
   if (!rlx__rt.initialized)
     return rlx__err(RLX_ERR_STATE, "%s: rlx_init has not been called", call);
   if (c == NULL)
@@ -61,7 +61,7 @@ static void give_back(rlx_comm_t *c, struct rlx__op *op) {
   op->comm_taken = 0;
 }
 
-static int check_type(const char *call, rlx_dtype_t dt, size_t count, size_t *esize) {
+int rlx__call_check_type(const char *call, rlx_dtype_t dt, size_t count, size_t *esize) {
   if ((unsigned)dt >= RLX_DTYPE_COUNT)
     return rlx__err(RLX_ERR_ARG, "%s: unknown dtype %d", call, (int)dt);
   *esize = rlx_dtype_size(dt);
@@ -82,7 +82,7 @@ static int check_op(const char *call, rlx_op_t op, rlx_dtype_t dt) {
   return RLX_OK;
 }
 
-static int check_root(const char *call, int root, rlx_comm_t *c) {
+int rlx__call_check_root(const char *call, int root, rlx_comm_t *c) {
   if (root < 0 || root >= c->size)
     return rlx__err(RLX_ERR_ARG, "%s: root %d is not a rank of this communicator (size %d)",
                     call, root, c->size);
@@ -91,7 +91,7 @@ static int check_root(const char *call, int root, rlx_comm_t *c) {
 
 /* RLX_IN_PLACE goes in sendbuf only (or rlx_reduce's on the root): as a
  * destination it is no buffer at all. */
-static int not_in_place(const char *call, const char *name, const void *buf) {
+int rlx__call_not_in_place(const char *call, const char *name, const void *buf) {
   if (buf == RLX_IN_PLACE)
     return rlx__err(RLX_ERR_ARG, "%s: %s cannot be RLX_IN_PLACE (only sendbuf can)", call, name);
   return RLX_OK;
@@ -119,7 +119,7 @@ static void note_choice(const struct rlx__op *op, size_t bytes, int n) {
 }
 
 /* blocking: the call may run in the communicator's shared segment. */
-static int pick(struct rlx__op *op, rlx_comm_t *c, size_t bytes, const char *forced,
+int rlx__call_pick(struct rlx__op *op, rlx_comm_t *c, size_t bytes, const char *forced,
                 int blocking) {
   int rc = rlx__comm_take(c, op->call, blocking, &op->comm_taken);
   if (rc != RLX_OK)
@@ -321,7 +321,7 @@ int rlx__run_op(rlx_comm_t *c, struct rlx__op *op) {
 }
 
 /* Run rq now (blocking) or hand it back through *req (nonblocking). */
-static int launch(rlx_comm_t *c, struct rlx_request *rq, rlx_request_t **req) {
+int rlx__call_launch(rlx_comm_t *c, struct rlx_request *rq, rlx_request_t **req) {
   int rc;
   if (req == NULL) {
     rc = start(c, rq);
@@ -342,7 +342,7 @@ static int launch(rlx_comm_t *c, struct rlx_request *rq, rlx_request_t **req) {
   return RLX_OK;
 }
 
-static void fill(struct rlx_request *rq, int kind, const char *call, rlx_dtype_t dt, rlx_op_t op,
+void rlx__call_fill(struct rlx_request *rq, int kind, const char *call, rlx_dtype_t dt, rlx_op_t op,
                  size_t count, size_t es, int root, const void *src, void *dst) {
   /* not the op's message and lanes (coll.h: exec clears what it uses) */
   memset(&rq->op, 0, offsetof(struct rlx__op, msg));
@@ -361,7 +361,7 @@ static void fill(struct rlx_request *rq, int kind, const char *call, rlx_dtype_t
 }
 
 /* An already-finished request, for calls with nothing to communicate. */
-static int done_request(rlx_request_t **req) {
+int rlx__call_done(rlx_request_t **req) {
   if (req == NULL)
     return RLX_OK;
   struct rlx_request *h = calloc(1, sizeof(*h));
@@ -378,18 +378,18 @@ static int allreduce(const char *call, const void *sendbuf, void *recvbuf, size_
   struct rlx_request rq;
   size_t es;
   int rc;
-  if ((rc = check_comm(call, c)) != RLX_OK || (rc = check_type(call, dt, count, &es)) != RLX_OK ||
+  if ((rc = rlx__call_check_comm(call, c)) != RLX_OK || (rc = rlx__call_check_type(call, dt, count, &es)) != RLX_OK ||
       (rc = check_op(call, op, dt)) != RLX_OK)
     return rc;
   if (count == 0)
-    return done_request(req);
+    return rlx__call_done(req);
   if (recvbuf == NULL || sendbuf == NULL)
     return rlx__err(RLX_ERR_ARG, "%s: %s is NULL with count %zu", call,
                     recvbuf == NULL ? "recvbuf" : "sendbuf", count);
-  if ((rc = not_in_place(call, "recvbuf", recvbuf)) != RLX_OK)
+  if ((rc = rlx__call_not_in_place(call, "recvbuf", recvbuf)) != RLX_OK)
     return rc;
   const void *src = sendbuf == RLX_IN_PLACE ? recvbuf : sendbuf;
-  fill(&rq, RLX__CK_ALLREDUCE, call, dt, op, count, es, 0, src, recvbuf);
+  rlx__call_fill(&rq, RLX__CK_ALLREDUCE, call, dt, op, count, es, 0, src, recvbuf);
   int wire = rlx__rt.cfg.wire;
   if (wire != RLX__WIRE_F32 && dt == RLX_FLOAT32 && c->size > 1) {
     /* Half-width wire: run the allreduce on a half copy (each step widens
@@ -413,11 +413,11 @@ static int allreduce(const char *call, const void *sendbuf, void *recvbuf, size_
     rq.half = req != NULL ? half : NULL; /* a nonblocking request owns its copy */
     es = 2;
   }
-  if ((rc = pick(&rq.op, c, count * es, rlx__rt.cfg.allreduce_algo, req == NULL)) != RLX_OK) {
+  if ((rc = rlx__call_pick(&rq.op, c, count * es, rlx__rt.cfg.allreduce_algo, req == NULL)) != RLX_OK) {
     free(rq.half);
     return rc;
   }
-  return launch(c, &rq, req);
+  return rlx__call_launch(c, &rq, req);
 }
 
 int rlx_allreduce(const void *sendbuf, void *recvbuf, size_t count, rlx_dtype_t dt, rlx_op_t op,
@@ -438,19 +438,19 @@ static int bcast(const char *call, void *buf, size_t count, rlx_dtype_t dt, int 
   struct rlx_request rq;
   size_t es;
   int rc;
-  if ((rc = check_comm(call, c)) != RLX_OK || (rc = check_type(call, dt, count, &es)) != RLX_OK ||
-      (rc = check_root(call, root, c)) != RLX_OK)
+  if ((rc = rlx__call_check_comm(call, c)) != RLX_OK || (rc = rlx__call_check_type(call, dt, count, &es)) != RLX_OK ||
+      (rc = rlx__call_check_root(call, root, c)) != RLX_OK)
     return rc;
   if (count == 0 || c->size == 1)
-    return done_request(req);
+    return rlx__call_done(req);
   if (buf == NULL)
     return rlx__err(RLX_ERR_ARG, "%s: buf is NULL with count %zu", call, count);
-  if ((rc = not_in_place(call, "buf", buf)) != RLX_OK)
+  if ((rc = rlx__call_not_in_place(call, "buf", buf)) != RLX_OK)
     return rc;
-  fill(&rq, RLX__CK_BCAST, call, dt, RLX_SUM, count, es, root, buf, buf);
-  if ((rc = pick(&rq.op, c, count * es, rlx__rt.cfg.bcast_algo, req == NULL)) != RLX_OK)
+  rlx__call_fill(&rq, RLX__CK_BCAST, call, dt, RLX_SUM, count, es, root, buf, buf);
+  if ((rc = rlx__call_pick(&rq.op, c, count * es, rlx__rt.cfg.bcast_algo, req == NULL)) != RLX_OK)
     return rc;
-  return launch(c, &rq, req);
+  return rlx__call_launch(c, &rq, req);
 }
 
 int rlx_bcast(void *buf, size_t count, rlx_dtype_t dt, int root, rlx_comm_t *c) {
@@ -470,24 +470,24 @@ static int reduce(const char *call, const void *sendbuf, void *recvbuf, size_t c
   struct rlx_request rq;
   size_t es;
   int rc;
-  if ((rc = check_comm(call, c)) != RLX_OK || (rc = check_type(call, dt, count, &es)) != RLX_OK ||
-      (rc = check_op(call, op, dt)) != RLX_OK || (rc = check_root(call, root, c)) != RLX_OK)
+  if ((rc = rlx__call_check_comm(call, c)) != RLX_OK || (rc = rlx__call_check_type(call, dt, count, &es)) != RLX_OK ||
+      (rc = check_op(call, op, dt)) != RLX_OK || (rc = rlx__call_check_root(call, root, c)) != RLX_OK)
     return rc;
   if (count == 0)
-    return done_request(req);
+    return rlx__call_done(req);
   int is_root = c->rank == root;
   if (sendbuf == NULL || (is_root && recvbuf == NULL) || (!is_root && sendbuf == RLX_IN_PLACE))
     return rlx__err(RLX_ERR_ARG, "%s: %s", call,
                     sendbuf == NULL ? "sendbuf is NULL"
                     : is_root && recvbuf == NULL ? "recvbuf is NULL on the root"
                                                  : "RLX_IN_PLACE is for the root only");
-  if (is_root && (rc = not_in_place(call, "recvbuf", recvbuf)) != RLX_OK)
+  if (is_root && (rc = rlx__call_not_in_place(call, "recvbuf", recvbuf)) != RLX_OK)
     return rc;
-  fill(&rq, RLX__CK_REDUCE, call, dt, op, count, es, root,
+  rlx__call_fill(&rq, RLX__CK_REDUCE, call, dt, op, count, es, root,
        sendbuf == RLX_IN_PLACE ? recvbuf : sendbuf, is_root ? recvbuf : NULL);
-  if ((rc = pick(&rq.op, c, count * es, "", req == NULL)) != RLX_OK)
+  if ((rc = rlx__call_pick(&rq.op, c, count * es, "", req == NULL)) != RLX_OK)
     return rc;
-  return launch(c, &rq, req);
+  return rlx__call_launch(c, &rq, req);
 }
 
 static int allgather(const char *call, const void *sendbuf, void *recvbuf, size_t count,
@@ -495,21 +495,21 @@ static int allgather(const char *call, const void *sendbuf, void *recvbuf, size_
   struct rlx_request rq;
   size_t es;
   int rc;
-  if ((rc = check_comm(call, c)) != RLX_OK || (rc = check_type(call, dt, count, &es)) != RLX_OK)
+  if ((rc = rlx__call_check_comm(call, c)) != RLX_OK || (rc = rlx__call_check_type(call, dt, count, &es)) != RLX_OK)
     return rc;
   if (count == 0)
-    return done_request(req);
+    return rlx__call_done(req);
   if (sendbuf == NULL || recvbuf == NULL)
     return rlx__err(RLX_ERR_ARG, "%s: %s is NULL", call, sendbuf == NULL ? "sendbuf" : "recvbuf");
-  if ((rc = not_in_place(call, "recvbuf", recvbuf)) != RLX_OK)
+  if ((rc = rlx__call_not_in_place(call, "recvbuf", recvbuf)) != RLX_OK)
     return rc;
   const void *src = sendbuf == RLX_IN_PLACE ? (char *)recvbuf + (size_t)c->rank * count * es
                                             : sendbuf;
-  fill(&rq, RLX__CK_ALLGATHER, call, dt, RLX_SUM, count, es, 0, src, recvbuf);
-  if ((rc = pick(&rq.op, c, count * es * (size_t)c->size, rlx__rt.cfg.allgather_algo,
+  rlx__call_fill(&rq, RLX__CK_ALLGATHER, call, dt, RLX_SUM, count, es, 0, src, recvbuf);
+  if ((rc = rlx__call_pick(&rq.op, c, count * es * (size_t)c->size, rlx__rt.cfg.allgather_algo,
                  req == NULL)) != RLX_OK)
     return rc;
-  return launch(c, &rq, req);
+  return rlx__call_launch(c, &rq, req);
 }
 
 static int reduce_scatter(const char *call, const void *sendbuf, void *recvbuf,
@@ -518,15 +518,15 @@ static int reduce_scatter(const char *call, const void *sendbuf, void *recvbuf,
   struct rlx_request rq;
   size_t es;
   int rc;
-  if ((rc = check_comm(call, c)) != RLX_OK ||
-      (rc = check_type(call, dt, recvcount, &es)) != RLX_OK ||
+  if ((rc = rlx__call_check_comm(call, c)) != RLX_OK ||
+      (rc = rlx__call_check_type(call, dt, recvcount, &es)) != RLX_OK ||
       (rc = check_op(call, op, dt)) != RLX_OK)
     return rc;
   if (recvcount == 0)
-    return done_request(req);
+    return rlx__call_done(req);
   if (sendbuf == NULL || recvbuf == NULL)
     return rlx__err(RLX_ERR_ARG, "%s: %s is NULL", call, sendbuf == NULL ? "sendbuf" : "recvbuf");
-  if ((rc = not_in_place(call, "recvbuf", recvbuf)) != RLX_OK)
+  if ((rc = rlx__call_not_in_place(call, "recvbuf", recvbuf)) != RLX_OK)
     return rc;
   /* In place: recvbuf holds all p blocks on entry and block 0.. gets the result. */
   const void *src = sendbuf == RLX_IN_PLACE ? recvbuf : sendbuf;
@@ -539,10 +539,10 @@ static int reduce_scatter(const char *call, const void *sendbuf, void *recvbuf,
     memcpy(in_copy, recvbuf, bytes);
     src = in_copy;
   }
-  fill(&rq, RLX__CK_REDUCE_SCATTER, call, dt, op, recvcount, es, 0, src, recvbuf);
+  rlx__call_fill(&rq, RLX__CK_REDUCE_SCATTER, call, dt, op, recvcount, es, 0, src, recvbuf);
   rq.half = req != NULL ? in_copy : NULL; /* a nonblocking request owns the copy */
-  if ((rc = pick(&rq.op, c, recvcount * es * (size_t)c->size, "", req == NULL)) == RLX_OK) {
-    rc = launch(c, &rq, req);
+  if ((rc = rlx__call_pick(&rq.op, c, recvcount * es * (size_t)c->size, "", req == NULL)) == RLX_OK) {
+    rc = rlx__call_launch(c, &rq, req);
     if (rc == RLX_OK && req != NULL)
       in_copy = NULL;
   }
@@ -569,14 +569,14 @@ int rlx_reduce_scatter(const void *sendbuf, void *recvbuf, size_t recvcount, rlx
 static int barrier(const char *call, rlx_comm_t *c, rlx_request_t **req) {
   struct rlx_request rq;
   int rc;
-  if ((rc = check_comm(call, c)) != RLX_OK)
+  if ((rc = rlx__call_check_comm(call, c)) != RLX_OK)
     return rc;
   if (c->size == 1)
-    return done_request(req);
-  fill(&rq, RLX__CK_BARRIER, call, RLX_UINT8, RLX_SUM, 0, 1, 0, NULL, NULL);
-  if ((rc = pick(&rq.op, c, 0, "", req == NULL)) != RLX_OK)
+    return rlx__call_done(req);
+  rlx__call_fill(&rq, RLX__CK_BARRIER, call, RLX_UINT8, RLX_SUM, 0, 1, 0, NULL, NULL);
+  if ((rc = rlx__call_pick(&rq.op, c, 0, "", req == NULL)) != RLX_OK)
     return rc;
-  return launch(c, &rq, req);
+  return rlx__call_launch(c, &rq, req);
 }
 
 int rlx_barrier(rlx_comm_t *c) { return barrier("rlx_barrier", c, NULL); }
@@ -615,113 +615,3 @@ int rlx_ibarrier(rlx_comm_t *c, rlx_request_t **req) {
 
 int rlx__coll_finish(struct rlx_request *rq) { return finish(rq); }
 
-/* ---- gather, scatter, all-to-all -------------------------------------------- */
-
-/* rlx_gather and rlx_scatter: blocks of count elements between every rank
- * and the root's p blocks (recvbuf of gather, sendbuf of scatter, only
- * read on the root). RLX_IN_PLACE: the root's own block stays where it is
- * (gather: as sendbuf; scatter: as recvbuf). */
-static int rooted(int kind, const char *call, const void *sendbuf, void *recvbuf, size_t count,
-                  rlx_dtype_t dt, int root, rlx_comm_t *c, rlx_request_t **req) {
-  struct rlx_request rq;
-  size_t es;
-  int rc;
-  if ((rc = check_comm(call, c)) != RLX_OK || (rc = check_type(call, dt, count, &es)) != RLX_OK ||
-      (rc = check_root(call, root, c)) != RLX_OK)
-    return rc;
-  if (count == 0)
-    return done_request(req);
-  int at_root = c->rank == root, gather = kind == RLX__CK_GATHER;
-  size_t block = count * es;
-  const void *src = sendbuf;
-  void *dst = recvbuf;
-  if (gather) {
-    if (sendbuf == RLX_IN_PLACE && !at_root)
-      return rlx__err(RLX_ERR_ARG, "%s: RLX_IN_PLACE as sendbuf is for the root only", call);
-    if ((sendbuf == NULL) || (at_root && recvbuf == NULL))
-      return rlx__err(RLX_ERR_ARG, "%s: %s is NULL", call, sendbuf == NULL ? "sendbuf" : "recvbuf");
-    if (at_root && (rc = not_in_place(call, "recvbuf", recvbuf)) != RLX_OK)
-      return rc;
-    if (sendbuf == RLX_IN_PLACE)
-      src = (char *)recvbuf + (size_t)root * block;
-  } else {
-    if (recvbuf == RLX_IN_PLACE && !at_root)
-      return rlx__err(RLX_ERR_ARG, "%s: RLX_IN_PLACE as recvbuf is for the root only", call);
-    if ((recvbuf == NULL) || (at_root && sendbuf == NULL))
-      return rlx__err(RLX_ERR_ARG, "%s: %s is NULL", call, recvbuf == NULL ? "recvbuf" : "sendbuf");
-    if (at_root && (rc = not_in_place(call, "sendbuf", sendbuf)) != RLX_OK)
-      return rc;
-    if (recvbuf == RLX_IN_PLACE)
-      dst = (char *)sendbuf + (size_t)root * block;
-  }
-  fill(&rq, kind, call, dt, RLX_SUM, count, es, root, src, dst);
-  if ((rc = pick(&rq.op, c, block * (size_t)c->size, "", req == NULL)) != RLX_OK)
-    return rc;
-  return launch(c, &rq, req);
-}
-
-int rlx_gather(const void *sendbuf, void *recvbuf, size_t count, rlx_dtype_t dt, int root,
-               rlx_comm_t *c) {
-  return rlx__refused(c, rooted(RLX__CK_GATHER, "rlx_gather", sendbuf, recvbuf, count, dt, root,
-                                c, NULL));
-}
-
-int rlx_scatter(const void *sendbuf, void *recvbuf, size_t count, rlx_dtype_t dt, int root,
-                rlx_comm_t *c) {
-  return rlx__refused(c, rooted(RLX__CK_SCATTER, "rlx_scatter", sendbuf, recvbuf, count, dt,
-                                root, c, NULL));
-}
-
-int rlx_igather(const void *sendbuf, void *recvbuf, size_t count, rlx_dtype_t dt, int root,
-                rlx_comm_t *c, rlx_request_t **req) {
-  if (req == NULL)
-    return rlx__refused(c, rlx__err(RLX_ERR_ARG, "rlx_igather: req is NULL"));
-  *req = NULL;
-  return rlx__refused(c, rooted(RLX__CK_GATHER, "rlx_igather", sendbuf, recvbuf, count, dt, root,
-                                c, req));
-}
-
-int rlx_iscatter(const void *sendbuf, void *recvbuf, size_t count, rlx_dtype_t dt, int root,
-                 rlx_comm_t *c, rlx_request_t **req) {
-  if (req == NULL)
-    return rlx__refused(c, rlx__err(RLX_ERR_ARG, "rlx_iscatter: req is NULL"));
-  *req = NULL;
-  return rlx__refused(c, rooted(RLX__CK_SCATTER, "rlx_iscatter", sendbuf, recvbuf, count, dt,
-                                root, c, req));
-}
-
-/* rlx_alltoall: block j of sendbuf to rank j, block i of recvbuf from rank
- * i. Not in place (MPI allows it; pairwise exchange would overwrite a
- * block before sending it). */
-static int alltoall(const char *call, const void *sendbuf, void *recvbuf, size_t count,
-                    rlx_dtype_t dt, rlx_comm_t *c, rlx_request_t **req) {
-  struct rlx_request rq;
-  size_t es;
-  int rc;
-  if ((rc = check_comm(call, c)) != RLX_OK || (rc = check_type(call, dt, count, &es)) != RLX_OK)
-    return rc;
-  if (count == 0)
-    return done_request(req);
-  if (sendbuf == NULL || recvbuf == NULL)
-    return rlx__err(RLX_ERR_ARG, "%s: %s is NULL", call, sendbuf == NULL ? "sendbuf" : "recvbuf");
-  if (sendbuf == RLX_IN_PLACE || recvbuf == RLX_IN_PLACE || sendbuf == recvbuf)
-    return rlx__err(RLX_ERR_ARG, "%s: sendbuf and recvbuf must be two buffers (no RLX_IN_PLACE)",
-                    call);
-  fill(&rq, RLX__CK_ALLTOALL, call, dt, RLX_SUM, count, es, 0, sendbuf, recvbuf);
-  if ((rc = pick(&rq.op, c, count * es * (size_t)c->size, "", req == NULL)) != RLX_OK)
-    return rc;
-  return launch(c, &rq, req);
-}
-
-int rlx_alltoall(const void *sendbuf, void *recvbuf, size_t count, rlx_dtype_t dt,
-                 rlx_comm_t *c) {
-  return rlx__refused(c, alltoall("rlx_alltoall", sendbuf, recvbuf, count, dt, c, NULL));
-}
-
-int rlx_ialltoall(const void *sendbuf, void *recvbuf, size_t count, rlx_dtype_t dt,
-                  rlx_comm_t *c, rlx_request_t **req) {
-  if (req == NULL)
-    return rlx__refused(c, rlx__err(RLX_ERR_ARG, "rlx_ialltoall: req is NULL"));
-  *req = NULL;
-  return rlx__refused(c, alltoall("rlx_ialltoall", sendbuf, recvbuf, count, dt, c, req));
-}

@@ -352,6 +352,133 @@ static void check_exchanges(rlx_dtype_t dt, size_t count, int root, int nb, int 
   free(out);
 }
 
+/* The elements rank `from` sends `to` in the uneven calls: some 0, some
+ * more than base. */
+static size_t vcount(int from, int to, size_t base) {
+  size_t k = (size_t)((from * 7 + to * 3) % 5);
+  return k == 0 ? 0 : base / 2 + k * (base / 3 + 1);
+}
+
+/* rlx_gatherv, rlx_scatterv, rlx_allgatherv, rlx_alltoallv (nb: their
+ * nonblocking forms), blocks with gaps between them. */
+static void check_uneven(rlx_dtype_t dt, size_t base, int root, int nb) {
+  size_t es = rlx_dtype_size(dt);
+  size_t *rc = calloc((size_t)size, sizeof(size_t)), *rd = calloc((size_t)size, sizeof(size_t));
+  size_t *sc = calloc((size_t)size, sizeof(size_t)), *sd = calloc((size_t)size, sizeof(size_t));
+  rlx_comm_t *w = rlx_comm_world();
+  rlx_request_t *req = NULL;
+  const char *how = nb ? "i" : "";
+  /* gatherv: rank r sends vcount(r, -1)... to root, at rd[r] with a gap of 3 */
+  size_t tot = 0;
+  for (int r = 0; r < size; r++) {
+    rc[r] = vcount(r, root, base);
+    rd[r] = tot + 3;
+    tot += rc[r] + 3;
+  }
+  size_t mine = rc[rank];
+  char *in = malloc(mine * es + 1), *out = malloc(tot * es + 1);
+  for (size_t i = 0; i < mine; i++)
+    store(in, i, dt, xvalue(rank, -1, i));
+  memset(out, 0x5a, tot * es);
+  int rcode = nb ? rlx_igatherv(in, mine, out, rc, rd, dt, root, w, &req)
+                 : rlx_gatherv(in, mine, out, rc, rd, dt, root, w);
+  if (rcode == RLX_OK && nb)
+    rcode = rlx_wait(&req);
+  checks++;
+  if (rcode != RLX_OK)
+    FAIL("%sgatherv(%s, base %zu, root %d): %s", how, rlx_dtype_name(dt), base, root, rlx_errmsg());
+  else if (rank == root)
+    for (int r = 0; r < size; r++)
+      if (!block_ok(out + rd[r] * es, rc[r], dt, r, -1) || (rc[r] && out[rd[r] * es - 1] != 0x5a)) {
+        FAIL("%sgatherv(%s, base %zu, root %d): block %d wrong", how, rlx_dtype_name(dt), base,
+             root, r);
+        break;
+      }
+  free(in);
+  free(out);
+  /* scatterv: the root's block r (vcount(root, r)) to rank r */
+  tot = 0;
+  for (int r = 0; r < size; r++) {
+    sc[r] = vcount(root, r, base);
+    sd[r] = tot + 2;
+    tot += sc[r] + 2;
+  }
+  in = malloc(tot * es + 1);
+  out = malloc(sc[rank] * es + 1);
+  if (rank == root)
+    for (int r = 0; r < size; r++)
+      for (size_t i = 0; i < sc[r]; i++)
+        store(in + (sd[r] + i) * es, 0, dt, xvalue(root, r, i));
+  rcode = nb ? rlx_iscatterv(in, sc, sd, out, sc[rank], dt, root, w, &req)
+             : rlx_scatterv(in, sc, sd, out, sc[rank], dt, root, w);
+  if (rcode == RLX_OK && nb)
+    rcode = rlx_wait(&req);
+  checks++;
+  if (rcode != RLX_OK)
+    FAIL("%sscatterv(%s, base %zu, root %d): %s", how, rlx_dtype_name(dt), base, root, rlx_errmsg());
+  else if (!block_ok(out, sc[rank], dt, root, rank))
+    FAIL("%sscatterv(%s, base %zu, root %d): wrong block", how, rlx_dtype_name(dt), base, root);
+  free(in);
+  free(out);
+  /* allgatherv: rank r's vcount(r, 0) elements to everyone, reversed order */
+  tot = 0;
+  for (int r = size - 1; r >= 0; r--) {
+    rc[r] = vcount(r, 0, base);
+    rd[r] = tot + 1;
+    tot += rc[r] + 1;
+  }
+  in = malloc(rc[rank] * es + 1);
+  out = malloc(tot * es + 1);
+  for (size_t i = 0; i < rc[rank]; i++)
+    store(in, i, dt, xvalue(rank, -2, i));
+  rcode = nb ? rlx_iallgatherv(in, rc[rank], out, rc, rd, dt, w, &req)
+             : rlx_allgatherv(in, rc[rank], out, rc, rd, dt, w);
+  if (rcode == RLX_OK && nb)
+    rcode = rlx_wait(&req);
+  checks++;
+  if (rcode != RLX_OK)
+    FAIL("%sallgatherv(%s, base %zu): %s", how, rlx_dtype_name(dt), base, rlx_errmsg());
+  else
+    for (int r = 0; r < size; r++)
+      if (!block_ok(out + rd[r] * es, rc[r], dt, r, -2)) {
+        FAIL("%sallgatherv(%s, base %zu): block %d wrong", how, rlx_dtype_name(dt), base, r);
+        break;
+      }
+  free(in);
+  free(out);
+  /* alltoallv: vcount(me, j) to rank j; vcount(i, me) from rank i */
+  size_t stot = 0, rtot = 0;
+  for (int r = 0; r < size; r++) {
+    sc[r] = vcount(rank, r, base);
+    sd[r] = stot;
+    stot += sc[r] + 1;
+    rc[r] = vcount(r, rank, base);
+    rd[r] = rtot + 2;
+    rtot += rc[r] + 2;
+  }
+  in = malloc(stot * es + 1);
+  out = malloc(rtot * es + 1);
+  for (int r = 0; r < size; r++)
+    for (size_t i = 0; i < sc[r]; i++)
+      store(in + (sd[r] + i) * es, 0, dt, xvalue(rank, r, i));
+  rcode = nb ? rlx_ialltoallv(in, sc, sd, out, rc, rd, dt, w, &req)
+             : rlx_alltoallv(in, sc, sd, out, rc, rd, dt, w);
+  if (rcode == RLX_OK && nb)
+    rcode = rlx_wait(&req);
+  checks++;
+  if (rcode != RLX_OK)
+    FAIL("%salltoallv(%s, base %zu): %s", how, rlx_dtype_name(dt), base, rlx_errmsg());
+  else
+    for (int r = 0; r < size; r++)
+      if (!block_ok(out + rd[r] * es, rc[r], dt, r, rank)) {
+        FAIL("%salltoallv(%s, base %zu): block from %d wrong", how, rlx_dtype_name(dt), base, r);
+        break;
+      }
+  free(in);
+  free(out);
+  free(rc), free(rd), free(sc), free(sd);
+}
+
 static void check_reduce_scatter(rlx_dtype_t dt, rlx_op_t op, size_t count, int in_place) {
   size_t es = rlx_dtype_size(dt), total = count * (size_t)size;
   char *in = malloc(total * es + 1), *out = malloc(total * es + 1), *ref = malloc(total * es + 1);
@@ -742,9 +869,12 @@ int main(int argc, char **argv) {
                       (dt + c) % 2);
       check_bcast((rlx_dtype_t)dt, counts[c] > 100000 ? counts[c] / 4 : counts[c], size - 1);
       /* (the big count: a block per rank of it, for float32 and int8) */
-      if (counts[c] <= 100000 || dt == RLX_FLOAT32 || dt == RLX_INT8)
+      if (counts[c] <= 100000 || dt == RLX_FLOAT32 || dt == RLX_INT8) {
         check_exchanges((rlx_dtype_t)dt, counts[c] > 100000 ? counts[c] / (size_t)size : counts[c],
                         (dt + c) % size, (dt + c) % 3 == 0, (dt + c) % 2);
+        check_uneven((rlx_dtype_t)dt, counts[c] > 100000 ? counts[c] / (size_t)size : counts[c],
+                     (dt + c + 1) % size, (dt + c) % 3 == 1);
+      }
     }
     check_bcast(RLX_UINT8, counts[c], 0);
     check_nonblocking(RLX_FLOAT32, RLX_SUM, counts[c]);

@@ -17,7 +17,7 @@
 . "$(dirname "$0")/lib.sh"
 CHECK="$top_builddir/tests/integration/mismatch_check"
 i=0 k=0
-for kind in dtype op count rs split roots rroots bcastreduce argcheck argsym a2a gather; do
+for kind in dtype op count rs split roots rroots bcastreduce argcheck argsym a2a gather a2av; do
   k=$((k + 1))
   for n in ${MISMATCH_NS:-2 3 4 5 8}; do
     odds=$(seq 0 $((n - 1)))
@@ -38,6 +38,8 @@ for kind in dtype op count rs split roots rroots bcastreduce argcheck argsym a2a
       fi
       case $kind in
         arg*) ;; # the refusing rank's reason is named instead
+        a2av) grep -q "rank [0-9]* sent [0-9]* bytes where rank [0-9]* expected [0-9]* in rlx_alltoallv" "$TMP/out" ||
+             { cat "$TMP/out"; fail "$kind n=$n odd=$odd: no rank named both sizes"; } ;;
         *) grep -q "rank [0-9]* called rlx_.* where .*rank [0-9]* called rlx_" "$TMP/out" ||
              { cat "$TMP/out"; fail "$kind n=$n odd=$odd: no rank named both calls"; } ;;
       esac

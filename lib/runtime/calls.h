@@ -1,0 +1,25 @@
+/* lib/runtime's collective calls, shared by the files that define them
+ * (collectives.c: the reductions, bcast, allgather, barrier; exchanges.c:
+ * gather, scatter, all-to-all and the uneven forms): each checks its
+ * arguments, fills a request, picks the algorithm and runs it now
+ * (req NULL) or hands it back (rlx__call_launch). */
+#ifndef RLX_RUNTIME_CALLS_H
+#define RLX_RUNTIME_CALLS_H
+
+#include "runtime/runtime.h"
+
+int rlx__call_check_comm(const char *call, rlx_comm_t *c);
+int rlx__call_check_type(const char *call, rlx_dtype_t dt, size_t count, size_t *esize);
+int rlx__call_check_root(const char *call, int root, rlx_comm_t *c);
+int rlx__call_not_in_place(const char *call, const char *name, const void *buf);
+void rlx__call_fill(struct rlx_request *rq, int kind, const char *call, rlx_dtype_t dt,
+                    rlx_op_t op, size_t count, size_t es, int root, const void *src, void *dst);
+/* blocking: the call may run in the communicator's shared segment. */
+int rlx__call_pick(struct rlx__op *op, rlx_comm_t *c, size_t bytes, const char *forced,
+                   int blocking);
+int rlx__call_launch(rlx_comm_t *c, struct rlx_request *rq, rlx_request_t **req);
+/* A request already complete (a call with nothing to move), or RLX_OK
+ * when req is NULL. */
+int rlx__call_done(rlx_request_t **req);
+
+#endif
