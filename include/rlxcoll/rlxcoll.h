@@ -30,6 +30,10 @@ RLX_API int rlx_comm_leader(const rlx_comm_t *c);
 /* Collective over c: ranks with the same color form a communicator, ordered
  * by key then by rank in c; color RLX_UNDEFINED gets *out = NULL. */
 RLX_API int rlx_comm_split(rlx_comm_t *c, int color, int key, rlx_comm_t **out);
+/* A communicator of the parent's ranks listed (in that order), made by
+ * them alone: only they call it (rlx_comm_create_group(3)). */
+RLX_API int rlx_comm_create_group(rlx_comm_t *parent, int n, const int *ranks, int tag,
+                                  rlx_comm_t **out);
 RLX_API int rlx_comm_dup(rlx_comm_t *c, rlx_comm_t **out);
 RLX_API int rlx_comm_free(rlx_comm_t **c);
 /* How long a call on c may wait before it fails with RLX_ERR_TIMEOUT, in

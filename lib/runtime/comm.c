@@ -186,6 +186,9 @@ void rlx__comm_release(rlx_comm_t *c) {
     c->live.next = c->live.prev = NULL;
   }
   rlx__comm_shm_free(c);
+  free(c->groups);
+  c->groups = NULL;
+  c->ngroups = 0;
   free(c->world);
   free(c->scratch);
   free(c->wire);

@@ -27,6 +27,12 @@ struct rlx_comm {
   void *wire; /* RLX_WIRE's half-width copy, for blocking calls */
   size_t wire_len;
   uint32_t children; /* communicators made from this one (split, dup) */
+  /* rlx_comm_create_group's: how many groups of each (list, tag) key this
+   * rank made from this one (comm_group.c) */
+  struct {
+    uint32_t key, count;
+  } *groups;
+  int ngroups;
   /* rlx_comm_split's call that made it: (parent id, that call's sequence
    * number + 1); 0: none (the world, dup, shrink, grow) */
   uint32_t parent_id;
