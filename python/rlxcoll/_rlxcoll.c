@@ -742,6 +742,38 @@ static PyObject *comm_split(Comm *s, PyObject *args, PyObject *kw) {
   return rc != RLX_OK ? raise(rc) : wrap(out, 1);
 }
 
+static PyObject *comm_create_group(Comm *s, PyObject *args, PyObject *kw) {
+  static char *kwlist[] = {"ranks", "tag", NULL};
+  PyObject *seq, *fast;
+  int tag = 0, rc;
+  rlx_comm_t *out = NULL;
+  if (!PyArg_ParseTupleAndKeywords(args, kw, "O|i:create_group", kwlist, &seq, &tag) || live(s))
+    return NULL;
+  if ((fast = PySequence_Fast(seq, "ranks must be a sequence of ints")) == NULL)
+    return NULL;
+  Py_ssize_t n = PySequence_Fast_GET_SIZE(fast);
+  int *ranks = PyMem_Malloc(sizeof(int) * (size_t)(n > 0 ? n : 1));
+  if (ranks == NULL) {
+    Py_DECREF(fast);
+    return PyErr_NoMemory();
+  }
+  for (Py_ssize_t i = 0; i < n; i++) {
+    long v = PyLong_AsLong(PySequence_Fast_GET_ITEM(fast, i));
+    if (v == -1 && PyErr_Occurred()) {
+      PyMem_Free(ranks);
+      Py_DECREF(fast);
+      return NULL;
+    }
+    ranks[i] = v < INT32_MIN || v > INT32_MAX ? -1 : (int)v;
+  }
+  Py_DECREF(fast);
+  Py_BEGIN_ALLOW_THREADS
+  rc = rlx_comm_create_group(s->c, (int)n, ranks, tag, &out);
+  Py_END_ALLOW_THREADS
+  PyMem_Free(ranks);
+  return rc != RLX_OK ? raise(rc) : wrap(out, 1);
+}
+
 static PyObject *new_comm(Comm *s, int (*fn)(rlx_comm_t *, rlx_comm_t **)) {
   rlx_comm_t *out = NULL;
   int rc;
@@ -855,6 +887,9 @@ static PyMethodDef comm_methods[] = {
      "split(color, key=0)\n--\n\nRanks of one color form a new Comm, ordered by key then rank; "
      "color None: this rank is in none (returns None)."},
     {"dup", (PyCFunction)comm_dup, METH_NOARGS, "dup()\n--\n\nThe same ranks, a Comm of its own."},
+    {"create_group", (PyCFunction)(void (*)(void))comm_create_group, METH_VARARGS | METH_KEYWORDS,
+     "create_group(ranks, tag=0)\n--\n\nA Comm of the listed ranks (in that order), made by them "
+     "alone: only they call it (rlx_comm_create_group)."},
     {"revoke", (PyCFunction)comm_revoke, METH_NOARGS,
      "revoke()\n--\n\nEvery member's pending and later calls on it raise Revoked, naming this "
      "rank; then shrink()."},

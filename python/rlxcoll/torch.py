@@ -21,7 +21,8 @@ non-contiguous one through a contiguous copy); CUDA tensors go through a
 host copy and back. Supported: all_reduce (sum, avg, min, max, product),
 broadcast, reduce, all_gather (and all_gather_into_tensor), reduce_scatter
 (and reduce_scatter_tensor), gather, scatter, all_to_all, all_to_all_single
-(even splits), barrier; send, recv (also from any source),
+(even splits), barrier, on the default group and on groups from
+new_group (made by their members alone); send, recv (also from any source),
 isend, irecv, batch_isend_irecv (messages start at once, beside the
 collectives). Errors are rlxcoll's exceptions (PeerLost, Mismatch,
 Truncated, ...), raised from wait().
@@ -549,10 +550,15 @@ def _create(store, rank, size, timeout):
             _wire_through_store(store, rank, size)
         rlxcoll.init()
     w = rlxcoll.world()
-    if (w.rank, w.size) != (rank, size):
-        raise rlxcoll.StateError("rlx backend: torch.distributed says rank %d of %d, rlxcoll says "
-                                 "rank %d of %d" % (rank, size, w.rank, w.size))
-    pg = ProcessGroupRlx(w.dup())
+    if (w.rank, w.size) == (rank, size):  # every rank: the default group (or all of them again)
+        pg = ProcessGroupRlx(w.dup())
+    else:
+        # A subgroup (new_group): torch calls this on its members only, and
+        # gives the group's store; each member puts its world rank there
+        # under its group rank, and they make the group alone.
+        store.set("rlxcoll/world_rank/%d" % rank, str(w.rank))
+        ranks = [int(store.get("rlxcoll/world_rank/%d" % r)) for r in range(size)]
+        pg = ProcessGroupRlx(w.create_group(ranks))
     # The group's timeout bounds each of its calls (Timeout raised), as
     # for gloo; torch's default one (30 min, passed when the program gave
     # none) leaves RLX_TIMEOUT's (default 300 s) in force.

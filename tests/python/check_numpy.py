@@ -199,6 +199,19 @@ def exchanges(w):
             want = np.concatenate([data(r * 31 + q, dtype, count) for q in range(n)])
             if not np.array_equal(out, want):
                 fail(w, "alltoall %s x %d" % (np.dtype(dtype), count))
+    evens = list(range(0, n, 2))[::-1]  # made by the even ranks alone, highest first
+    if r in evens:
+        g = w.create_group(evens, tag=3)
+        x = np.array([r], dtype=np.int64)
+        g.allreduce(x)
+        if x[0] != sum(evens) or g.rank != evens.index(r) or g.size != len(evens):
+            fail(w, "create_group(%r): rank %d of %d, sum %d" % (evens, g.rank, g.size, x[0]))
+        g.free()
+    try:
+        w.create_group([r, r])
+        fail(w, "create_group took a rank twice")
+    except rlxcoll.ArgumentError:
+        pass
     try:
         w.alltoall(np.zeros(n * 2 + 1), np.zeros(n * 2 + 1))
         fail(w, "alltoall took a buffer that does not split in %d" % n) if n > 1 else None

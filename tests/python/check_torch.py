@@ -104,6 +104,44 @@ def ops():
     dist.barrier()
     exchanges(r, n)
     messages(r, n)
+    subgroups(r, n)
+
+
+def subgroups(r, n):
+    """new_group of the even ranks and of the odd ones (the backend made by
+    the members alone), collectives and messages on them, and groups of
+    pairs."""
+    evens, odds = [q for q in range(n) if q % 2 == 0], [q for q in range(n) if q % 2 == 1]
+    ge = dist.new_group(evens)
+    go = dist.new_group(odds) if odds else None
+    mine, g = (evens, ge) if r % 2 == 0 else (odds, go)
+    t = torch.tensor([float(r), 1.0])
+    dist.all_reduce(t, group=g)
+    if t.tolist() != [float(sum(mine)), float(len(mine))]:
+        fail("all_reduce on the group %r: %r" % (mine, t))
+    b = torch.tensor([float(r)])
+    dist.broadcast(b, src=mine[-1], group=g)
+    if b.item() != mine[-1]:
+        fail("broadcast on the group %r from %d: %r" % (mine, mine[-1], b))
+    if len(mine) > 1:
+        i = mine.index(r)
+        peer = mine[(i + 1) % len(mine)]
+        w = dist.isend(torch.tensor([r]), peer, group=g)
+        got = torch.tensor([-1])
+        dist.recv(got, mine[(i - 1) % len(mine)], group=g)
+        w.wait()
+        if got.item() != mine[(i - 1) % len(mine)]:
+            fail("send/recv on the group %r" % mine)
+    dist.barrier()
+    # pairs, as new_subgroups(2) makes them (which torch 1.13 allows with
+    # CUDA only): every rank calls new_group for each, in one order
+    pairs = [dist.new_group([q, q + 1]) for q in range(0, n - 1, 2)]
+    if r < n - n % 2:
+        s = torch.tensor([1.0])
+        dist.all_reduce(s, group=pairs[r // 2])
+        if s.item() != 2.0:
+            fail("a pair's group: %r" % s)
+    dist.barrier()
 
 
 def exchanges(r, n):
