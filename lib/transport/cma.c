@@ -99,8 +99,8 @@ static void bad_descriptor(struct rlx__p2p_conn *c, const struct rlx__frame_hdr 
   struct rlx__umsg *bad = rlx__umsg_new(c, h, 0); /* no data: it fails its receive */
   if (bad == NULL)
     return;
-  bad->hdr.flags = 0;
-  bad->hdr.payload_len = 0;
+  bad->hdr.flags = 0; /* (its length stays the frame's: a receive posted later for it must
+                       * find it, and fail it as corrupt, not as another size) */
   if (h->type == RLX__FT_MSG)
     rlx__msg_arrived(c->p, bad); /* (crc_ok 0: its receive fails) */
   else

@@ -545,6 +545,86 @@ static PyObject *comm_alltoall(Comm *s, PyObject *args, PyObject *kw) {
   CALL(&b, rlx_alltoall(b.send, b.recv, b.count, b.dt, s->c));
 }
 
+/* counts (a sequence of p ints >= 0) into c[], their prefix sums into d[];
+ * the total, or -1 with an exception set. */
+static Py_ssize_t counts_of(PyObject *seq, int p, size_t *c, size_t *d, const char *what) {
+  PyObject *fast = PySequence_Fast(seq, "counts must be a sequence of ints");
+  if (fast == NULL)
+    return -1;
+  if (PySequence_Fast_GET_SIZE(fast) != p) {
+    PyErr_Format(PyExc_ValueError, "alltoallv: %s has %zd counts for %d ranks", what,
+                 PySequence_Fast_GET_SIZE(fast), p);
+    Py_DECREF(fast);
+    return -1;
+  }
+  size_t total = 0;
+  for (int i = 0; i < p; i++) {
+    long long v = PyLong_AsLongLong(PySequence_Fast_GET_ITEM(fast, i));
+    if ((v == -1 && PyErr_Occurred()) || v < 0) {
+      if (!PyErr_Occurred())
+        PyErr_Format(PyExc_ValueError, "alltoallv: %s[%d] is negative", what, i);
+      Py_DECREF(fast);
+      return -1;
+    }
+    c[i] = (size_t)v;
+    d[i] = total;
+    total += (size_t)v;
+  }
+  Py_DECREF(fast);
+  return (Py_ssize_t)total;
+}
+
+static PyObject *comm_alltoallv(Comm *s, PyObject *args, PyObject *kw) {
+  static char *kwlist[] = {"buf", "sendcounts", "out", "recvcounts", "dtype", NULL};
+  PyObject *buf, *sco, *out, *rco, *dtype = NULL, *ret = NULL;
+  struct bufs b;
+  if (!PyArg_ParseTupleAndKeywords(args, kw, "OOOO|O:alltoallv", kwlist, &buf, &sco, &out, &rco,
+                                   &dtype) ||
+      live(s))
+    return NULL;
+  int p = rlx_comm_size(s->c), rc;
+  size_t *a = PyMem_Calloc((size_t)p * 4, sizeof(size_t));
+  if (a == NULL)
+    return PyErr_NoMemory();
+  size_t *sc = a, *sd = a + p, *rcn = a + 2 * p, *rd = a + 3 * p;
+  memset(&b, 0, sizeof(b));
+  Py_ssize_t st = counts_of(sco, p, sc, sd, "sendcounts"), rt = st < 0 ? -1 : counts_of(rco, p, rcn, rd, "recvcounts");
+  if (st < 0 || rt < 0 || view(buf, &b.in, 0, "buf") != 0)
+    goto done;
+  b.have_in = 1;
+  if (view(out, &b.out, 1, "out") != 0)
+    goto done;
+  b.have_out = 1;
+  rlx_dtype_t odt;
+  int d = dtype_of(&b.in, dtype, &b.dt);
+  if (d == 0)
+    d = dtype_of(&b.out, dtype, &odt);
+  if (d != 0) {
+    if (d == -2)
+      PyErr_SetString(PyExc_TypeError, "1-byte floats are not supported");
+    goto done;
+  }
+  if (odt != b.dt || b.in.len / b.in.itemsize != st || b.out.len / b.out.itemsize != rt) {
+    PyErr_Format(PyExc_ValueError, "alltoallv: buf holds %zd items and out %zd of the same dtype; "
+                 "the counts add up to %zd and %zd", b.in.len / b.in.itemsize,
+                 b.out.len / b.out.itemsize, st, rt);
+    goto done;
+  }
+  Py_BEGIN_ALLOW_THREADS
+  rc = rlx_alltoallv(b.in.buf, sc, sd, b.out.buf, rcn, rd, b.dt, s->c);
+  Py_END_ALLOW_THREADS
+  if (rc != RLX_OK) {
+    raise(rc);
+    goto done;
+  }
+  Py_INCREF(out);
+  ret = out;
+done:
+  bufs_release(&b);
+  PyMem_Free(a);
+  return ret;
+}
+
 static PyObject *comm_barrier(Comm *s, PyObject *noargs) {
   (void)noargs;
   int rc;
@@ -863,6 +943,9 @@ static PyMethodDef comm_methods[] = {
     {"scatter", (PyCFunction)(void (*)(void))comm_scatter, METH_VARARGS | METH_KEYWORDS,
      "scatter(buf, out, root=0, dtype=None)\n--\n\nBlock i of the root's buf (None off the "
      "root) into rank i's out. Returns out."},
+    {"alltoallv", (PyCFunction)(void (*)(void))comm_alltoallv, METH_VARARGS | METH_KEYWORDS,
+     "alltoallv(buf, sendcounts, out, recvcounts, dtype=None)\n--\n\nsendcounts[j] items of "
+     "buf, in order, to rank j; recvcounts[i] from rank i into out, in order. Returns out."},
     {"alltoall", (PyCFunction)(void (*)(void))comm_alltoall, METH_VARARGS | METH_KEYWORDS,
      "alltoall(buf, out, dtype=None)\n--\n\nBlock j of buf to rank j; block i of out from "
      "rank i. Returns out."},

@@ -21,7 +21,7 @@ non-contiguous one through a contiguous copy); CUDA tensors go through a
 host copy and back. Supported: all_reduce (sum, avg, min, max, product),
 broadcast, reduce, all_gather (and all_gather_into_tensor), reduce_scatter
 (and reduce_scatter_tensor), gather, scatter, all_to_all, all_to_all_single
-(even splits), barrier, on the default group and on groups from
+(split sizes too), barrier, on the default group and on groups from
 new_group (made by their members alone); send, recv (also from any source),
 isend, irecv, batch_isend_irecv (messages start at once, beside the
 collectives). Errors are rlxcoll's exceptions (PeerLost, Mismatch,
@@ -456,18 +456,23 @@ class ProcessGroupRlx(ProcessGroup):
         return self._submit(run, output_tensors, opts)
 
     def alltoall_base(self, output, input, output_split_sizes, input_split_sizes, opts=None):
-        n = self.comm.size
-        even = [input.shape[0] // n] * n if input.dim() > 0 else []
-        if ((output_split_sizes and list(output_split_sizes) != even) or
-                (input_split_sizes and list(input_split_sizes) != even)):
-            raise ValueError("rlx backend: all_to_all_single with uneven split sizes needs "
-                             "rlx_alltoallv, not there yet")
         o, i = _Staged(output), _Staged(input)
+        if not output_split_sizes and not input_split_sizes:
+            def run():
+                self.comm.alltoall(i.arr, o.arr, dtype=i.dtype)
+                o.put()
+            return self._submit(run, [output], opts)
+        # split sizes count rows (the first dimension); rlx_alltoallv counts items
+        n = self.comm.size
+        row_in = input.numel() // input.shape[0] if input.dim() and input.shape[0] else 1
+        row_out = output.numel() // output.shape[0] if output.dim() and output.shape[0] else 1
+        sc = [s * row_in for s in input_split_sizes] or [input.numel() // n] * n
+        rc = [s * row_out for s in output_split_sizes] or [output.numel() // n] * n
 
-        def run():
-            self.comm.alltoall(i.arr, o.arr, dtype=i.dtype)
+        def runv():
+            self.comm.alltoallv(i.arr.reshape(-1), sc, o.arr.reshape(-1), rc, dtype=i.dtype)
             o.put()
-        return self._submit(run, [output], opts)
+        return self._submit(runv, [output], opts)
 
     # -- messages ------------------------------------------------------------
     def send(self, tensors, dstRank, tag=0):

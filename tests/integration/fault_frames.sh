@@ -49,6 +49,15 @@ for n in 2 3 shm3; do
     echo "by reference over $tr, n=$n, $action: every rank $want"
   done
 done
+# A spoilt descriptor that comes before the receive that wants it (the
+# receiver 0.3 s late): kept, and the receive fails as corrupt when it
+# comes (it once failed as "another size": the kept frame's length was
+# cleared).
+RLX_SHM_COLL=off RLX_TRANSPORT=unix RLX_CMA=on RLX_FAULT_FRAME=flipref:3:1 FAULT_LATE=1 timeout 60 \
+  "$RLXRUN" -n 2 --grace 10 "$FAULT" frame corrupt >"$TMP/out" 2>&1
+[ "$(grep -c 'fault_check: rank [0-9]*: PASS' "$TMP/out")" = 2 ] ||
+  { cat "$TMP/out"; fail "by reference, the receiver late: not every rank failed as corrupt"; }
+echo "by reference over unix, the receiver late, flipref: every rank corrupt"
 # Copies by reference refused (RLX_FAULT_CMA=deny, as ptrace rules or a
 # sandbox would): every such payload is sent again on the socket, whether
 # its receive was posted already or came later, and the results are right.
@@ -71,15 +80,18 @@ done
 # through shared memory.
 P2P="$top_builddir/tests/integration/p2p_check"
 for c in unix:off:flip unix:off:truncate unix:off:drop tcp:off:flip tcp:off:drop \
-    unix:on:flipref shm:on:flipref shm:on:truncate shm:on:drop; do
+    unix:on:flipref shm:on:flipref shm:on:truncate shm:on:drop late:unix:on:flipref \
+    late:shm:on:flipref; do
+  late=
+  case $c in late:*) late=1 c=${c#late:} ;; esac
   tr=${c%%:*} cma=${c#*:} action=${c##*:}
   cma=${cma%%:*}
   want=lost
   case $action in flip*) want=corrupt ;; esac
-  RLX_TRANSPORT=$tr RLX_CMA=$cma RLX_FAULT_FRAME=$action:2:0 timeout 60 "$RLXRUN" -n 2 --grace 10 \
+  FAULT_LATE=$late RLX_TRANSPORT=$tr RLX_CMA=$cma RLX_FAULT_FRAME=$action:2:0 timeout 60 "$RLXRUN" -n 2 --grace 10 \
     "$P2P" frame $want >"$TMP/out" 2>&1
   grep -q "WRONG DATA" "$TMP/out" && { cat "$TMP/out"; fail "message $c: wrong data"; }
   grep -q "p2p_check: rank 1: PASS" "$TMP/out" || { cat "$TMP/out"; fail "message $c: not '$want'"; }
-  echo "a message, $tr (by reference $cma), $action: $(sed -n 's/.*rank 1: \([a-z ]*\) after \([0-9.]*\) s.*/\1 after \2 s/p' "$TMP/out")"
+  echo "a message, $tr (by reference $cma), $action${late:+, the receiver late}: $(sed -n 's/.*rank 1: \([a-z ]*\) after \([0-9.]*\) s.*/\1 after \2 s/p' "$TMP/out")"
 done
 echo "frame faults: ok"

@@ -378,6 +378,8 @@ static int frame_mode(const char *want_s) {
     CHECK(rlx_recv(&hello, 1, RLX_INT32, 0, 3, rlx_comm_world(), NULL) == RLX_OK &&
               rlx_send(&hello, 1, RLX_INT32, 0, 3, rlx_comm_world()) == RLX_OK,
           "round trip");
+    if (getenv("FAULT_LATE") && *getenv("FAULT_LATE"))
+      usleep(300000); /* the spoilt message is here before its receive */
     double t0 = now();
     int rc = rlx_recv(v, n, RLX_FLOAT64, 0, 4, rlx_comm_world(), NULL);
     double took = now() - t0;

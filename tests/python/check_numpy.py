@@ -199,6 +199,15 @@ def exchanges(w):
             want = np.concatenate([data(r * 31 + q, dtype, count) for q in range(n)])
             if not np.array_equal(out, want):
                 fail(w, "alltoall %s x %d" % (np.dtype(dtype), count))
+    # alltoallv: rank r sends q + r items to rank q (some none)
+    sc = [q + r for q in range(n)]
+    rcnt = [r + q for q in range(n)]
+    src = np.concatenate([np.full(sc[q], 100 * r + q, dtype=np.int32) for q in range(n)])
+    dst = np.zeros(sum(rcnt), dtype=np.int32)
+    w.alltoallv(src, sc, dst, rcnt)
+    want = np.concatenate([np.full(rcnt[q], 100 * q + r, dtype=np.int32) for q in range(n)])
+    if not np.array_equal(dst, want):
+        fail(w, "alltoallv: %r" % dst[:8])
     evens = list(range(0, n, 2))[::-1]  # made by the even ranks alone, highest first
     if r in evens:
         g = w.create_group(evens, tag=3)

@@ -167,6 +167,15 @@ def exchanges(r, n):
     dist.all_to_all_single(flat_out, flat_in)
     if not torch.equal(flat_out, torch.cat(outs)):
         fail("all_to_all_single")
+    # uneven: rank r sends q + r + 1 rows of 2 to rank q
+    send = [q + r + 1 for q in range(n)]
+    recv = [r + q + 1 for q in range(n)]
+    src = torch.cat([torch.full((send[q], 2), float(100 * r + q)) for q in range(n)])
+    dst = torch.zeros(sum(recv), 2)
+    dist.all_to_all_single(dst, src, output_split_sizes=recv, input_split_sizes=send)
+    want = torch.cat([torch.full((recv[q], 2), float(100 * q + r)) for q in range(n)])
+    if not torch.equal(dst, want):
+        fail("all_to_all_single with split sizes")
 
 
 def messages(r, n):
