@@ -83,16 +83,11 @@ static int cma_copy(pid_t pid, uint64_t addr, void *dst, size_t len) {
  * the sender why) and the acknowledgement releases the sender. */
 static void bad_descriptor(struct rlx__p2p_conn *c, const struct rlx__frame_hdr *h,
                            struct rlx__xfer *x) {
-  struct rlx__p2p_peer *pe = &c->p->peers[c->peer];
   c->p->corrupt++;
   send_ack(c, h, 0);
   if (x) {
-    if (h->type == RLX__FT_MSG) {
-      rlx__msg_unpost(c->p, x);
-      x->got = *h;
-    } else {
-      rlx__list_remove(&x->link);
-    }
+    rlx__match_take(c->p, x, h);
+    x->got = *h;
     rlx__xfer_finish(x, RLX_ERR_CORRUPT);
     return;
   }
@@ -101,24 +96,29 @@ static void bad_descriptor(struct rlx__p2p_conn *c, const struct rlx__frame_hdr 
     return;
   bad->hdr.flags = 0; /* (its length stays the frame's: a receive posted later for it must
                        * find it, and fail it as corrupt, not as another size) */
-  if (h->type == RLX__FT_MSG)
-    rlx__msg_arrived(c->p, bad); /* (crc_ok 0: its receive fails) */
-  else
-    rlx__list_push(&pe->unexpected, &bad->link);
+  rlx__match_keep(c, bad); /* (crc_ok 0) */
 }
 
-/* A message by reference: copied straight into the first receive posted
- * for it (a receive it is too long for fails, and the sender is let go),
- * else into a kept buffer at once, so that the sender's buffer is free. */
-static void msg_desc(struct rlx__p2p_conn *c, const struct rlx__frame_hdr *h, pid_t pid,
-                     uint64_t addr) {
+/* A DATA or MSG frame's descriptor is in: copy the payload straight into
+ * the receive posted for it, or into a kept buffer at once (the sender's
+ * buffer is then free); a posted receive it does not fit fails, and the
+ * sender is let go. */
+void rlx__cma_desc_done(struct rlx__p2p_conn *c) {
   struct rlx__p2p *p = c->p;
-  struct rlx__xfer *x = rlx__msg_find_posted(p, c->peer, h);
-  if (x && h->payload_len > x->len) {
-    rlx__msg_unpost(p, x);
+  struct rlx__frame_hdr *h = &c->cur;
+  uint64_t addr = rlx__get64(c->cma_in);
+  pid_t pid = (pid_t)(uint32_t)rlx__get64(c->cma_in + 8);
+  struct rlx__xfer *x = rlx__match_posted(c, h);
+  rlx__read_next(c);
+  if (rlx__crc32c(c->cma_in, RLX__CMA_DESC_SIZE) != h->payload_crc) {
+    bad_descriptor(c, h, x);
+    return;
+  }
+  if (x && !rlx__match_fits(x, h)) { /* another call, or a message too long */
+    rlx__match_take(p, x, h);
     x->got = *h;
     send_ack(c, h, 0);
-    rlx__xfer_finish(x, RLX_ERR_TRUNCATE);
+    rlx__xfer_finish(x, rlx__match_refusal(h));
     return;
   }
   struct rlx__umsg *m = NULL;
@@ -128,62 +128,6 @@ static void msg_desc(struct rlx__p2p_conn *c, const struct rlx__frame_hdr *h, pi
     m->hdr.flags = 0;
   }
   int rc = cma_copy(pid, addr, x ? x->buf : m->data, h->payload_len);
-  if (rc != 0) { /* the payload comes again on the stream; the receive stays posted */
-    rlx__debug("copy by reference from rank %d failed (%s); using the socket", c->peer,
-               strerror(-rc));
-    p->cma_fallbacks++;
-    rlx__umsg_put(p, m);
-    send_ack(c, h, 1);
-    return;
-  }
-  p->cma_copies++;
-  send_ack(c, h, 0);
-  if (x) {
-    rlx__msg_unpost(p, x);
-    x->got = *h;
-    x->got.flags = 0;
-    rlx__xfer_finish(x, RLX_OK);
-  } else {
-    m->crc_ok = 1;
-    rlx__msg_arrived(p, m);
-  }
-}
-
-void rlx__cma_desc_done(struct rlx__p2p_conn *c) {
-  struct rlx__p2p *p = c->p;
-  struct rlx__p2p_peer *pe = &p->peers[c->peer];
-  struct rlx__frame_hdr *h = &c->cur;
-  uint64_t addr = rlx__get64(c->cma_in);
-  pid_t pid = (pid_t)(uint32_t)rlx__get64(c->cma_in + 8);
-  int msg = h->type == RLX__FT_MSG;
-  struct rlx__xfer *x = msg ? rlx__msg_find_posted(p, c->peer, h) : rlx__find_posted(pe, h);
-  rlx__read_next(c);
-  if (rlx__crc32c(c->cma_in, RLX__CMA_DESC_SIZE) != h->payload_crc) {
-    bad_descriptor(c, h, x);
-    return;
-  }
-  if (msg) {
-    msg_desc(c, h, pid, addr);
-    return;
-  }
-  if (x && !rlx__frame_matches(x, h)) { /* the sender called something else */
-    rlx__list_remove(&x->link);
-    x->got = *h;
-    rlx__xfer_finish(x, RLX_ERR_MISMATCH);
-    send_ack(c, h, 0);
-    return;
-  }
-  struct rlx__umsg *m = NULL;
-  void *dst;
-  if (x) {
-    dst = x->buf;
-  } else {
-    if ((m = rlx__umsg_new(c, h, h->payload_len)) == NULL)
-      return;
-    m->hdr.flags = 0;
-    dst = m->data;
-  }
-  int rc = cma_copy(pid, addr, dst, h->payload_len);
   if (rc != 0) {
     /* Not allowed here: the sender resends the payload on the stream, and
      * the receive stays posted for it. */
@@ -197,11 +141,13 @@ void rlx__cma_desc_done(struct rlx__p2p_conn *c) {
   p->cma_copies++;
   send_ack(c, h, 0);
   if (x) {
-    rlx__list_remove(&x->link);
+    rlx__match_take(p, x, h);
+    x->got = *h;
+    x->got.flags = 0;
     rlx__xfer_finish(x, RLX_OK);
   } else {
     m->crc_ok = 1; /* the descriptor's CRC was checked above */
-    rlx__list_push(&pe->unexpected, &m->link);
+    rlx__match_keep(c, m);
   }
 }
 

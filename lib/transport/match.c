@@ -93,6 +93,38 @@ int rlx__umsg_deliver(struct rlx__umsg *m, struct rlx__xfer *x) {
   return RLX_OK;
 }
 
+/* ---- either kind of frame with a payload: a collective's DATA (its
+ * receive by key, exact length) or a MSG (msg.c: by source and tag, at
+ * most the receive's length) */
+
+struct rlx__xfer *rlx__match_posted(struct rlx__p2p_conn *c, const struct rlx__frame_hdr *h) {
+  if (h->type == RLX__FT_MSG)
+    return rlx__msg_find_posted(c->p, c->peer, h);
+  return rlx__find_posted(&c->p->peers[c->peer], h);
+}
+
+int rlx__match_fits(const struct rlx__xfer *x, const struct rlx__frame_hdr *h) {
+  return h->type == RLX__FT_MSG ? h->payload_len <= x->len : rlx__frame_matches(x, h);
+}
+
+int rlx__match_refusal(const struct rlx__frame_hdr *h) {
+  return h->type == RLX__FT_MSG ? RLX_ERR_TRUNCATE : RLX_ERR_MISMATCH;
+}
+
+void rlx__match_take(struct rlx__p2p *p, struct rlx__xfer *x, const struct rlx__frame_hdr *h) {
+  if (h->type == RLX__FT_MSG)
+    rlx__msg_unpost(p, x);
+  else
+    rlx__list_remove(&x->link);
+}
+
+void rlx__match_keep(struct rlx__p2p_conn *c, struct rlx__umsg *m) {
+  if (m->hdr.type == RLX__FT_MSG)
+    rlx__msg_arrived(c->p, m);
+  else
+    rlx__list_push(&c->p->peers[c->peer].unexpected, &m->link);
+}
+
 void rlx__match_arrived(struct rlx__p2p_conn *c, struct rlx__umsg *m) {
   struct rlx__p2p_peer *pe = &c->p->peers[c->peer];
   if (m->discard) {

@@ -182,6 +182,16 @@ struct rlx__umsg *rlx__umsg_alloc(struct rlx__p2p *p, size_t len);
 /* A received frame (not an ABORT) is whole: give it to its receive, or
  * keep it for one to come. */
 void rlx__match_arrived(struct rlx__p2p_conn *c, struct rlx__umsg *m);
+/* Either kind of frame with a payload (DATA, MSG), h its header: the
+ * receive posted for it (still on its list), whether the frame fits it,
+ * the receive's error when it does not (another call; too long), taking
+ * the receive off its list, and keeping a whole frame no receive took
+ * (c's peer's). */
+struct rlx__xfer *rlx__match_posted(struct rlx__p2p_conn *c, const struct rlx__frame_hdr *h);
+int rlx__match_fits(const struct rlx__xfer *x, const struct rlx__frame_hdr *h);
+int rlx__match_refusal(const struct rlx__frame_hdr *h);
+void rlx__match_take(struct rlx__p2p *p, struct rlx__xfer *x, const struct rlx__frame_hdr *h);
+void rlx__match_keep(struct rlx__p2p_conn *c, struct rlx__umsg *m);
 /* The early frame for x, taken off the peer's list, or NULL. */
 struct rlx__umsg *rlx__match_take_early(struct rlx__p2p_peer *pe, const struct rlx__xfer *x);
 void rlx__pool_free(struct rlx__p2p *p);

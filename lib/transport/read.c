@@ -69,56 +69,31 @@ static void abort_header(struct rlx__p2p_conn *c, const struct rlx__frame_hdr *h
   expect_payload(c, h);
 }
 
-/* A DATA frame's payload goes straight into its receive when one is posted
- * and agrees, else into an early-frame buffer. */
-static void data_header(struct rlx__p2p_conn *c, const struct rlx__frame_hdr *h) {
-  struct rlx__p2p_peer *pe = &c->p->peers[c->peer];
+/* A DATA or MSG frame's payload goes straight into the receive posted for
+ * it when the frame fits it, else into an early-frame buffer: kept for a
+ * receive to come, or (a posted receive it does not fit: another call, or
+ * a message too long) read and dropped while that receive fails, so the
+ * stream stays in step. */
+static void payload_header(struct rlx__p2p_conn *c, const struct rlx__frame_hdr *h) {
+  struct rlx__xfer *x = rlx__match_posted(c, h);
   c->crc = 0;
-  struct rlx__xfer *x = rlx__find_posted(pe, h);
-  if (x && rlx__frame_matches(x, h)) {
-    rlx__list_remove(&x->link);
-    c->target = x;
-    c->dst = x->buf;
-  } else {
-    struct rlx__umsg *m = rlx__umsg_new(c, h, h->payload_len);
-    if (m == NULL)
-      return;
-    if (x) { /* posted, but the sender called something else */
-      rlx__list_remove(&x->link);
-      x->got = *h;
-      m->discard = 1;
-      rlx__xfer_finish(x, RLX_ERR_MISMATCH);
-    }
-    c->um = m;
-    c->dst = m->data;
-  }
-  expect_payload(c, h);
-}
-
-/* A message's payload goes straight into the first receive posted for it
- * when it fits; else it is kept (a receive it is too long for fails, and
- * the message is read and dropped: the stream stays in step). */
-static void msg_header(struct rlx__p2p_conn *c, const struct rlx__frame_hdr *h) {
-  struct rlx__p2p *p = c->p;
-  struct rlx__xfer *x = rlx__msg_find_posted(p, c->peer, h);
-  c->crc = 0;
-  if (x != NULL)
-    rlx__msg_unpost(p, x);
-  if (x != NULL && h->payload_len <= x->len) {
+  if (x && rlx__match_fits(x, h)) {
+    rlx__match_take(c->p, x, h);
     x->got = *h;
     c->target = x;
     c->dst = x->buf;
   } else {
     struct rlx__umsg *m = rlx__umsg_new(c, h, h->payload_len);
-    if (m == NULL)
+    if (m == NULL) /* (the peer is failed, and x with it, still posted) */
       return;
-    c->um = m;
-    c->dst = m->data;
-    if (x != NULL) {
+    if (x) {
+      rlx__match_take(c->p, x, h);
       x->got = *h;
       m->discard = 1;
-      rlx__xfer_finish(x, RLX_ERR_TRUNCATE);
+      rlx__xfer_finish(x, rlx__match_refusal(h));
     }
+    c->um = m;
+    c->dst = m->data;
   }
   expect_payload(c, h);
 }
@@ -154,10 +129,7 @@ static void header_done(struct rlx__p2p_conn *c) {
       c->got = 0;
       return;
     }
-    if (h->type == RLX__FT_MSG)
-      msg_header(c, h);
-    else
-      data_header(c, h);
+    payload_header(c, h);
   }
 }
 
