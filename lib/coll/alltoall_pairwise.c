@@ -17,12 +17,10 @@ static int round_fn(struct rlx__op *op, int lane, int k, struct rlx__round *r) {
   int p = op->size, me = op->rank;
   size_t block = op->count * op->esize, segb = (size_t)op->st.bino.seg_bytes;
   (void)lane;
-  if (k == 0) {
-    if (block > 0 && (const char *)op->src + (size_t)me * block != (char *)op->dst + (size_t)me * block) {
-      r->copy_dst = (char *)op->dst + (size_t)me * block;
-      r->copy_src = (const char *)op->src + (size_t)me * block;
-      r->copy_len = block;
-    }
+  if (k == 0) { /* our own block (src and dst are two buffers: the caller checked) */
+    r->copy_dst = (char *)op->dst + (size_t)me * block;
+    r->copy_src = (const char *)op->src + (size_t)me * block;
+    r->copy_len = block;
     return 1;
   }
   long i = k - 1, nseg = op->st.bino.nseg;

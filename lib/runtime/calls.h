@@ -22,4 +22,14 @@ int rlx__call_launch(rlx_comm_t *c, struct rlx_request *rq, rlx_request_t **req)
  * when req is NULL. */
 int rlx__call_done(rlx_request_t **req);
 
+/* A nonblocking form's first step: req is there (else RLX_ERR_ARG, told to
+ * the others), *req NULL until the call starts. In a function with c and
+ * req. */
+#define RLX__NEED_REQ(call)                                                                        \
+  do {                                                                                             \
+    if (req == NULL)                                                                               \
+      return rlx__refused(c, rlx__err(RLX_ERR_ARG, call ": req is NULL"));                         \
+    *req = NULL;                                                                                   \
+  } while (0)
+
 #endif

@@ -378,7 +378,8 @@ static int allreduce(const char *call, const void *sendbuf, void *recvbuf, size_
   struct rlx_request rq;
   size_t es;
   int rc;
-  if ((rc = rlx__call_check_comm(call, c)) != RLX_OK || (rc = rlx__call_check_type(call, dt, count, &es)) != RLX_OK ||
+  if ((rc = rlx__call_check_comm(call, c)) != RLX_OK ||
+      (rc = rlx__call_check_type(call, dt, count, &es)) != RLX_OK ||
       (rc = check_op(call, op, dt)) != RLX_OK)
     return rc;
   if (count == 0)
@@ -413,7 +414,8 @@ static int allreduce(const char *call, const void *sendbuf, void *recvbuf, size_
     rq.half = req != NULL ? half : NULL; /* a nonblocking request owns its copy */
     es = 2;
   }
-  if ((rc = rlx__call_pick(&rq.op, c, count * es, rlx__rt.cfg.allreduce_algo, req == NULL)) != RLX_OK) {
+  if ((rc = rlx__call_pick(&rq.op, c, count * es, rlx__rt.cfg.allreduce_algo, req == NULL)) !=
+      RLX_OK) {
     free(rq.half);
     return rc;
   }
@@ -427,9 +429,7 @@ int rlx_allreduce(const void *sendbuf, void *recvbuf, size_t count, rlx_dtype_t 
 
 int rlx_iallreduce(const void *sendbuf, void *recvbuf, size_t count, rlx_dtype_t dt, rlx_op_t op,
                    rlx_comm_t *c, rlx_request_t **req) {
-  if (req == NULL)
-    return rlx__refused(c, rlx__err(RLX_ERR_ARG, "rlx_iallreduce: req is NULL"));
-  *req = NULL;
+  RLX__NEED_REQ("rlx_iallreduce");
   return rlx__refused(c, allreduce("rlx_iallreduce", sendbuf, recvbuf, count, dt, op, c, req));
 }
 
@@ -438,7 +438,8 @@ static int bcast(const char *call, void *buf, size_t count, rlx_dtype_t dt, int 
   struct rlx_request rq;
   size_t es;
   int rc;
-  if ((rc = rlx__call_check_comm(call, c)) != RLX_OK || (rc = rlx__call_check_type(call, dt, count, &es)) != RLX_OK ||
+  if ((rc = rlx__call_check_comm(call, c)) != RLX_OK ||
+      (rc = rlx__call_check_type(call, dt, count, &es)) != RLX_OK ||
       (rc = rlx__call_check_root(call, root, c)) != RLX_OK)
     return rc;
   if (count == 0 || c->size == 1)
@@ -459,9 +460,7 @@ int rlx_bcast(void *buf, size_t count, rlx_dtype_t dt, int root, rlx_comm_t *c) 
 
 int rlx_ibcast(void *buf, size_t count, rlx_dtype_t dt, int root, rlx_comm_t *c,
                rlx_request_t **req) {
-  if (req == NULL)
-    return rlx__refused(c, rlx__err(RLX_ERR_ARG, "rlx_ibcast: req is NULL"));
-  *req = NULL;
+  RLX__NEED_REQ("rlx_ibcast");
   return rlx__refused(c, bcast("rlx_ibcast", buf, count, dt, root, c, req));
 }
 
@@ -470,8 +469,10 @@ static int reduce(const char *call, const void *sendbuf, void *recvbuf, size_t c
   struct rlx_request rq;
   size_t es;
   int rc;
-  if ((rc = rlx__call_check_comm(call, c)) != RLX_OK || (rc = rlx__call_check_type(call, dt, count, &es)) != RLX_OK ||
-      (rc = check_op(call, op, dt)) != RLX_OK || (rc = rlx__call_check_root(call, root, c)) != RLX_OK)
+  if ((rc = rlx__call_check_comm(call, c)) != RLX_OK ||
+      (rc = rlx__call_check_type(call, dt, count, &es)) != RLX_OK ||
+      (rc = check_op(call, op, dt)) != RLX_OK ||
+      (rc = rlx__call_check_root(call, root, c)) != RLX_OK)
     return rc;
   if (count == 0)
     return rlx__call_done(req);
@@ -495,7 +496,8 @@ static int allgather(const char *call, const void *sendbuf, void *recvbuf, size_
   struct rlx_request rq;
   size_t es;
   int rc;
-  if ((rc = rlx__call_check_comm(call, c)) != RLX_OK || (rc = rlx__call_check_type(call, dt, count, &es)) != RLX_OK)
+  if ((rc = rlx__call_check_comm(call, c)) != RLX_OK ||
+      (rc = rlx__call_check_type(call, dt, count, &es)) != RLX_OK)
     return rc;
   if (count == 0)
     return rlx__call_done(req);
@@ -507,7 +509,7 @@ static int allgather(const char *call, const void *sendbuf, void *recvbuf, size_
                                             : sendbuf;
   rlx__call_fill(&rq, RLX__CK_ALLGATHER, call, dt, RLX_SUM, count, es, 0, src, recvbuf);
   if ((rc = rlx__call_pick(&rq.op, c, count * es * (size_t)c->size, rlx__rt.cfg.allgather_algo,
-                 req == NULL)) != RLX_OK)
+                           req == NULL)) != RLX_OK)
     return rc;
   return rlx__call_launch(c, &rq, req);
 }
@@ -541,7 +543,8 @@ static int reduce_scatter(const char *call, const void *sendbuf, void *recvbuf,
   }
   rlx__call_fill(&rq, RLX__CK_REDUCE_SCATTER, call, dt, op, recvcount, es, 0, src, recvbuf);
   rq.half = req != NULL ? in_copy : NULL; /* a nonblocking request owns the copy */
-  if ((rc = rlx__call_pick(&rq.op, c, recvcount * es * (size_t)c->size, "", req == NULL)) == RLX_OK) {
+  if ((rc = rlx__call_pick(&rq.op, c, recvcount * es * (size_t)c->size, "", req == NULL)) ==
+      RLX_OK) {
     rc = rlx__call_launch(c, &rq, req);
     if (rc == RLX_OK && req != NULL)
       in_copy = NULL;
@@ -582,34 +585,28 @@ static int barrier(const char *call, rlx_comm_t *c, rlx_request_t **req) {
 int rlx_barrier(rlx_comm_t *c) { return barrier("rlx_barrier", c, NULL); }
 
 /* The nonblocking forms: a request each (rlx_iallreduce(3)). */
-#define NEED_REQ(call)                                                                             \
-  do {                                                                                             \
-    if (req == NULL)                                                                               \
-      return rlx__refused(c, rlx__err(RLX_ERR_ARG, call ": req is NULL"));                         \
-    *req = NULL;                                                                                   \
-  } while (0)
 
 int rlx_ireduce(const void *sendbuf, void *recvbuf, size_t count, rlx_dtype_t dt, rlx_op_t op,
                 int root, rlx_comm_t *c, rlx_request_t **req) {
-  NEED_REQ("rlx_ireduce");
+  RLX__NEED_REQ("rlx_ireduce");
   return rlx__refused(c, reduce("rlx_ireduce", sendbuf, recvbuf, count, dt, op, root, c, req));
 }
 
 int rlx_iallgather(const void *sendbuf, void *recvbuf, size_t count, rlx_dtype_t dt,
                    rlx_comm_t *c, rlx_request_t **req) {
-  NEED_REQ("rlx_iallgather");
+  RLX__NEED_REQ("rlx_iallgather");
   return rlx__refused(c, allgather("rlx_iallgather", sendbuf, recvbuf, count, dt, c, req));
 }
 
 int rlx_ireduce_scatter(const void *sendbuf, void *recvbuf, size_t recvcount, rlx_dtype_t dt,
                         rlx_op_t op, rlx_comm_t *c, rlx_request_t **req) {
-  NEED_REQ("rlx_ireduce_scatter");
+  RLX__NEED_REQ("rlx_ireduce_scatter");
   return rlx__refused(c, reduce_scatter("rlx_ireduce_scatter", sendbuf, recvbuf, recvcount, dt,
                                         op, c, req));
 }
 
 int rlx_ibarrier(rlx_comm_t *c, rlx_request_t **req) {
-  NEED_REQ("rlx_ibarrier");
+  RLX__NEED_REQ("rlx_ibarrier");
   return rlx__refused(c, barrier("rlx_ibarrier", c, req));
 }
 

@@ -16,7 +16,8 @@ static int rooted(int kind, const char *call, const void *sendbuf, void *recvbuf
   struct rlx_request rq;
   size_t es;
   int rc;
-  if ((rc = rlx__call_check_comm(call, c)) != RLX_OK || (rc = rlx__call_check_type(call, dt, count, &es)) != RLX_OK ||
+  if ((rc = rlx__call_check_comm(call, c)) != RLX_OK ||
+      (rc = rlx__call_check_type(call, dt, count, &es)) != RLX_OK ||
       (rc = rlx__call_check_root(call, root, c)) != RLX_OK)
     return rc;
   if (count == 0)
@@ -64,18 +65,14 @@ int rlx_scatter(const void *sendbuf, void *recvbuf, size_t count, rlx_dtype_t dt
 
 int rlx_igather(const void *sendbuf, void *recvbuf, size_t count, rlx_dtype_t dt, int root,
                 rlx_comm_t *c, rlx_request_t **req) {
-  if (req == NULL)
-    return rlx__refused(c, rlx__err(RLX_ERR_ARG, "rlx_igather: req is NULL"));
-  *req = NULL;
+  RLX__NEED_REQ("rlx_igather");
   return rlx__refused(c, rooted(RLX__CK_GATHER, "rlx_igather", sendbuf, recvbuf, count, dt, root,
                                 c, req));
 }
 
 int rlx_iscatter(const void *sendbuf, void *recvbuf, size_t count, rlx_dtype_t dt, int root,
                  rlx_comm_t *c, rlx_request_t **req) {
-  if (req == NULL)
-    return rlx__refused(c, rlx__err(RLX_ERR_ARG, "rlx_iscatter: req is NULL"));
-  *req = NULL;
+  RLX__NEED_REQ("rlx_iscatter");
   return rlx__refused(c, rooted(RLX__CK_SCATTER, "rlx_iscatter", sendbuf, recvbuf, count, dt,
                                 root, c, req));
 }
@@ -88,7 +85,8 @@ static int alltoall(const char *call, const void *sendbuf, void *recvbuf, size_t
   struct rlx_request rq;
   size_t es;
   int rc;
-  if ((rc = rlx__call_check_comm(call, c)) != RLX_OK || (rc = rlx__call_check_type(call, dt, count, &es)) != RLX_OK)
+  if ((rc = rlx__call_check_comm(call, c)) != RLX_OK ||
+      (rc = rlx__call_check_type(call, dt, count, &es)) != RLX_OK)
     return rc;
   if (count == 0)
     return rlx__call_done(req);
@@ -110,9 +108,7 @@ int rlx_alltoall(const void *sendbuf, void *recvbuf, size_t count, rlx_dtype_t d
 
 int rlx_ialltoall(const void *sendbuf, void *recvbuf, size_t count, rlx_dtype_t dt,
                   rlx_comm_t *c, rlx_request_t **req) {
-  if (req == NULL)
-    return rlx__refused(c, rlx__err(RLX_ERR_ARG, "rlx_ialltoall: req is NULL"));
-  *req = NULL;
+  RLX__NEED_REQ("rlx_ialltoall");
   return rlx__refused(c, alltoall("rlx_ialltoall", sendbuf, recvbuf, count, dt, c, req));
 }
 
@@ -213,9 +209,7 @@ int rlx_scatterv(const void *sendbuf, const size_t *sendcounts, const size_t *di
 int rlx_igatherv(const void *sendbuf, size_t sendcount, void *recvbuf, const size_t *recvcounts,
                  const size_t *displs, rlx_dtype_t dt, int root, rlx_comm_t *c,
                  rlx_request_t **req) {
-  if (req == NULL)
-    return rlx__refused(c, rlx__err(RLX_ERR_ARG, "rlx_igatherv: req is NULL"));
-  *req = NULL;
+  RLX__NEED_REQ("rlx_igatherv");
   return rlx__refused(c, rooted_v(RLX__CK_GATHERV, "rlx_igatherv", sendbuf, sendcount, NULL, NULL,
                                   recvbuf, 0, recvcounts, displs, dt, root, c, req));
 }
@@ -223,9 +217,7 @@ int rlx_igatherv(const void *sendbuf, size_t sendcount, void *recvbuf, const siz
 int rlx_iscatterv(const void *sendbuf, const size_t *sendcounts, const size_t *displs,
                   void *recvbuf, size_t recvcount, rlx_dtype_t dt, int root, rlx_comm_t *c,
                   rlx_request_t **req) {
-  if (req == NULL)
-    return rlx__refused(c, rlx__err(RLX_ERR_ARG, "rlx_iscatterv: req is NULL"));
-  *req = NULL;
+  RLX__NEED_REQ("rlx_iscatterv");
   return rlx__refused(c, rooted_v(RLX__CK_SCATTERV, "rlx_iscatterv", sendbuf, 0, sendcounts,
                                   displs, recvbuf, recvcount, NULL, NULL, dt, root, c, req));
 }
@@ -266,9 +258,7 @@ int rlx_allgatherv(const void *sendbuf, size_t sendcount, void *recvbuf, const s
 int rlx_iallgatherv(const void *sendbuf, size_t sendcount, void *recvbuf,
                     const size_t *recvcounts, const size_t *displs, rlx_dtype_t dt,
                     rlx_comm_t *c, rlx_request_t **req) {
-  if (req == NULL)
-    return rlx__refused(c, rlx__err(RLX_ERR_ARG, "rlx_iallgatherv: req is NULL"));
-  *req = NULL;
+  RLX__NEED_REQ("rlx_iallgatherv");
   return rlx__refused(c, allgatherv("rlx_iallgatherv", sendbuf, sendcount, recvbuf, recvcounts,
                                     displs, dt, c, req));
 }
@@ -311,9 +301,7 @@ int rlx_alltoallv(const void *sendbuf, const size_t *sendcounts, const size_t *s
 int rlx_ialltoallv(const void *sendbuf, const size_t *sendcounts, const size_t *sdispls,
                    void *recvbuf, const size_t *recvcounts, const size_t *rdispls, rlx_dtype_t dt,
                    rlx_comm_t *c, rlx_request_t **req) {
-  if (req == NULL)
-    return rlx__refused(c, rlx__err(RLX_ERR_ARG, "rlx_ialltoallv: req is NULL"));
-  *req = NULL;
+  RLX__NEED_REQ("rlx_ialltoallv");
   return rlx__refused(c, alltoallv("rlx_ialltoallv", sendbuf, sendcounts, sdispls, recvbuf,
                                    recvcounts, rdispls, dt, c, req));
 }

@@ -8,20 +8,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "runtime/runtime.h"
+#include "runtime/calls.h"
 
 /* A message's frame is one frame: at most this many bytes. */
 #define MSG_MAX_BYTES RLX__FRAME_MAX_PAYLOAD
 
 static int check(const char *call, rlx_comm_t *c, const void *buf, size_t count, rlx_dtype_t dt,
                  int peer, int tag, int recv) {
-  if (!rlx__rt.initialized)
-    return rlx__err(RLX_ERR_STATE, "%s: rlx_init has not been called", call);
-  if (c == NULL)
-    return rlx__err(RLX_ERR_ARG, "%s: communicator is NULL", call);
-  if (c->revoked)
-    return rlx__err(RLX_ERR_REVOKED, "%s: the communicator was revoked by an earlier error: %s",
-                    call, c->revoked_why);
+  int rc = rlx__call_check_comm(call, c); /* (initialized, a communicator, not revoked) */
+  if (rc != RLX_OK)
+    return rc;
   if ((unsigned)dt >= RLX_DTYPE_COUNT)
     return rlx__err(RLX_ERR_ARG, "%s: unknown dtype %d", call, (int)dt);
   size_t es = rlx_dtype_size(dt);
