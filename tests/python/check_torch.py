@@ -214,6 +214,22 @@ def messages(r, n):
         req.wait()
     if n > 1 and not (torch.all(ins[0] == frm) and torch.all(ins[1] == to + 0.5)):
         fail("batch_isend_irecv: %r" % ins)
+    # a failed message reaches the program: a receive too short raises
+    # rlxcoll.Truncated from dist.recv (the synchronous call) and from an
+    # irecv's wait(), never a normal return
+    for how in ("recv", "irecv"):
+        w = dist.isend(local(r, torch.float32, 8), to, tag=11)
+        short = torch.zeros(4)
+        try:
+            if how == "recv":
+                dist.recv(short, frm, tag=11)
+            else:
+                dist.irecv(short, frm, tag=11).wait()
+            fail("a message too long for %s's tensor returned normally" % how)
+        except rlxcoll.Truncated as e:
+            if "has 32 bytes, the receive room for 16" not in str(e):
+                fail("Truncated says: %s" % e)
+        w.wait()
     dist.barrier()
 
 
