@@ -112,6 +112,13 @@ RLX_API int rlx_allgatherv(const void *sendbuf, size_t sendcount, void *recvbuf,
 RLX_API int rlx_alltoallv(const void *sendbuf, const size_t *sendcounts, const size_t *sdispls,
                           void *recvbuf, const size_t *recvcounts, const size_t *rdispls,
                           rlx_dtype_t dt, rlx_comm_t *c);
+/* Rank i gets block i (recvcounts[i] elements, the blocks packed in rank
+ * order in sendbuf) of the reduction; every rank passes the same
+ * recvcounts (rlx_reduce_scatter(3)). */
+RLX_API int rlx_reduce_scatterv(const void *sendbuf, void *recvbuf, const size_t *recvcounts,
+                                rlx_dtype_t dt, rlx_op_t op, rlx_comm_t *c);
+RLX_API int rlx_ireduce_scatterv(const void *sendbuf, void *recvbuf, const size_t *recvcounts,
+                                 rlx_dtype_t dt, rlx_op_t op, rlx_comm_t *c, rlx_request_t **req);
 RLX_API int rlx_igatherv(const void *sendbuf, size_t sendcount, void *recvbuf,
                          const size_t *recvcounts, const size_t *displs, rlx_dtype_t dt, int root,
                          rlx_comm_t *c, rlx_request_t **req);

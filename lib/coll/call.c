@@ -6,7 +6,7 @@
 #include "base/byteorder.h"
 #include "call.h"
 
-enum { ARG_COUNT = 1, ARG_RECVCOUNT = 2, ARG_DTYPE = 4, ARG_OP = 8, ARG_ROOT = 16 };
+enum { ARG_COUNT = 1, ARG_RECVCOUNT = 2, ARG_COUNTS = 4, ARG_DTYPE = 8, ARG_OP = 16, ARG_ROOT = 32 };
 
 static const struct {
   const char *call;
@@ -61,6 +61,9 @@ void rlx__call_describe(char *buf, size_t len, const char *name, const struct rl
     case ARG_COUNT: snprintf(part, sizeof(part), "count=%llu", (unsigned long long)c->count); break;
     case ARG_RECVCOUNT:
       snprintf(part, sizeof(part), "recvcount=%llu", (unsigned long long)c->count);
+      break;
+    case ARG_COUNTS: /* (the hash of the counts, in the root field) */
+      snprintf(part, sizeof(part), "recvcounts #%08x", (unsigned)c->root);
       break;
     case ARG_DTYPE: snprintf(part, sizeof(part), "%s", dn ? dn : "?"); break;
     case ARG_OP: snprintf(part, sizeof(part), "%s", on ? on : "?"); break;

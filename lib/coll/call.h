@@ -26,13 +26,16 @@
   XX(GATHERV, 12, "rlx_gatherv", ARG_DTYPE | ARG_ROOT)                         \
   XX(SCATTERV, 13, "rlx_scatterv", ARG_DTYPE | ARG_ROOT)                       \
   XX(ALLGATHERV, 14, "rlx_allgatherv", ARG_DTYPE)                              \
-  XX(ALLTOALLV, 15, "rlx_alltoallv", ARG_DTYPE)
+  XX(ALLTOALLV, 15, "rlx_alltoallv", ARG_DTYPE)                               \
+  /* (count: the total of recvcounts; root: a hash of recvcounts, which every \
+   * rank must pass alike, so that any difference fails the call at once) */  \
+  XX(REDUCE_SCATTERV, 16, "rlx_reduce_scatterv", ARG_COUNT | ARG_COUNTS | ARG_DTYPE | ARG_OP)
 
 enum rlx__coll_kind {
 #define XX(name, value, call, args) RLX__CK_##name = value,
   RLX__COLL_KIND_MAP(XX)
 #undef XX
-  RLX__CK_MAX = 15
+  RLX__CK_MAX = 16
 };
 
 /* Sequence numbers of calls the library makes on a communicator for

@@ -104,6 +104,7 @@ union rlx__algo_state {
   } rd;
   struct { /* rings: a payload in segments, lanes over them */
     long seg_elems, nseg;
+    long most; /* reduce_scatterv: its largest block, in elements */
   } ring;
   struct { /* the binomial bcast: a tree over segments */
     long vrank, levels, nseg, seg_bytes;
@@ -275,6 +276,7 @@ extern const struct rlx__algo rlx__gatherv_linear;
 extern const struct rlx__algo rlx__scatterv_linear;
 extern const struct rlx__algo rlx__alltoallv_pairwise;
 extern const struct rlx__algo rlx__allgatherv_ring;
+extern const struct rlx__algo rlx__reduce_scatterv_ring;
 /* allreduce_shm.c's steps, for rlx_reduce too (all = 0: the root alone
  * copies the result out) */
 int rlx__shm_reduce_run(struct rlx__op *op, int all);

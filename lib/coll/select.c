@@ -14,6 +14,7 @@ static const struct rlx__algo *const allgather_algos[] = {
     &rlx__allgather_rd, &rlx__allgather_bruck, &rlx__allgather_ring, NULL};
 static const struct rlx__algo *const reduce_algos[] = {&rlx__reduce_binomial, NULL};
 static const struct rlx__algo *const reduce_scatter_algos[] = {&rlx__reduce_scatter_ring, NULL};
+static const struct rlx__algo *const reduce_scatterv_algos[] = {&rlx__reduce_scatterv_ring, NULL};
 static const struct rlx__algo *const barrier_algos[] = {&rlx__barrier_dissemination, NULL};
 static const struct rlx__algo *const gather_algos[] = {&rlx__gather_linear, NULL};
 static const struct rlx__algo *const scatter_algos[] = {&rlx__scatter_linear, NULL};
@@ -31,6 +32,7 @@ static const struct rlx__algo *const *table(int kind) {
   case RLX__CK_ALLGATHER: return allgather_algos;
   case RLX__CK_REDUCE: return reduce_algos;
   case RLX__CK_REDUCE_SCATTER: return reduce_scatter_algos;
+  case RLX__CK_REDUCE_SCATTERV: return reduce_scatterv_algos;
   case RLX__CK_GATHER: return gather_algos;
   case RLX__CK_SCATTER: return scatter_algos;
   case RLX__CK_ALLTOALL: return alltoall_algos;

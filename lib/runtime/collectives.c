@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "base/tuning.h"
 #include "coll/shm_group.h"
 #include "observe/observe.h"
 #include "runtime/calls.h"
@@ -514,20 +515,51 @@ static int allgather(const char *call, const void *sendbuf, void *recvbuf, size_
   return rlx__call_launch(c, &rq, req);
 }
 
+/* rlx_reduce_scatterv's recvcounts: each in range; their total, and a
+ * hash of them (FNV-1a, 32 bits) that the call's signature carries, so
+ * that ranks passing different counts fail with RLX_ERR_MISMATCH at once. */
+static int check_recvcounts(const char *call, const size_t *recvcounts, int p, size_t es,
+                            size_t *total, uint32_t *hash) {
+  if (recvcounts == NULL)
+    return rlx__err(RLX_ERR_ARG, "%s: recvcounts is NULL", call);
+  uint32_t h = 2166136261u;
+  *total = 0;
+  for (int i = 0; i < p; i++) {
+    if (recvcounts[i] > (size_t)RLX__UNEVEN_BLOCK_MAX / es)
+      return rlx__err(RLX_ERR_ARG, "%s: recvcounts[%d] is over 1 GiB (a block of an uneven call "
+                      "is at most that)", call, i);
+    *total += recvcounts[i];
+    for (int b = 0; b < 8; b++)
+      h = (h ^ (uint8_t)((uint64_t)recvcounts[i] >> (8 * b))) * 16777619u;
+  }
+  *hash = h;
+  return RLX_OK;
+}
+
+/* recvcounts NULL: rlx_reduce_scatter, recvcount per rank; else
+ * rlx_reduce_scatterv, recvcounts[i] for rank i (recvcount unused). */
 static int reduce_scatter(const char *call, const void *sendbuf, void *recvbuf,
-                          size_t recvcount, rlx_dtype_t dt, rlx_op_t op, rlx_comm_t *c,
-                          rlx_request_t **req) {
+                          size_t recvcount, const size_t *recvcounts, rlx_dtype_t dt,
+                          rlx_op_t op, rlx_comm_t *c, rlx_request_t **req) {
   struct rlx_request rq;
-  size_t es;
-  int rc;
+  size_t es, total = 0;
+  uint32_t hash = 0;
+  int rc, v = call[strlen(call) - 1] == 'v';
   if ((rc = rlx__call_check_comm(call, c)) != RLX_OK ||
-      (rc = rlx__call_check_type(call, dt, recvcount, &es)) != RLX_OK ||
-      (rc = check_op(call, op, dt)) != RLX_OK)
+      (rc = rlx__call_check_type(call, dt, v ? 0 : recvcount, &es)) != RLX_OK ||
+      (rc = check_op(call, op, dt)) != RLX_OK ||
+      (v && (rc = check_recvcounts(call, recvcounts, c->size, es, &total, &hash)) != RLX_OK))
     return rc;
-  if (recvcount == 0)
+  if (v)
+    recvcount = recvcounts[c->rank];
+  else
+    total = recvcount * (size_t)c->size;
+  if (total == 0)
     return rlx__call_done(req);
-  if (sendbuf == NULL || recvbuf == NULL)
+  if (sendbuf == NULL || (recvbuf == NULL && recvcount > 0))
     return rlx__err(RLX_ERR_ARG, "%s: %s is NULL", call, sendbuf == NULL ? "sendbuf" : "recvbuf");
+  if (sendbuf == RLX_IN_PLACE && recvbuf == NULL)
+    return rlx__err(RLX_ERR_ARG, "%s: recvbuf is NULL (in place, it holds the input)", call);
   if ((rc = rlx__call_not_in_place(call, "recvbuf", recvbuf)) != RLX_OK)
     return rc;
   /* In place: recvbuf holds all p blocks on entry and block 0.. gets the result. */
@@ -535,16 +567,20 @@ static int reduce_scatter(const char *call, const void *sendbuf, void *recvbuf,
   void *in_copy = NULL;
   if (sendbuf == RLX_IN_PLACE && c->size > 1) {
     /* the ring reads every input block until its last step: keep a copy */
-    size_t bytes = recvcount * es * (size_t)c->size;
+    size_t bytes = total * es;
     if ((in_copy = malloc(bytes)) == NULL)
       return rlx__err(RLX_ERR_NOMEM, "%s: no memory for the in-place input", call);
     memcpy(in_copy, recvbuf, bytes);
     src = in_copy;
   }
-  rlx__call_fill(&rq, RLX__CK_REDUCE_SCATTER, call, dt, op, recvcount, es, 0, src, recvbuf);
+  if (v) /* (count: the total; root: the counts' hash; call.h) */
+    rlx__call_fill(&rq, RLX__CK_REDUCE_SCATTERV, call, dt, op, total, es, (int)hash, src,
+                   recvbuf);
+  else
+    rlx__call_fill(&rq, RLX__CK_REDUCE_SCATTER, call, dt, op, recvcount, es, 0, src, recvbuf);
+  rq.op.counts = recvcounts;
   rq.half = req != NULL ? in_copy : NULL; /* a nonblocking request owns the copy */
-  if ((rc = rlx__call_pick(&rq.op, c, recvcount * es * (size_t)c->size, "", req == NULL)) ==
-      RLX_OK) {
+  if ((rc = rlx__call_pick(&rq.op, c, total * es, "", req == NULL)) == RLX_OK) {
     rc = rlx__call_launch(c, &rq, req);
     if (rc == RLX_OK && req != NULL)
       in_copy = NULL;
@@ -565,8 +601,14 @@ int rlx_allgather(const void *sendbuf, void *recvbuf, size_t count, rlx_dtype_t 
 
 int rlx_reduce_scatter(const void *sendbuf, void *recvbuf, size_t recvcount, rlx_dtype_t dt,
                        rlx_op_t op, rlx_comm_t *c) {
-  return rlx__refused(c, reduce_scatter("rlx_reduce_scatter", sendbuf, recvbuf, recvcount, dt, op,
-                                        c, NULL));
+  return rlx__refused(c, reduce_scatter("rlx_reduce_scatter", sendbuf, recvbuf, recvcount, NULL,
+                                        dt, op, c, NULL));
+}
+
+int rlx_reduce_scatterv(const void *sendbuf, void *recvbuf, const size_t *recvcounts,
+                        rlx_dtype_t dt, rlx_op_t op, rlx_comm_t *c) {
+  return rlx__refused(c, reduce_scatter("rlx_reduce_scatterv", sendbuf, recvbuf, 0, recvcounts,
+                                        dt, op, c, NULL));
 }
 
 static int barrier(const char *call, rlx_comm_t *c, rlx_request_t **req) {
@@ -601,8 +643,15 @@ int rlx_iallgather(const void *sendbuf, void *recvbuf, size_t count, rlx_dtype_t
 int rlx_ireduce_scatter(const void *sendbuf, void *recvbuf, size_t recvcount, rlx_dtype_t dt,
                         rlx_op_t op, rlx_comm_t *c, rlx_request_t **req) {
   RLX__NEED_REQ("rlx_ireduce_scatter");
-  return rlx__refused(c, reduce_scatter("rlx_ireduce_scatter", sendbuf, recvbuf, recvcount, dt,
-                                        op, c, req));
+  return rlx__refused(c, reduce_scatter("rlx_ireduce_scatter", sendbuf, recvbuf, recvcount, NULL,
+                                        dt, op, c, req));
+}
+
+int rlx_ireduce_scatterv(const void *sendbuf, void *recvbuf, const size_t *recvcounts,
+                         rlx_dtype_t dt, rlx_op_t op, rlx_comm_t *c, rlx_request_t **req) {
+  RLX__NEED_REQ("rlx_ireduce_scatterv");
+  return rlx__refused(c, reduce_scatter("rlx_ireduce_scatterv", sendbuf, recvbuf, 0, recvcounts,
+                                        dt, op, c, req));
 }
 
 int rlx_ibarrier(rlx_comm_t *c, rlx_request_t **req) {

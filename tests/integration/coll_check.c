@@ -500,6 +500,39 @@ static void check_reduce_scatter(rlx_dtype_t dt, rlx_op_t op, size_t count, int 
   free(ref);
 }
 
+/* rlx_reduce_scatterv (nb: rlx_ireduce_scatterv): rank r gets block r
+ * of vcount(r, 1, base) elements, some empty, of the reduction. */
+static void check_reduce_scatterv(rlx_dtype_t dt, rlx_op_t op, size_t base, int nb) {
+  size_t es = rlx_dtype_size(dt), total = 0, off = 0;
+  size_t *counts = calloc((size_t)size, sizeof(size_t));
+  for (int r = 0; r < size; r++) {
+    counts[r] = vcount(r, 1, base);
+    off = r == rank ? total : off;
+    total += counts[r];
+  }
+  char *in = malloc(total * es + 1), *out = malloc(counts[rank] * es + 1),
+       *ref = malloc(total * es + 1);
+  fill_inputs(in, total, dt, op);
+  reference(ref, total, dt, op);
+  memset(out, 0x5a, counts[rank] * es);
+  rlx_request_t *req = NULL;
+  int rc = nb ? rlx_ireduce_scatterv(in, out, counts, dt, op, rlx_comm_world(), &req)
+              : rlx_reduce_scatterv(in, out, counts, dt, op, rlx_comm_world());
+  if (rc == RLX_OK && nb)
+    rc = rlx_wait(&req);
+  checks++;
+  if (rc != RLX_OK)
+    FAIL("%sreduce_scatterv(base %zu, %s, %s): %s", nb ? "i" : "", base, rlx_dtype_name(dt),
+         rlx_op_name(op), rlx_errmsg());
+  else if (memcmp(out, ref + off * es, counts[rank] * es) != 0)
+    FAIL("%sreduce_scatterv(base %zu, %s, %s): wrong block (%zu elements)", nb ? "i" : "", base,
+         rlx_dtype_name(dt), rlx_op_name(op), counts[rank]);
+  free(in);
+  free(out);
+  free(ref);
+  free(counts);
+}
+
 /* The nonblocking forms give what the blocking ones give. */
 static void check_nonblocking(rlx_dtype_t dt, rlx_op_t op, size_t count) {
   size_t es = rlx_dtype_size(dt), bytes = count * es;
@@ -863,6 +896,9 @@ int main(int argc, char **argv) {
           check_reduce_scatter((rlx_dtype_t)dt, (rlx_op_t)op,
                                counts[c] > 100000 ? counts[c] / (size_t)size : counts[c],
                                (dt + op + c + 1) % 2);
+          check_reduce_scatterv((rlx_dtype_t)dt, (rlx_op_t)op,
+                                counts[c] > 100000 ? counts[c] / (size_t)size : counts[c],
+                                (dt + op + c) % 2);
         }
       }
       check_allgather((rlx_dtype_t)dt, counts[c] > 100000 ? counts[c] / (size_t)size : counts[c],

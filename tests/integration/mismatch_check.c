@@ -9,9 +9,10 @@
  * makes the same invalid call: each gets RLX_ERR_ARG, and the communicator
  * stays usable), a2a (rlx_alltoall with another count), gather
  * (rlx_gather with another count), a2av (rlx_alltoallv: the odd rank
- * sends 2 elements to each where they expect 1).
+ * sends 2 elements to each where they expect 1), rsv (rlx_reduce_scatterv:
+ * the odd rank's recvcounts differ, with the same total).
  * exit: the odd rank finalizes and exits right after its call.
- * The first five kinds and a2a fail the call itself on every rank with
+ * The first five kinds, a2a and rsv fail the call itself on every rank with
  * RLX_ERR_MISMATCH; in roots, rroots, bcastreduce, gather and a2av a rank whose part was
  * done may return RLX_OK, and then its next call fails (revoked) at once
  * (rarely the call after that one);
@@ -80,6 +81,12 @@ static int call(const char *kind, int odd, rlx_comm_t *w, int rank) {
       sd[r] = rd[r] = (size_t)r * 2;
     }
     return rlx_alltoallv(big, sc, sd, bout, rc, rd, RLX_FLOAT64, w);
+  }
+  if (strcmp(kind, "rsv") == 0) {
+    size_t counts[8];
+    for (int r = 0; r < size && r < 8; r++)
+      counts[r] = 2 + (me && r == 0 ? 1 : 0) - (me && r == 1 ? 1 : 0);
+    return rlx_reduce_scatterv(big, bout, counts, RLX_FLOAT64, RLX_SUM, w);
   }
   fprintf(stderr, "mismatch_check: unknown kind %s\n", kind);
   exit(2);
