@@ -4,10 +4,8 @@
  * out as exceptions under rlxcoll.Error carrying rlx_errmsg(); the GIL
  * released while a call waits, and Python's signal handlers (Ctrl-C) run
  * meanwhile: a KeyboardInterrupt fails the call here and on the others. */
-#define PY_SSIZE_T_CLEAN
-#include <Python.h>
 #include <string.h>
-#include <rlxcoll/rlxcoll.h>
+#include "module.h"
 
 /* ---- errors ------------------------------------------------------------------ */
 
@@ -37,7 +35,7 @@ static struct {
 
 /* Raise the exception for rc (a KeyboardInterrupt already raised by our
  * interrupt check wins). Returns NULL. */
-static PyObject *raise(int rc) {
+PyObject *rlxpy_raise(int rc) {
   if (PyErr_Occurred())
     return NULL;
   PyObject *type = Error;
@@ -74,7 +72,7 @@ static int check_signals(void *arg) {
 
 /* ---- dtypes and ops ------------------------------------------------------------ */
 
-static int dtype_of(const Py_buffer *b, PyObject *name, rlx_dtype_t *dt) {
+int rlxpy_dtype_of(const Py_buffer *b, PyObject *name, rlx_dtype_t *dt) {
   const char *f = b->format ? b->format : "B";
   if (name != NULL && name != Py_None) {
     static const struct { const char *n; rlx_dtype_t dt; size_t size; } names[] = {
@@ -129,7 +127,7 @@ static int dtype_of(const Py_buffer *b, PyObject *name, rlx_dtype_t *dt) {
   return -1;
 }
 
-static int op_of(PyObject *o, rlx_op_t *op) {
+int rlxpy_op_of(PyObject *o, rlx_op_t *op) {
   static const struct { const char *n; rlx_op_t op; } ops[] = {
       {"sum", RLX_SUM}, {"prod", RLX_PROD}, {"product", RLX_PROD}, {"min", RLX_MIN},
       {"max", RLX_MAX}, {"avg", RLX_AVG},   {"mean", RLX_AVG},  {"band", RLX_BAND},
@@ -146,7 +144,7 @@ static int op_of(PyObject *o, rlx_op_t *op) {
 }
 
 /* A buffer view for a call: C-contiguous, writable when asked. */
-static int view(PyObject *o, Py_buffer *b, int writable, const char *what) {
+int rlxpy_view(PyObject *o, Py_buffer *b, int writable, const char *what) {
   int flags = PyBUF_FORMAT | PyBUF_C_CONTIGUOUS | (writable ? PyBUF_WRITABLE : 0);
   if (PyObject_GetBuffer(o, b, flags) != 0) {
     if (writable && PyObject_GetBuffer(o, b, PyBUF_FORMAT | PyBUF_C_CONTIGUOUS) == 0) {
@@ -170,9 +168,18 @@ typedef struct {
   PyObject *result;
   rlx_status_t st; /* a receive's, once complete */
   int is_recv;
+  void *mem; /* what the call reads until it completes (an uneven call's counts) */
 } Request;
 
 static PyTypeObject RequestType;
+
+void rlxpy_bufs_release(struct bufs *b) {
+  if (b->have_in)
+    PyBuffer_Release(&b->in);
+  if (b->have_out)
+    PyBuffer_Release(&b->out);
+  b->have_in = b->have_out = 0;
+}
 
 static void request_release(Request *r) {
   if (r->have_in)
@@ -180,6 +187,8 @@ static void request_release(Request *r) {
   if (r->have_out)
     PyBuffer_Release(&r->out);
   r->have_in = r->have_out = 0;
+  PyMem_Free(r->mem);
+  r->mem = NULL;
 }
 
 static void request_dealloc(Request *r) {
@@ -202,7 +211,7 @@ static PyObject *request_wait(Request *r, PyObject *noargs) {
     Py_END_ALLOW_THREADS
     request_release(r);
     if (rc != RLX_OK)
-      return raise(rc);
+      return rlxpy_raise(rc);
   }
   Py_INCREF(r->result);
   return r->result;
@@ -223,7 +232,7 @@ static PyObject *request_test(Request *r, PyObject *noargs) {
   int done = 0, idx = -1, rc = rlx_testany(1, &r->req, &idx, &done, &r->st);
   if (rc != RLX_OK) {
     request_release(r);
-    return raise(rc);
+    return rlxpy_raise(rc);
   }
   if (done)
     request_release(r);
@@ -248,7 +257,7 @@ static PyTypeObject RequestType = {
     .tp_basicsize = sizeof(Request),
     .tp_dealloc = (destructor)request_dealloc,
     .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_doc = "A nonblocking call in flight (Comm.iallreduce, Comm.ibcast, Comm.isend, "
+    .tp_doc = "A nonblocking call in flight (Comm.iallreduce and every other i-call, Comm.isend, "
               "Comm.irecv).",
     .tp_methods = request_methods,
     .tp_getset = request_getset,
@@ -256,11 +265,6 @@ static PyTypeObject RequestType = {
 
 /* ---- Comm ---------------------------------------------------------------------- */
 
-typedef struct {
-  PyObject_HEAD
-  rlx_comm_t *c;
-  int owned; /* ours to free (not the world) */
-} Comm;
 
 static PyTypeObject CommType;
 
@@ -278,7 +282,7 @@ static PyObject *wrap(rlx_comm_t *c, int owned) {
   return (PyObject *)o;
 }
 
-static int live(Comm *s) {
+int rlxpy_live(Comm *s) {
   if (s->c == NULL || !rlx_initialized()) {
     PyErr_SetString(errors[2].type, s->c == NULL ? "the communicator was freed"
                                                  : "rlxcoll is not initialised (rlxcoll.init())");
@@ -293,358 +297,15 @@ static void comm_dealloc(Comm *s) {
   Py_TYPE(s)->tp_free((PyObject *)s);
 }
 
-/* The send and receive buffers of a reduction: in place into buf, or
- * from buf into out (its size given, or buf's). */
-struct bufs {
-  Py_buffer in, out;
-  int have_in, have_out;
-  rlx_dtype_t dt;
-  size_t count;
-  const void *send;
-  void *recv;
-  PyObject *result;
-};
-
-static void bufs_release(struct bufs *b) {
-  if (b->have_in)
-    PyBuffer_Release(&b->in);
-  if (b->have_out)
-    PyBuffer_Release(&b->out);
-  b->have_in = b->have_out = 0;
-}
-
-/* out_items: the out buffer holds count * out_items / in_items items
- * (allgather: x size; reduce_scatter: / size); in_place_ok: no out given
- * means in place (else out is required). */
-static int prepare(struct bufs *b, PyObject *buf, PyObject *out, PyObject *dtype, size_t mul,
-                   size_t div, int in_place_ok, const char *call) {
-  memset(b, 0, sizeof(*b));
-  int in_place = out == NULL || out == Py_None;
-  if (in_place && !in_place_ok) {
-    PyErr_Format(PyExc_TypeError, "%s needs out= (its result differs in size from buf)", call);
-    return -1;
-  }
-  if (view(buf, &b->in, in_place, "buf") != 0)
-    return -1;
-  b->have_in = 1;
-  int d = dtype_of(&b->in, dtype, &b->dt);
-  if (d == -2) {
-    PyErr_SetString(PyExc_TypeError, "1-byte floats are not supported");
-    d = -1;
-  }
-  if (d != 0)
-    goto fail;
-  b->count = (size_t)(b->in.len / b->in.itemsize);
-  if (b->count % div != 0) {
-    PyErr_Format(PyExc_ValueError, "%s: buf's %zu items do not split into %zu equal parts", call,
-                 b->count, div);
-    goto fail;
-  }
-  if (in_place) {
-    b->send = RLX_IN_PLACE;
-    b->recv = b->in.buf;
-    Py_INCREF(buf);
-    b->result = buf;
-    return 0;
-  }
-  if (view(out, &b->out, 1, "out") != 0)
-    goto fail;
-  b->have_out = 1;
-  rlx_dtype_t odt;
-  if (dtype_of(&b->out, dtype, &odt) != 0)
-    goto fail;
-  size_t want = b->count * mul / div;
-  if (odt != b->dt || (size_t)(b->out.len / b->out.itemsize) != want) {
-    PyErr_Format(PyExc_ValueError, "%s: out must hold %zu items of buf's dtype, it holds %zd",
-                 call, want, b->out.len / b->out.itemsize);
-    goto fail;
-  }
-  if (b->out.buf == b->in.buf) { /* the same memory: in place */
-    b->send = RLX_IN_PLACE;
-  } else {
-    b->send = b->in.buf;
-  }
-  b->recv = b->out.buf;
-  Py_INCREF(out);
-  b->result = out;
-  return 0;
-fail:
-  bufs_release(b);
-  return -1;
-}
-
-/* Run a blocking call with the GIL released; release the buffers; return
- * the result or raise. */
-#define CALL(b, expr)                                                                             \
-  do {                                                                                             \
-    int rc_;                                                                                       \
-    Py_BEGIN_ALLOW_THREADS                                                                         \
-    rc_ = (expr);                                                                                  \
-    Py_END_ALLOW_THREADS                                                                           \
-    bufs_release(b);                                                                               \
-    if (rc_ != RLX_OK) {                                                                           \
-      Py_XDECREF((b)->result);                                                                     \
-      return raise(rc_);                                                                           \
-    }                                                                                              \
-    return (b)->result;                                                                            \
-  } while (0)
-
-static PyObject *comm_allreduce(Comm *s, PyObject *args, PyObject *kw) {
-  static char *kwlist[] = {"buf", "op", "out", "dtype", NULL};
-  PyObject *buf, *opo = NULL, *out = NULL, *dtype = NULL;
-  rlx_op_t op = RLX_SUM;
-  struct bufs b;
-  if (!PyArg_ParseTupleAndKeywords(args, kw, "O|OOO:allreduce", kwlist, &buf, &opo, &out, &dtype) ||
-      live(s) || (opo && op_of(opo, &op)) || prepare(&b, buf, out, dtype, 1, 1, 1, "allreduce"))
-    return NULL;
-  CALL(&b, rlx_allreduce(b.send, b.recv, b.count, b.dt, op, s->c));
-}
-
-static PyObject *comm_reduce(Comm *s, PyObject *args, PyObject *kw) {
-  static char *kwlist[] = {"buf", "op", "root", "out", "dtype", NULL};
-  PyObject *buf, *opo = NULL, *out = NULL, *dtype = NULL;
-  int root = 0;
-  rlx_op_t op = RLX_SUM;
-  struct bufs b;
-  if (!PyArg_ParseTupleAndKeywords(args, kw, "O|OiOO:reduce", kwlist, &buf, &opo, &root, &out,
-                                   &dtype) ||
-      live(s) || (opo && op_of(opo, &op)) || prepare(&b, buf, out, dtype, 1, 1, 1, "reduce"))
-    return NULL;
-  if (b.send == RLX_IN_PLACE && root != rlx_comm_rank(s->c))
-    b.send = b.recv; /* in place means nothing off the root: buf is what it sends */
-  CALL(&b, rlx_reduce(b.send, b.recv, b.count, b.dt, op, root, s->c));
-}
-
-static PyObject *comm_bcast(Comm *s, PyObject *args, PyObject *kw) {
-  static char *kwlist[] = {"buf", "root", "dtype", NULL};
-  PyObject *buf, *dtype = NULL;
-  int root = 0;
-  struct bufs b;
-  if (!PyArg_ParseTupleAndKeywords(args, kw, "O|iO:bcast", kwlist, &buf, &root, &dtype) ||
-      live(s) || prepare(&b, buf, NULL, dtype, 1, 1, 1, "bcast"))
-    return NULL;
-  CALL(&b, rlx_bcast(b.recv, b.count, b.dt, root, s->c));
-}
-
-static PyObject *comm_allgather(Comm *s, PyObject *args, PyObject *kw) {
-  static char *kwlist[] = {"buf", "out", "dtype", NULL};
-  PyObject *buf, *out = NULL, *dtype = NULL;
-  struct bufs b;
-  if (!PyArg_ParseTupleAndKeywords(args, kw, "OO|O:allgather", kwlist, &buf, &out, &dtype) ||
-      live(s) || prepare(&b, buf, out, dtype, (size_t)rlx_comm_size(s->c), 1, 0, "allgather"))
-    return NULL;
-  if (b.send == RLX_IN_PLACE) {
-    bufs_release(&b);
-    Py_XDECREF(b.result);
-    PyErr_SetString(PyExc_ValueError, "allgather: out must not be buf");
-    return NULL;
-  }
-  CALL(&b, rlx_allgather(b.send, b.recv, b.count, b.dt, s->c));
-}
-
-static PyObject *comm_reduce_scatter(Comm *s, PyObject *args, PyObject *kw) {
-  static char *kwlist[] = {"buf", "out", "op", "dtype", NULL};
-  PyObject *buf, *out = NULL, *opo = NULL, *dtype = NULL;
-  rlx_op_t op = RLX_SUM;
-  struct bufs b;
-  if (!PyArg_ParseTupleAndKeywords(args, kw, "OO|OO:reduce_scatter", kwlist, &buf, &out, &opo,
-                                   &dtype) ||
-      live(s) || (opo && op_of(opo, &op)) ||
-      prepare(&b, buf, out, dtype, 1, (size_t)rlx_comm_size(s->c), 0, "reduce_scatter"))
-    return NULL;
-  if (b.send == RLX_IN_PLACE) {
-    bufs_release(&b);
-    Py_XDECREF(b.result);
-    PyErr_SetString(PyExc_ValueError, "reduce_scatter: out must not be buf");
-    return NULL;
-  }
-  CALL(&b, rlx_reduce_scatter(b.send, b.recv, b.count / (size_t)rlx_comm_size(s->c), b.dt, op,
-                              s->c));
-}
-
-/* gather/scatter/alltoall: buf (count items per rank, or p blocks of
- * them), out (p blocks, or one); gather's out and scatter's buf only
- * matter on the root (None elsewhere). */
-static int exchange_bufs(struct bufs *b, PyObject *buf, PyObject *out, PyObject *dtype,
-                         int big_in, int big_out, int p, const char *call) {
-  memset(b, 0, sizeof(*b));
-  int have_in = buf != NULL && buf != Py_None, have_out = out != NULL && out != Py_None;
-  if (have_in) {
-    if (view(buf, &b->in, 0, "buf") != 0)
-      return -1;
-    b->have_in = 1;
-  }
-  if (have_out) {
-    if (view(out, &b->out, 1, "out") != 0)
-      goto fail;
-    b->have_out = 1;
-  }
-  Py_buffer *first = have_in ? &b->in : have_out ? &b->out : NULL;
-  if (first == NULL) {
-    PyErr_Format(PyExc_TypeError, "%s needs buf or out", call);
-    return -1;
-  }
-  int d = dtype_of(first, dtype, &b->dt);
-  if (d != 0) {
-    if (d == -2)
-      PyErr_SetString(PyExc_TypeError, "1-byte floats are not supported");
-    goto fail;
-  }
-  size_t in_items = have_in ? (size_t)(b->in.len / b->in.itemsize) : 0;
-  size_t out_items = have_out ? (size_t)(b->out.len / b->out.itemsize) : 0;
-  size_t count = have_in ? (big_in ? in_items / (size_t)p : in_items)
-                         : (big_out ? out_items / (size_t)p : out_items);
-  if ((have_in && (big_in ? count * (size_t)p : count) != in_items) ||
-      (have_out && (big_out ? count * (size_t)p : count) != out_items)) {
-    PyErr_Format(PyExc_ValueError, "%s: buf has %zu items and out %zu: they must be %s", call,
-                 in_items, out_items,
-                 big_in && big_out ? "equal, and split in as many blocks as ranks"
-                 : big_in ? "size x and 1 x the count" : "1 x and size x the count");
-    goto fail;
-  }
-  b->count = count;
-  b->send = have_in ? b->in.buf : NULL;
-  b->recv = have_out ? b->out.buf : NULL;
-  b->result = have_out ? out : Py_None;
-  Py_INCREF(b->result);
-  return 0;
-fail:
-  bufs_release(b);
-  return -1;
-}
-
-static PyObject *comm_gather(Comm *s, PyObject *args, PyObject *kw) {
-  static char *kwlist[] = {"buf", "out", "root", "dtype", NULL};
-  PyObject *buf, *out = NULL, *dtype = NULL;
-  int root = 0;
-  struct bufs b;
-  if (!PyArg_ParseTupleAndKeywords(args, kw, "O|OiO:gather", kwlist, &buf, &out, &root, &dtype) ||
-      live(s) || exchange_bufs(&b, buf, out, dtype, 0, 1, rlx_comm_size(s->c), "gather"))
-    return NULL;
-  CALL(&b, rlx_gather(b.send, b.recv, b.count, b.dt, root, s->c));
-}
-
-static PyObject *comm_scatter(Comm *s, PyObject *args, PyObject *kw) {
-  static char *kwlist[] = {"buf", "out", "root", "dtype", NULL};
-  PyObject *buf, *out, *dtype = NULL;
-  int root = 0;
-  struct bufs b;
-  if (!PyArg_ParseTupleAndKeywords(args, kw, "OO|iO:scatter", kwlist, &buf, &out, &root, &dtype) ||
-      live(s) || exchange_bufs(&b, buf, out, dtype, 1, 0, rlx_comm_size(s->c), "scatter"))
-    return NULL;
-  CALL(&b, rlx_scatter(b.send, b.recv, b.count, b.dt, root, s->c));
-}
-
-static PyObject *comm_alltoall(Comm *s, PyObject *args, PyObject *kw) {
-  static char *kwlist[] = {"buf", "out", "dtype", NULL};
-  PyObject *buf, *out, *dtype = NULL;
-  struct bufs b;
-  if (!PyArg_ParseTupleAndKeywords(args, kw, "OO|O:alltoall", kwlist, &buf, &out, &dtype) ||
-      live(s) || exchange_bufs(&b, buf, out, dtype, 1, 1, rlx_comm_size(s->c), "alltoall"))
-    return NULL;
-  CALL(&b, rlx_alltoall(b.send, b.recv, b.count, b.dt, s->c));
-}
-
-/* counts (a sequence of p ints >= 0) into c[], their prefix sums into d[];
- * the total, or -1 with an exception set. */
-static Py_ssize_t counts_of(PyObject *seq, int p, size_t *c, size_t *d, const char *what) {
-  PyObject *fast = PySequence_Fast(seq, "counts must be a sequence of ints");
-  if (fast == NULL)
-    return -1;
-  if (PySequence_Fast_GET_SIZE(fast) != p) {
-    PyErr_Format(PyExc_ValueError, "alltoallv: %s has %zd counts for %d ranks", what,
-                 PySequence_Fast_GET_SIZE(fast), p);
-    Py_DECREF(fast);
-    return -1;
-  }
-  size_t total = 0;
-  for (int i = 0; i < p; i++) {
-    long long v = PyLong_AsLongLong(PySequence_Fast_GET_ITEM(fast, i));
-    if ((v == -1 && PyErr_Occurred()) || v < 0) {
-      if (!PyErr_Occurred())
-        PyErr_Format(PyExc_ValueError, "alltoallv: %s[%d] is negative", what, i);
-      Py_DECREF(fast);
-      return -1;
-    }
-    c[i] = (size_t)v;
-    d[i] = total;
-    total += (size_t)v;
-  }
-  Py_DECREF(fast);
-  return (Py_ssize_t)total;
-}
-
-static PyObject *comm_alltoallv(Comm *s, PyObject *args, PyObject *kw) {
-  static char *kwlist[] = {"buf", "sendcounts", "out", "recvcounts", "dtype", NULL};
-  PyObject *buf, *sco, *out, *rco, *dtype = NULL, *ret = NULL;
-  struct bufs b;
-  if (!PyArg_ParseTupleAndKeywords(args, kw, "OOOO|O:alltoallv", kwlist, &buf, &sco, &out, &rco,
-                                   &dtype) ||
-      live(s))
-    return NULL;
-  int p = rlx_comm_size(s->c), rc;
-  size_t *a = PyMem_Calloc((size_t)p * 4, sizeof(size_t));
-  if (a == NULL)
-    return PyErr_NoMemory();
-  size_t *sc = a, *sd = a + p, *rcn = a + 2 * p, *rd = a + 3 * p;
-  memset(&b, 0, sizeof(b));
-  Py_ssize_t st = counts_of(sco, p, sc, sd, "sendcounts"), rt = st < 0 ? -1 : counts_of(rco, p, rcn, rd, "recvcounts");
-  if (st < 0 || rt < 0 || view(buf, &b.in, 0, "buf") != 0)
-    goto done;
-  b.have_in = 1;
-  if (view(out, &b.out, 1, "out") != 0)
-    goto done;
-  b.have_out = 1;
-  rlx_dtype_t odt;
-  int d = dtype_of(&b.in, dtype, &b.dt);
-  if (d == 0)
-    d = dtype_of(&b.out, dtype, &odt);
-  if (d != 0) {
-    if (d == -2)
-      PyErr_SetString(PyExc_TypeError, "1-byte floats are not supported");
-    goto done;
-  }
-  if (odt != b.dt || b.in.len / b.in.itemsize != st || b.out.len / b.out.itemsize != rt) {
-    PyErr_Format(PyExc_ValueError, "alltoallv: buf holds %zd items and out %zd of the same dtype; "
-                 "the counts add up to %zd and %zd", b.in.len / b.in.itemsize,
-                 b.out.len / b.out.itemsize, st, rt);
-    goto done;
-  }
-  Py_BEGIN_ALLOW_THREADS
-  rc = rlx_alltoallv(b.in.buf, sc, sd, b.out.buf, rcn, rd, b.dt, s->c);
-  Py_END_ALLOW_THREADS
-  if (rc != RLX_OK) {
-    raise(rc);
-    goto done;
-  }
-  Py_INCREF(out);
-  ret = out;
-done:
-  bufs_release(&b);
-  PyMem_Free(a);
-  return ret;
-}
-
-static PyObject *comm_barrier(Comm *s, PyObject *noargs) {
-  (void)noargs;
-  int rc;
-  if (live(s))
-    return NULL;
-  Py_BEGIN_ALLOW_THREADS
-  rc = rlx_barrier(s->c);
-  Py_END_ALLOW_THREADS
-  if (rc != RLX_OK)
-    return raise(rc);
-  Py_RETURN_NONE;
-}
-
-/* iallreduce / ibcast: the buffers stay held by the Request until it completes. */
-static PyObject *start_request(struct bufs *b, int (*go)(struct bufs *, void *, rlx_request_t **),
-                               void *ctx) {
+/* A nonblocking call's Request: it holds b's buffers and mem until the
+ * call completes. */
+PyObject *rlxpy_start(struct bufs *b, void *mem,
+                      int (*go)(struct bufs *, void *, rlx_request_t **), void *ctx) {
   Request *r = PyObject_New(Request, &RequestType);
   if (r == NULL) {
-    bufs_release(b);
+    rlxpy_bufs_release(b);
     Py_XDECREF(b->result);
+    PyMem_Free(mem);
     return NULL;
   }
   r->req = NULL;
@@ -655,51 +316,14 @@ static PyObject *start_request(struct bufs *b, int (*go)(struct bufs *, void *, 
   r->have_in = b->have_in;
   r->have_out = b->have_out;
   r->result = b->result;
+  r->mem = mem;
   b->have_in = b->have_out = 0;
   int rc = go(b, ctx, &r->req);
   if (rc != RLX_OK) {
     Py_DECREF(r);
-    return raise(rc);
+    return rlxpy_raise(rc);
   }
   return (PyObject *)r;
-}
-
-struct iargs {
-  rlx_comm_t *c;
-  rlx_op_t op;
-  int root;
-};
-static int go_iallreduce(struct bufs *b, void *ctx, rlx_request_t **req) {
-  struct iargs *a = ctx;
-  return rlx_iallreduce(b->send, b->recv, b->count, b->dt, a->op, a->c, req);
-}
-static int go_ibcast(struct bufs *b, void *ctx, rlx_request_t **req) {
-  struct iargs *a = ctx;
-  return rlx_ibcast(b->recv, b->count, b->dt, a->root, a->c, req);
-}
-
-static PyObject *comm_iallreduce(Comm *s, PyObject *args, PyObject *kw) {
-  static char *kwlist[] = {"buf", "op", "out", "dtype", NULL};
-  PyObject *buf, *opo = NULL, *out = NULL, *dtype = NULL;
-  struct iargs a = {s->c, RLX_SUM, 0};
-  struct bufs b;
-  if (!PyArg_ParseTupleAndKeywords(args, kw, "O|OOO:iallreduce", kwlist, &buf, &opo, &out,
-                                   &dtype) ||
-      live(s) || (opo && op_of(opo, &a.op)) ||
-      prepare(&b, buf, out, dtype, 1, 1, 1, "iallreduce"))
-    return NULL;
-  return start_request(&b, go_iallreduce, &a);
-}
-
-static PyObject *comm_ibcast(Comm *s, PyObject *args, PyObject *kw) {
-  static char *kwlist[] = {"buf", "root", "dtype", NULL};
-  PyObject *buf, *dtype = NULL;
-  struct iargs a = {s->c, RLX_SUM, 0};
-  struct bufs b;
-  if (!PyArg_ParseTupleAndKeywords(args, kw, "O|iO:ibcast", kwlist, &buf, &a.root, &dtype) ||
-      live(s) || prepare(&b, buf, NULL, dtype, 1, 1, 1, "ibcast"))
-    return NULL;
-  return start_request(&b, go_ibcast, &a);
 }
 
 /* split, dup, shrink, grow: a new communicator. */
@@ -709,14 +333,14 @@ static PyObject *comm_ibcast(Comm *s, PyObject *args, PyObject *kw) {
  * its dtype from its format or dtype=. */
 static int msg_buf(struct bufs *b, PyObject *buf, PyObject *dtype, int writable) {
   memset(b, 0, sizeof(*b));
-  if (view(buf, &b->in, writable, "buf") != 0)
+  if (rlxpy_view(buf, &b->in, writable, "buf") != 0)
     return -1;
   b->have_in = 1;
-  int d = dtype_of(&b->in, dtype, &b->dt);
+  int d = rlxpy_dtype_of(&b->in, dtype, &b->dt);
   if (d == -2)
     PyErr_SetString(PyExc_TypeError, "1-byte floats are not supported");
   if (d != 0) {
-    bufs_release(b);
+    rlxpy_bufs_release(b);
     return -1;
   }
   b->count = (size_t)(b->in.len / b->in.itemsize);
@@ -732,15 +356,15 @@ static PyObject *comm_send(Comm *s, PyObject *args, PyObject *kw) {
   int dest, tag = 0, rc;
   struct bufs b;
   if (!PyArg_ParseTupleAndKeywords(args, kw, "Oi|iO:send", kwlist, &buf, &dest, &tag, &dtype) ||
-      live(s) || msg_buf(&b, buf, dtype, 0))
+      rlxpy_live(s) || msg_buf(&b, buf, dtype, 0))
     return NULL;
   Py_BEGIN_ALLOW_THREADS
   rc = rlx_send(b.send, b.count, b.dt, dest, tag, s->c);
   Py_END_ALLOW_THREADS
-  bufs_release(&b);
+  rlxpy_bufs_release(&b);
   Py_XDECREF(b.result);
   if (rc != RLX_OK)
-    return raise(rc);
+    return rlxpy_raise(rc);
   Py_RETURN_NONE;
 }
 
@@ -751,15 +375,15 @@ static PyObject *comm_recv(Comm *s, PyObject *args, PyObject *kw) {
   rlx_status_t st;
   struct bufs b;
   if (!PyArg_ParseTupleAndKeywords(args, kw, "O|iiO:recv", kwlist, &buf, &source, &tag, &dtype) ||
-      live(s) || msg_buf(&b, buf, dtype, 1))
+      rlxpy_live(s) || msg_buf(&b, buf, dtype, 1))
     return NULL;
   Py_BEGIN_ALLOW_THREADS
   rc = rlx_recv(b.recv, b.count, b.dt, source, tag, s->c, &st);
   Py_END_ALLOW_THREADS
-  bufs_release(&b);
+  rlxpy_bufs_release(&b);
   Py_XDECREF(b.result);
   if (rc != RLX_OK)
-    return raise(rc);
+    return rlxpy_raise(rc);
   return Py_BuildValue("(iin)", st.source, st.tag, (Py_ssize_t)st.count);
 }
 
@@ -783,9 +407,9 @@ static PyObject *comm_isend(Comm *s, PyObject *args, PyObject *kw) {
   struct bufs b;
   if (!PyArg_ParseTupleAndKeywords(args, kw, "Oi|iO:isend", kwlist, &buf, &a.peer, &a.tag,
                                    &dtype) ||
-      live(s) || msg_buf(&b, buf, dtype, 0))
+      rlxpy_live(s) || msg_buf(&b, buf, dtype, 0))
     return NULL;
-  return start_request(&b, go_isend, &a);
+  return rlxpy_start(&b, NULL, go_isend, &a);
 }
 
 static PyObject *comm_irecv(Comm *s, PyObject *args, PyObject *kw) {
@@ -795,9 +419,9 @@ static PyObject *comm_irecv(Comm *s, PyObject *args, PyObject *kw) {
   struct bufs b;
   if (!PyArg_ParseTupleAndKeywords(args, kw, "O|iiO:irecv", kwlist, &buf, &a.peer, &a.tag,
                                    &dtype) ||
-      live(s) || msg_buf(&b, buf, dtype, 1))
+      rlxpy_live(s) || msg_buf(&b, buf, dtype, 1))
     return NULL;
-  if ((r = start_request(&b, go_irecv, &a)) != NULL)
+  if ((r = rlxpy_start(&b, NULL, go_irecv, &a)) != NULL)
     ((Request *)r)->is_recv = 1;
   return r;
 }
@@ -807,7 +431,7 @@ static PyObject *comm_split(Comm *s, PyObject *args, PyObject *kw) {
   int color, key = 0, rc;
   rlx_comm_t *out = NULL;
   PyObject *colo;
-  if (!PyArg_ParseTupleAndKeywords(args, kw, "O|i:split", kwlist, &colo, &key) || live(s))
+  if (!PyArg_ParseTupleAndKeywords(args, kw, "O|i:split", kwlist, &colo, &key) || rlxpy_live(s))
     return NULL;
   if (colo == Py_None) {
     color = RLX_UNDEFINED;
@@ -819,7 +443,7 @@ static PyObject *comm_split(Comm *s, PyObject *args, PyObject *kw) {
   Py_BEGIN_ALLOW_THREADS
   rc = rlx_comm_split(s->c, color, key, &out);
   Py_END_ALLOW_THREADS
-  return rc != RLX_OK ? raise(rc) : wrap(out, 1);
+  return rc != RLX_OK ? rlxpy_raise(rc) : wrap(out, 1);
 }
 
 static PyObject *comm_create_group(Comm *s, PyObject *args, PyObject *kw) {
@@ -827,7 +451,7 @@ static PyObject *comm_create_group(Comm *s, PyObject *args, PyObject *kw) {
   PyObject *seq, *fast;
   int tag = 0, rc;
   rlx_comm_t *out = NULL;
-  if (!PyArg_ParseTupleAndKeywords(args, kw, "O|i:create_group", kwlist, &seq, &tag) || live(s))
+  if (!PyArg_ParseTupleAndKeywords(args, kw, "O|i:create_group", kwlist, &seq, &tag) || rlxpy_live(s))
     return NULL;
   if ((fast = PySequence_Fast(seq, "ranks must be a sequence of ints")) == NULL)
     return NULL;
@@ -851,18 +475,18 @@ static PyObject *comm_create_group(Comm *s, PyObject *args, PyObject *kw) {
   rc = rlx_comm_create_group(s->c, (int)n, ranks, tag, &out);
   Py_END_ALLOW_THREADS
   PyMem_Free(ranks);
-  return rc != RLX_OK ? raise(rc) : wrap(out, 1);
+  return rc != RLX_OK ? rlxpy_raise(rc) : wrap(out, 1);
 }
 
 static PyObject *new_comm(Comm *s, int (*fn)(rlx_comm_t *, rlx_comm_t **)) {
   rlx_comm_t *out = NULL;
   int rc;
-  if (live(s))
+  if (rlxpy_live(s))
     return NULL;
   Py_BEGIN_ALLOW_THREADS
   rc = fn(s->c, &out);
   Py_END_ALLOW_THREADS
-  return rc != RLX_OK ? raise(rc) : wrap(out, 1);
+  return rc != RLX_OK ? rlxpy_raise(rc) : wrap(out, 1);
 }
 static PyObject *comm_dup(Comm *s, PyObject *noargs) { (void)noargs; return new_comm(s, rlx_comm_dup); }
 static PyObject *comm_shrink(Comm *s, PyObject *noargs) { (void)noargs; return new_comm(s, rlx_comm_shrink); }
@@ -873,14 +497,14 @@ static PyObject *comm_free(Comm *s, PyObject *noargs) {
   if (s->c != NULL && s->owned && rlx_initialized()) {
     int rc = rlx_comm_free(&s->c);
     if (rc != RLX_OK)
-      return raise(rc);
+      return rlxpy_raise(rc);
   }
   s->c = NULL;
   Py_RETURN_NONE;
 }
 
 static PyObject *comm_get_int(Comm *s, void *which) {
-  if (live(s))
+  if (rlxpy_live(s))
     return NULL;
   long w = (long)(intptr_t)which;
   return PyLong_FromLong(w == 0   ? rlx_comm_rank(s->c)
@@ -891,70 +515,36 @@ static PyObject *comm_get_int(Comm *s, void *which) {
 
 static PyObject *comm_revoke(Comm *s, PyObject *noargs) {
   (void)noargs;
-  if (live(s))
+  if (rlxpy_live(s))
     return NULL;
   int rc = rlx_comm_revoke(s->c);
   if (rc != RLX_OK)
-    return raise(rc);
+    return rlxpy_raise(rc);
   Py_RETURN_NONE;
 }
 
 static PyObject *comm_get_timeout(Comm *s, void *unused) {
   (void)unused;
   double t;
-  if (live(s))
+  if (rlxpy_live(s))
     return NULL;
   int rc = rlx_comm_get_timeout(s->c, &t);
-  return rc != RLX_OK ? raise(rc) : PyFloat_FromDouble(t);
+  return rc != RLX_OK ? rlxpy_raise(rc) : PyFloat_FromDouble(t);
 }
 
 static int comm_set_timeout(Comm *s, PyObject *v, void *unused) {
   (void)unused;
-  if (live(s))
+  if (rlxpy_live(s))
     return -1;
   double t = v == NULL || v == Py_None ? -1.0 : PyFloat_AsDouble(v);
   if (t == -1.0 && PyErr_Occurred())
     return -1;
   int rc = rlx_comm_set_timeout(s->c, t);
-  return rc != RLX_OK ? (raise(rc), -1) : 0;
+  return rc != RLX_OK ? (rlxpy_raise(rc), -1) : 0;
 }
 
+/* Comm's own methods; its collectives' (collectives.c) join them at import. */
 static PyMethodDef comm_methods[] = {
-    {"allreduce", (PyCFunction)(void (*)(void))comm_allreduce, METH_VARARGS | METH_KEYWORDS,
-     "allreduce(buf, op='sum', out=None, dtype=None)\n--\n\n"
-     "Reduce buf over every rank (op: 'sum', 'prod', 'min', 'max', 'avg'); the result in buf "
-     "(in place) or in out. Returns the result buffer."},
-    {"reduce", (PyCFunction)(void (*)(void))comm_reduce, METH_VARARGS | METH_KEYWORDS,
-     "reduce(buf, op='sum', root=0, out=None, dtype=None)\n--\n\n"
-     "As allreduce, the result only on root."},
-    {"bcast", (PyCFunction)(void (*)(void))comm_bcast, METH_VARARGS | METH_KEYWORDS,
-     "bcast(buf, root=0, dtype=None)\n--\n\nRoot's buf into every rank's buf. Returns buf."},
-    {"allgather", (PyCFunction)(void (*)(void))comm_allgather, METH_VARARGS | METH_KEYWORDS,
-     "allgather(buf, out, dtype=None)\n--\n\n"
-     "Every rank's buf, in rank order, into out (size x len(buf) items)."},
-    {"reduce_scatter", (PyCFunction)(void (*)(void))comm_reduce_scatter,
-     METH_VARARGS | METH_KEYWORDS,
-     "reduce_scatter(buf, out, op='sum', dtype=None)\n--\n\n"
-     "Reduce buf over every rank; rank r gets the r-th of size equal parts in out."},
-    {"barrier", (PyCFunction)comm_barrier, METH_NOARGS, "barrier()\n--\n\nWait for every rank."},
-    {"gather", (PyCFunction)(void (*)(void))comm_gather, METH_VARARGS | METH_KEYWORDS,
-     "gather(buf, out=None, root=0, dtype=None)\n--\n\nEvery rank's buf into the root's out "
-     "(size x as many items, rank i's at block i; None off the root). Returns out."},
-    {"scatter", (PyCFunction)(void (*)(void))comm_scatter, METH_VARARGS | METH_KEYWORDS,
-     "scatter(buf, out, root=0, dtype=None)\n--\n\nBlock i of the root's buf (None off the "
-     "root) into rank i's out. Returns out."},
-    {"alltoallv", (PyCFunction)(void (*)(void))comm_alltoallv, METH_VARARGS | METH_KEYWORDS,
-     "alltoallv(buf, sendcounts, out, recvcounts, dtype=None)\n--\n\nsendcounts[j] items of "
-     "buf, in order, to rank j; recvcounts[i] from rank i into out, in order. Returns out."},
-    {"alltoall", (PyCFunction)(void (*)(void))comm_alltoall, METH_VARARGS | METH_KEYWORDS,
-     "alltoall(buf, out, dtype=None)\n--\n\nBlock j of buf to rank j; block i of out from "
-     "rank i. Returns out."},
-    {"iallreduce", (PyCFunction)(void (*)(void))comm_iallreduce, METH_VARARGS | METH_KEYWORDS,
-     "iallreduce(buf, op='sum', out=None, dtype=None)\n--\n\n"
-     "Start an allreduce; returns a Request (wait(), test()). The buffers stay in use until "
-     "it completes."},
-    {"ibcast", (PyCFunction)(void (*)(void))comm_ibcast, METH_VARARGS | METH_KEYWORDS,
-     "ibcast(buf, root=0, dtype=None)\n--\n\nStart a bcast; returns a Request."},
     {"send", (PyCFunction)(void (*)(void))comm_send, METH_VARARGS | METH_KEYWORDS,
      "send(buf, dest, tag=0, dtype=None)\n--\n\nSend buf to rank dest with tag (>= 0)."},
     {"recv", (PyCFunction)(void (*)(void))comm_recv, METH_VARARGS | METH_KEYWORDS,
@@ -1010,7 +600,6 @@ static PyTypeObject CommType = {
     .tp_repr = (reprfunc)comm_repr,
     .tp_flags = Py_TPFLAGS_DEFAULT,
     .tp_doc = "A communicator: rlxcoll.world(), or one made by split, dup, shrink or grow.",
-    .tp_methods = comm_methods,
     .tp_getset = comm_getset,
 };
 
@@ -1026,7 +615,7 @@ static PyObject *mod_init(PyObject *m, PyObject *noargs) {
   rc = rlx_init(NULL, NULL);
   Py_END_ALLOW_THREADS
   if (rc != RLX_OK)
-    return raise(rc);
+    return rlxpy_raise(rc);
   rlx_set_interrupt(check_signals, NULL);
   Py_RETURN_NONE;
 }
@@ -1042,7 +631,7 @@ static PyObject *mod_finalize(PyObject *m, PyObject *noargs) {
   rc = rlx_finalize();
   Py_END_ALLOW_THREADS
   if (rc != RLX_OK)
-    return raise(rc);
+    return rlxpy_raise(rc);
   Py_RETURN_NONE;
 }
 
@@ -1085,7 +674,24 @@ static struct PyModuleDef moduledef = {
     "librlxcoll's collectives for Python; use the rlxcoll package, which re-exports this.", -1,
     module_methods, NULL, NULL, NULL, NULL};
 
+/* comm_methods then rlxpy_coll_methods, in one table for the type. */
+static PyMethodDef *all_comm_methods(void) {
+  size_t n1 = 0, n2 = 0;
+  while (comm_methods[n1].ml_name != NULL)
+    n1++;
+  while (rlxpy_coll_methods[n2].ml_name != NULL)
+    n2++;
+  PyMethodDef *all = PyMem_Calloc(n1 + n2 + 1, sizeof(PyMethodDef)); /* (for the process's life) */
+  if (all == NULL)
+    return (PyMethodDef *)PyErr_NoMemory();
+  memcpy(all, rlxpy_coll_methods, n2 * sizeof(PyMethodDef));
+  memcpy(all + n2, comm_methods, n1 * sizeof(PyMethodDef));
+  return all;
+}
+
 PyMODINIT_FUNC PyInit__rlxcoll(void) {
+  if (CommType.tp_methods == NULL && (CommType.tp_methods = all_comm_methods()) == NULL)
+    return NULL;
   if (PyType_Ready(&CommType) < 0 || PyType_Ready(&RequestType) < 0)
     return NULL;
   PyObject *m = PyModule_Create(&moduledef);

@@ -34,6 +34,7 @@ import secrets
 import socket
 import threading
 
+import numpy
 import torch
 import torch.distributed as dist
 from torch.distributed.constants import default_pg_timeout
@@ -59,6 +60,12 @@ def _op_name(op):
             return name
     raise ValueError("rlx backend: reduce op %r is not supported (sum, avg, min, max, product, "
                      "band, bor, bxor)" % (op,))
+
+
+def _same_dtype(tensors, call):
+    if len({t.dtype for t in tensors}) > 1:
+        raise ValueError("rlx backend: %s needs tensors of one dtype, not %s"
+                         % (call, ", ".join(sorted({str(t.dtype) for t in tensors}))))
 
 
 def _array(t):
@@ -335,12 +342,63 @@ class ProcessGroupRlx(ProcessGroup):
     # -- collectives ---------------------------------------------------------
     def allreduce(self, tensors, opts=None):
         op = _op_name(opts.reduceOp if opts is not None else dist.ReduceOp.SUM)
+        if any(t.layout == torch.sparse_coo for t in tensors):
+            return self._allreduce_sparse(tensors, op, opts)
         staged = [_Staged(t) for t in tensors]
 
         def run():  # (avg of integers: rlxcoll refuses it, on every rank)
             for s in staged:
                 self.comm.allreduce(s.arr, op=op, dtype=s.dtype)
                 s.put()
+        return self._submit(run, tensors, opts)
+
+    def allreduce_coalesced(self, tensors, opts=None):
+        """One allreduce of the tensors laid end to end (they share a dtype)."""
+        op = _op_name(opts.reduceOp if opts is not None else dist.ReduceOp.SUM)
+        _same_dtype(tensors, "allreduce_coalesced")
+        staged = [_Staged(t) for t in tensors]
+
+        def run():
+            flat = torch.cat([s.host.reshape(-1) for s in staged])
+            arr, dt = _array(flat)
+            self.comm.allreduce(arr, op=op, dtype=dt)
+            at = 0
+            for s in staged:
+                n = s.host.numel()
+                s.host.reshape(-1).copy_(flat[at:at + n])
+                at += n
+                s.put()
+        return self._submit(run, tensors, opts)
+
+    def _allreduce_sparse(self, tensors, op, opts):
+        """A sparse (COO) tensor's sum as Gloo makes it: every rank's indices
+        and values gathered (allgatherv), added up and coalesced; the
+        tensor becomes the sum."""
+        if op != "sum":
+            raise ValueError("rlx backend: a sparse all_reduce only sums (as Gloo's)")
+
+        def run():
+            for t in tensors:
+                mine = t.coalesce()
+                idx = mine.indices().contiguous()
+                val = mine.values().contiguous().cpu()
+                nnz = numpy.array([idx.shape[1]], dtype=numpy.int64)
+                all_nnz = numpy.empty(self.comm.size, dtype=numpy.int64)
+                self.comm.allgather(nnz, out=all_nnz)
+                total = int(all_nnz.sum())
+                per_row = val[0].numel() if val.shape[0] else int(
+                    numpy.prod(val.shape[1:], dtype=numpy.int64))
+                idx_all = torch.empty((total, idx.shape[0]), dtype=torch.int64)
+                self.comm.allgatherv(idx.t().contiguous().cpu().numpy().reshape(-1),
+                                     [int(n) * idx.shape[0] for n in all_nnz],
+                                     idx_all.numpy().reshape(-1))
+                val_all = torch.empty((total,) + tuple(val.shape[1:]), dtype=val.dtype)
+                va, dt = _array(val_all)
+                self.comm.allgatherv(_array(val)[0].reshape(-1), [int(n) * per_row for n in all_nnz],
+                                     va.reshape(-1), dtype=dt)
+                total_t = torch.sparse_coo_tensor(idx_all.t(), val_all, t.shape).coalesce()
+                with torch.no_grad():
+                    t.copy_(total_t.to(t.device))
         return self._submit(run, tensors, opts)
 
     def broadcast(self, tensors, opts=None):
@@ -378,6 +436,27 @@ class ProcessGroupRlx(ProcessGroup):
                     o.host.copy_(flat[r])
                     o.put()
         return self._submit(run, output_tensors, opts)
+
+    def allgather_coalesced(self, output_lists, input_list, opts=None):
+        """One allgather of the inputs laid end to end (they share a dtype;
+        their shapes may differ, alike on every rank)."""
+        _same_dtype(input_list, "allgather_coalesced")
+        ins = [_Staged(t) for t in input_list]
+        outs = [[_Staged(o) for o in outs] for outs in output_lists]
+
+        def run():
+            flat = torch.cat([i.host.reshape(-1) for i in ins])
+            every = torch.empty((self.comm.size, flat.numel()), dtype=flat.dtype)
+            arr, dt = _array(flat)
+            self.comm.allgather(arr, out=_array(every)[0], dtype=dt)
+            for r, row in enumerate(outs):
+                at = 0
+                for k, o in enumerate(row):
+                    n = ins[k].host.numel()
+                    o.host.reshape(-1).copy_(every[r, at:at + n])
+                    at += n
+                    o.put()
+        return self._submit(run, output_lists, opts)
 
     def _allgather_base(self, output, input, opts=None):
         o, i = _Staged(output), _Staged(input)

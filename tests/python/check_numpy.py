@@ -208,6 +208,8 @@ def exchanges(w):
     want = np.concatenate([np.full(rcnt[q], 100 * q + r, dtype=np.int32) for q in range(n)])
     if not np.array_equal(dst, want):
         fail(w, "alltoallv: %r" % dst[:8])
+    uneven(w)
+    nonblocking(w)
     evens = list(range(0, n, 2))[::-1]  # made by the even ranks alone, highest first
     if r in evens:
         g = w.create_group(evens, tag=3)
@@ -226,6 +228,73 @@ def exchanges(w):
         fail(w, "alltoall took a buffer that does not split in %d" % n) if n > 1 else None
     except ValueError:
         pass
+
+
+def uneven(w):
+    """gatherv, scatterv, allgatherv, reduce_scatterv (and their i-forms):
+    rank q's block has (3q + 1) % 4 items, some none."""
+    n, r = w.size, w.rank
+    cnt = [(3 * q + 1) % 4 for q in range(n)]
+    mine = np.arange(cnt[r], dtype=np.int64) + 10 * r
+    want = np.concatenate([np.arange(cnt[q], dtype=np.int64) + 10 * q for q in range(n)])
+    for i, root in enumerate(range(n)):
+        call = w.gatherv if i % 2 == 0 else (lambda *a, **k: w.igatherv(*a, **k).wait())
+        out = np.zeros(sum(cnt), dtype=np.int64) if r == root else None
+        call(mine, out, cnt if r == root else None, root=root)
+        if r == root and not np.array_equal(out, want):
+            fail(w, "gatherv to %d: %r" % (root, out))
+        one = np.zeros(cnt[r], dtype=np.int64)
+        w.scatterv(want if r == root else None, cnt if r == root else None, one, root=root)
+        if not np.array_equal(one, mine):
+            fail(w, "scatterv from %d: %r" % (root, one))
+    every = np.zeros(sum(cnt), dtype=np.int64)
+    w.iallgatherv(mine, every, cnt).wait()
+    if not np.array_equal(every, want):
+        fail(w, "iallgatherv: %r" % every)
+    every[:] = 0
+    w.allgatherv(mine, every, cnt)
+    if not np.array_equal(every, want):
+        fail(w, "allgatherv: %r" % every)
+    # reduce_scatterv: every rank's input is want + rank; block r is mine, summed
+    for op, call in (("sum", w.reduce_scatterv), ("max", w.ireduce_scatterv)):
+        got = np.zeros(cnt[r], dtype=np.int64)
+        res = call(want + r, got, cnt, op=op)
+        res = res.wait() if call == w.ireduce_scatterv else res
+        exp = mine * n + n * (n - 1) // 2 if op == "sum" else mine + n - 1
+        if res is not got or not np.array_equal(got, exp):
+            fail(w, "reduce_scatterv %s: %r, not %r" % (op, got, exp))
+    try:
+        w.reduce_scatterv(want, np.zeros(cnt[r] + 1, dtype=np.int64), cnt)
+        fail(w, "reduce_scatterv took an out of the wrong size")
+    except ValueError:
+        pass
+
+
+def nonblocking(w):
+    """Every collective's i-form gives what the blocking one gives; several
+    in flight at once, waited for in reverse."""
+    n, r = w.size, w.rank
+    x = np.arange(6, dtype=np.float64) + r
+    a, red, b = x.copy(), np.zeros(6), np.full(6, float(r))
+    g, s = np.zeros(6 * n), np.zeros(6)
+    ga, a2a = np.zeros(6 * n), np.zeros(6 * n)
+    reqs = [w.iallreduce(a), w.ireduce(x, out=red, root=n - 1), w.ibcast(b, root=0),
+            w.iallgather(x, g), w.ibarrier(), w.igather(x, ga if r == 0 else None, root=0),
+            w.iscatter(np.tile(x, n) if r == 0 else None, s, root=0),
+            w.ialltoall(np.tile(x, n), a2a)]
+    rsout = np.zeros(6)
+    reqs.append(w.ireduce_scatter(np.tile(x, n), rsout))
+    for q in reversed(reqs):
+        q.wait()
+    tot = np.arange(6) * n + n * (n - 1) / 2
+    ok = (np.array_equal(a, tot) and (r != n - 1 or np.array_equal(red, tot)) and
+          np.array_equal(b, np.zeros(6)) and
+          np.array_equal(g, np.concatenate([np.arange(6.0) + q for q in range(n)])) and
+          (r != 0 or np.array_equal(ga, g)) and np.array_equal(s, np.arange(6.0)) and
+          np.array_equal(a2a, g) and np.array_equal(rsout, (np.arange(6.0) * n + n * (n - 1) / 2)))
+    if not ok:
+        fail(w, "nonblocking forms: allreduce %r reduce %r bcast %r allgather %r gather %r "
+             "scatter %r alltoall %r reduce_scatter %r" % (a, red, b, g, ga, s, a2a, rsout))
 
 
 def messages(w):
