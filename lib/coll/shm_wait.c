@@ -230,8 +230,8 @@ static int timed_out(struct rlx__shm_group *g, struct rlx__op *op, int which, in
   char mine[160], who[300], msg[640];
   rlx__shmg_describe_wait(g, which, r, step, who, sizeof(who));
   rlx__exec_describe(op, mine, sizeof(mine));
-  snprintf(msg, sizeof(msg), "%s on rank %d timed out after %g s (%s) waiting for %s", mine,
-           g->me, (double)(op->deadline - op->t_start) / 1e9,
+  snprintf(msg, sizeof(msg), "%s on rank %d timed out after %g s (a timeout set by %s) waiting "
+           "for %s", mine, g->me, (double)(op->deadline - op->t_start) / 1e9,
            op->deadline_from ? op->deadline_from : "RLX_TIMEOUT", who[0] ? who : "nobody");
   return fail_everywhere(g, op, RLX_ERR_TIMEOUT, msg); /* (exec.c's rlx__exec_abort says why) */
 }

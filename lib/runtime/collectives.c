@@ -274,8 +274,8 @@ static int finish(struct rlx_request *rq) {
         snprintf(msg, sizeof(msg), "%s on rank %d was interrupted (by the program: a signal?) "
                  "while waiting for %s", call, c->rank, waiting[0] ? waiting : "its own progress");
       else
-        snprintf(msg, sizeof(msg), "%s on rank %d timed out after %g s (%s) waiting "
-                 "for %s", call, c->rank, limit, why,
+        snprintf(msg, sizeof(msg), "%s on rank %d timed out after %g s (a timeout set by %s) "
+                 "waiting for %s", call, c->rank, limit, why,
                  waiting[0] ? waiting : "its own progress");
       rlx__exec_abort(op, w == -2 ? RLX_ERR_INTERRUPTED : RLX_ERR_TIMEOUT, msg);
     }

@@ -142,7 +142,8 @@ int rlx__msg_finish(struct rlx__msg_req *m, rlx_status_t *st) {
       if (w == -2)
         return rlx__err(RLX_ERR_INTERRUPTED, "%s was interrupted (by the program: a signal?)",
                         call);
-      return rlx__err(RLX_ERR_TIMEOUT, "%s timed out after %g s (%s)%s", call, limit, why,
+      return rlx__err(RLX_ERR_TIMEOUT, "%s timed out after %g s (a timeout set by %s)%s", call,
+                      limit, why,
                       m->recv ? ": no message matched it" : ": the receiver did not take it");
     }
   }

@@ -390,12 +390,12 @@ class ProcessGroupRlx(ProcessGroup):
                     numpy.prod(val.shape[1:], dtype=numpy.int64))
                 idx_all = torch.empty((total, idx.shape[0]), dtype=torch.int64)
                 self.comm.allgatherv(idx.t().contiguous().cpu().numpy().reshape(-1),
-                                     [int(n) * idx.shape[0] for n in all_nnz],
-                                     idx_all.numpy().reshape(-1))
+                                     idx_all.numpy().reshape(-1),
+                                     [int(n) * idx.shape[0] for n in all_nnz])
                 val_all = torch.empty((total,) + tuple(val.shape[1:]), dtype=val.dtype)
                 va, dt = _array(val_all)
-                self.comm.allgatherv(_array(val)[0].reshape(-1), [int(n) * per_row for n in all_nnz],
-                                     va.reshape(-1), dtype=dt)
+                self.comm.allgatherv(_array(val)[0].reshape(-1), va.reshape(-1),
+                                     [int(n) * per_row for n in all_nnz], dtype=dt)
                 total_t = torch.sparse_coo_tensor(idx_all.t(), val_all, t.shape).coalesce()
                 with torch.no_grad():
                     t.copy_(total_t.to(t.device))

@@ -82,12 +82,12 @@ for n in 2 3 4; do
   FAULT_DONE_DIR=$(done_dir) RLX_TIMEOUT=2 timeout 60 "$RLXRUN" -n $n "$FAULT" timeout >"$TMP/out" 2>&1
   cat "$TMP/out"
   [ "$(grep -c 'fault_check: rank [0-9]*: PASS' "$TMP/out")" -eq $((n - 1)) ] || fail "timeout n=$n"
-  grep -q "timed out after 2 s (RLX_TIMEOUT) waiting for rank 1" "$TMP/out" || fail "timeout message n=$n"
+  grep -q "timed out after 2 s (a timeout set by RLX_TIMEOUT) waiting for rank 1" "$TMP/out" || fail "timeout message n=$n"
   # A communicator's own limit (rlx_comm_set_timeout) wins over RLX_TIMEOUT.
   FAULT_DONE_DIR=$(done_dir) RLX_TIMEOUT=60 timeout 60 "$RLXRUN" -n $n "$FAULT" commtimeout >"$TMP/out" 2>&1
   cat "$TMP/out"
   [ "$(grep -c 'fault_check: rank [0-9]*: PASS' "$TMP/out")" -eq $((n - 1)) ] || fail "commtimeout n=$n"
-  grep -q "timed out after 2 s (rlx_comm_set_timeout) waiting for rank 1" "$TMP/out" ||
+  grep -q "timed out after 2 s (a timeout set by rlx_comm_set_timeout) waiting for rank 1" "$TMP/out" ||
     fail "commtimeout message n=$n"
 
   leftovers >"$TMP/before"
