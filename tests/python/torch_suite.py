@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """PyTorch's own distributed test suite against the rlx backend.
 
-    torch_suite.py [--backend rlx|gloo] [--name rlx|gloo] [-n 3] [-k PATTERN ...] [--list]
+    torch_suite.py [--backend rlx|gloo] [--name rlx|gloo] [-n 3] [-k PATTERN ...] [--exact] [--list]
 
 Runs distributed_test.py's _DistTestBase (torch.testing._internal, shipped
 with torch) the way torch's own test_distributed_spawn.py does: one test at
@@ -34,6 +34,7 @@ if __name__ == "__main__":
     ap.add_argument("-n", type=int, default=3, help="ranks (WORLD_SIZE), default 3")
     ap.add_argument("-k", action="append", default=[],
                     help="run only tests whose name contains this (repeatable)")
+    ap.add_argument("--exact", action="store_true", help="-k names whole tests, not parts")
     ap.add_argument("--list", action="store_true", help="list the tests that would run")
     args = ap.parse_args()
     os.environ["RLX_SUITE_BACKEND"] = args.backend
@@ -66,7 +67,9 @@ if REAL != SEEN:
     _init, _new = dist.init_process_group, dist.new_group
 
     def init_process_group(backend=None, *a, **kw):
-        return _init(_real(backend), *a, **kw)
+        _init(_real(backend), *a, **kw)
+        if dist.get_backend() != REAL:  # (else the suite would test another backend)
+            raise RuntimeError("torch_suite: the group is %s, not %s" % (dist.get_backend(), REAL))
 
     def new_group(ranks=None, timeout=None, backend=None, *a, **kw):
         return _new(ranks, timeout if timeout is not None else dist.default_pg_timeout,
@@ -91,7 +94,9 @@ if __name__ == "__main__":
     loader = unittest.TestLoader()
     names = loader.getTestCaseNames(TestDistBackendWithSpawn)
     if args.k:
-        names = [t for t in names if any(k in t for k in args.k)]
+        names = [t for t in names if any(k == t if args.exact else k in t for k in args.k)]
+        if args.exact and len(names) != len(set(args.k)):
+            sys.exit("torch_suite: no such test: %s" % " ".join(sorted(set(args.k) - set(names))))
     if args.list:
         print("\n".join(names))
         sys.exit(0)
