@@ -106,6 +106,18 @@
  * 256 KiB (2 cores: 1 MiB 145 us against 181 in shared memory; on 4 and
  * more ranks shared memory won at every size, up to 0.6x). */
 #define RLX__SHMG_P2P_FROM_2 (256u * 1024u)
+/* Gather, scatter and all-to-all (exchange_shm.c) in the segment: gather
+ * at every size, scatter while the root's p blocks are at most
+ * SCATTER_MAX, all-to-all while a rank's p blocks are at most
+ * ALLTOALL_MAX; above, point to point (linear, pairwise; large blocks by
+ * reference). bench/shm_vs_vader.sh COLL=... on 16 cores, n = 2..16
+ * (session 25; bench/results/coll-shm-h200-2026-12-03.txt): gather in the
+ * segment 0.9-1.2x vader up to 4 MiB in all where point to point took
+ * 1.7-4.5x above it; all-to-all in the segment 0.2-0.9x vader up to 64
+ * KiB in all and behind pairwise from 128-256 KiB (at n = 16, 256 KiB
+ * blocks: 9.8 ms against 2.1); scatter alike either way above 4 MiB. */
+#define RLX__SHMG_SCATTER_MAX (4u * 1024u * 1024u)
+#define RLX__SHMG_ALLTOALL_MAX (128u * 1024u)
 /* The blocking calls' scratch that a job of one rank that may grow, and
  * every joiner, make and touch at rlx_init (comm.c): a 2-rank ring's
  * receive segments by reference, two lanes. */

@@ -17,6 +17,9 @@ const struct rlx__algo *rlx__select_shm(int kind, size_t bytes, int nranks, cons
   case RLX__CK_ALLGATHER: return &rlx__allgather_shm;
   case RLX__CK_REDUCE_SCATTER: return &rlx__reduce_scatter_shm;
   case RLX__CK_BARRIER: return &rlx__barrier_shm;
+  case RLX__CK_GATHER: return &rlx__gather_shm;
+  case RLX__CK_SCATTER: return named || bytes <= RLX__SHMG_SCATTER_MAX ? &rlx__scatter_shm : NULL;
+  case RLX__CK_ALLTOALL: return named || bytes <= RLX__SHMG_ALLTOALL_MAX ? &rlx__alltoall_shm : NULL;
   default: return NULL;
   }
 }

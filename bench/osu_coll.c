@@ -1,0 +1,149 @@
+/* OSU-style latency sweeps of the collectives that move blocks (float32
+ * blocks of one size per rank, root 0), built against rlxcoll (default)
+ * and against MPI (-DUSE_MPI), so the two run identical work.
+ *   osu_coll COLL [max_bytes [min_bytes]]
+ * COLL: alltoall, alltoallv (every count equal), gather, scatter,
+ * allgatherv. bytes is one block: what one rank sends one other, as the
+ * size of osu_alltoall and osu_gather is. Prints "lib bytes avg_us": the
+ * slowest rank's average per call. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#ifdef USE_MPI
+#include <mpi.h>
+#else
+#include <rlxcoll/rlxcoll.h>
+#endif
+
+static double now_us(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
+}
+
+enum { ALLTOALL, ALLTOALLV, GATHER, SCATTER, ALLGATHERV };
+static const char *const names[] = {"alltoall", "alltoallv", "gather", "scatter", "allgatherv"};
+static int p, me;
+
+#ifdef USE_MPI
+#define LIB "openmpi"
+static int *cnt, *dsp; /* (the v-forms' counts and displacements, in elements) */
+static int init(int *argc, char ***argv) {
+  int rc = MPI_Init(argc, argv);
+  MPI_Comm_size(MPI_COMM_WORLD, &p);
+  MPI_Comm_rank(MPI_COMM_WORLD, &me);
+  cnt = malloc(sizeof(int) * (size_t)p);
+  dsp = malloc(sizeof(int) * (size_t)p);
+  return rc;
+}
+static void run(int coll, const float *s, float *r, size_t n) {
+  MPI_Comm w = MPI_COMM_WORLD;
+  for (int i = 0; coll == ALLTOALLV || coll == ALLGATHERV ? i < p : 0; i++) {
+    cnt[i] = (int)n;
+    dsp[i] = (int)n * i;
+  }
+  switch (coll) {
+  case ALLTOALL: MPI_Alltoall(s, (int)n, MPI_FLOAT, r, (int)n, MPI_FLOAT, w); break;
+  case ALLTOALLV: MPI_Alltoallv(s, cnt, dsp, MPI_FLOAT, r, cnt, dsp, MPI_FLOAT, w); break;
+  case GATHER: MPI_Gather(s, (int)n, MPI_FLOAT, r, (int)n, MPI_FLOAT, 0, w); break;
+  case SCATTER: MPI_Scatter(s, (int)n, MPI_FLOAT, r, (int)n, MPI_FLOAT, 0, w); break;
+  default: MPI_Allgatherv(s, (int)n, MPI_FLOAT, r, cnt, dsp, MPI_FLOAT, w); break;
+  }
+}
+static double max_double(double v) {
+  double m;
+  MPI_Allreduce(&v, &m, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+  return m;
+}
+static void barrier(void) { MPI_Barrier(MPI_COMM_WORLD); }
+static void fini(void) { MPI_Finalize(); }
+#else
+#define LIB "rlxcoll"
+static size_t *cnt, *dsp;
+static int init(int *argc, char ***argv) {
+  int rc = rlx_init(argc, argv);
+  if (rc != RLX_OK)
+    return rc;
+  p = rlx_comm_size(rlx_comm_world());
+  me = rlx_comm_rank(rlx_comm_world());
+  cnt = malloc(sizeof(size_t) * (size_t)p);
+  dsp = malloc(sizeof(size_t) * (size_t)p);
+  return 0;
+}
+static void run(int coll, const float *s, float *r, size_t n) {
+  rlx_comm_t *w = rlx_comm_world();
+  int rc;
+  for (int i = 0; coll == ALLTOALLV || coll == ALLGATHERV ? i < p : 0; i++) {
+    cnt[i] = n;
+    dsp[i] = n * (size_t)i;
+  }
+  switch (coll) {
+  case ALLTOALL: rc = rlx_alltoall(s, r, n, RLX_FLOAT32, w); break;
+  case ALLTOALLV: rc = rlx_alltoallv(s, cnt, dsp, r, cnt, dsp, RLX_FLOAT32, w); break;
+  case GATHER: rc = rlx_gather(s, r, n, RLX_FLOAT32, 0, w); break;
+  case SCATTER: rc = rlx_scatter(s, r, n, RLX_FLOAT32, 0, w); break;
+  default: rc = rlx_allgatherv(s, n, r, cnt, dsp, RLX_FLOAT32, w); break;
+  }
+  if (rc != RLX_OK) {
+    fprintf(stderr, "%s failed: %s\n", names[coll], rlx_errmsg());
+    exit(1);
+  }
+}
+static double max_double(double v) {
+  double m;
+  rlx_allreduce(&v, &m, 1, RLX_FLOAT64, RLX_MAX, rlx_comm_world());
+  return m;
+}
+static void barrier(void) { rlx_barrier(rlx_comm_world()); }
+static void fini(void) { rlx_finalize(); }
+#endif
+
+int main(int argc, char **argv) {
+  int coll = -1;
+  for (int i = 0; argc > 1 && i < (int)(sizeof names / sizeof names[0]); i++)
+    coll = strcmp(argv[1], names[i]) == 0 ? i : coll;
+  if (coll < 0) {
+    fprintf(stderr, "usage: osu_coll alltoall|alltoallv|gather|scatter|allgatherv [max [min]]\n");
+    return 2;
+  }
+  if (init(&argc, &argv) != 0) {
+    fprintf(stderr, "init failed\n");
+    return 1;
+  }
+  size_t max_bytes = argc > 2 ? strtoull(argv[2], NULL, 10) : (4u << 20);
+  size_t min_bytes = argc > 3 ? strtoull(argv[3], NULL, 10) : 8; /* a power of two */
+  size_t all = max_bytes * (size_t)p;
+  float *s = malloc(all), *r = malloc(all);
+  for (size_t i = 0; i < all / 4; i++)
+    s[i] = (float)(i % 1000) * 0.5f;
+  memset(r, 0, all);
+  /* Warm up (~0.2 s): the job's first calls run slower on either library. */
+  for (int i = 0; i < 2000; i++)
+    run(coll, s, r, 2);
+  barrier();
+  for (size_t bytes = min_bytes; bytes <= max_bytes; bytes *= 2) {
+    size_t n = bytes / 4;
+    /* Enough calls for ~0.2 s of data movement, at least 5 and at most 2000. */
+    long iters = (long)((256u << 20) / (bytes * (size_t)p));
+    if (iters > 2000)
+      iters = 2000;
+    if (iters < 5)
+      iters = 5;
+    long warm = iters / 10 + 2;
+    for (long i = 0; i < warm; i++)
+      run(coll, s, r, n);
+    barrier();
+    double t0 = now_us();
+    for (long i = 0; i < iters; i++)
+      run(coll, s, r, n);
+    double avg = max_double((now_us() - t0) / (double)iters);
+    if (me == 0)
+      printf("%s %zu %.2f\n", LIB, bytes, avg);
+    fflush(stdout);
+  }
+  free(s);
+  free(r);
+  fini();
+  return 0;
+}
