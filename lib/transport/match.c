@@ -10,6 +10,24 @@
 
 #define POOL_MAX 16
 #define POOL_BIG (1u << 20) /* bigger buffers are not kept */
+#define EARLY_BUCKETS 4096
+
+static struct rlx__list *early_bucket(struct rlx__p2p *p, uint32_t comm_id, uint64_t seq) {
+  uint64_t h = (seq ^ ((uint64_t)comm_id << 40)) * 0x9E3779B97F4A7C15ull;
+  return &p->early_by_call[(h >> 52) & (EARLY_BUCKETS - 1)];
+}
+
+/* An early frame onto its peer's unexpected list, and into its bucket. */
+static void keep_early(struct rlx__p2p *p, int peer, struct rlx__umsg *m) {
+  rlx__list_push(&p->peers[peer].unexpected, &m->link);
+  m->from = peer;
+  if (p->early_by_call == NULL &&
+      (p->early_by_call = malloc(sizeof(struct rlx__list) * EARLY_BUCKETS)) != NULL)
+    for (int b = 0; b < EARLY_BUCKETS; b++)
+      rlx__list_init(&p->early_by_call[b]);
+  if (p->early_by_call != NULL)
+    rlx__list_push(early_bucket(p, m->hdr.comm_id, m->hdr.seq), &m->klink);
+}
 
 static struct rlx__umsg *umsg_get(struct rlx__p2p *p, size_t len) {
   for (struct rlx__list *l = p->pool.next; l != &p->pool; l = l->next) {
@@ -58,6 +76,7 @@ struct rlx__umsg *rlx__umsg_new(struct rlx__p2p_conn *c, const struct rlx__frame
   }
   m->hdr = *h;
   m->crc_ok = 0;
+  rlx__list_init(&m->klink);
   m->discard = 0;
   rlx__list_init(&m->link);
   return m;
@@ -122,7 +141,7 @@ void rlx__match_keep(struct rlx__p2p_conn *c, struct rlx__umsg *m) {
   if (m->hdr.type == RLX__FT_MSG)
     rlx__msg_arrived(c->p, m);
   else
-    rlx__list_push(&c->p->peers[c->peer].unexpected, &m->link);
+    keep_early(c->p, c->peer, m);
 }
 
 void rlx__match_arrived(struct rlx__p2p_conn *c, struct rlx__umsg *m) {
@@ -133,7 +152,7 @@ void rlx__match_arrived(struct rlx__p2p_conn *c, struct rlx__umsg *m) {
   }
   struct rlx__xfer *x = rlx__find_posted(pe, &m->hdr);
   if (x == NULL) {
-    rlx__list_push(&pe->unexpected, &m->link);
+    keep_early(c->p, c->peer, m);
     if (m->hdr.type == RLX__FT_DATA && c->p->on_early != NULL)
       c->p->on_early(c->p->abort_ctx, c->peer, &m->hdr);
     return;
@@ -149,6 +168,7 @@ struct rlx__umsg *rlx__match_take_early(struct rlx__p2p_peer *pe, const struct r
     struct rlx__umsg *m = rlx__container_of(l, struct rlx__umsg, link);
     if (rlx__same_key(&m->hdr, &x->hdr)) {
       rlx__list_remove(&m->link);
+      rlx__list_remove(&m->klink);
       return m;
     }
   }
@@ -157,6 +177,18 @@ struct rlx__umsg *rlx__match_take_early(struct rlx__p2p_peer *pe, const struct r
 
 int rlx__p2p_early_mismatch(struct rlx__p2p *p, uint32_t comm_id, uint64_t seq,
                             const uint8_t sig[RLX__SIG_SIZE], struct rlx__frame_hdr *h) {
+  if (p->early_by_call != NULL) {
+    struct rlx__list *b = early_bucket(p, comm_id, seq);
+    for (struct rlx__list *l = b->next; l != b; l = l->next) {
+      const struct rlx__umsg *m = rlx__container_of(l, struct rlx__umsg, klink);
+      if (m->hdr.type == RLX__FT_DATA && m->hdr.comm_id == comm_id && m->hdr.seq == seq &&
+          memcmp(m->hdr.sig, sig, RLX__SIG_SIZE) != 0) {
+        *h = m->hdr;
+        return m->from;
+      }
+    }
+    return -1;
+  }
   for (int i = 0; i < p->size; i++) {
     struct rlx__list *u = &p->peers[i].unexpected;
     for (struct rlx__list *l = u->next; l != NULL && l != u; l = l->next) {

@@ -351,6 +351,8 @@ void rlx__p2p_free(struct rlx__p2p *p) {
       free(rlx__container_of(l, struct rlx__umsg, link));
     }
   }
+  free(p->early_by_call); /* (its frames are freed above) */
+  p->early_by_call = NULL;
   rlx__msg_free(p);
   rlx__pool_free(p);
   free(p->peers);

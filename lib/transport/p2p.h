@@ -73,6 +73,12 @@ struct rlx__p2p {
   struct rlx__list conns;
   struct rlx__list pool; /* spare buffers for early frames */
   int npool;
+  /* The early frames on the peers' unexpected lists by (communicator,
+   * sequence), RLX__EARLY_BUCKETS chains (match.c; NULL until the first,
+   * or when there was no memory for it: then the lists are scanned), so
+   * that a call's start finds its own among thousands from ranks that
+   * ran ahead (a gather's senders) without walking them all. */
+  struct rlx__list *early_by_call;
   char job_key[256];
   int closing;
   int cma; /* send big payloads to same-host peers by reference (RLX_CMA) */

@@ -40,6 +40,10 @@ enum rlx__read_state { R_HS, R_HDR, R_PAYLOAD, R_CMA };
 /* A frame that arrived before its receive was posted (or an ABORT). */
 struct rlx__umsg {
   struct rlx__list link;
+  /* in p->early_by_call's bucket of its (communicator, sequence), while on
+   * a peer's unexpected list (match.c); from: that peer */
+  struct rlx__list klink;
+  int from;
   size_t cap; /* payload bytes it can hold */
   struct rlx__frame_hdr hdr;
   int crc_ok;
