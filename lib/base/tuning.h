@@ -116,6 +116,11 @@
  * 1.7-4.5x above it; all-to-all in the segment 0.2-0.9x vader up to 64
  * KiB in all and behind pairwise from 128-256 KiB (at n = 16, 256 KiB
  * blocks: 9.8 ms against 2.1); scatter alike either way above 4 MiB. */
+/* Pairwise all-to-all runs two steps a round up to this block size: on 16
+ * cores 0.65-0.9x the time of one step a round at 64-256 KiB blocks and
+ * n = 4-16, but 1.3-1.8x from 512 KiB-2 MiB (many by-reference copies at
+ * once); bench/results/a2a-steps-h200-2026-12-03.txt. */
+#define RLX__A2A_TWO_STEPS_MAX (256u * 1024u)
 #define RLX__SHMG_SCATTER_MAX (4u * 1024u * 1024u)
 #define RLX__SHMG_ALLTOALL_MAX (128u * 1024u)
 /* The blocking calls' scratch that a job of one rank that may grow, and
