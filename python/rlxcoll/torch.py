@@ -21,7 +21,8 @@ non-contiguous one through a contiguous copy); CUDA tensors go through a
 host copy and back. Supported: all_reduce (sum, avg, min, max, product),
 broadcast, reduce, all_gather (and all_gather_into_tensor), reduce_scatter
 (and reduce_scatter_tensor), gather, scatter, all_to_all, all_to_all_single
-(split sizes too), barrier, on the default group and on groups from
+(split sizes too), all_reduce_coalesced, all_gather_coalesced, sparse
+all_reduce (sum, as Gloo), barrier, on the default group and on groups from
 new_group (made by their members alone); send, recv (also from any source),
 isend, irecv, batch_isend_irecv (messages start at once, beside the
 collectives). Errors are rlxcoll's exceptions (PeerLost, Mismatch,
