@@ -12,6 +12,7 @@ D=$(cd "${1:-.devp}" && pwd)
 mkdir -p /tmp/py/rlxcoll
 cp python/rlxcoll/__init__.py python/rlxcoll/torch.py /tmp/py/rlxcoll/
 gcc -shared -fPIC -O2 $(python3-config --includes) -Iinclude python/rlxcoll/_rlxcoll.c \
+  python/rlxcoll/collectives.c \
   -o /tmp/py/rlxcoll/_rlxcoll$(python3-config --extension-suffix) $D/lib/librlxcoll.so.0 \
   -Wl,-rpath,$D/lib || exit 1
 export PYTHONPATH=/tmp/py LD_LIBRARY_PATH=$D/lib

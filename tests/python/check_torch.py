@@ -145,7 +145,8 @@ def subgroups(r, n):
 
 
 def exchanges(r, n):
-    """gather, scatter, all_to_all, all_to_all_single (even splits)."""
+    """gather, scatter, all_to_all, all_to_all_single (even and uneven splits),
+    the coalesced calls, sparse all_reduce, all_gather_object."""
     for root in range(n):
         t = local(r, torch.float32, 6)
         outs = [torch.zeros(6) for _ in range(n)] if r == root else None
@@ -176,6 +177,27 @@ def exchanges(r, n):
     want = torch.cat([torch.full((recv[q], 2), float(100 * q + r)) for q in range(n)])
     if not torch.equal(dst, want):
         fail("all_to_all_single with split sizes")
+    # coalesced calls: tensors of several shapes in one call
+    ts = [torch.full((2, 3), float(r)), torch.full((5,), float(r + 1))]
+    dist.all_reduce_coalesced(ts)
+    tot = n * (n - 1) / 2
+    if not (torch.all(ts[0] == tot) and torch.all(ts[1] == tot + n)):
+        fail("all_reduce_coalesced: %r" % ts)
+    ins = [torch.full((2,), float(r)), torch.full((3, 1), float(-r))]
+    outs = [[torch.zeros(2), torch.zeros(3, 1)] for _ in range(n)]
+    dist.all_gather_coalesced(outs, ins)
+    if not all(torch.all(outs[q][0] == q) and torch.all(outs[q][1] == -q) for q in range(n)):
+        fail("all_gather_coalesced: %r" % outs)
+    # sparse all_reduce (sum): rank r holds 1s at rows 0..r of a (n, 2) tensor
+    sp = torch.sparse_coo_tensor(torch.arange(r + 1).reshape(1, -1), torch.ones(r + 1, 2), (n, 2))
+    dist.all_reduce(sp)
+    want = torch.tensor([[float(n - i)] * 2 for i in range(n)])
+    if not torch.equal(sp.to_dense(), want):
+        fail("sparse all_reduce: %r" % sp.to_dense())
+    objs = [None] * n
+    dist.all_gather_object(objs, {"rank": r, "tag": "x" * r})
+    if objs != [{"rank": q, "tag": "x" * q} for q in range(n)]:
+        fail("all_gather_object: %r" % objs)
 
 
 def messages(r, n):
