@@ -1,18 +1,24 @@
 /* rlx_comm_create_group: every non-empty subset of the ranks (n <= 6),
  * in one order on every rank, made by its members alone with its own
  * tag; on each, an allreduce, an allgather and messages checked, and its
- * members' order is the list's; the same list made twice gives two
+ * members' order is the list's; then every subset again at once, a
+ * thread each on every rank, started in orders that differ by rank, each
+ * with its own tag; the same list made twice gives two
  * communicators that do not mix; a rank not in the list, a rank listed
  * twice and a negative tag are refused; members that pass different
  * lists fail with RLX_ERR_MISMATCH.
  *   group_check            (the whole check)
  * Prints "group_check: N ranks: F failures in all". */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <rlxcoll/rlxcoll.h>
 
-static int failures, me, np;
+static _Atomic int failures; /* (threads count theirs too) */
+static int me, np;
 
 #define CHECK(cond, ...)                                                                           \
   do {                                                                                             \
@@ -54,6 +60,42 @@ static void use_group(rlx_comm_t *g, const int *ranks, int n, unsigned mask) {
         "mask %x: sendrecv got %d, want %d", mask, got, ranks[from]);
 }
 
+/* One subset's group made and used on a thread of its own. */
+static void *one_group(void *arg) {
+  unsigned mask = (unsigned)(uintptr_t)arg;
+  int ranks[64], n = members(mask, ranks);
+  rlx_comm_t *g = NULL;
+  int rc = rlx_comm_create_group(rlx_comm_world(), n, ranks, 1000 + (int)mask, &g);
+  CHECK(rc == RLX_OK && g != NULL, "thread: create_group mask %x: %s", mask, rlx_strerror(rc));
+  if (g != NULL) {
+    use_group(g, ranks, n, mask);
+    CHECK(rlx_comm_free(&g) == RLX_OK, "thread: free");
+  }
+  return NULL;
+}
+
+/* Every subset with this rank in it at once, a thread each, started in
+ * an order that differs by rank (odd ranks from the last): no member may
+ * wait for another's order. */
+static int concurrently(void) {
+  pthread_t t[64];
+  unsigned masks[64];
+  int k = 0;
+  for (unsigned mask = 1; np <= 6 && mask < (1u << np); mask++)
+    if (mask >> me & 1)
+      masks[k++] = mask;
+  for (int i = 0; i < k; i++) {
+    unsigned mask = masks[me % 2 ? k - 1 - i : i];
+    if (pthread_create(&t[i], NULL, one_group, (void *)(uintptr_t)mask) != 0) {
+      CHECK(0, "pthread_create");
+      return i;
+    }
+  }
+  for (int i = 0; i < k; i++)
+    pthread_join(t[i], NULL);
+  return k;
+}
+
 int main(int argc, char **argv) {
   if (rlx_init(&argc, &argv) != RLX_OK) {
     fprintf(stderr, "group_check: rlx_init: %s\n", rlx_errmsg());
@@ -77,6 +119,7 @@ int main(int argc, char **argv) {
       made++;
     }
   }
+  made += concurrently();
   /* the same list and tag twice: two communicators, their calls apart */
   int everyone[64];
   for (int r = 0; r < np; r++)
@@ -111,8 +154,8 @@ int main(int argc, char **argv) {
     if (g)
       rlx_comm_free(&g);
   }
-  int total = 0;
-  CHECK(rlx_allreduce(&failures, &total, 1, RLX_INT32, RLX_SUM, w) == RLX_OK, "the last sum");
+  int total = 0, mine = failures;
+  CHECK(rlx_allreduce(&mine, &total, 1, RLX_INT32, RLX_SUM, w) == RLX_OK, "the last sum");
   if (me == 0)
     printf("group_check: %d ranks, %d groups on rank 0: %d failures in all\n", np, made, total);
   rlx_finalize();

@@ -1,7 +1,8 @@
 #!/bin/sh
 # rlx_comm_create_group (group_check.c): every subset of the ranks made by
 # its members alone, each with its own tag, collectives and messages on
-# each; the same list twice; refusals; members whose tags differ fail with
+# each, one after another and then all at once (a thread per subset); the
+# same list twice; refusals; members whose tags differ fail with
 # RLX_ERR_MISMATCH. On 1-5 ranks over the default transports, on 4 point to
 # point (RLX_SHM_COLL=off) and over TCP.
 . "$(dirname "$0")/lib.sh"
