@@ -255,6 +255,7 @@ struct rlx__shm_group *rlx__shmg_setup(struct rlx__engine *e, struct rlx__p2p *p
     close(memfd);
   rlx__engine_lock(e);
   rlx__list_push(&groups, &g->link);
+  g->listed = 1;
   rlx__engine_unlock(e);
   return g;
 none:
@@ -369,17 +370,20 @@ void rlx__shmg_take_over(struct rlx__shm_group *g, int member, uint32_t comm_id,
   g->world = world;
   g->n = n;
   g->comm_id = comm_id;
-  if (!member)
+  if (!member) {
     rlx__list_push(&groups, &g->link);
+    g->listed = 1;
+  }
   rlx__engine_unlock(g->engine);
 }
 
 void rlx__shmg_free(struct rlx__shm_group *g) {
   if (g == NULL)
     return;
-  if (g->link.next != NULL) {
+  if (g->listed) {
     rlx__engine_lock(g->engine);
     rlx__list_remove(&g->link);
+    g->listed = 0;
     rlx__engine_unlock(g->engine);
   }
   if (g->base != NULL)
@@ -394,7 +398,7 @@ void rlx__shmg_unmap_all(void) {
   while (!rlx__list_empty(&groups)) {
     struct rlx__shm_group *g = rlx__container_of(groups.next, struct rlx__shm_group, link);
     rlx__list_remove(&g->link);
-    g->link.next = NULL;
+    g->listed = 0;
     if (g->base != NULL)
       munmap(g->base, g->len);
     g->base = NULL;

@@ -84,6 +84,9 @@ struct rlx__shmg_hdr {
 
 struct rlx__shm_group {
   struct rlx__list link; /* in the list of live groups (for peer losses) */
+  /* on that list: read by its owner without the lock (its links are not:
+   * another thread freeing a neighbour writes them) */
+  int listed;
   void *base;
   size_t len, slot; /* the mapping; bytes of one data slot */
   int n, me;

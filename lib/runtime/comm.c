@@ -179,12 +179,14 @@ void rlx__comm_take_reserve(struct rlx__runtime *rt, rlx_comm_t *c) {
 }
 
 void rlx__comm_release(rlx_comm_t *c) {
+  /* (under the lock even to look: another thread freeing a neighbour on
+   * the list writes our links) */
+  pthread_mutex_lock(&live_mtx);
   if (c->live.next != NULL) {
-    pthread_mutex_lock(&live_mtx);
     rlx__list_remove(&c->live);
-    pthread_mutex_unlock(&live_mtx);
     c->live.next = c->live.prev = NULL;
   }
+  pthread_mutex_unlock(&live_mtx);
   rlx__comm_shm_free(c);
   free(c->groups);
   c->groups = NULL;
