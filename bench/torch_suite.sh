@@ -44,7 +44,12 @@ for n in ${1:-2 3}; do
   done
   extra=$(comm -13 "$stage/gloo.$n.ok" "$stage/rlx.$n.ok" | wc -l)
   echo "n=$n: rlx passes every test gloo passes but those above; $extra more than gloo" | tee -a "$out"
-  grep -E '\.\.\. (FAIL|ERROR)$|^(FAIL|ERROR)$' "$stage/rlx.$n" >/dev/null &&
-    grep -B1 -E '^(FAIL|ERROR)$' "$stage/rlx.$n" | grep -o '^test_[a-zA-Z0-9_]*' | sed "s/^/n=$n: rlx errs in /" | tee -a "$out"
+  # a test's verdict may come lines after its name (the spawned processes print between)
+  for b in gloo rlx; do
+    awk '/^test_/ {t = $1} /(ERROR|FAIL)$/ && t {print t; t = ""}' "$stage/$b.$n" | sort -u >"$stage/$b.$n.bad"
+  done
+  both=$(comm -12 "$stage/gloo.$n.bad" "$stage/rlx.$n.bad" | wc -l)
+  echo "n=$n: $both tests fail or err for both (this machine's torch and Python)" | tee -a "$out"
+  comm -13 "$stage/gloo.$n.bad" "$stage/rlx.$n.bad" | sed "s/^/n=$n: fails or errs for rlx only: /" | tee -a "$out"
 done
 exit $bad
