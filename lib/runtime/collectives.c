@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "base/hash.h"
 #include "base/tuning.h"
 #include "coll/shm_group.h"
 #include "observe/observe.h"
@@ -522,29 +523,28 @@ static int check_recvcounts(const char *call, const size_t *recvcounts, int p, s
                             size_t *total, uint32_t *hash) {
   if (recvcounts == NULL)
     return rlx__err(RLX_ERR_ARG, "%s: recvcounts is NULL", call);
-  uint32_t h = 2166136261u;
+  uint32_t h = RLX__FNV_START;
   *total = 0;
   for (int i = 0; i < p; i++) {
     if (recvcounts[i] > (size_t)RLX__UNEVEN_BLOCK_MAX / es)
       return rlx__err(RLX_ERR_ARG, "%s: recvcounts[%d] is over 1 GiB (a block of an uneven call "
                       "is at most that)", call, i);
     *total += recvcounts[i];
-    for (int b = 0; b < 8; b++)
-      h = (h ^ (uint8_t)((uint64_t)recvcounts[i] >> (8 * b))) * 16777619u;
+    h = rlx__fnv1a(h, recvcounts[i], 8);
   }
   *hash = h;
   return RLX_OK;
 }
 
-/* recvcounts NULL: rlx_reduce_scatter, recvcount per rank; else
- * rlx_reduce_scatterv, recvcounts[i] for rank i (recvcount unused). */
-static int reduce_scatter(const char *call, const void *sendbuf, void *recvbuf,
+/* kind RLX__CK_REDUCE_SCATTER: recvcount per rank; RLX__CK_REDUCE_SCATTERV:
+ * recvcounts[i] for rank i (recvcount unused). */
+static int reduce_scatter(int kind, const char *call, const void *sendbuf, void *recvbuf,
                           size_t recvcount, const size_t *recvcounts, rlx_dtype_t dt,
                           rlx_op_t op, rlx_comm_t *c, rlx_request_t **req) {
   struct rlx_request rq;
   size_t es, total = 0;
   uint32_t hash = 0;
-  int rc, v = call[strlen(call) - 1] == 'v';
+  int rc, v = kind == RLX__CK_REDUCE_SCATTERV;
   if ((rc = rlx__call_check_comm(call, c)) != RLX_OK ||
       (rc = rlx__call_check_type(call, dt, v ? 0 : recvcount, &es)) != RLX_OK ||
       (rc = check_op(call, op, dt)) != RLX_OK ||
@@ -573,11 +573,8 @@ static int reduce_scatter(const char *call, const void *sendbuf, void *recvbuf,
     memcpy(in_copy, recvbuf, bytes);
     src = in_copy;
   }
-  if (v) /* (count: the total; root: the counts' hash; call.h) */
-    rlx__call_fill(&rq, RLX__CK_REDUCE_SCATTERV, call, dt, op, total, es, (int)hash, src,
-                   recvbuf);
-  else
-    rlx__call_fill(&rq, RLX__CK_REDUCE_SCATTER, call, dt, op, recvcount, es, 0, src, recvbuf);
+  /* (v: count is the total, root the counts' hash; call.h) */
+  rlx__call_fill(&rq, kind, call, dt, op, v ? total : recvcount, es, (int)hash, src, recvbuf);
   rq.op.counts = recvcounts;
   rq.half = req != NULL ? in_copy : NULL; /* a nonblocking request owns the copy */
   if ((rc = rlx__call_pick(&rq.op, c, total * es, "", req == NULL)) == RLX_OK) {
@@ -601,14 +598,14 @@ int rlx_allgather(const void *sendbuf, void *recvbuf, size_t count, rlx_dtype_t 
 
 int rlx_reduce_scatter(const void *sendbuf, void *recvbuf, size_t recvcount, rlx_dtype_t dt,
                        rlx_op_t op, rlx_comm_t *c) {
-  return rlx__refused(c, reduce_scatter("rlx_reduce_scatter", sendbuf, recvbuf, recvcount, NULL,
-                                        dt, op, c, NULL));
+  return rlx__refused(c, reduce_scatter(RLX__CK_REDUCE_SCATTER, "rlx_reduce_scatter",
+                                        sendbuf, recvbuf, recvcount, NULL, dt, op, c, NULL));
 }
 
 int rlx_reduce_scatterv(const void *sendbuf, void *recvbuf, const size_t *recvcounts,
                         rlx_dtype_t dt, rlx_op_t op, rlx_comm_t *c) {
-  return rlx__refused(c, reduce_scatter("rlx_reduce_scatterv", sendbuf, recvbuf, 0, recvcounts,
-                                        dt, op, c, NULL));
+  return rlx__refused(c, reduce_scatter(RLX__CK_REDUCE_SCATTERV, "rlx_reduce_scatterv",
+                                        sendbuf, recvbuf, 0, recvcounts, dt, op, c, NULL));
 }
 
 static int barrier(const char *call, rlx_comm_t *c, rlx_request_t **req) {
@@ -643,15 +640,15 @@ int rlx_iallgather(const void *sendbuf, void *recvbuf, size_t count, rlx_dtype_t
 int rlx_ireduce_scatter(const void *sendbuf, void *recvbuf, size_t recvcount, rlx_dtype_t dt,
                         rlx_op_t op, rlx_comm_t *c, rlx_request_t **req) {
   RLX__NEED_REQ("rlx_ireduce_scatter");
-  return rlx__refused(c, reduce_scatter("rlx_ireduce_scatter", sendbuf, recvbuf, recvcount, NULL,
-                                        dt, op, c, req));
+  return rlx__refused(c, reduce_scatter(RLX__CK_REDUCE_SCATTER, "rlx_ireduce_scatter",
+                                        sendbuf, recvbuf, recvcount, NULL, dt, op, c, req));
 }
 
 int rlx_ireduce_scatterv(const void *sendbuf, void *recvbuf, const size_t *recvcounts,
                          rlx_dtype_t dt, rlx_op_t op, rlx_comm_t *c, rlx_request_t **req) {
   RLX__NEED_REQ("rlx_ireduce_scatterv");
-  return rlx__refused(c, reduce_scatter("rlx_ireduce_scatterv", sendbuf, recvbuf, 0, recvcounts,
-                                        dt, op, c, req));
+  return rlx__refused(c, reduce_scatter(RLX__CK_REDUCE_SCATTERV, "rlx_ireduce_scatterv",
+                                        sendbuf, recvbuf, 0, recvcounts, dt, op, c, req));
 }
 
 int rlx_ibarrier(rlx_comm_t *c, rlx_request_t **req) {

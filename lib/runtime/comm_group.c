@@ -10,20 +10,13 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include "base/hash.h"
 #include "runtime/runtime.h"
 
-static uint32_t fnv(uint32_t h, uint32_t v) {
-  for (int b = 0; b < 4; b++) {
-    h ^= (v >> (8 * b)) & 0xffu;
-    h *= 16777619u;
-  }
-  return h;
-}
-
 static uint32_t list_key(int n, const int *ranks) {
-  uint32_t h = 2166136261u; /* FNV-1a over the ranks */
+  uint32_t h = RLX__FNV_START; /* over the ranks */
   for (int i = 0; i < n; i++)
-    h = fnv(h, (uint32_t)ranks[i]);
+    h = rlx__fnv1a(h, (uint32_t)ranks[i], 4);
   return h;
 }
 
@@ -91,7 +84,7 @@ int rlx_comm_create_group(rlx_comm_t *c, int n, const int *ranks, int tag, rlx_c
                     c->revoked_why);
   if ((rc = check_list(c, n, ranks, tag, &me)) != RLX_OK)
     return rc;
-  uint32_t key = list_key(n, ranks), count = 0, check = fnv(key, (uint32_t)tag);
+  uint32_t key = list_key(n, ranks), count = 0, check = rlx__fnv1a(key, (uint32_t)tag, 4);
   if ((rc = next_of(c, key, &count)) != RLX_OK)
     return rc;
   int *world = malloc(sizeof(int) * (size_t)n);
