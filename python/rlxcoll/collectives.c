@@ -523,9 +523,10 @@ static int go_request(struct bufs *b, void *ctx, rlx_request_t **req) {
   return k->go(k, req);
 }
 
-/* Parse, then run blocking with the GIL released, or start it (a name
- * that begins with "i") and return its Request. */
-static PyObject *run(Comm *s, PyObject *args, PyObject *kw, parse_fn parse, const char *name) {
+/* Parse, then run blocking with the GIL released, or start it (nb) and
+ * return its Request. */
+static PyObject *run(Comm *s, PyObject *args, PyObject *kw, parse_fn parse, const char *name,
+                     int nb) {
   struct call k;
   memset(&k, 0, sizeof k);
   k.c = s->c;
@@ -536,7 +537,7 @@ static PyObject *run(Comm *s, PyObject *args, PyObject *kw, parse_fn parse, cons
     PyMem_Free(k.counts);
     return NULL;
   }
-  if (name[0] == 'i')
+  if (nb)
     return rlxpy_start(&k.b, k.counts, go_request, &k);
   int rc;
   Py_BEGIN_ALLOW_THREADS
@@ -553,10 +554,10 @@ static PyObject *run(Comm *s, PyObject *args, PyObject *kw, parse_fn parse, cons
 
 #define BOTH(x)                                                                                    \
   static PyObject *comm_##x(Comm *s, PyObject *a, PyObject *kw) {                                 \
-    return run(s, a, kw, parse_##x, #x);                                                           \
+    return run(s, a, kw, parse_##x, #x, 0);                                                        \
   }                                                                                                \
   static PyObject *comm_i##x(Comm *s, PyObject *a, PyObject *kw) {                                \
-    return run(s, a, kw, parse_##x, "i" #x);                                                       \
+    return run(s, a, kw, parse_##x, "i" #x, 1);                                                    \
   }
 BOTH(allreduce)
 BOTH(reduce)

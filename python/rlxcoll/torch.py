@@ -387,8 +387,7 @@ class ProcessGroupRlx(ProcessGroup):
                 all_nnz = numpy.empty(self.comm.size, dtype=numpy.int64)
                 self.comm.allgather(nnz, out=all_nnz)
                 total = int(all_nnz.sum())
-                per_row = val[0].numel() if val.shape[0] else int(
-                    numpy.prod(val.shape[1:], dtype=numpy.int64))
+                per_row = int(numpy.prod(val.shape[1:], dtype=numpy.int64))  # (dense part of a row)
                 idx_all = torch.empty((total, idx.shape[0]), dtype=torch.int64)
                 self.comm.allgatherv(idx.t().contiguous().cpu().numpy().reshape(-1),
                                      idx_all.numpy().reshape(-1),
