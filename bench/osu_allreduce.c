@@ -6,50 +6,19 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-#ifdef USE_MPI
-#include <mpi.h>
-#else
-#include <rlxcoll/rlxcoll.h>
-#endif
-
-static double now_us(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
-}
+#include "osu_lib.h"
 
 #ifdef USE_MPI
-#define LIB "openmpi"
-static int init(int *argc, char ***argv) { return MPI_Init(argc, argv); }
-static int rank_of(void) { int r; MPI_Comm_rank(MPI_COMM_WORLD, &r); return r; }
 static void allreduce_f32(const float *s, float *r, size_t n) {
   MPI_Allreduce(s, r, (int)n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
 }
-static double max_double(double v) {
-  double m;
-  MPI_Allreduce(&v, &m, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
-  return m;
-}
-static void barrier(void) { MPI_Barrier(MPI_COMM_WORLD); }
-static void fini(void) { MPI_Finalize(); }
 #else
-#define LIB "rlxcoll"
-static int init(int *argc, char ***argv) { return rlx_init(argc, argv); }
-static int rank_of(void) { return rlx_comm_rank(rlx_comm_world()); }
 static void allreduce_f32(const float *s, float *r, size_t n) {
   if (rlx_allreduce(s, r, n, RLX_FLOAT32, RLX_SUM, rlx_comm_world()) != RLX_OK) {
     fprintf(stderr, "allreduce failed: %s\n", rlx_errmsg());
     exit(1);
   }
 }
-static double max_double(double v) {
-  double m;
-  rlx_allreduce(&v, &m, 1, RLX_FLOAT64, RLX_MAX, rlx_comm_world());
-  return m;
-}
-static void barrier(void) { rlx_barrier(rlx_comm_world()); }
-static void fini(void) { rlx_finalize(); }
 #endif
 
 int main(int argc, char **argv) {
@@ -59,7 +28,7 @@ int main(int argc, char **argv) {
   }
   size_t max_bytes = argc > 1 ? strtoull(argv[1], NULL, 10) : (64u << 20);
   size_t min_bytes = argc > 2 ? strtoull(argv[2], NULL, 10) : 8; /* a power of two */
-  int rank = rank_of();
+  int rank = osu_rank;
   float *s = malloc(max_bytes), *r = malloc(max_bytes);
   for (size_t i = 0; i < max_bytes / 4; i++)
     s[i] = (float)(i % 1000) * 0.5f;

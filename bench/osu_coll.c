@@ -9,37 +9,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-#ifdef USE_MPI
-#include <mpi.h>
-#else
-#include <rlxcoll/rlxcoll.h>
-#endif
-
-static double now_us(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
-}
+#include "osu_lib.h"
 
 enum { ALLTOALL, ALLTOALLV, GATHER, SCATTER, ALLGATHERV };
 static const char *const names[] = {"alltoall", "alltoallv", "gather", "scatter", "allgatherv"};
-static int p, me;
 
 #ifdef USE_MPI
-#define LIB "openmpi"
 static int *cnt, *dsp; /* (the v-forms' counts and displacements, in elements) */
-static int init(int *argc, char ***argv) {
-  int rc = MPI_Init(argc, argv);
-  MPI_Comm_size(MPI_COMM_WORLD, &p);
-  MPI_Comm_rank(MPI_COMM_WORLD, &me);
-  cnt = malloc(sizeof(int) * (size_t)p);
-  dsp = malloc(sizeof(int) * (size_t)p);
-  return rc;
-}
 static void run(int coll, const float *s, float *r, size_t n) {
   MPI_Comm w = MPI_COMM_WORLD;
-  for (int i = 0; coll == ALLTOALLV || coll == ALLGATHERV ? i < p : 0; i++) {
+  for (int i = 0; coll == ALLTOALLV || coll == ALLGATHERV ? i < osu_size : 0; i++) {
     cnt[i] = (int)n;
     dsp[i] = (int)n * i;
   }
@@ -51,30 +30,12 @@ static void run(int coll, const float *s, float *r, size_t n) {
   default: MPI_Allgatherv(s, (int)n, MPI_FLOAT, r, cnt, dsp, MPI_FLOAT, w); break;
   }
 }
-static double max_double(double v) {
-  double m;
-  MPI_Allreduce(&v, &m, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
-  return m;
-}
-static void barrier(void) { MPI_Barrier(MPI_COMM_WORLD); }
-static void fini(void) { MPI_Finalize(); }
 #else
-#define LIB "rlxcoll"
 static size_t *cnt, *dsp;
-static int init(int *argc, char ***argv) {
-  int rc = rlx_init(argc, argv);
-  if (rc != RLX_OK)
-    return rc;
-  p = rlx_comm_size(rlx_comm_world());
-  me = rlx_comm_rank(rlx_comm_world());
-  cnt = malloc(sizeof(size_t) * (size_t)p);
-  dsp = malloc(sizeof(size_t) * (size_t)p);
-  return 0;
-}
 static void run(int coll, const float *s, float *r, size_t n) {
   rlx_comm_t *w = rlx_comm_world();
   int rc;
-  for (int i = 0; coll == ALLTOALLV || coll == ALLGATHERV ? i < p : 0; i++) {
+  for (int i = 0; coll == ALLTOALLV || coll == ALLGATHERV ? i < osu_size : 0; i++) {
     cnt[i] = n;
     dsp[i] = n * (size_t)i;
   }
@@ -90,13 +51,6 @@ static void run(int coll, const float *s, float *r, size_t n) {
     exit(1);
   }
 }
-static double max_double(double v) {
-  double m;
-  rlx_allreduce(&v, &m, 1, RLX_FLOAT64, RLX_MAX, rlx_comm_world());
-  return m;
-}
-static void barrier(void) { rlx_barrier(rlx_comm_world()); }
-static void fini(void) { rlx_finalize(); }
 #endif
 
 int main(int argc, char **argv) {
@@ -111,9 +65,11 @@ int main(int argc, char **argv) {
     fprintf(stderr, "init failed\n");
     return 1;
   }
+  cnt = malloc(sizeof(*cnt) * (size_t)osu_size);
+  dsp = malloc(sizeof(*dsp) * (size_t)osu_size);
   size_t max_bytes = argc > 2 ? strtoull(argv[2], NULL, 10) : (4u << 20);
   size_t min_bytes = argc > 3 ? strtoull(argv[3], NULL, 10) : 8; /* a power of two */
-  size_t all = max_bytes * (size_t)p;
+  size_t all = max_bytes * (size_t)osu_size;
   float *s = malloc(all), *r = malloc(all);
   for (size_t i = 0; i < all / 4; i++)
     s[i] = (float)(i % 1000) * 0.5f;
@@ -125,7 +81,7 @@ int main(int argc, char **argv) {
   for (size_t bytes = min_bytes; bytes <= max_bytes; bytes *= 2) {
     size_t n = bytes / 4;
     /* Enough calls for ~0.2 s of data movement, at least 5 and at most 2000. */
-    long iters = (long)((256u << 20) / (bytes * (size_t)p));
+    long iters = (long)((256u << 20) / (bytes * (size_t)osu_size));
     if (iters > 2000)
       iters = 2000;
     if (iters < 5)
@@ -138,7 +94,7 @@ int main(int argc, char **argv) {
     for (long i = 0; i < iters; i++)
       run(coll, s, r, n);
     double avg = max_double((now_us() - t0) / (double)iters);
-    if (me == 0)
+    if (osu_rank == 0)
       printf("%s %zu %.2f\n", LIB, bytes, avg);
     fflush(stdout);
   }
