@@ -3,7 +3,7 @@
 # The 1M+3 counts' payloads stay on the stream: never by reference, though
 # the ranks share this host (rlxcoll(7), RLX_CMA).
 . "$(dirname "$0")/lib.sh"
-for n in ${COLL_RANKS:-2 3 5}; do
+for n in ${COLL_RANKS_TCP:-${COLL_RANKS:-2 3 5}}; do
   [ "$n" -gt 1 ] || continue # one rank opens no connection
   start=$(date +%s)
   RLX_TRANSPORT=tcp RLX_LOG=debug timeout 300 "$RLXRUN" -n $n --timeout 280 "$CHECK" $(coll_flags $n) \
