@@ -216,6 +216,13 @@ int rlx__config_load(struct rlx__config *cfg) {
       return bad("RLX_SHM_COLL", s, "auto or off");
     cfg->shm_coll = i;
   }
+  cfg->shrink_any = 0;
+  if ((s = getenv("RLX_SHRINK_QUORUM")) != NULL) {
+    static const char *const quorum[] = {"majority", "any"};
+    if ((i = pick(s, quorum, 2)) < 0)
+      return bad("RLX_SHRINK_QUORUM", s, "majority or any");
+    cfg->shrink_any = i;
+  }
   if ((s = getenv("RLX_SPIN_US")) != NULL && strcmp(s, "auto") != 0) {
     long v;
     if (rlx__parse_long(s, 0, 60L * 1000 * 1000, &v) != 0)

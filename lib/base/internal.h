@@ -64,6 +64,7 @@ struct rlx__config {
   int wire;                /* RLX_WIRE */
   int cma;                 /* RLX_CMA: 1 on, 0 off, -1 auto */
   int shm_coll;            /* RLX_SHM_COLL: 1 auto (collectives in shared memory), 0 off */
+  int shrink_any;          /* RLX_SHRINK_QUORUM: 0 majority, 1 any (every side goes on) */
   int log_level;        /* RLX_LOG */
   long spin_us;         /* RLX_SPIN_US, -1 = automatic */
   char iface[64];       /* RLX_IFACE, empty = automatic */

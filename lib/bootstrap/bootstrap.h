@@ -24,6 +24,9 @@ struct rlx__card {
 /* The rank a joining process names before it is admitted (rendezvous
  * handshake and card). */
 #define RLX__RANK_JOIN 0xfffffffeu
+/* The rank a survivor names when it asks the rendezvous to witness a
+ * shrink (rlx__rdv_claim): no card follows, but the claim. */
+#define RLX__RANK_CLAIM 0xfffffffdu
 
 void rlx__card_encode(const struct rlx__card *c, uint8_t out[RLX__CARD_SIZE]);
 int rlx__card_decode(const uint8_t in[RLX__CARD_SIZE], struct rlx__card *c);
@@ -112,6 +115,15 @@ int rlx__rdv_member_welcome(struct rlx__rdv_member *m, const void *blk, size_t l
 /* Give back the joiners taken or asked for (they wait again). */
 int rlx__rdv_member_release(struct rlx__rdv_member *m);
 void rlx__rdv_member_close(struct rlx__rdv_member *m);
+/* The witness of a partition (rlx_comm_shrink's quorum): ask the
+ * rendezvous whether the side `side` (a hash of the survivors' set) may go
+ * on after the shrink `key`. The first side to claim a key has it; a claim
+ * by the same side is granted again, any other refused. Returns 1 granted,
+ * 0 refused, or a negative errno when the rendezvous was not reached
+ * (why says so). One dial of at most timeout_ms: a cut link is silent. */
+int rlx__rdv_claim(const char *hostport, const char *job_key, uint32_t key, uint32_t side,
+                   uint32_t rank, int timeout_ms, char *why, size_t why_len);
+
 /* A joiner: send our card (rank RLX__RANK_JOIN) and wait until a member
  * admits us: our job index and the member's block (*blk to free), or a
  * refusal in why. Admitted, fd stays open for rlx__rdv_member_start;

@@ -8,24 +8,20 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <unistd.h>
 #include "handshake.h"
 #include "bootstrap.h"
 #include "base/byteorder.h"
 
-int rlx__rdv_connect(const char *hostport, const char *job_key, uint32_t rank, uint64_t deadline,
-                     int *fd_out, char *local_ip, size_t ip_len, char *why, size_t why_len) {
+/* The handshake on a connected fd: we prove the job key as `rank`, the
+ * rendezvous proves it back. Closes fd on failure. */
+static int authenticate(int fd, const char *hostport, const char *job_key, uint32_t rank,
+                        uint64_t deadline, char *why, size_t why_len) {
   struct rlx__hs hs;
   uint8_t hello[RLX__HS_HELLO_SIZE], chal[RLX__HS_CHALLENGE_SIZE], proof[RLX__HS_PROOF_SIZE];
-  int fd, rc, st;
-  uint64_t t0 = rlx__bs_now_ns();
-  if ((rc = rlx__sock_connect(hostport, deadline, &fd)) != 0) {
-    snprintf(why, why_len,
-             "cannot connect to the rendezvous at %s (RLX_RENDEZVOUS), tried for %.1f s "
-             "(RLX_INIT_TIMEOUT): %s",
-             hostport, (double)(rlx__bs_now_ns() - t0) / 1e9, strerror(-rc));
-    return rc;
-  }
+  int rc, st;
   rlx__hs_init(&hs, job_key, rank, RLX__HS_RENDEZVOUS);
   rlx__hs_client_hello(&hs, RLX__HS_ANY, hello);
   if ((rc = rlx__sock_write_full(fd, hello, sizeof(hello), deadline)) != 0 ||
@@ -46,9 +42,55 @@ int rlx__rdv_connect(const char *hostport, const char *job_key, uint32_t rank, u
     close(fd);
     return rc;
   }
+  return 0;
+}
+
+int rlx__rdv_connect(const char *hostport, const char *job_key, uint32_t rank, uint64_t deadline,
+                     int *fd_out, char *local_ip, size_t ip_len, char *why, size_t why_len) {
+  int fd, rc;
+  uint64_t t0 = rlx__bs_now_ns();
+  if ((rc = rlx__sock_connect(hostport, deadline, &fd)) != 0) {
+    snprintf(why, why_len,
+             "cannot connect to the rendezvous at %s (RLX_RENDEZVOUS), tried for %.1f s "
+             "(RLX_INIT_TIMEOUT): %s",
+             hostport, (double)(rlx__bs_now_ns() - t0) / 1e9, strerror(-rc));
+    return rc;
+  }
+  if ((rc = authenticate(fd, hostport, job_key, rank, deadline, why, why_len)) != 0)
+    return rc;
   rlx__sock_local_ip(fd, local_ip, ip_len);
   *fd_out = fd;
   return 0;
+}
+
+int rlx__rdv_claim(const char *hostport, const char *job_key, uint32_t key, uint32_t side,
+                   uint32_t rank, int timeout_ms, char *why, size_t why_len) {
+  int fd = -1, rc;
+  uint64_t deadline = rlx__bs_now_ns() + (uint64_t)timeout_ms * 1000000ull;
+  if ((rc = rlx__sock_connect_within(hostport, timeout_ms, &fd)) != 0) {
+    snprintf(why, why_len, "cannot reach the rendezvous at %s: %s", hostport, strerror(-rc));
+    return rc;
+  }
+  int one = 1; /* the proof and the claim go out at once, not a delayed ACK apart */
+  setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+  if ((rc = authenticate(fd, hostport, job_key, RLX__RANK_CLAIM, deadline, why, why_len)) != 0)
+    return rc;
+  uint8_t claim[12], answer;
+  rlx__put32(claim, key);
+  rlx__put32(claim + 4, side);
+  rlx__put32(claim + 8, rank);
+  if ((rc = rlx__sock_write_full(fd, claim, sizeof claim, deadline)) != 0 ||
+      (rc = rlx__sock_read_full(fd, &answer, 1, deadline)) != 0) {
+    snprintf(why, why_len, "the rendezvous at %s did not answer: %s", hostport, strerror(-rc));
+    close(fd);
+    return rc;
+  }
+  close(fd);
+  if (answer != 'Y' && answer != 'N') {
+    snprintf(why, why_len, "the rendezvous at %s answered a claim with %#x", hostport, answer);
+    return -EPROTO;
+  }
+  return answer == 'Y';
 }
 
 /* NTP's estimate from the exchange with the shortest round trip: our clock

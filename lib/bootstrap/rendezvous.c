@@ -11,7 +11,12 @@
  * for the waiting ones ('A' max: they get job indices and a generation,
  * the member gets their cards), then gets what the member sends for them
  * ('W' block: the grown communicator), or goes back to waiting if the
- * member gives them up ('R') or its connection closes first. */
+ * member gives them up ('R') or its connection closes first.
+ *
+ * It is also the witness of partitions (rlx_comm_shrink's quorum): a
+ * survivor authenticated as RLX__RANK_CLAIM sends (key, side, rank); the
+ * first side to claim a key has it, and is answered 'Y' again, any other
+ * side 'N'. */
 #include <stdatomic.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -42,7 +47,11 @@ enum client_state {
   CS_MEMBER_BLK, /* W's block */
   CS_JOINWAIT,   /* a joiner waiting to be admitted */
   CS_ADMITTING,  /* a joiner a member took, waiting for its welcome */
+  CS_CLAIM,      /* a survivor's claim: key, side, rank (4 bytes each) */
 };
+
+/* Claims remembered: the newest, a ring (a job shrinks a few times). */
+#define CLAIMS 64
 
 struct client {
   int fd;
@@ -76,6 +85,8 @@ struct rlx__rdv_server {
   uint32_t generation;   /* admissions so far */
   uint64_t serials;
   int told;              /* the joiner count members were last told, -1: none yet */
+  uint32_t claim_key[CLAIMS], claim_side[CLAIMS];
+  int nclaims;           /* claims made so far (the ring holds the last CLAIMS) */
 };
 
 static void slog(struct rlx__rdv_server *s, const char *fmt, ...)
@@ -303,6 +314,29 @@ static void tell_members(struct rlx__rdv_server *s) {
   }
 }
 
+/* A survivor asks whether its side goes on (the file's head says how). */
+static void on_claim(struct rlx__rdv_server *s, int i) {
+  struct client *c = &s->clients[i];
+  uint32_t key = rlx__get32(c->in), side = rlx__get32(c->in + 4), rank = rlx__get32(c->in + 8);
+  int k, n = s->nclaims < CLAIMS ? s->nclaims : CLAIMS;
+  for (k = 0; k < n && s->claim_key[k] != key; k++)
+    ;
+  uint8_t yes = 'Y';
+  if (k == n) { /* the first claim of this key */
+    s->claim_key[s->nclaims % CLAIMS] = key;
+    s->claim_side[s->nclaims % CLAIMS] = side;
+    s->nclaims++;
+    slog(s, "rendezvous: witnessed a shrink (%08x): the side of rank %u (%08x) goes on", key,
+         rank, side);
+  } else if (s->claim_side[k] != side) {
+    yes = 'N';
+    slog(s, "rendezvous: refused the side of rank %u (%08x) in a shrink (%08x): another side "
+            "(%08x) claimed it first", rank, side, key, s->claim_side[k]);
+  }
+  (void)rlx__sock_write_full(c->fd, &yes, 1, rlx__bs_now_ns() + 1000000000ull);
+  drop(s, i, NULL);
+}
+
 /* A whole message has arrived for client i; returns 0, or -1 if dropped. */
 static int on_message(struct rlx__rdv_server *s, int i) {
   struct client *c = &s->clients[i];
@@ -327,9 +361,12 @@ static int on_message(struct rlx__rdv_server *s, int i) {
       drop(s, i, rlx__hs_strstatus(st));
       return -1;
     }
-    c->state = CS_CARD;
-    c->need = RLX__CARD_SIZE;
+    c->state = c->hs.peer == RLX__RANK_CLAIM ? CS_CLAIM : CS_CARD;
+    c->need = c->state == CS_CLAIM ? 12 : RLX__CARD_SIZE;
     break;
+  case CS_CLAIM:
+    on_claim(s, i);
+    return -1; /* answered and dropped */
   case CS_CARD:
     if (rlx__card_decode(c->in, &card) != 0 || card.rank != c->hs.peer) {
       drop(s, i, "malformed card");

@@ -176,7 +176,7 @@ static int check_failed(struct rlx__shm_group *g, struct rlx__op *op) {
     char why[160];
     snprintf(why, sizeof(why), "%.150s", g->hdr->why); /* (another process wrote it) */
     if (rlx__p2p_lost_reason(g->p2p, g->world[lost]) == NULL)
-      rlx__p2p_mark_lost(g->p2p, g->world[lost], why);
+      rlx__p2p_mark_lost(g->p2p, g->world[lost], 1, why); /* (certain or not: its own view says) */
     rlx__engine_unlock(g->engine);
   }
   if (seq < op->seq) {

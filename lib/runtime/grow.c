@@ -370,7 +370,7 @@ static int offer_segment(int i, int w) {
     char why[160];
     snprintf(why, sizeof why, "the shared segment could not be sent to joining rank %d: %s",
              pend.nbase + i, strerror(-rc));
-    rlx__p2p_mark_lost(&rt->p2p, w, why);
+    rlx__p2p_mark_lost(&rt->p2p, w, 0, why);
   }
   return rc != 0; /* (sent now: from the next look) */
 }
@@ -434,7 +434,7 @@ static int pending_connected(void) {
       char why[160];
       snprintf(why, sizeof why, "joining rank %d did not connect within RLX_TIMEOUT (%g s) of "
                "its admission", i, rt->cfg.timeout_s);
-      rlx__p2p_mark_lost(&rt->p2p, w, why);
+      rlx__p2p_mark_lost(&rt->p2p, w, 1, why);
       continue;
     }
     all = 0;

@@ -185,13 +185,16 @@ int rlx__msg_finish(struct rlx__msg_req *m, rlx_status_t *st) {
   }
 }
 
-/* Withdraw a receive's request that will not be waited for, and free it. */
-static void abandon(rlx_request_t *r) {
+void rlx__msg_abandon(rlx_request_t *r) {
   struct rlx__runtime *rt = &rlx__rt;
   struct rlx__msg_req *m = (struct rlx__msg_req *)r;
   rlx__engine_lock(&rt->engine);
-  if (!atomic_load(&m->done))
-    rlx__msg_cancel(&rt->p2p, &m->x);
+  if (!atomic_load(&m->done)) {
+    if (m->recv)
+      rlx__msg_cancel(&rt->p2p, &m->x);
+    else
+      rlx__p2p_cancel(&rt->p2p, &m->x);
+  }
   rlx__engine_unlock(&rt->engine);
   atomic_fetch_sub(&m->comm->in_flight, 1);
   free(m);
@@ -254,7 +257,7 @@ int rlx_sendrecv(const void *sbuf, size_t scount, int dest, int stag, void *rbuf
   char msg[700];
   snprintf(msg, sizeof msg, "%s", rlx_errmsg());
   if (src != RLX_OK) { /* the receive is withdrawn, not left to match later */
-    abandon(r);
+    rlx__msg_abandon(r);
     return rlx__err(src, "%s", msg);
   }
   return rlx_wait_status(&r, st);

@@ -92,6 +92,8 @@ struct rlx_request {
  * NULL). The request stays the caller's to free. */
 int rlx__coll_finish(struct rlx_request *rq);
 int rlx__msg_finish(struct rlx__msg_req *m, rlx_status_t *st);
+/* Withdraw a message's request that will not be waited for, and free it. */
+void rlx__msg_abandon(rlx_request_t *r);
 
 /* The host's cores as rlx__host_cores finds them (n = 0: unknown). */
 struct rlx__cores {

@@ -4,22 +4,37 @@
  * Each survivor starts from the members its transport has seen fail, and
  * probes the ones it has no connection with (a dead process refuses the
  * connection at once). Then, in rounds, the survivors it believes in
- * allgather their views (bitmaps of the lost); the round's result is the
- * same on every member, so all of them either see identical views and
- * stop, or take the union and go again. A round that fails (a member died
- * meanwhile, or members disagreed on who takes part and their frames did
- * not match) is simply followed by another on what the transport now
- * knows. Rounds stop at RLX_TIMEOUT. The new communicator keeps the old
- * order; its leader is re-elected: the survivor with the lowest election
- * id. */
+ * allgather their views (bitmaps of the lost, and of those lost for
+ * certain); the round's result is the same on every member, so all of them
+ * either see identical views and stop, or take the union and go again. A
+ * round is named by the set of members it is among (and how often this
+ * rank tried that set), so survivors whose first views differ meet as soon
+ * as they believe in the same set, whatever each tried before; a round that
+ * fails (a member died meanwhile) is followed by another on what the
+ * transport now knows. Rounds stop at the communicator's deadline.
+ *
+ * Then the quorum (RLX_SHRINK_QUORUM=majority, the default): members lost
+ * for certain (their connection closed or reset, a dial refused) do not
+ * count; members lost only to silence do, for a network partition looks
+ * the same from either side. The survivors go on if they are more than
+ * half of those that count; exactly half go on only if the job's
+ * rendezvous, reached within the deadline, witnesses this side first
+ * (every survivor asks, then all confirm in one more round); otherwise
+ * every survivor fails with RLX_ERR_PEER_LOST naming the partition, so
+ * at most one side of a partition goes on.
+ *
+ * The new communicator keeps the old order; its leader is re-elected: the
+ * survivor with the lowest election id. */
 #include <stdio.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 #include "runtime/runtime.h"
+#include "base/hash.h"
 
 #define SHRINK_ROUNDS_MAX 64
+#define WITNESS_MS 2000 /* the most a claim at the rendezvous may take */
 
 static int is_lost(int world_rank) {
   return world_rank != rlx__rt.cfg.rank && rlx__p2p_lost_reason(&rlx__rt.p2p, world_rank) != NULL;
@@ -44,43 +59,46 @@ static void probe(const rlx_comm_t *c) {
     rlx__engine_unlock(&rt->engine);
     if (connected)
       continue;
-    /* (a silent host, its link cut, does not answer at all: it is not
-     * marked here, and the rounds below find it missing within the
-     * deadline, instead of a blocking connect() waiting out the kernel's
-     * SYN retries, two minutes) */
+    /* (a dial that is not answered within PROBE_MS, or finds no route,
+     * marks a member lost to silence, as missing heartbeats do: a host
+     * cut off, whose kernel would answer a SYN at once were it reachable;
+     * the quorum still counts it. A blocking connect() would wait out the
+     * kernel's SYN retries, two minutes.) */
     int fd = -1, rc = rlx__sock_connect_within(rt->cards[w].tcp, PROBE_MS, &fd);
     if (fd >= 0)
       close(fd);
-    if (rc == -ECONNREFUSED) {
+    int silent = rc == -ETIMEDOUT || rc == -EHOSTUNREACH || rc == -ENETUNREACH;
+    if (rc == -ECONNREFUSED || silent) {
       char why[200];
-      snprintf(why, sizeof why, "rank %d refused a connection at %s during rlx_comm_shrink",
-               r, rt->cards[w].tcp);
+      snprintf(why, sizeof why, "rank %d %s at %s during rlx_comm_shrink", r,
+               silent ? "did not answer a connection" : "refused a connection", rt->cards[w].tcp);
       rlx__engine_lock(&rt->engine);
-      rlx__p2p_mark_lost(&rt->p2p, w, why);
+      rlx__p2p_mark_lost(&rt->p2p, w, silent, why);
       rlx__engine_unlock(&rt->engine);
     }
   }
 }
 
-/* One round: allgather this rank's view among those it believes alive.
- * views[r] (words per member) receives every member's view. */
-static int round_exchange(const rlx_comm_t *c, const char *call, uint32_t id, uint64_t round,
-                          uint64_t deadline, const uint32_t *mine, int words, int *alive,
-                          int nalive, int me, uint32_t *views) {
+/* One round: every member sends its view to every other, as messages on
+ * a communicator of the round's own (id, and seq as the tag: the same on
+ * every member that runs it). views[r] (words per member) receives every
+ * member's view. Every receive is posted at once, so the loss of any
+ * member fails the round as soon as the transport knows (a collective
+ * would wait on one partner at a time, and a member waiting on one that
+ * is in another round would not hear that a third is gone). */
+static int round_exchange(const char *call, uint32_t id, uint64_t seq, uint64_t deadline,
+                          const uint32_t *mine, int words, int *alive, int nalive, int me,
+                          uint32_t *views) {
   rlx_comm_t *t = calloc(1, sizeof(*t));
-  if (t == NULL)
-    return rlx__err(RLX_ERR_NOMEM, "rlx_comm_shrink: no memory");
-  /* an id of the round's own: an ABORT of a failed round (for its seq)
-   * would otherwise revoke every later round on the same id */
-  t->id = id ^ (uint32_t)(round * 0x9e3779b9u);
-  t->seq = round;
+  rlx_request_t **rq = calloc((size_t)(2 * nalive), sizeof(*rq));
+  if (t == NULL || rq == NULL) {
+    free(t), free(rq);
+    return rlx__err(RLX_ERR_NOMEM, "%s: no memory", call);
+  }
+  t->id = id;
   t->rank = me;
   t->size = nalive;
   t->world = alive;
-  /* Point to point only: members whose views differ run different rounds,
-   * and two of them on one host would otherwise wait in a shared
-   * segment's set-up for each other, one taking part and the other not,
-   * where mismatched frames fail the round at once. */
   t->shm_state = -1;
   /* The round ends by the shrink's own deadline: a member it waits for
    * that is silent but not yet known lost (a dial to a cut host has no
@@ -91,18 +109,106 @@ static int round_exchange(const rlx_comm_t *c, const char *call, uint32_t id, ui
     t->timeout_s = deadline > now ? (double)(deadline - now) / 1e9 : 1e-9;
   } /* (else 0: no limit, as the communicator's) */
   pthread_mutex_init(&t->mtx, NULL);
-  struct rlx__op op;
-  /* (the fewest rounds: recursive doubling on a power of two, else
-   * Bruck's; rlx_comm_grow's pending phase connects those partners) */
-  rlx__internal_op(&op, RLX__CK_COMM, call, RLX_INT32, (size_t)words, mine, views,
-                   rlx__select(RLX__CK_ALLGATHER, (size_t)words * 4 * (size_t)nalive, nalive,
-                               NULL));
-  int rc = rlx__run_op(t, &op);
+  memcpy(views + (size_t)me * words, mine, sizeof(uint32_t) * (size_t)words);
+  int tag = (int)(seq & 0x3fffffff), rc = RLX_OK, pending = 0;
+  for (int i = 0; i < nalive && rc == RLX_OK; i++)
+    if (i != me && (rc = rlx_irecv(views + (size_t)i * words, (size_t)words, RLX_UINT32, i, tag,
+                                   t, &rq[i])) == RLX_OK)
+      pending++;
+  for (int i = 0; i < nalive && rc == RLX_OK; i++)
+    if (i != me && (rc = rlx_isend(mine, (size_t)words, RLX_UINT32, i, tag, t,
+                                   &rq[nalive + i])) == RLX_OK)
+      pending++;
+  struct timespec nap = {0, 200 * 1000};
+  while (rc == RLX_OK && pending > 0) {
+    int idx = -1, done = 0;
+    if ((rc = rlx_testany(2 * nalive, rq, &idx, &done, NULL)) != RLX_OK)
+      break; /* (that request is freed; its error says which member) */
+    if (done && idx >= 0) {
+      pending--;
+      continue;
+    }
+    if (deadline != 0 && rlx__now_ns() > deadline) {
+      const char *why;
+      double limit = rlx__comm_timeout(t, &why);
+      rc = rlx__err(RLX_ERR_TIMEOUT, "%s: a round among %d members did not end within %g s "
+                    "(%s)", call, nalive, limit, why);
+      break;
+    }
+    nanosleep(&nap, NULL);
+  }
+  for (int i = 0; i < 2 * nalive; i++)
+    if (rq[i] != NULL)
+      rlx__msg_abandon(rq[i]);
+  free(rq);
   t->world = NULL; /* alive[] is the caller's */
   rlx__comm_release(t);
   free(t);
-  (void)c;
   return rc;
+}
+
+/* A set of world ranks as a number every member of it computes alike. */
+static uint32_t set_hash(const int *alive, int nalive) {
+  uint32_t h = RLX__FNV_START;
+  for (int i = 0; i < nalive; i++)
+    h = rlx__fnv1a(h, (uint32_t)alive[i], 4);
+  return h;
+}
+
+static int popcount(const uint32_t *bits, int words) {
+  int n = 0;
+  for (int w = 0; w < words; w++)
+    n += __builtin_popcount(bits[w]);
+  return n;
+}
+
+/* The quorum (the file's head says what): RLX_OK if the agreed survivors
+ * alive[nalive] go on. certain: the union of the members lost for
+ * certain, as every survivor saw it. */
+static int quorum(const rlx_comm_t *c, const char *call, uint32_t base, uint64_t deadline,
+                  const uint32_t *certain, int words, int *alive, int nalive, int me) {
+  struct rlx__runtime *rt = &rlx__rt;
+  int counted = c->size - popcount(certain, words);
+  if (rt->cfg.shrink_any || 2 * nalive > counted)
+    return RLX_OK;
+  if (2 * nalive < counted)
+    return rlx__err(RLX_ERR_PEER_LOST, "%s: rank %d reaches %d of %d ranks (the others are "
+                    "silent, not known dead: a partition?): fewer than half, so this side "
+                    "stops (RLX_SHRINK_QUORUM=majority)", call, c->rank, nalive, counted);
+  /* Exactly half: the side the rendezvous witnesses first goes on. */
+  char why[300] = "no rendezvous to witness it (launched through PMIx)";
+  int granted = 0;
+  if (!rt->pmix && rt->cfg.rendezvous[0] != '\0') {
+    uint64_t now = rlx__now_ns();
+    int64_t left = deadline == 0 ? WITNESS_MS : deadline <= now ? 1
+                   : (int64_t)((deadline - now) / 1000000u) + 1;
+    int ms = left < WITNESS_MS ? (int)left : WITNESS_MS;
+    int got = rlx__rdv_claim(rt->cfg.rendezvous, rt->cfg.job_key, base,
+                             set_hash(alive, nalive), (uint32_t)rt->cfg.rank, ms, why, sizeof why);
+    granted = got == 1;
+    if (got == 0)
+      snprintf(why, sizeof why, "the rendezvous witnessed the other side first");
+  }
+  /* Every survivor asked; all go on only if every one was granted (one
+   * that could not reach the rendezvous, or whose answer was lost, holds
+   * the side back rather than split it). */
+  uint32_t mine = (uint32_t)granted, all[nalive];
+  int rc = nalive == 1 ? (all[0] = mine, RLX_OK)
+                       : round_exchange(call, base ^ 0x57544e53u /* "WTNS" */, 0, deadline,
+                                        &mine, 1, alive, nalive, me, all);
+  for (int i = 0; rc == RLX_OK && i < nalive; i++)
+    granted &= (int)all[i];
+  if (rc == RLX_OK && granted) {
+    rlx__info("%s: %d of %d ranks, and the rendezvous witnessed this side: it goes on", call,
+              nalive, counted);
+    return RLX_OK;
+  }
+  return rlx__err(RLX_ERR_PEER_LOST, "%s: rank %d reaches %d of %d ranks (the others are "
+                  "silent, not known dead: a partition?) and %s: this side stops "
+                  "(RLX_SHRINK_QUORUM=majority)", call, c->rank, nalive, counted,
+                  rc != RLX_OK ? "the survivors could not confirm the rendezvous's answer"
+                  : !granted && mine ? "not every survivor here reached the rendezvous"
+                  : why);
 }
 
 int rlx_comm_shrink(rlx_comm_t *c, rlx_comm_t **out) {
@@ -122,8 +228,9 @@ int rlx_comm_shrink(rlx_comm_t *c, rlx_comm_t **out) {
 int rlx__comm_agree(rlx_comm_t *c, const char *call, int probe_first, uint32_t *flags,
                     rlx_comm_t **out) {
   struct rlx__runtime *rt = &rlx__rt;
-  /* a view: the bitmap of the lost, then (with flags) this rank's flags */
-  int words = (c->size + 31) / 32, rc = RLX_OK, stride = words + (flags != NULL);
+  /* a view: the bitmap of the lost, of those lost for certain, then (with
+   * flags) this rank's flags */
+  int words = (c->size + 31) / 32, rc = RLX_OK, stride = 2 * words + (flags != NULL);
   uint32_t *lost = calloc((size_t)stride, 4), *views = calloc((size_t)stride * c->size, 4);
   int *alive = malloc(sizeof(int) * (size_t)c->size);
   if (!lost || !views || !alive) {
@@ -138,8 +245,10 @@ int rlx__comm_agree(rlx_comm_t *c, const char *call, int probe_first, uint32_t *
   uint64_t deadline = rlx__comm_deadline(c, rlx__now_ns(), NULL);
   int nalive = 0, me = -1, agreed = 0;
   if (flags != NULL)
-    lost[words] = *flags;
+    lost[2 * words] = *flags;
+  uint32_t *certain = lost + words, tried[SHRINK_ROUNDS_MAX];
   for (uint64_t round = 0; !agreed && round < SHRINK_ROUNDS_MAX; round++) {
+    rc = RLX_OK; /* (a failed round's error is followed by another round) */
     if (deadline && rlx__now_ns() > deadline) {
       rc = rlx__err(RLX_ERR_TIMEOUT, "%s: the survivors did not agree within "
                     "%s (%g s)", call, why, limit);
@@ -148,9 +257,12 @@ int rlx__comm_agree(rlx_comm_t *c, const char *call, int probe_first, uint32_t *
     if (probe_first || round > 0)
       probe(c);
     rlx__engine_lock(&rt->engine);
-    for (int r = 0; r < c->size; r++)
+    for (int r = 0; r < c->size; r++) {
       if (is_lost(c->world[r]))
         lost[r / 32] |= 1u << (r % 32);
+      if (c->world[r] != rt->cfg.rank && rlx__p2p_lost_certainly(&rt->p2p, c->world[r]))
+        certain[r / 32] |= 1u << (r % 32);
+    }
     rlx__engine_unlock(&rt->engine);
     nalive = 0;
     for (int r = 0; r < c->size; r++)
@@ -163,7 +275,15 @@ int rlx__comm_agree(rlx_comm_t *c, const char *call, int probe_first, uint32_t *
       agreed = 1;
       break;
     }
-    rc = round_exchange(c, call, base, round, deadline, lost, stride, alive, nalive, me, views);
+    /* the round's name: its set, and how often this rank tried that set
+     * (an ABORT of a failed round would otherwise revoke the next) */
+    uint32_t set = set_hash(alive, nalive);
+    uint64_t attempt = 0;
+    tried[round] = set;
+    for (uint64_t k = 0; k < round; k++)
+      attempt += tried[k] == set;
+    rc = round_exchange(call, base ^ set * 0x9e3779b9u, attempt, deadline, lost, stride, alive,
+                        nalive, me, views);
     if (rc != RLX_OK) {
       rlx__info("%s: round %llu failed (%s); again", call, (unsigned long long)round,
                 rlx_errmsg());
@@ -171,18 +291,21 @@ int rlx__comm_agree(rlx_comm_t *c, const char *call, int probe_first, uint32_t *
     }
     agreed = 1;
     for (int i = 0; i < nalive; i++)
-      for (int w = 0; w < words; w++) {
-        if (views[(size_t)i * stride + w] != lost[w])
+      for (int w = 0; w < 2 * words; w++) {
+        if (w < words && views[(size_t)i * stride + w] != lost[w])
           agreed = 0;
         lost[w] |= views[(size_t)i * stride + w];
       }
   }
   if (flags != NULL && agreed) /* the last round's views: the same on every rank */
     for (int i = 0; i < nalive; i++)
-      *flags &= views[(size_t)i * stride + words];
+      *flags &= views[(size_t)i * stride + 2 * words];
   if (rc == RLX_OK && !agreed)
     rc = rlx__err(RLX_ERR_TIMEOUT, "%s: no agreement after %d rounds", call,
                   SHRINK_ROUNDS_MAX);
+  /* (certain: the union of the last round's views, alike on every survivor) */
+  if (rc == RLX_OK && nalive < c->size)
+    rc = quorum(c, call, base, deadline, certain, words, alive, nalive, me);
   if (rc == RLX_OK) {
     int *world = malloc(sizeof(int) * (size_t)nalive);
     rlx_comm_t *n = NULL;

@@ -54,6 +54,17 @@ void rlx__conn_fail(struct rlx__p2p_conn *c, int err, const char *why) {
   rlx__conn_close(c);
 }
 
+void rlx__conn_fail_silent(struct rlx__p2p_conn *c, const char *why) {
+  c->p->fail_silent = 1;
+  rlx__conn_fail(c, RLX_ERR_PEER_LOST, why);
+  c->p->fail_silent = 0;
+}
+
+int rlx__status_is_silence(int uv_status) {
+  return uv_status == UV_ETIMEDOUT || uv_status == UV_EHOSTUNREACH ||
+         uv_status == UV_ENETUNREACH || uv_status == UV_EHOSTDOWN || uv_status == UV_ENETDOWN;
+}
+
 static void on_closed(uv_handle_t *h) {
   struct rlx__p2p_conn *c = h->data;
   if (c->um)
@@ -297,7 +308,11 @@ static void on_connect(uv_connect_t *req, int status) {
     return;
   if (status < 0) {
     char why[400];
-    rlx__conn_fail(c, dial_failed(c->p, c->peer, c->tr, status, why, sizeof(why)), why);
+    int err = dial_failed(c->p, c->peer, c->tr, status, why, sizeof(why));
+    if (err == RLX_ERR_PEER_LOST && rlx__status_is_silence(status))
+      rlx__conn_fail_silent(c, why);
+    else
+      rlx__conn_fail(c, err, why);
     return;
   }
   c->state = C_HS_CLIENT;
@@ -337,6 +352,7 @@ void rlx__conn_ensure(struct rlx__p2p *p, int peer, int sending) {
                                                on_connect);
   if (rc != 0) {
     int err = dial_failed(p, peer, tr, rc, why, sizeof(why));
+    p->fail_silent = err == RLX_ERR_PEER_LOST && rlx__status_is_silence(rc);
     if (c->h.handle.type == UV_UNKNOWN_HANDLE) { /* never initialised */
       rlx__list_remove(&c->link);
       pe->pending = NULL;
@@ -345,6 +361,7 @@ void rlx__conn_ensure(struct rlx__p2p *p, int peer, int sending) {
     } else {
       rlx__conn_fail(c, err, why);
     }
+    p->fail_silent = 0;
   }
 }
 

@@ -81,7 +81,7 @@ void rlx__heartbeat_sweep(uv_timer_t *t) {
       snprintf(why, sizeof(why), "nothing from rank %d for %.0f s, not even a heartbeat "
                "(its host or link gone, or the process stopped?)", c->peer,
                (double)since(now, c->last_rx) / 1e9);
-      rlx__conn_fail(c, RLX_ERR_PEER_LOST, why);
+      rlx__conn_fail_silent(c, why);
       continue;
     }
     if (since(now, c->last_tx) > HB_EVERY_NS)

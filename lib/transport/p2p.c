@@ -30,6 +30,7 @@ void rlx__peer_fail(struct rlx__p2p *p, int peer, int err, const char *why) {
    * call dials again) */
   if (err != RLX_ERR_SYS) {
     pe->lost = err;
+    pe->silent = p->fail_silent;
     p->corrupt += err == RLX_ERR_CORRUPT; /* a header that failed its CRC */
     if (!p->closing)
       rlx__info("lost rank %d: %s", peer, why);
@@ -110,8 +111,10 @@ int rlx__p2p_connected(struct rlx__p2p *p, int peer) {
 
 void rlx__p2p_dial(struct rlx__p2p *p, int peer) { rlx__conn_ensure(p, peer, 1); }
 
-void rlx__p2p_mark_lost(struct rlx__p2p *p, int peer, const char *why) {
+void rlx__p2p_mark_lost(struct rlx__p2p *p, int peer, int silent, const char *why) {
+  p->fail_silent = silent;
   rlx__peer_fail(p, peer, RLX_ERR_PEER_LOST, why);
+  p->fail_silent = 0;
 }
 
 const char *rlx__p2p_transport_of(struct rlx__p2p *p, int peer) {
@@ -125,6 +128,10 @@ const char *rlx__p2p_transport_of(struct rlx__p2p *p, int peer) {
 
 const char *rlx__p2p_lost_reason(struct rlx__p2p *p, int peer) {
   return p->peers[peer].lost ? p->peers[peer].why : NULL;
+}
+
+int rlx__p2p_lost_certainly(struct rlx__p2p *p, int peer) {
+  return p->peers[peer].lost && !p->peers[peer].silent;
 }
 
 const char *rlx__p2p_last_reason(struct rlx__p2p *p, int peer) { return p->peers[peer].why; }

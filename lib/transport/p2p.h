@@ -81,6 +81,7 @@ struct rlx__p2p {
   struct rlx__list *early_by_call;
   char job_key[256];
   int closing;
+  int fail_silent; /* set around a failure by silence (rlx__conn_fail_silent) */
   int cma; /* send big payloads to same-host peers by reference (RLX_CMA) */
   int oversubscribed; /* this host's ranks outnumber its cores (algorithms tune for it) */
   unsigned long strangers; /* connections dropped for failing the handshake */
@@ -141,9 +142,9 @@ int rlx__p2p_recv(struct rlx__p2p *p, struct rlx__xfer *x);
 void rlx__p2p_abort(struct rlx__p2p *p, int peer, uint32_t comm_id, uint64_t seq,
                     const uint8_t sig[RLX__SIG_SIZE], int err, const char *reason);
 /* Has peer a ready connection? Mark a peer lost (shrink's probe found it
- * dead). Both under the loop lock. */
+ * dead; silent: only that it does not answer). Both under the loop lock. */
 int rlx__p2p_connected(struct rlx__p2p *p, int peer);
-void rlx__p2p_mark_lost(struct rlx__p2p *p, int peer, const char *why);
+void rlx__p2p_mark_lost(struct rlx__p2p *p, int peer, int silent, const char *why);
 /* Connect to peer now, with nothing to send yet (a higher rank is called
  * up: it dials back); nothing if connected, connecting or lost. Under the
  * loop lock. */
@@ -163,6 +164,11 @@ static inline int rlx__p2p_by_ref(const struct rlx__p2p *p) {
  * was lost (NULL when it is not). */
 const char *rlx__p2p_transport_of(struct rlx__p2p *p, int peer);
 const char *rlx__p2p_lost_reason(struct rlx__p2p *p, int peer);
+/* 1 when peer is lost for certain: its connection closed or was reset,
+ * a dial was refused, its process is gone; 0 when it is not lost, or lost
+ * only to silence (no heartbeat, an unanswered dial, no route), which a
+ * network partition looks like too (rlx_comm_shrink's quorum counts it). */
+int rlx__p2p_lost_certainly(struct rlx__p2p *p, int peer);
 /* The last failure with peer, lost or not (a shortage of this process's:
  * RLX_ERR_SYS), "" when none. */
 const char *rlx__p2p_last_reason(struct rlx__p2p *p, int peer);

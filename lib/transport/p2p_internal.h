@@ -97,6 +97,7 @@ struct rlx__p2p_peer {
   int no_cma;                /* a copy from us failed once: use the stream */
   int watched;               /* in p->watch (sock_poll.c) */
   int lost;
+  int silent; /* lost to silence, not for certain (rlx__p2p_lost_certainly) */
   char why[320];
   const struct rlx__transport_ops *tr;
   uint64_t nudged; /* when we last called up, unasked, a higher rank we wait for */
@@ -113,6 +114,11 @@ void rlx__peer_fail(struct rlx__p2p *p, int peer, int err, const char *why);
 /* ---- conn.c */
 void rlx__conn_close(struct rlx__p2p_conn *c);
 void rlx__conn_fail(struct rlx__p2p_conn *c, int err, const char *why);
+/* The same for a peer that fell silent (RLX_ERR_PEER_LOST, not certain). */
+void rlx__conn_fail_silent(struct rlx__p2p_conn *c, const char *why);
+/* A socket error that says nothing of the peer's process: a timeout or no
+ * route to its host. */
+int rlx__status_is_silence(int uv_status);
 /* Dial peer if it is ours to dial (the higher rank of a pair dials) and
  * no connection is up or coming; sending: a lower rank with frames for
  * a higher one asks it to dial (conn.c, "calls up"). */

@@ -227,7 +227,10 @@ void rlx__read_cb(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
     else
       snprintf(why, sizeof(why), "%s during the handshake",
                nread == UV_EOF ? "closed" : uv_strerror((int)nread));
-    rlx__conn_fail(c, RLX_ERR_PEER_LOST, why);
+    if (rlx__status_is_silence((int)nread))
+      rlx__conn_fail_silent(c, why);
+    else
+      rlx__conn_fail(c, RLX_ERR_PEER_LOST, why);
     return;
   }
   rlx__read_bytes(c, (size_t)nread);

@@ -6,9 +6,12 @@
  *   fault_check timeout|kill|killbig|mismatch|stop   (rank 1 is the faulty
  *   one; killbig: it dies 30 ms into a 64 MiB allreduce; stop: it stops
  *   itself, sockets open, and must be found by missing heartbeats)
- *   fault_check cut   (the upper half of the ranks waits 10 s before the
- *   call, while the test cuts their host's link; the lower half must find
- *   them gone by missing heartbeats, then shrinks within an 8 s limit)
+ *   fault_check cut   (a partition: every rank waits until the test has
+ *   cut one host's link and says so in FAULT_DONE_DIR/cut, then calls; each
+ *   side must find the other gone by missing heartbeats, then shrink within
+ *   an 8 s limit: one side goes on (an allreduce on its new communicator
+ *   proves it), the other fails naming the partition; each rank leaves
+ *   FAULT_DONE_DIR/done.RANK when it has said all)
  *   fault_check frame corrupt|lost   (RLX_FAULT_FRAME spoils a frame: every
  *   rank must fail with that error, and none may return wrong data)
  *   fault_check revoke   (a rank that completed a call another failed finds
@@ -322,13 +325,15 @@ int main(int argc, char **argv) {
     return ok ? 0 : 1;
   }
   if (cut_mode) {
-    int size = rlx_comm_size(w);
     printf("fault_check: rank %d: ready\n", rank);
     fflush(stdout);
-    if (rank >= size / 2) {
-      sleep(10);
-      return 0; /* cut off: nothing more to say */
-    }
+    /* the link is cut before anyone calls, so that no side completes the
+     * call with the other first */
+    const char *dir = getenv("FAULT_DONE_DIR");
+    char path[512];
+    snprintf(path, sizeof path, "%s/cut", dir ? dir : ".");
+    for (int i = 0; i < 1200 && access(path, F_OK) != 0; i++)
+      usleep(50000);
     double v = 1, t0 = now();
     int rc = rlx_allreduce(RLX_IN_PLACE, &v, 1, RLX_FLOAT64, RLX_SUM, w);
     double took = now() - t0;
@@ -342,10 +347,21 @@ int main(int argc, char **argv) {
     rlx_comm_set_timeout(w, 8.0);
     t0 = now();
     int src = rlx_comm_shrink(w, &s);
-    printf("fault_check: rank %d: shrink %s after %.2f s%s%s\n", rank, rlx_strerror(src),
-           now() - t0, src ? ": " : "", src ? rlx_errmsg() : "");
+    took = now() - t0;
+    if (src == RLX_OK) {
+      double n = 1;
+      int arc = rlx_allreduce(RLX_IN_PLACE, &n, 1, RLX_FLOAT64, RLX_SUM, s);
+      printf("fault_check: rank %d: shrink %s after %.2f s: this side goes on, %d ranks "
+             "(allreduce: %s, %g)\n", rank, rlx_strerror(src), took, rlx_comm_size(s),
+             rlx_strerror(arc), n);
+      ok = ok && arc == RLX_OK && n == rlx_comm_size(s);
+    } else {
+      printf("fault_check: rank %d: shrink %s after %.2f s: %s\n", rank, rlx_strerror(src), took,
+             rlx_errmsg());
+    }
     printf("fault_check: rank %d: %s\n", rank, ok ? "PASS" : "FAIL");
     fflush(stdout);
+    mark_done(rank);
     return ok ? 0 : 1; /* no rlx_finalize: its barrier would wait for the lost */
   }
   if (argc > 1 && (strcmp(argv[1], "roots") == 0 || strcmp(argv[1], "bcastreduce") == 0)) {

@@ -1,7 +1,10 @@
 /* A member's standing connection to the rendezvous, against a socketpair
  * playing the rendezvous: counts and answers read without blocking, in
  * pieces and interleaved; an ask given back drops its late answer; bytes
- * out of turn or a closed rendezvous lose it, never block. */
+ * out of turn or a closed rendezvous lose it, never block. And the
+ * rendezvous as a partition's witness (a real server): the first side to
+ * claim a shrink has it, again and again; another side is refused; keys
+ * are apart; a wrong job key or no rendezvous is an error, in bounded time. */
 #include <check.h>
 #include "suite.h"
 #include <errno.h>
@@ -193,6 +196,32 @@ START_TEST(dial_within) {
 }
 END_TEST
 
+START_TEST(witness) {
+  struct rlx__rdv_server *s = NULL;
+  char where[128], why[256];
+  ck_assert_int_eq(rlx__rdv_server_start("127.0.0.1:0", "key-k", 4, 0, NULL, &s, where,
+                                         sizeof where), 0);
+  ck_assert_int_eq(rlx__rdv_claim(where, "key-k", 7, 0xaaaa, 0, 2000, why, sizeof why), 1);
+  ck_assert_int_eq(rlx__rdv_claim(where, "key-k", 7, 0xaaaa, 1, 2000, why, sizeof why), 1);
+  ck_assert_int_eq(rlx__rdv_claim(where, "key-k", 7, 0xbbbb, 2, 2000, why, sizeof why), 0);
+  ck_assert_int_eq(rlx__rdv_claim(where, "key-k", 7, 0xbbbb, 3, 2000, why, sizeof why), 0);
+  ck_assert_int_eq(rlx__rdv_claim(where, "key-k", 8, 0xbbbb, 3, 2000, why, sizeof why), 1);
+  ck_assert_int_eq(rlx__rdv_claim(where, "key-k", 7, 0xaaaa, 1, 2000, why, sizeof why), 1);
+  /* more keys than the ring holds: the newest are kept */
+  for (uint32_t k = 100; k < 200; k++)
+    ck_assert_int_eq(rlx__rdv_claim(where, "key-k", k, k, 0, 2000, why, sizeof why), 1);
+  ck_assert_int_eq(rlx__rdv_claim(where, "key-k", 199, 5, 0, 2000, why, sizeof why), 0);
+  int rc = rlx__rdv_claim(where, "other-key", 9, 1, 0, 2000, why, sizeof why);
+  ck_assert_msg(rc < 0, "a wrong job key was answered: %d", rc);
+  rlx__rdv_server_stop(s);
+  uint64_t t0 = rlx__bs_now_ns();
+  rc = rlx__rdv_claim(where, "key-k", 7, 0xaaaa, 0, 300, why, sizeof why);
+  ck_assert_msg(rc < 0 && strstr(why, "cannot reach the rendezvous") != NULL &&
+                    rlx__bs_now_ns() - t0 < 1000000000ull,
+                "no rendezvous: %d (%s)", rc, why);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("rdv_member");
   TCase *tc = tcase_create("member");
@@ -201,6 +230,7 @@ int main(void) {
   tcase_add_test(tc, out_of_turn);
   tcase_add_test(tc, rendezvous_gone);
   tcase_add_test(tc, dial_within);
+  tcase_add_test(tc, witness);
   suite_add_tcase(s, tc);
   return rlx_run_suite(s);
 }
