@@ -16,6 +16,7 @@ check RLX_SPIN_US -3
 check RLX_PROGRESS_BIND core
 check RLX_WIRE f8
 check RLX_SHM_COLL yes
+check RLX_SHRINK_QUORUM most
 check RLX_BCAST_ALGO ring
 check RLX_ALLGATHER_ALGO binomial
 check RLX_RANK 5

@@ -23,6 +23,9 @@
  *   RLX_ERR_REVOKED naming it (or, where their part of a bcast or reduce
  *   needs nothing of it, their next call), the revoker's own call too; then
  *   rlx_comm_shrink gives all of them a communicator that computes right)
+ *   fault_check quorum   (every rank but 0 stops itself, sockets open: rank
+ *   0 finds them silent, and its shrink must stop this side, one rank of
+ *   n, naming the partition; with RLX_SHRINK_QUORUM=any it goes on alone)
  *   fault_check finrace   (rlx_finalize while another thread is in a 64 MiB
  *   allreduce on a dup: refused with RLX_ERR_STATE, the call ends well,
  *   then rlx_finalize works; never a crash) */
@@ -322,6 +325,35 @@ int main(int argc, char **argv) {
     fflush(stdout);
     free(v);
     rlx_finalize();
+    return ok ? 0 : 1;
+  }
+  if (argc > 1 && strcmp(argv[1], "quorum") == 0) {
+    if (rank > 0) { /* vanished: no exit, no closed socket; ended once rank 0 is done */
+      pid_t parent = getpid();
+      if (fork() == 0) {
+        wait_done(2, 1, bound(60.0)); /* (rank 0's mark) */
+        kill(parent, SIGKILL);
+        _exit(0);
+      }
+      raise(SIGSTOP);
+      return 0;
+    }
+    double v = 1;
+    int rc = rlx_allreduce(RLX_IN_PLACE, &v, 1, RLX_FLOAT64, RLX_SUM, w);
+    const char *q = getenv("RLX_SHRINK_QUORUM");
+    int any = q != NULL && strcmp(q, "any") == 0;
+    rlx_comm_t *s = NULL;
+    rlx_comm_set_timeout(w, 8.0);
+    double t0 = now();
+    int src = rlx_comm_shrink(w, &s);
+    printf("fault_check: rank 0: shrink %s after %.2f s: %s\n", rlx_strerror(src), now() - t0,
+           src == RLX_OK ? "goes on" : rlx_errmsg());
+    int ok = rc == RLX_ERR_PEER_LOST &&
+             (any ? src == RLX_OK && rlx_comm_size(s) == 1
+                  : src == RLX_ERR_PEER_LOST && strstr(rlx_errmsg(), "fewer than half") != NULL);
+    printf("fault_check: rank 0: %s\n", ok ? "PASS" : "FAIL");
+    fflush(stdout);
+    mark_done(0);
     return ok ? 0 : 1;
   }
   if (cut_mode) {

@@ -74,6 +74,19 @@ for n in ${FAULT_STOP_NS:-2 3}; do
   awk -v k="${RLX_TEST_TIME_SCALE:-1}" '/peer lost after/ { split($0, a, "after "); split(a[2], b, " s"); if (b[1] + 0 > 12.0 * k) bad = 1 }
        END { exit bad }' "$TMP/out" || fail "a survivor took more than 12 s to miss the heartbeats (n=$n)"
 done
+# The quorum on one host: ranks 1 and 2 of 3 stop (silent, not known
+# dead: a partition looks the same), so rank 0's shrink stops its side,
+# naming why; with RLX_SHRINK_QUORUM=any it goes on alone (the two jobs
+# run side by side: each mostly waits for the heartbeats).
+mkdir "$TMP/q1" "$TMP/q2"
+FAULT_DONE_DIR="$TMP/q1" timeout 60 "$RLXRUN" -n 3 --enable-recovery "$FAULT" quorum >"$TMP/q1.out" 2>&1 &
+q1=$!
+FAULT_DONE_DIR="$TMP/q2" RLX_SHRINK_QUORUM=any timeout 60 "$RLXRUN" -n 3 --enable-recovery "$FAULT" quorum \
+  >"$TMP/q2.out" 2>&1 || { cat "$TMP/q2.out"; fail "quorum: RLX_SHRINK_QUORUM=any"; }
+wait $q1 || { cat "$TMP/q1.out"; fail "quorum: the default"; }
+grep -q "fault_check: rank 0: PASS" "$TMP/q1.out" || { cat "$TMP/q1.out"; fail "quorum: one of three went on"; }
+grep -q "fault_check: rank 0: PASS" "$TMP/q2.out" || { cat "$TMP/q2.out"; fail "quorum: RLX_SHRINK_QUORUM=any did not go on"; }
+echo "quorum: $(grep -o 'rank 0 reaches.*' "$TMP/q1.out"); with RLX_SHRINK_QUORUM=any it goes on"
 # What a job may leave on this host: run directories and rlxrun's job
 # directory (under TMPDIR, here one of the test's own), anything in
 # /dev/shm. A killed rank must leave none of them.
