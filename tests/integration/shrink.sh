@@ -26,14 +26,16 @@ for shm in auto off; do
   [ "$(grep -c 'shrink_check: rank [0-9]*: PASS' "$TMP/out")" = 3 ] || { cat "$TMP/out"; fail "sub ($shm)"; }
 done
 echo "a loss on a reordered communicator: $(grep -m1 'lost rank 2' "$TMP/out" | sed 's/.*shrink_check: //')"
-# A rank killed 0-3 ms into rlx_comm_split and the new communicator's first
-# call, 20 runs: members that completed the split hear that one that did
-# not failed it (it made their communicator, so they fail there at once);
-# the parent's child counts agree; every survivor's shrink of the world
-# works within 2 s (it took RLX_TIMEOUT, 40 s here, in 3 of 6 runs before).
+# A rank killed 0-3 ms into rlx_comm_split (or dup, or create_group) and
+# the new communicator's first call, 20 runs: members that completed the
+# split hear that one that did not failed it (it made their communicator,
+# so they fail there at once); the parent's child counts agree; every
+# survivor's shrink of the world works within 2 s (it took RLX_TIMEOUT,
+# 40 s here, in 3 of 6 runs before).
 for seed in $(seq 1 "${SPLITKILL_RUNS:-20}"); do
   mode=splitkill
   [ $((seed % 4)) = 0 ] && mode=dupkill # (a dup exchanges nothing: its first call is the moment)
+  [ $((seed % 4)) = 2 ] && mode=groupkill # (rank 1 takes no part in it)
   RLX_TIMEOUT=40 timeout 90 "$RLXRUN" -n 4 --enable-recovery "$SHRINK" $mode "$seed" >"$TMP/out" 2>&1 ||
     { cat "$TMP/out"; fail "$mode $seed"; }
   [ "$(grep -c 'shrink_check: rank [0-9]*: PASS' "$TMP/out")" = 3 ] || { cat "$TMP/out"; fail "$mode $seed"; }

@@ -7,8 +7,10 @@
  *   shrink_check sub   (4 ranks: on a communicator of every rank in reverse
  *   order world rank 1, its rank 2, dies; the survivors' message names it
  *   by both: "lost rank 2 (world rank 1)")
- *   shrink_check splitkill|dupkill SEED   (4 ranks: rank 3 is killed 0-3 ms
- *   into rlx_comm_split (or dup) and the new communicator's first call; every
+ *   shrink_check splitkill|dupkill|groupkill SEED   (4 ranks: rank 3 is
+ *   killed 0-3 ms into rlx_comm_split (or dup, or rlx_comm_create_group of
+ *   ranks 0, 2 and 3, which rank 1 takes no part in) and the new
+ *   communicator's first call; every
  *   survivor's calls fail or complete, its next call on the world fails,
  *   and rlx_comm_shrink of the world gives all three a working
  *   communicator within 2 s) */
@@ -34,7 +36,8 @@ static void *kill_soon(void *arg) {
   return NULL;
 }
 
-static int split_kill(rlx_comm_t *w, int rank, unsigned seed, int dup) {
+/* how: 's'plit, 'd'up or create 'g'roup */
+static int split_kill(rlx_comm_t *w, int rank, unsigned seed, char how) {
   static long delay;
   pthread_t th;
   rlx_comm_t *sub = NULL, *s = NULL;
@@ -42,11 +45,17 @@ static int split_kill(rlx_comm_t *w, int rank, unsigned seed, int dup) {
   if (rlx_barrier(w) != RLX_OK)
     return 2;
   if (rank == 3) {
-    delay = (long)(rand_r(&seed) % 3000) * 1000;
+    /* (a group is made in well under a millisecond: kill sooner) */
+    delay = (long)(rand_r(&seed) % (how == 'g' ? 700 : 3000)) * 1000;
     pthread_create(&th, NULL, kill_soon, &delay);
   }
-  int rc1 = dup ? rlx_comm_dup(w, &sub) : rlx_comm_split(w, rank % 2, 0, &sub);
-  int rc2 = rc1 == RLX_OK ? rlx_allreduce(RLX_IN_PLACE, &x, 1, RLX_FLOAT64, RLX_SUM, sub) : rc1;
+  static const int group[3] = {0, 2, 3};
+  int rc1 = how == 'd' ? rlx_comm_dup(w, &sub)
+            : how == 's' ? rlx_comm_split(w, rank % 2, 0, &sub)
+            : rank == 1 ? RLX_OK /* (not a member) */
+                        : rlx_comm_create_group(w, 3, group, 7, &sub);
+  int rc2 = rc1 == RLX_OK && sub != NULL
+                ? rlx_allreduce(RLX_IN_PLACE, &x, 1, RLX_FLOAT64, RLX_SUM, sub) : rc1;
   if (rank == 3)
     pause(); /* (the kill comes) */
   int rc3 = rlx_barrier(w); /* the world's next call: it lost rank 3 */
@@ -61,7 +70,7 @@ static int split_kill(rlx_comm_t *w, int rank, unsigned seed, int dup) {
            took < 2.0 * k;
   printf("shrink_check: rank %d: %s %s, its first allreduce %s, the world's barrier %s; "
          "shrink %s in %.2f s%s%s, allreduce %s (%g)\nshrink_check: rank %d: %s\n", rank,
-         dup ? "dup" : "split", rlx_strerror(rc1), rlx_strerror(rc2), rlx_strerror(rc3), rlx_strerror(rc4), took,
+         how == 'd' ? "dup" : how == 's' ? "split" : "create_group", rlx_strerror(rc1), rlx_strerror(rc2), rlx_strerror(rc3), rlx_strerror(rc4), took,
          rc4 ? ": " : "", rc4 ? rlx_errmsg() : "", rlx_strerror(rc5), x, rank, ok ? "PASS" : "FAIL");
   fflush(stdout);
   rlx_comm_free(&s);
@@ -76,8 +85,9 @@ int main(int argc, char **argv) {
   }
   rlx_comm_t *w = rlx_comm_world();
   int rank = rlx_comm_rank(w), size = rlx_comm_size(w), old_leader = rlx_comm_leader(w);
-  if (argc > 2 && (strcmp(argv[1], "splitkill") == 0 || strcmp(argv[1], "dupkill") == 0))
-    return size == 4 ? split_kill(w, rank, (unsigned)atoi(argv[2]), argv[1][0] == 'd') : 2;
+  if (argc > 2 && (strcmp(argv[1], "splitkill") == 0 || strcmp(argv[1], "dupkill") == 0 ||
+                   strcmp(argv[1], "groupkill") == 0))
+    return size == 4 ? split_kill(w, rank, (unsigned)atoi(argv[2]), argv[1][0]) : 2;
   if (argc > 1 && strcmp(argv[1], "sub") == 0) {
     rlx_comm_t *rev = NULL;
     double x = 1;
