@@ -19,6 +19,7 @@ size_t rlx__shm_ring_bytes(size_t capacity) {
 void rlx__shm_ring_init(struct rlx__shm_end *e, struct rlx__shm_ring *r, size_t capacity) {
   e->r = r;
   e->cap = capacity;
+  e->seen = 0;
   atomic_store(&r->tail, 0);
   atomic_store(&r->head, 0);
   atomic_store(&r->sleeping, 0);
@@ -35,6 +36,7 @@ int rlx__shm_ring_attach(struct rlx__shm_end *e, struct rlx__shm_ring *r, size_t
     return -1;
   e->r = r;
   e->cap = (size_t)cap;
+  e->seen = 0;
   return 0;
 }
 
@@ -59,12 +61,26 @@ static void get(const struct rlx__shm_end *e, uint64_t pos, unsigned char *dst, 
     memcpy(dst + first, r->data, n - first);
 }
 
+/* Room for the producer from head; a peer's head beyond our tail (corrupt)
+ * leaves none, not a wrap. */
+static size_t room_from(const struct rlx__shm_end *e, uint64_t tail, uint64_t head) {
+  size_t used = (size_t)(tail - head);
+  return used <= e->cap ? e->cap - used : 0;
+}
+
 size_t rlx__shm_ring_write(struct rlx__shm_end *e, const struct iovec *iov, int n) {
   struct rlx__shm_ring *r = e->r;
   uint64_t tail = atomic_load_explicit(&r->tail, memory_order_relaxed);
-  uint64_t head = atomic_load_explicit(&r->head, memory_order_acquire);
-  /* a peer's head beyond our tail (corrupt) leaves no room, not a wrap */
-  size_t used = (size_t)(tail - head), room = used <= e->cap ? e->cap - used : 0, done = 0;
+  size_t want = 0, done = 0;
+  for (int i = 0; i < n; i++)
+    want += iov[i].iov_len;
+  /* head only grows: the one we saw last leaves less room than there is,
+   * never more; read it again only when that is not enough */
+  size_t room = room_from(e, tail, e->seen);
+  if (room < want) {
+    e->seen = atomic_load_explicit(&r->head, memory_order_acquire);
+    room = room_from(e, tail, e->seen);
+  }
   for (int i = 0; i < n && room > 0; i++) {
     size_t k = iov[i].iov_len < room ? iov[i].iov_len : room;
     put(e, tail + done, iov[i].iov_base, k);
@@ -101,16 +117,24 @@ int rlx__shm_ring_room_wake_needed(struct rlx__shm_end *e) {
   return atomic_exchange(&r->wants_room, 0) != 0;
 }
 
-size_t rlx__shm_ring_readable(const struct rlx__shm_end *e) {
-  size_t have = (size_t)(atomic_load_explicit(&e->r->tail, memory_order_acquire) -
-                         atomic_load_explicit(&e->r->head, memory_order_relaxed));
+/* Bytes the consumer may read from head: fresh, or (cached) those below
+ * the tail it saw last, which are published (that load was an acquire),
+ * reading tail again only when none of them are left. */
+static size_t have_from(struct rlx__shm_end *e, uint64_t head, int cached) {
+  if (!cached || e->seen == head || e->seen - head > e->cap)
+    e->seen = atomic_load_explicit(&e->r->tail, memory_order_acquire);
+  size_t have = (size_t)(e->seen - head);
   return have <= e->cap ? have : e->cap; /* a corrupt tail yields garbage, never a bad copy */
+}
+
+size_t rlx__shm_ring_readable(struct rlx__shm_end *e) {
+  return have_from(e, atomic_load_explicit(&e->r->head, memory_order_relaxed), 0);
 }
 
 size_t rlx__shm_ring_read(struct rlx__shm_end *e, void *dst, size_t len) {
   struct rlx__shm_ring *r = e->r;
   uint64_t head = atomic_load_explicit(&r->head, memory_order_relaxed);
-  size_t have = rlx__shm_ring_readable(e);
+  size_t have = have_from(e, head, 1);
   size_t k = have < len ? have : len;
   if (k == 0)
     return 0;

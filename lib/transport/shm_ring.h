@@ -7,7 +7,13 @@
  * Positions are byte counts that only grow (64-bit: they never wrap in
  * practice); the byte at position x lives at data[x % capacity]. The
  * producer owns tail, the consumer head, each on its own cache line so
- * the two never write the same line. A consumer about to block sets
+ * the two never write the same line; each side keeps the other's position
+ * as it last read it and reads it again only when that is not enough (the
+ * producer: too little room; the consumer: nothing left), so a message
+ * costs a side one line the other wrote, not three. The flags below sit
+ * on lines of their own too: each is read on every write or read and
+ * written only before a sleep or a wait for room, so it stays in the
+ * reader's cache. A consumer about to block sets
  * `sleeping` and looks once more; a producer that publishes bytes and
  * sees `sleeping` wakes it (the caller's doorbell: one byte on the pair's
  * Unix socket, the only syscall, and only then). The other way round, a
@@ -26,12 +32,12 @@
 #define RLX__SHM_LINE 64
 
 struct rlx__shm_ring {
-  _Alignas(RLX__SHM_LINE) _Atomic uint64_t tail; /* producer: bytes written so far */
-  _Atomic uint32_t wants_room;                   /* producer: full, tell me when it drains */
-  _Alignas(RLX__SHM_LINE) _Atomic uint64_t head; /* consumer: bytes read so far */
-  _Atomic uint32_t sleeping;                     /* consumer: about to block, wake me */
-  _Atomic uint32_t closed;                       /* either side: gone, no more bytes */
-  _Alignas(RLX__SHM_LINE) uint64_t capacity;     /* set once by the creator */
+  _Alignas(RLX__SHM_LINE) _Atomic uint64_t tail;       /* producer: bytes written so far */
+  _Alignas(RLX__SHM_LINE) _Atomic uint64_t head;       /* consumer: bytes read so far */
+  _Alignas(RLX__SHM_LINE) _Atomic uint32_t wants_room; /* producer: full, tell me when it drains */
+  _Alignas(RLX__SHM_LINE) _Atomic uint32_t sleeping;   /* consumer: about to block, wake me */
+  _Alignas(RLX__SHM_LINE) _Atomic uint32_t closed;     /* either side: gone, no more bytes */
+  uint64_t capacity;                                   /* set once by the creator */
   _Alignas(RLX__SHM_LINE) unsigned char data[];
 };
 
@@ -42,6 +48,7 @@ struct rlx__shm_ring {
 struct rlx__shm_end {
   struct rlx__shm_ring *r;
   size_t cap;
+  uint64_t seen; /* the other side's position as last read: head (producer), tail (consumer) */
 };
 
 /* Bytes a segment needs for a ring of capacity bytes (a power of two, at
@@ -68,7 +75,7 @@ int rlx__shm_ring_want_room(struct rlx__shm_end *e);
 int rlx__shm_ring_room_wake_needed(struct rlx__shm_end *e);
 
 /* Consumer: bytes ready to read. */
-size_t rlx__shm_ring_readable(const struct rlx__shm_end *e);
+size_t rlx__shm_ring_readable(struct rlx__shm_end *e);
 /* Consumer: copy up to len bytes into dst; returns the bytes copied. */
 size_t rlx__shm_ring_read(struct rlx__shm_end *e, void *dst, size_t len);
 /* Consumer, before blocking: announce it, then 1 if bytes arrived in the
