@@ -171,13 +171,15 @@ int rlx__msg_finish(struct rlx__msg_req *m, rlx_status_t *st) {
                     "for %zu (%zu %s)", call, from, x->got.segment,
                     (unsigned long long)x->got.payload_len, x->len, m->count,
                     rlx_dtype_name(m->dt));
-  case RLX_ERR_PEER_LOST: {
+  case RLX_ERR_PEER_LOST:
+  case RLX_ERR_SYS: { /* (SYS: a shortage of descriptors, here or at the peer) */
     rlx__engine_lock(&rt->engine);
     const char *lost = rlx__p2p_last_reason(&rt->p2p, m->recv ? (int)x->got.src : x->peer);
     char reason[400];
     snprintf(reason, sizeof reason, "%s", lost != NULL ? lost : "");
     rlx__engine_unlock(&rt->engine);
-    return rlx__err(rc, "%s: lost rank %d: %s", call, from, reason);
+    return rlx__err(rc, "%s: %s%d: %s", call, rc == RLX_ERR_SYS ? "with rank " : "lost rank ",
+                    from, reason);
   }
   case RLX_ERR_CORRUPT:
     return rlx__err(rc, "%s: the message from rank %d failed its checksum", call, from);

@@ -60,6 +60,31 @@ void rlx__conn_fail_silent(struct rlx__p2p_conn *c, const char *why) {
   c->p->fail_silent = 0;
 }
 
+#define HS_REDIALS 3
+#define HS_REDIAL_NS 200000000ull
+
+void rlx__conn_closed_in_handshake(struct rlx__p2p_conn *c, const char *why) {
+  struct rlx__p2p *p = c->p;
+  if (c->state != C_HS_CLIENT || c->call_up || c->peer < 0 || p->closing) {
+    rlx__conn_fail(c, RLX_ERR_PEER_LOST, why);
+    return;
+  }
+  struct rlx__p2p_peer *pe = &p->peers[c->peer];
+  if (++pe->hs_closed <= HS_REDIALS) {
+    rlx__debug("rank %d closed our connection in its handshake (%s): dialing again", c->peer,
+               why);
+    pe->redial_at = rlx__now_ns() + HS_REDIAL_NS;
+    rlx__conn_close(c);
+    return;
+  }
+  char msg[300];
+  snprintf(msg, sizeof msg, "rank %d closed %d of our connections in their handshakes, though it "
+           "still listens (a dead process would refuse): out of descriptors there? (ulimit -n on "
+           "its host): not a lost peer", c->peer, pe->hs_closed);
+  pe->hs_closed = 0;
+  rlx__conn_fail(c, RLX_ERR_SYS, msg);
+}
+
 int rlx__status_is_silence(int uv_status) {
   return uv_status == UV_ETIMEDOUT || uv_status == UV_EHOSTUNREACH ||
          uv_status == UV_ENETUNREACH || uv_status == UV_EHOSTDOWN || uv_status == UV_ENETDOWN;
@@ -122,7 +147,7 @@ static void hs_write(struct rlx__p2p_conn *c, int slot, size_t from, size_t len)
   uv_buf_t b = uv_buf_init((char *)c->hs_out[slot] + from, (unsigned)(len - from));
   c->hs_wreq[slot].data = c;
   if (uv_write(&c->hs_wreq[slot], &c->h.stream, &b, 1, NULL) != 0)
-    rlx__conn_fail(c, RLX_ERR_PEER_LOST, "handshake write failed");
+    rlx__conn_closed_in_handshake(c, "handshake write failed");
 }
 
 /* Large socket buffers let a whole ring segment sit in the kernel, so the
@@ -167,6 +192,8 @@ static void conn_ready(struct rlx__p2p_conn *c) {
       rlx__conn_close(req);
   }
   c->last_rx = c->last_tx = rlx__now_ns();
+  pe->hs_closed = 0;
+  pe->redial_at = 0;
   c->dialed = c->state == C_HS_CLIENT;
   c->state = C_READY;
   c->p->opened[rlx__transport_index(c->tr)]++;

@@ -32,6 +32,19 @@ static void send_ping(struct rlx__p2p_conn *c) {
 }
 
 
+/* Dial again the peers that closed our dial in its handshake (conn.c's
+ * rlx__conn_closed_in_handshake), once their pause is over. */
+static void redial_closed_peers(struct rlx__p2p *p, uint64_t now) {
+  for (int r = 0; r < p->size; r++) {
+    struct rlx__p2p_peer *pe = &p->peers[r];
+    if (pe->redial_at == 0 || now < pe->redial_at)
+      continue;
+    pe->redial_at = 0;
+    if (!pe->conn && !pe->pending && !pe->lost)
+      rlx__conn_ensure(p, r, 1);
+  }
+}
+
 static void nudge_silent_peers(struct rlx__p2p *p, uint64_t now) {
   for (int r = p->rank + 1; r < p->size; r++) {
     struct rlx__p2p_peer *pe = &p->peers[r];
@@ -51,8 +64,10 @@ static void nudge_silent_peers(struct rlx__p2p *p, uint64_t now) {
 void rlx__heartbeat_sweep(uv_timer_t *t) {
   struct rlx__p2p *p = t->data;
   uint64_t now = rlx__now_ns();
-  if (!p->closing)
+  if (!p->closing) {
     nudge_silent_peers(p, now);
+    redial_closed_peers(p, now);
+  }
   /* The sweep runs every half second. If it comes round a whole silence
    * period late, this process (not only its peers) was stalled: the whole
    * host paused, or the process was stopped or starved, and it cannot

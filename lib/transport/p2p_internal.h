@@ -101,6 +101,8 @@ struct rlx__p2p_peer {
   char why[320];
   const struct rlx__transport_ops *tr;
   uint64_t nudged; /* when we last called up, unasked, a higher rank we wait for */
+  int hs_closed;      /* our dials it closed in their handshakes, in a row */
+  uint64_t redial_at; /* when to dial it again after one did (0: not asked) */
   int msg_waits;     /* message receives posted for this peer (not from any source) */
   uint64_t msg_sent; /* messages sent to it: their frames' seq */
 };
@@ -116,6 +118,12 @@ void rlx__conn_close(struct rlx__p2p_conn *c);
 void rlx__conn_fail(struct rlx__p2p_conn *c, int err, const char *why);
 /* The same for a peer that fell silent (RLX_ERR_PEER_LOST, not certain). */
 void rlx__conn_fail_silent(struct rlx__p2p_conn *c, const char *why);
+/* Our dial's handshake, closed or reset by the peer: a dead process, or a
+ * live one out of descriptors (libuv accepts and closes at once then).
+ * Dialled again a few times (the heartbeat sweep does it): a dead one
+ * refuses and is lost; one that keeps closing fails what waits on it with
+ * RLX_ERR_SYS naming its likely limit, and is not lost. */
+void rlx__conn_closed_in_handshake(struct rlx__p2p_conn *c, const char *why);
 /* A socket error that says nothing of the peer's process: a timeout or no
  * route to its host. */
 int rlx__status_is_silence(int uv_status);

@@ -229,6 +229,8 @@ void rlx__read_cb(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
                nread == UV_EOF ? "closed" : uv_strerror((int)nread));
     if (rlx__status_is_silence((int)nread))
       rlx__conn_fail_silent(c, why);
+    else if (c->state != C_READY && (nread == UV_EOF || nread == UV_ECONNRESET))
+      rlx__conn_closed_in_handshake(c, why);
     else
       rlx__conn_fail(c, RLX_ERR_PEER_LOST, why);
     return;

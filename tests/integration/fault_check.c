@@ -26,6 +26,10 @@
  *   fault_check quorum   (every rank but 0 stops itself, sockets open: rank
  *   0 finds them silent, and its shrink must stop this side, one rank of
  *   n, naming the partition; with RLX_SHRINK_QUORUM=any it goes on alone)
+ *   fault_check fdfull   (2 ranks, before they ever talked: rank 0 uses up
+ *   its descriptors; rank 1's message to it fails with RLX_ERR_SYS naming
+ *   the likely limit there, not RLX_ERR_PEER_LOST; once rank 0 has
+ *   descriptors again, a barrier works: it was not counted lost)
  *   fault_check finrace   (rlx_finalize while another thread is in a 64 MiB
  *   allreduce on a dup: refused with RLX_ERR_STATE, the call ends well,
  *   then rlx_finalize works; never a crash) */
@@ -33,6 +37,8 @@
 #include <signal.h>
 #include <dirent.h>
 #include <sys/stat.h>
+#include <fcntl.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -84,6 +90,45 @@ static void wait_done(int size, int faulty, double limit) {
       return;
     nanosleep(&nap, NULL);
   }
+}
+
+static double now(void);
+
+/* fdfull: the exchange through FAULT_DONE_DIR's marks (mark_done's). */
+static int fd_full(rlx_comm_t *w, int rank) {
+  const char *dir = getenv("FAULT_DONE_DIR");
+  char full[512], tried[512];
+  snprintf(full, sizeof full, "%s/done.100", dir ? dir : ".");
+  snprintf(tried, sizeof tried, "%s/done.101", dir ? dir : ".");
+  int ok = 1;
+  if (rank == 0) {
+    static int fds[65536];
+    int n = 0;
+    while (n < 65536 && (fds[n] = open("/dev/null", O_RDONLY)) >= 0)
+      n++;
+    mark_done(100); /* full: rank 1 may try */
+    for (int i = 0; i < 1200 && access(tried, F_OK) != 0; i++)
+      usleep(50000);
+    while (n > 0)
+      close(fds[--n]);
+  } else {
+    for (int i = 0; i < 1200 && access(full, F_OK) != 0; i++)
+      usleep(50000);
+    int v = 7;
+    double t0 = now();
+    int rc = rlx_send(&v, 1, RLX_INT32, 0, 5, w);
+    printf("fault_check: rank 1: a message to rank 0 out of descriptors: %s after %.2f s: %s\n",
+           rlx_strerror(rc), now() - t0, rlx_errmsg());
+    ok = rc == RLX_ERR_SYS && strstr(rlx_errmsg(), "out of descriptors there?") != NULL;
+    mark_done(101);
+  }
+  int rc = rlx_barrier(w); /* rank 0 has descriptors again, and was not lost */
+  printf("fault_check: rank %d: then a barrier: %s\n", rank, rlx_strerror(rc));
+  ok = ok && rc == RLX_OK;
+  printf("fault_check: rank %d: %s\n", rank, ok ? "PASS" : "FAIL");
+  fflush(stdout);
+  rlx_finalize();
+  return ok ? 0 : 1;
 }
 
 static double now(void) {
@@ -260,6 +305,8 @@ int main(int argc, char **argv) {
   }
   rlx_comm_t *w = rlx_comm_world();
   int rank = rlx_comm_rank(w);
+  if (argc > 1 && strcmp(argv[1], "fdfull") == 0) /* (before anyone connects) */
+    return fd_full(w, rank);
   /* Everyone connected and past a first call before the fault. */
   if (rlx_barrier(w) != RLX_OK) {
     fprintf(stderr, "fault_check: barrier: %s\n", rlx_errmsg());

@@ -30,6 +30,20 @@ for i in 1 2 3; do
   fi
 done
 echo "ulimit -n 16, 8 ranks: $(grep -m1 -o 'rank [0-9] cannot open .* lost peer' "$TMP/out")"
+# - a rank out of descriptors while it accepts (libuv takes the connection
+#   and closes it at once): the dialler tries again, then fails its call
+#   with RLX_ERR_SYS naming the likely limit there, and does not count the
+#   rank lost: once it has descriptors again, a barrier works (shm's Unix
+#   socket and TCP)
+FAULT="$top_builddir/tests/integration/fault_check"
+for tr in auto tcp; do
+  rm -rf "$TMP/fd"
+  mkdir "$TMP/fd"
+  FAULT_DONE_DIR="$TMP/fd" RLX_TRANSPORT=$tr timeout 60 "$RLXRUN" -n 2 "$FAULT" fdfull >"$TMP/out" 2>&1 ||
+    { cat "$TMP/out"; fail "fdfull ($tr)"; }
+  [ "$(grep -c 'fault_check: rank [01]: PASS' "$TMP/out")" = 2 ] || { cat "$TMP/out"; fail "fdfull ($tr)"; }
+done
+echo "a rank out of descriptors while it accepts: $(grep -o 'rank 0 closed .*' "$TMP/out")"
 # - and in rlxrun: which limit, and what -n 8 needs (which then works)
 (ulimit -n 32 && timeout 60 "$RLXRUN" -n 8 true) >"$TMP/out" 2>&1 && fail "rlxrun -n 8 at ulimit -n 32 ran"
 grep -q "the limit on open files (ulimit -n) is 32 here; .* so -n 8 needs about 36" "$TMP/out" ||
