@@ -169,8 +169,16 @@ int report_flight_done(int rank) { return rank >= 0 && rank < nr && rr[rank].don
 static void describe(const struct call_rec *c, char *buf, size_t len) {
   if (!c->have)
     snprintf(buf, len, "-");
+  else if (c->seq >> 63) /* the library's own exchange (a segment's set-up): no call number */
+    snprintf(buf, len, "(set-up) %s", c->call);
   else
     snprintf(buf, len, "#%llu %s", c->seq, c->call);
+}
+
+/* A program's call on one of the first 64 communicators: one whose number
+ * says how far a rank got (the library's own set-up calls have none). */
+static int numbered(const struct call_rec *e) {
+  return e->have && e->comm < 64 && !(e->seq >> 63);
 }
 
 int report_print_flight(FILE *f, const char *why) {
@@ -185,7 +193,7 @@ int report_print_flight(FILE *f, const char *why) {
   int seen[64] = {0};
   for (int r = 0; r < nr; r++) {
     const struct call_rec *e = &rr[r].entered;
-    if (rr[r].fresh && e->have && e->comm < 64 && (!seen[e->comm] || e->seq > top[e->comm])) {
+    if (rr[r].fresh && numbered(e) && (!seen[e->comm] || e->seq > top[e->comm])) {
       top[e->comm] = e->seq;
       seen[e->comm] = 1;
     }
@@ -214,14 +222,14 @@ int report_print_flight(FILE *f, const char *why) {
                e->waiting[0] ? ", waiting for " : "", e->waiting);
     else
       snprintf(now, sizeof(now), "%s, between calls", e->state);
-    int is_behind = e->have && e->comm < 64 && e->seq < top[e->comm];
+    int is_behind = numbered(e) && e->seq < top[e->comm];
     behind += is_behind;
     fprintf(f, "rlxrun:  %4d  %-44s  %-44s  %s%s\n", r, a, b, now,
             is_behind ? "   <-- behind" : "");
   }
   for (int r = 0; r < nr; r++) {
     const struct call_rec *e = &rr[r].entered;
-    if (rr[r].fresh && e->have && e->comm < 64 && e->seq < top[e->comm])
+    if (rr[r].fresh && numbered(e) && e->seq < top[e->comm])
       fprintf(f, "rlxrun: rank %d is behind: its last call on communicator %u was #%llu, "
                  "others entered #%llu\n", r, e->comm, e->seq, top[e->comm]);
   }
