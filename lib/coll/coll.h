@@ -204,6 +204,11 @@ void rlx__exec_abort_members(struct rlx__p2p *p, const int *world, int size, int
 /* "rank R", or "rank R (world rank W)" where the two differ: the transport's
  * reasons name world ranks, a call's messages its communicator's. */
 const char *rlx__rank_name(const int *world, int r, char *buf, size_t len);
+/* why, a transport's reason, whose ranks are the world's ("connection to
+ * rank 3 closed"): as it is on a communicator ranked as the world, else
+ * with each "rank N" written "world rank N" into buf. */
+const char *rlx__reason_in_world(const int *world, int size, const char *why, char *buf,
+                                 size_t len);
 /* Fail an unfinished operation (deadline passed, or interrupted): withdraws
  * its transfers and sends the other members an ABORT (as for failures seen
  * in a transfer). An operation that had lost a peer and was

@@ -184,11 +184,12 @@ void rlx__exec_fail_xfer(struct rlx__op *op, struct rlx__xfer *x) {
     if (op->settle)
       return; /* the first loss is the one we report */
     const char *why = rlx__p2p_lost_reason(op->p2p, x->peer);
-    char me_s[48], peer_s[48];
+    char me_s[48], peer_s[48], why_s[400];
     snprintf(op->msg, sizeof(op->msg), "%s lost %s during %s: %s",
              rlx__rank_name(op->world, op->rank, me_s, sizeof(me_s)),
              rlx__rank_name(op->world, peer, peer_s, sizeof(peer_s)), mine,
-             why ? why : rlx_strerror(x->status));
+             why ? rlx__reason_in_world(op->world, op->size, why, why_s, sizeof(why_s))
+                 : rlx_strerror(x->status));
     /* A peer that fails a call on purpose (a corrupt frame, a mismatch)
      * may have had to close our connection mid-frame; its ABORT, passed on
      * by the others, names the real cause. Give it 200 ms to arrive. */
@@ -297,6 +298,27 @@ const char *rlx__rank_name(const int *world, int r, char *buf, size_t len) {
     snprintf(buf, len, "rank %d (world rank %d)", r, world[r]);
   else
     snprintf(buf, len, "rank %d", r);
+  return buf;
+}
+
+const char *rlx__reason_in_world(const int *world, int size, const char *why, char *buf,
+                                 size_t len) {
+  int reordered = 0;
+  for (int r = 0; world != NULL && r < size && !reordered; r++)
+    reordered = world[r] != r;
+  if (!reordered || len == 0)
+    return why;
+  size_t o = 0;
+  for (const char *s = why; *s != '\0' && o + 1 < len; s++) {
+    /* "rank " then a digit, not already "world rank " */
+    if (strncmp(s, "rank ", 5) == 0 && s[5] >= '0' && s[5] <= '9' &&
+        (s == why || s[-1] == ' ' || s[-1] == '(') && !(s - why >= 6 && strncmp(s - 6, "world ", 6) == 0))
+      for (const char *w = "world "; *w != '\0' && o + 1 < len; w++)
+        buf[o++] = *w;
+    if (o + 1 < len)
+      buf[o++] = *s;
+  }
+  buf[o] = '\0';
   return buf;
 }
 

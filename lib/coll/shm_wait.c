@@ -187,10 +187,12 @@ static int check_failed(struct rlx__shm_group *g, struct rlx__op *op) {
              "completed, failed elsewhere: %.600s",
              mine, g->me, (unsigned long long)seq, g->hdr->why);
   } else if (err == RLX_ERR_PEER_LOST && lost >= 0 && lost < g->n) {
-    char me_s[48], lost_s[48];
+    char me_s[48], lost_s[48], why[600], why_s[700];
+    snprintf(why, sizeof why, "%.599s", g->hdr->why); /* (another process writes it) */
     snprintf(msg, sizeof(msg), "%s lost %s during %s: %.600s",
              rlx__rank_name(g->world, g->me, me_s, sizeof(me_s)),
-             rlx__rank_name(g->world, lost, lost_s, sizeof(lost_s)), mine, g->hdr->why);
+             rlx__rank_name(g->world, lost, lost_s, sizeof(lost_s)), mine,
+             rlx__reason_in_world(g->world, g->n, why, why_s, sizeof why_s));
   }
   else
     snprintf(msg, sizeof(msg), "%.600s", g->hdr->why);

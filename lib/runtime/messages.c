@@ -175,8 +175,10 @@ int rlx__msg_finish(struct rlx__msg_req *m, rlx_status_t *st) {
   case RLX_ERR_SYS: { /* (SYS: a shortage of descriptors, here or at the peer) */
     rlx__engine_lock(&rt->engine);
     const char *lost = rlx__p2p_last_reason(&rt->p2p, m->recv ? (int)x->got.src : x->peer);
-    char reason[400];
-    snprintf(reason, sizeof reason, "%s", lost != NULL ? lost : "");
+    char reason[400], in_world[400];
+    snprintf(reason, sizeof reason, "%s",
+             lost != NULL ? rlx__reason_in_world(c->world, c->size, lost, in_world,
+                                                 sizeof in_world) : "");
     rlx__engine_unlock(&rt->engine);
     return rlx__err(rc, "%s: %s%d: %s", call, rc == RLX_ERR_SYS ? "with rank " : "lost rank ",
                     from, reason);

@@ -70,7 +70,7 @@ static void probe(const rlx_comm_t *c) {
     int silent = rc == -ETIMEDOUT || rc == -EHOSTUNREACH || rc == -ENETUNREACH;
     if (rc == -ECONNREFUSED || silent) {
       char why[200];
-      snprintf(why, sizeof why, "rank %d %s at %s during rlx_comm_shrink", r,
+      snprintf(why, sizeof why, "rank %d %s at %s during rlx_comm_shrink", w, /* (the world's) */
                silent ? "did not answer a connection" : "refused a connection", rt->cards[w].tcp);
       rlx__engine_lock(&rt->engine);
       rlx__p2p_mark_lost(&rt->p2p, w, silent, why);
