@@ -62,6 +62,10 @@ struct rlx__round {
   void *copy_dst;
   const void *copy_src;
   size_t copy_len;
+  /* > k: the rounds after this one up to skip_to (not included) are empty,
+   * and the lane goes on with round skip_to (rounds keep their numbers:
+   * they key the frames) */
+  long skip_to;
 };
 
 struct rlx__op;

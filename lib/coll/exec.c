@@ -132,6 +132,8 @@ static void advance(struct rlx__op *op, int l) {
         rlx__exec_finish(op, RLX_OK);
       return;
     }
+    if (ln->round.n == 0 && ln->round.skip_to > ln->k + 1)
+      ln->k = ln->round.skip_to - 1;
     int pending = 0;
     assert(ln->round.n >= 0 && ln->round.n <= RLX__ROUND_MAX);
     ln->pending = POSTING;

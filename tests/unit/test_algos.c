@@ -106,6 +106,8 @@ static int step_lane(struct sim *s, int r, int l) {
       break;
     }
     REQUIRE(ln->round.n <= RLX__ROUND_MAX, "%d transfers in a round", ln->round.n);
+    if (ln->round.n == 0 && ln->round.skip_to > ln->k + 1) /* (as exec.c's advance) */
+      ln->k = (int)ln->round.skip_to - 1;
     for (int i = 0; i < ln->round.n; i++) {
       int peer = ln->round.x[i].peer;
       if (peer < 0 || peer >= s->p || peer == r) {
