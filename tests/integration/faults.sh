@@ -66,13 +66,21 @@ done
 # faulty rank, asleep or stopped, ends then instead of after a fixed time;
 # FAULT_STOP_NS: CI's sanitizer phases wait for one, not two)
 done_dir() { rm -rf "$TMP/done"; mkdir "$TMP/done"; echo "$TMP/done"; }
+# (the runs at once: each is mostly the wait for the heartbeats)
+stops=
 for n in ${FAULT_STOP_NS:-2 3}; do
-  FAULT_DONE_DIR=$(done_dir) timeout 60 "$RLXRUN" -n $n --timeout 20 --grace 1 "$FAULT" stop >"$TMP/out" 2>&1
-  cat "$TMP/out"
-  [ "$(grep -c 'fault_check: rank [0-9]*: PASS' "$TMP/out")" -eq $((n - 1)) ] || fail "stop n=$n"
-  grep -q "nothing from rank 1 for [0-9]* s, not even a heartbeat" "$TMP/out" || fail "stop n=$n: no heartbeat message"
+  mkdir "$TMP/stop$n"
+  FAULT_DONE_DIR="$TMP/stop$n" timeout 60 "$RLXRUN" -n $n --timeout 20 --grace 1 "$FAULT" stop \
+    >"$TMP/stop$n.out" 2>&1 &
+  stops="$stops $!"
+done
+for j in $stops; do wait $j; done
+for n in ${FAULT_STOP_NS:-2 3}; do
+  cat "$TMP/stop$n.out"
+  [ "$(grep -c 'fault_check: rank [0-9]*: PASS' "$TMP/stop$n.out")" -eq $((n - 1)) ] || fail "stop n=$n"
+  grep -q "nothing from rank 1 for [0-9]* s, not even a heartbeat" "$TMP/stop$n.out" || fail "stop n=$n: no heartbeat message"
   awk -v k="${RLX_TEST_TIME_SCALE:-1}" '/peer lost after/ { split($0, a, "after "); split(a[2], b, " s"); if (b[1] + 0 > 12.0 * k) bad = 1 }
-       END { exit bad }' "$TMP/out" || fail "a survivor took more than 12 s to miss the heartbeats (n=$n)"
+       END { exit bad }' "$TMP/stop$n.out" || fail "a survivor took more than 12 s to miss the heartbeats (n=$n)"
 done
 # The quorum on one host: ranks 1 and 2 of 3 stop (silent, not known
 # dead: a partition looks the same), so rank 0's shrink stops its side,

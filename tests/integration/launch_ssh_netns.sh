@@ -165,49 +165,57 @@ echo "2% loss + 100 Mbit/s: same results, bitwise, in $(( $(date +%s) - start ))
 # once the link is back (their ssh sessions carry it), and everyone leaves
 # a mark in a shared directory when done.
 FAULT="$top_builddir/tests/integration/fault_check"
-# cut SPEC N WINNERS LOSERS LOSER_REASON: run fault_check cut on SPEC, cut nsb.
-cut() {
-  rm -rf "$TMP/done"
-  mkdir "$TMP/done"
+# Both jobs run at once, through one cut (most of each is the wait for
+# the heartbeats).
+# cut_start TAG SPEC N: start fault_check cut on SPEC.
+cut_start() {
+  mkdir "$TMP/done.$1"
   # (--timeout 90 and up to 40 s to get ready: starting 4 ranks over ssh on
   # a loaded 2-core host took more than 14 s)
-  in_c "cd $top_builddir && FAULT_DONE_DIR=$TMP/done RLX_LOG=info $RLXRUN --host $1 -n $2 --timeout 90 --grace 1 -x FAULT_DONE_DIR -x RLX_LOG $FAULT cut" \
-    >"$TMP/out" 2>&1 &
-  job=$!
-  i=0
-  until [ "$(grep -c 'fault_check: rank [0-9]: ready' "$TMP/out")" = $2 ]; do
-    i=$((i + 1))
-    [ $i -lt 400 ] || { cat "$TMP/out"; fail "cut $1: ranks never got ready"; }
-    sleep 0.1
-  done
-  ip -n ${P}b link set eth0 down
-  touch "$TMP/done/cut"
-  i=0
-  until [ "$(ls "$TMP/done" | grep -c '^done\.')" = $2 ] || [ $i -ge 600 ]; do
-    i=$((i + 1))
-    sleep 0.1
-  done
-  # the link back: nsb's ranks' words come through, and rlxrun ends
-  ip -n ${P}b link set eth0 up
-  wait $job
-  grep -v "^\[[0-9]*\] .*rlxcoll: \(debug\|info\)" "$TMP/out" | grep -v "^rlxrun: rendezvous: witnessed" >"$TMP/said"
-  for r in $3 $4; do
-    grep -q "fault_check: rank $r: PASS" "$TMP/out" || { cat "$TMP/out"; fail "cut $1: rank $r did not find the other side gone"; }
+  in_c "cd $top_builddir && FAULT_DONE_DIR=$TMP/done.$1 RLX_LOG=info $RLXRUN --host $2 -n $3 --timeout 90 --grace 1 -x FAULT_DONE_DIR $FAULT cut" \
+    >"$TMP/out.$1" 2>&1 &
+  cut_jobs="$cut_jobs $!"
+}
+# cut_check TAG SPEC N WINNERS LOSERS LOSER_REASON
+cut_check() {
+  out="$TMP/out.$1"
+  grep -v "^\[[0-9]*\] .*rlxcoll: \(debug\|info\)" "$out" | grep -v "^rlxrun: rendezvous: witnessed" >"$TMP/said"
+  for r in $4 $5; do
+    grep -q "fault_check: rank $r: PASS" "$out" || { cat "$out"; fail "cut $2: rank $r did not find the other side gone"; }
   done
   awk -v k="${RLX_TEST_TIME_SCALE:-1}" '/fault_check: rank [0-9]: peer lost after/ { split($0, a, "after "); split(a[2], b, " s"); if (b[1] + 0 > 13.0 * k) bad = 1 }
-       END { exit bad }' "$TMP/out" || { cat "$TMP/said"; fail "cut $1: a rank took more than 13 s to find the partition"; }
+       END { exit bad }' "$out" || { cat "$TMP/said"; fail "cut $2: a rank took more than 13 s to find the partition"; }
   awk -v k="${RLX_TEST_TIME_SCALE:-1}" '/fault_check: rank [0-9]: shrink .* after/ { split($0, a, " after "); split(a[2], b, " s"); if (b[1] + 0 > 11.0 * k) bad = 1 }
-       END { exit bad }' "$TMP/out" || { cat "$TMP/said"; fail "cut $1: a shrink overran its 8 s limit"; }
-  for r in $3; do
-    grep -q "fault_check: rank $r: shrink success after [0-9.]* s: this side goes on, $(echo $3 | wc -w) ranks (allreduce: success" "$TMP/out" ||
-      { cat "$TMP/said"; fail "cut $1: rank $r's side did not go on"; }
-  done
+       END { exit bad }' "$out" || { cat "$TMP/said"; fail "cut $2: a shrink overran its 8 s limit"; }
   for r in $4; do
-    grep -q "fault_check: rank $r: shrink peer lost after [0-9.]* s: rlx_comm_shrink: rank [0-9] reaches $(echo $4 | wc -w) of $2 ranks .*$5.*this side stops" "$TMP/out" ||
-      { cat "$TMP/said"; fail "cut $1: rank $r's side did not stop naming the partition"; }
+    grep -q "fault_check: rank $r: shrink success after [0-9.]* s: this side goes on, $(echo $4 | wc -w) ranks (allreduce: success" "$out" ||
+      { cat "$TMP/said"; fail "cut $2: rank $r's side did not go on"; }
   done
-  echo "cut $1: ranks $3 go on, $4 stop; $(grep -m1 -o "rank [0-9] reaches .*" "$TMP/out" | head -c 200)"
+  for r in $5; do
+    grep -q "fault_check: rank $r: shrink peer lost after [0-9.]* s: rlx_comm_shrink: rank [0-9] reaches $(echo $5 | wc -w) of $3 ranks .*$6.*this side stops" "$out" ||
+      { cat "$TMP/said"; fail "cut $2: rank $r's side did not stop naming the partition"; }
+  done
+  echo "cut $2: ranks $4 go on, $5 stop; $(grep -m1 -o "rank [0-9] reaches .*" "$out" | head -c 200)"
 }
-cut nsa:2,nsb:2 4 "0 1" "2 3" "cannot reach the rendezvous"
-cut nsa:1,nsb:2 3 "1 2" "0" "fewer than half"
+cut_jobs=
+cut_start a nsa:2,nsb:2 4
+cut_start b nsa:1,nsb:2 3
+i=0
+until [ "$(cat "$TMP/out.a" "$TMP/out.b" | grep -c 'fault_check: rank [0-9]: ready')" = 7 ]; do
+  i=$((i + 1))
+  [ $i -lt 400 ] || { cat "$TMP/out.a" "$TMP/out.b"; fail "cut: ranks never got ready"; }
+  sleep 0.1
+done
+ip -n ${P}b link set eth0 down
+touch "$TMP/done.a/cut" "$TMP/done.b/cut"
+i=0
+until [ "$(ls "$TMP/done.a" "$TMP/done.b" | grep -c '^done\.')" = 7 ] || [ $i -ge 600 ]; do
+  i=$((i + 1))
+  sleep 0.1
+done
+# the link back: nsb's ranks' words come through, and rlxrun ends
+ip -n ${P}b link set eth0 up
+for j in $cut_jobs; do wait $j; done
+cut_check a nsa:2,nsb:2 4 "0 1" "2 3" "cannot reach the rendezvous"
+cut_check b nsa:1,nsb:2 3 "1 2" "0" "fewer than half"
 echo "ssh across network namespaces: ok"
