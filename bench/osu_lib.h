@@ -1,4 +1,4 @@
-/* What the OSU-style benchmarks (osu_allreduce.c, osu_coll.c) need of the
+/* What the OSU-style benchmarks (osu_allreduce.c, osu_coll.c, osu_p2p.c) need of the
  * library they are built against, rlxcoll (default) or MPI (-DUSE_MPI),
  * so that both run identical work: start and stop, this rank and the
  * size, a barrier, the slowest rank's time, a clock. */
@@ -14,7 +14,7 @@
 
 static int osu_rank, osu_size;
 
-static double now_us(void) {
+static inline double now_us(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
@@ -28,7 +28,7 @@ static int init(int *argc, char ***argv) {
   MPI_Comm_size(MPI_COMM_WORLD, &osu_size);
   return rc;
 }
-static double max_double(double v) {
+static inline double max_double(double v) {
   double m;
   MPI_Allreduce(&v, &m, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
   return m;
@@ -45,7 +45,7 @@ static int init(int *argc, char ***argv) {
   }
   return rc;
 }
-static double max_double(double v) {
+static inline double max_double(double v) {
   double m;
   rlx_allreduce(&v, &m, 1, RLX_FLOAT64, RLX_MAX, rlx_comm_world());
   return m;

@@ -9,26 +9,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-#ifdef USE_MPI
-#include <mpi.h>
-#else
-#include <rlxcoll/rlxcoll.h>
-#endif
+#include "osu_lib.h"
 
 #define WINDOW 64
 
-static double now_us(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
-}
-
+/* The messages themselves (osu_lib.h has the rest). */
 #ifdef USE_MPI
-#define LIB "openmpi"
 typedef MPI_Request req_t;
-static int init(int *argc, char ***argv) { return MPI_Init(argc, argv); }
-static int rank_of(void) { int r; MPI_Comm_rank(MPI_COMM_WORLD, &r); return r; }
 static void send_b(const void *b, size_t n, int to) {
   MPI_Send(b, (int)n, MPI_BYTE, to, 1, MPI_COMM_WORLD);
 }
@@ -42,10 +29,7 @@ static void irecv_b(void *b, size_t n, int from, req_t *r) {
   MPI_Irecv(b, (int)n, MPI_BYTE, from, 1, MPI_COMM_WORLD, r);
 }
 static void waitall(int n, req_t *r) { MPI_Waitall(n, r, MPI_STATUSES_IGNORE); }
-static void barrier(void) { MPI_Barrier(MPI_COMM_WORLD); }
-static void fini(void) { MPI_Finalize(); }
 #else
-#define LIB "rlxcoll"
 typedef rlx_request_t *req_t;
 static void check(int rc, const char *what) {
   if (rc != RLX_OK) {
@@ -53,8 +37,6 @@ static void check(int rc, const char *what) {
     exit(1);
   }
 }
-static int init(int *argc, char ***argv) { return rlx_init(argc, argv); }
-static int rank_of(void) { return rlx_comm_rank(rlx_comm_world()); }
 static void send_b(const void *b, size_t n, int to) {
   check(rlx_send(b, n, RLX_UINT8, to, 1, rlx_comm_world()), "rlx_send");
 }
@@ -68,8 +50,6 @@ static void irecv_b(void *b, size_t n, int from, req_t *r) {
   check(rlx_irecv(b, n, RLX_UINT8, from, 1, rlx_comm_world(), r), "rlx_irecv");
 }
 static void waitall(int n, req_t *r) { check(rlx_waitall(n, r, NULL), "rlx_waitall"); }
-static void barrier(void) { rlx_barrier(rlx_comm_world()); }
-static void fini(void) { rlx_finalize(); }
 #endif
 
 /* Ping-pong: rank 0 sends, rank 1 sends back. */
@@ -112,7 +92,7 @@ int main(int argc, char **argv) {
   int bw = argc > 1 && strcmp(argv[1], "bw") == 0;
   size_t max_bytes = argc > 2 ? strtoull(argv[2], NULL, 10) : (64u << 20);
   size_t min_bytes = argc > 3 ? strtoull(argv[3], NULL, 10) : 8; /* a power of two */
-  int rank = rank_of();
+  int rank = osu_rank;
   char *s = malloc(max_bytes), *r = malloc(max_bytes);
   memset(s, 7, max_bytes);
   memset(r, 0, max_bytes);
