@@ -47,6 +47,20 @@ static int bad(const char *var, const char *val, const char *accepts) {
   return rlx__err(RLX_ERR_ARG, "%s=\"%s\" is not valid: %s", var, val, accepts);
 }
 
+/* var, when set, must be one of words[n]: its index into *out (left as it
+ * is when var is unset), else RLX_ERR_ARG naming var and what it accepts. */
+static int choose(const char *var, const char *const *words, int n, const char *accepts,
+                  int *out) {
+  const char *s = getenv(var);
+  if (s == NULL)
+    return RLX_OK;
+  int i = pick(s, words, n);
+  if (i < 0)
+    return bad(var, s, accepts);
+  *out = i;
+  return RLX_OK;
+}
+
 static int load_launch(struct rlx__config *cfg) {
   const char *rank = getenv("RLX_RANK"), *size = getenv("RLX_SIZE");
   const char *lrank = getenv("RLX_LOCAL_RANK"), *lsize = getenv("RLX_LOCAL_SIZE");
@@ -135,7 +149,7 @@ static int load_observe(struct rlx__config *cfg) {
   static const char *const dumps[] = {"signal", "error"};
   const char *s;
   long v;
-  int i;
+  int i, rc;
   cfg->flight = 256;
   if ((s = getenv("RLX_TRACE")) != NULL) {
     if (*s == '\0' || strlen(s) >= sizeof(cfg->trace) - 16)
@@ -147,11 +161,10 @@ static int load_observe(struct rlx__config *cfg) {
       return bad("RLX_FLIGHT", s, "the number of calls to keep, from 0 to 1000000");
     cfg->flight = (int)v;
   }
-  if ((s = getenv("RLX_FLIGHT_DUMP")) != NULL) {
-    if ((i = pick(s, dumps, 2)) < 0)
-      return bad("RLX_FLIGHT_DUMP", s, "signal (on SIGUSR1 only) or error (also when a call fails)");
-    cfg->flight_dump = i;
-  }
+  if ((rc = choose("RLX_FLIGHT_DUMP", dumps, 2,
+                    "signal (on SIGUSR1 only) or error (also when a call fails)",
+                    &cfg->flight_dump)) != RLX_OK)
+    return rc;
   if ((s = getenv("RLX_STATS")) != NULL) {
     if ((i = pick(s, onoff, 4)) < 0)
       return bad("RLX_STATS", s, "on or off (1 or 0)");
@@ -175,17 +188,15 @@ int rlx__config_load(struct rlx__config *cfg) {
   static const char *const wires[] = {"f32", "f16", "bf16"};
   static const char *const levels[] = {"off", "error", "warn", "info", "debug", "trace"};
   const char *s;
-  int i;
+  int i, rc;
 
   memset(cfg, 0, sizeof(*cfg));
   cfg->timeout_s = 300.0;
   cfg->spin_us = -1;
 
-  if ((s = getenv("RLX_LOG")) != NULL) {
-    if ((i = pick(s, levels, 6)) < 0)
-      return bad("RLX_LOG", s, "one of off, error, warn, info, debug, trace");
-    cfg->log_level = i;
-  }
+  if ((rc = choose("RLX_LOG", levels, 6, "one of off, error, warn, info, debug, trace",
+                    &cfg->log_level)) != RLX_OK)
+    return rc;
   if ((s = getenv("RLX_TIMEOUT")) != NULL &&
       rlx__parse_double(s, 0.0, 1e9, &cfg->timeout_s) != 0)
     return bad("RLX_TIMEOUT", s, "seconds, a number >= 0 (0 means no deadline)");
@@ -209,38 +220,23 @@ int rlx__config_load(struct rlx__config *cfg) {
       return bad(algos[a].var, s, "an algorithm's name (rlxcoll(7) lists them)");
     snprintf((char *)cfg + algos[a].off, 24, "%s", s);
   }
+  static const char *const offauto[] = {"off", "auto"}, *const quorum[] = {"majority", "any"};
   cfg->shm_coll = 1;
-  if ((s = getenv("RLX_SHM_COLL")) != NULL) {
-    static const char *const offauto[] = {"off", "auto"};
-    if ((i = pick(s, offauto, 2)) < 0)
-      return bad("RLX_SHM_COLL", s, "auto or off");
-    cfg->shm_coll = i;
-  }
-  cfg->shrink_any = 0;
-  if ((s = getenv("RLX_SHRINK_QUORUM")) != NULL) {
-    static const char *const quorum[] = {"majority", "any"};
-    if ((i = pick(s, quorum, 2)) < 0)
-      return bad("RLX_SHRINK_QUORUM", s, "majority or any");
-    cfg->shrink_any = i;
-  }
+  if ((rc = choose("RLX_SHM_COLL", offauto, 2, "auto or off", &cfg->shm_coll)) != RLX_OK ||
+      (rc = choose("RLX_SHRINK_QUORUM", quorum, 2, "majority or any", &cfg->shrink_any)) != RLX_OK)
+    return rc;
   if ((s = getenv("RLX_SPIN_US")) != NULL && strcmp(s, "auto") != 0) {
     long v;
     if (rlx__parse_long(s, 0, 60L * 1000 * 1000, &v) != 0)
       return bad("RLX_SPIN_US", s, "auto, or microseconds from 0 to 60000000");
     cfg->spin_us = v;
   }
-  if ((s = getenv("RLX_WIRE")) != NULL) {
-    if ((i = pick(s, wires, 3)) < 0)
-      return bad("RLX_WIRE", s, "one of f32, f16, bf16");
-    cfg->wire = i;
-  }
+  if ((rc = choose("RLX_WIRE", wires, 3, "one of f32, f16, bf16", &cfg->wire)) != RLX_OK)
+    return rc;
   cfg->progress_spare = 0; /* (README, "The progress thread beside the rank": why not spare) */
-  if ((s = getenv("RLX_PROGRESS_BIND")) != NULL) {
-    static const char *const where[] = {"rank", "spare"};
-    if ((i = pick(s, where, 2)) < 0)
-      return bad("RLX_PROGRESS_BIND", s, "spare or rank");
-    cfg->progress_spare = i;
-  }
+  static const char *const where[] = {"rank", "spare"};
+  if ((rc = choose("RLX_PROGRESS_BIND", where, 2, "spare or rank", &cfg->progress_spare)) != RLX_OK)
+    return rc;
   cfg->cma = -1; /* auto */
   if ((s = getenv("RLX_CMA")) != NULL && strcmp(s, "auto") != 0) {
     static const char *const onoff[] = {"off", "on"};
