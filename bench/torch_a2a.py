@@ -8,21 +8,14 @@ round's time is the slowest rank's average; medians of ROUNDS rounds
 alternating, and their ratio.
     rlxrun -n 4 python3 bench/torch_a2a.py [max_bytes [rounds]]
 """
-import statistics
-import sys
 import time
 
 import torch
 import torch.distributed as dist
 
-import rlxcoll.torch  # noqa: F401
+from torch_bench import medians, start
 
-max_bytes = int(sys.argv[1]) if len(sys.argv) > 1 else 4 << 20
-rounds = int(sys.argv[2]) if len(sys.argv) > 2 else 3
-torch.set_num_threads(1)
-dist.init_process_group("rlx")
-gloo = dist.new_group(backend="gloo")
-rank, size = dist.get_rank(), dist.get_world_size()
+max_bytes, rounds, gloo, rank, size = start(4 << 20)
 
 
 def case(nbytes, uneven):
@@ -57,12 +50,8 @@ while nbytes <= max_bytes:
     for uneven in (False, True):
         args = case(nbytes, uneven)
         iters = max(5, min(1000, (32 << 20) // (nbytes * size)))
-        r, g = [], []
-        for _ in range(rounds):
-            r.append(timed(args, None, iters))
-            g.append(timed(args, gloo, iters))
+        mr, mg = medians(lambda group: timed(args, group, iters), gloo, rounds)
         if rank == 0:
-            mr, mg = statistics.median(r), statistics.median(g)
             print("%10d %8s %12.2f %12.2f %10.2f" % (nbytes, "uneven" if uneven else "even", mr,
                                                      mg, mr / mg), flush=True)
     nbytes *= 8

@@ -7,21 +7,14 @@ one way, us). Sizes 8 B
 to MAX bytes, ROUNDS rounds alternating, medians and their ratio.
     rlxrun -n 2 python3 bench/torch_p2p.py [max_bytes [rounds]]
 """
-import statistics
-import sys
 import time
 
 import torch
 import torch.distributed as dist
 
-import rlxcoll.torch  # noqa: F401
+from torch_bench import medians, start
 
-max_bytes = int(sys.argv[1]) if len(sys.argv) > 1 else 16 << 20
-rounds = int(sys.argv[2]) if len(sys.argv) > 2 else 3
-torch.set_num_threads(1)
-dist.init_process_group("rlx")
-gloo = dist.new_group(backend="gloo")
-rank, size = dist.get_rank(), dist.get_world_size()
+max_bytes, rounds, gloo, rank, size = start(16 << 20)
 buf = torch.arange(max_bytes // 4, dtype=torch.float32) % 1000 * 0.5
 
 
@@ -51,12 +44,8 @@ nbytes = 8
 while nbytes <= max_bytes:
     t = buf[: nbytes // 4].clone()
     iters = max(5, min(2000, (64 << 20) // nbytes))
-    r, g = [], []
-    for _ in range(rounds):
-        r.append(timed(t, None, iters))
-        g.append(timed(t, gloo, iters))
+    mr, mg = medians(lambda group: timed(t, group, iters), gloo, rounds)
     if rank == 0:
-        mr, mg = statistics.median(r), statistics.median(g)
         print("%10d %12.2f %12.2f %10.2f" % (nbytes, mr, mg, mr / mg), flush=True)
     nbytes *= 4 if nbytes < 1 << 20 else 2
 dist.destroy_process_group()
