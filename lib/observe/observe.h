@@ -74,9 +74,11 @@ void rlx__stats_call(int kind, const char *name, size_t bytes, const char *algo,
                      int status);
 /* Write the statistics to stderr as lines rlxrun reads back:
  *   rlxcoll[R] stats<TAB>call<TAB>calls<TAB>bytes<TAB>time_s<TAB>errors<TAB>bands
- *   rlxcoll[R] stats-conn<TAB>shm<TAB>unix<TAB>tcp<TAB>retransmits<TAB>strangers<TAB>corrupt
- * (bands: "<=1KiB:rd*12,ring*1;<=64KiB:..."). */
-void rlx__stats_print(int rank, int shm_conns, int unix_conns, int tcp_conns, unsigned long retrans,
+ *   rlxcoll[R] stats-conn<TAB>conns...<TAB>retransmits<TAB>strangers<TAB>corrupt
+ * (bands: "<=1KiB:rd*12,ring*1;<=64KiB:..."); conns: connections opened
+ * per transport, nconns of them in the transport table's order (shm, unix,
+ * tcp today: the columns rlxrun --stats reads). */
+void rlx__stats_print(int rank, const int *conns, int nconns, unsigned long retrans,
                       unsigned long strangers, unsigned long corrupt);
 void rlx__stats_reset(void);
 

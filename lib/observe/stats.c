@@ -61,7 +61,7 @@ void rlx__stats_call(int kind, const char *name, size_t bytes, const char *algo,
   pthread_mutex_unlock(&st.mtx);
 }
 
-void rlx__stats_print(int rank, int shm_conns, int unix_conns, int tcp_conns, unsigned long retrans,
+void rlx__stats_print(int rank, const int *conns, int nconns, unsigned long retrans,
                       unsigned long strangers, unsigned long corrupt) {
   pthread_mutex_lock(&st.mtx);
   for (int kind = 0; kind < RLX__STATS_KINDS; kind++) {
@@ -83,8 +83,13 @@ void rlx__stats_print(int rank, int shm_conns, int unix_conns, int tcp_conns, un
     fprintf(stderr, "rlxcoll[%d] stats\t%s\t%llu\t%llu\t%.6f\t%llu\t%s\n", rank, k->name,
             k->calls, k->bytes, (double)k->ns / 1e9, k->errors, bands[0] ? bands : "-");
   }
-  fprintf(stderr, "rlxcoll[%d] stats-conn\t%d\t%d\t%d\t%lu\t%lu\t%lu\n", rank, shm_conns,
-          unix_conns, tcp_conns, retrans, strangers, corrupt);
+  char line[256];
+  size_t used = (size_t)snprintf(line, sizeof(line), "rlxcoll[%d] stats-conn", rank);
+  for (int i = 0; i < nconns && used < sizeof(line); i++)
+    used += (size_t)snprintf(line + used, sizeof(line) - used, "\t%d", conns[i]);
+  if (used < sizeof(line))
+    snprintf(line + used, sizeof(line) - used, "\t%lu\t%lu\t%lu\n", retrans, strangers, corrupt);
+  fputs(line, stderr); /* one write: lines of ranks sharing a stderr stay whole */
   fflush(stderr);
   pthread_mutex_unlock(&st.mtx);
 }

@@ -244,19 +244,20 @@ static size_t p2p_poll(void *ctx) {
 static int p2p_sleep(void *ctx, int sleeping) { return rlx__p2p_prepare_sleep(ctx, sleeping); }
 
 static void print_stats(struct rlx__runtime *rt) {
-  int nshm = 0, nunix = 0, ntcp = 0;
+  int conns[RLX__TRANSPORTS_MAX] = {0}, ntr = 0;
   unsigned long retrans = 0, strangers = 0, corrupt = 0;
+  while (rlx__transports[ntr] != NULL)
+    ntr++;
   if (rt->p2p_up) {
     rlx__engine_lock(&rt->engine);
-    nunix = rlx__p2p_opened(&rt->p2p, "unix");
-    nshm = rlx__p2p_opened(&rt->p2p, "shm");
-    ntcp = rlx__p2p_opened(&rt->p2p, "tcp");
+    for (int i = 0; i < ntr; i++)
+      conns[i] = rlx__p2p_opened(&rt->p2p, rlx__transports[i]->name);
     retrans = rlx__p2p_retransmissions(&rt->p2p);
     strangers = rt->p2p.strangers;
     corrupt = rt->p2p.corrupt;
     rlx__engine_unlock(&rt->engine);
   }
-  rlx__stats_print(rt->cfg.rank, nshm, nunix, ntcp, retrans, strangers, corrupt);
+  rlx__stats_print(rt->cfg.rank, conns, ntr, retrans, strangers, corrupt);
 }
 
 /* SIGUSR1 (rlxrun --dump, or kill -USR1): write the flight recorder. This
