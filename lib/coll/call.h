@@ -8,7 +8,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
-#include "../transport/frame.h"
+#include "transport/frame.h"
 
 /* kind, value, the public call, which arguments name the call. */
 #define RLX__COLL_KIND_MAP(XX)                                                 \

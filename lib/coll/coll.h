@@ -32,7 +32,7 @@ static inline long rlx__ceil_lg(long n) {
 
 /* ---- operations and their rounds (exec.c) -------------------------------- */
 #include <stdatomic.h>
-#include "../transport/p2p.h"
+#include "transport/p2p.h"
 #include "base/tuning.h"
 #include "call.h"
 

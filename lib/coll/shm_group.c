@@ -13,8 +13,8 @@
 #include "engine/engine.h"
 #include "base/internal.h"
 #include "base/tuning.h"
-#include "../transport/p2p.h"
-#include "../transport/shm_seg.h"
+#include "transport/p2p.h"
+#include "transport/shm_seg.h"
 #include "shm_group.h"
 
 #define SHMG_MAGIC 0x31474d48534c5852ull /* "RXLSHMG1" */

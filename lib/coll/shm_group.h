@@ -27,8 +27,8 @@
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
-#include "../transport/list.h"
-#include "../transport/frame.h"
+#include "transport/list.h"
+#include "transport/frame.h"
 
 struct rlx__engine;
 struct rlx__p2p;

@@ -17,7 +17,7 @@
 #include <unistd.h>
 #include "engine/engine.h"
 #include "base/internal.h"
-#include "../transport/p2p.h"
+#include "transport/p2p.h"
 #include "observe/observe.h"
 #include "coll.h"
 #include "shm_group.h"

@@ -116,7 +116,7 @@ static void describe(const struct rlx__msg_req *m, char *buf, size_t len) {
            rlx_dtype_name(m->dt), m->recv ? "from" : "to", peer, tag, m->comm->rank);
 }
 
-int rlx__msg_finish(struct rlx__msg_req *m, rlx_status_t *st) {
+static int msg_finish(struct rlx__msg_req *m, rlx_status_t *st) {
   struct rlx__runtime *rt = &rlx__rt;
   struct rlx__xfer *x = &m->x;
   rlx_comm_t *c = m->comm;
@@ -189,6 +189,14 @@ int rlx__msg_finish(struct rlx__msg_req *m, rlx_status_t *st) {
   }
 }
 
+int rlx__msg_complete(rlx_request_t *r, rlx_status_t *st) {
+  struct rlx__msg_req *m = (struct rlx__msg_req *)r;
+  int rc = msg_finish(m, st);
+  atomic_fetch_sub(&m->comm->in_flight, 1);
+  free(m);
+  return rc;
+}
+
 void rlx__msg_abandon(rlx_request_t *r) {
   struct rlx__runtime *rt = &rlx__rt;
   struct rlx__msg_req *m = (struct rlx__msg_req *)r;
@@ -212,7 +220,7 @@ static int run(const char *call, rlx_comm_t *c, const void *buf, size_t count, r
   if (req == NULL) {
     struct rlx__msg_req m;
     start(&m, call, c, buf, count, dt, peer, tag, recv);
-    return rlx__msg_finish(&m, st);
+    return msg_finish(&m, st);
   }
   struct rlx__msg_req *h = malloc(sizeof(*h));
   if (h == NULL)
@@ -264,5 +272,5 @@ int rlx_sendrecv(const void *sbuf, size_t scount, int dest, int stag, void *rbuf
     rlx__msg_abandon(r);
     return rlx__err(src, "%s", msg);
   }
-  return rlx_wait_status(&r, st);
+  return rlx__msg_complete(r, st);
 }

@@ -14,11 +14,7 @@ static void free_request(struct rlx_request *h) {
 /* Complete h (waiting as long as it takes) and free it. */
 static int complete(struct rlx_request *h, rlx_status_t *st) {
   if (h->is_msg) {
-    struct rlx__msg_req *m = (struct rlx__msg_req *)h;
-    int rc = rlx__msg_finish(m, st);
-    atomic_fetch_sub(&m->comm->in_flight, 1);
-    free(m);
-    return rc;
+    return rlx__msg_complete(h, st);
   }
   int rc = h->comm ? rlx__coll_finish(h) : RLX_OK;
   if (st != NULL)

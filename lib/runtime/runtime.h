@@ -87,11 +87,12 @@ struct rlx_request {
   float *out;
 };
 
-/* Wait for a started request and apply its outcome (collectives.c: a
- * collective's; messages.c: a message's, with its status, st may be
- * NULL). The request stays the caller's to free. */
+/* Wait for a started collective's request and apply its outcome; the
+ * request stays the caller's to free (collectives.c). */
 int rlx__coll_finish(struct rlx_request *rq);
-int rlx__msg_finish(struct rlx__msg_req *m, rlx_status_t *st);
+/* Wait for a message's request, apply its outcome and status (st may be
+ * NULL) and free it (messages.c). */
+int rlx__msg_complete(rlx_request_t *r, rlx_status_t *st);
 /* Withdraw a message's request that will not be waited for, and free it. */
 void rlx__msg_abandon(rlx_request_t *r);
 

@@ -9,9 +9,9 @@
 
 #include <stdint.h>
 #include <uv.h>
-#include "../bootstrap/bootstrap.h"
+#include "bootstrap/bootstrap.h"
 #include "frame.h"
-#include "../bootstrap/handshake.h"
+#include "bootstrap/handshake.h"
 #include "list.h"
 #include "transport.h"
 

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include "../bootstrap/bootstrap.h"
+#include "bootstrap/bootstrap.h"
 #include "p2p_internal.h"
 
 int rlx__parse_hostport(const char *s, struct sockaddr_storage *ss) {

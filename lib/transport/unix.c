@@ -5,7 +5,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include "../bootstrap/bootstrap.h"
+#include "bootstrap/bootstrap.h"
 #include "p2p_internal.h"
 
 static int unix_listen(uv_loop_t *loop, union rlx__stream_handle *h, const char *where,
