@@ -57,6 +57,14 @@ struct run {
    * 0.5-0.8 ms on 2 cores, in a joiner's admission that every rank waits
    * for) */
   float *state;
+  /* --data-on-device: the training set kept on the model's device, its
+   * batches gathered there (1), the epoch whose order it has, and room for
+   * that order; totals a remade model's device held (use_cpu) */
+  int dev_data;
+  long order_epoch;
+  uint32_t *perm;
+  double held_loss;
+  long held_ok;
 };
 
 /* --log-json: the leader's file, opened when first needed (a leader
@@ -329,15 +337,54 @@ static int control_act(struct run *r, const int64_t ctl[3], long step) {
   return ctl[0] != 0;
 }
 
-static int control(struct run *r, long step) {
-  int64_t ctl[3];
+/* The step's control goes as a nonblocking allreduce, started before the
+ * step computes and completed after it, so that it costs the step nothing
+ * it would wait for: what was asked before the step is acted on after it,
+ * by every rank alike. */
+static int control_start(struct run *r, int64_t ctl[3], rlx_request_t **req) {
   control_mine(r, ctl);
-  int rc = rlx_allreduce(RLX_IN_PLACE, ctl, 3, RLX_INT64, RLX_MAX, r->w);
+  return rlx_iallreduce(RLX_IN_PLACE, ctl, 3, RLX_INT64, RLX_MAX, r->w, req);
+}
+
+static int control_finish(struct run *r, rlx_request_t **req, int64_t ctl[3], long step) {
+  int rc = rlx_wait(req);
   if (rc != RLX_OK && recover(r, rc))
     return -1;
   if (rc != RLX_OK)
     fail(r, "rlx_allreduce (control)", rc);
   return control_act(r, ctl, step);
+}
+
+/* The loss and right answers the model kept since the last call (on a
+ * device: a wait for the steps queued there), added to st; and those of
+ * a model remade meanwhile. */
+static void totals_drain(struct run *r, double st[3]) {
+  double l = 0;
+  long c = 0;
+  int rc = rlx_model_totals(r->m, &l, &c);
+  if (rc != RLX_OK)
+    fail(r, "reading the loss", rc);
+  st[0] += l + r->held_loss;
+  st[1] += (double)(c + r->held_ok);
+  r->held_loss = 0;
+  r->held_ok = 0;
+}
+
+/* The epoch's numbers start again (a new epoch, or after a recovery). */
+static void totals_reset(struct run *r, double st[3]) {
+  totals_drain(r, st);
+  st[0] = st[1] = st[2] = 0;
+}
+
+/* A step that failed: its control exchange ended (its communicator may be
+ * shrunk or freed only then), then a recovery (--elastic) or the end. */
+static void step_failed(struct run *r, rlx_request_t **creq, int rc, const char *what,
+                        double st[3]) {
+  if (*creq)
+    (void)rlx_wait(creq);
+  if (!recover(r, rc))
+    fail(r, what, rc);
+  totals_reset(r, st);
 }
 
 /* --bucket-kb: DDP's overlap. Each bucket of the gradient (whole layers,
@@ -391,12 +438,14 @@ static int bucketed_step(struct run *r, const float *x, const int32_t *y, float 
   return rc;
 }
 
-static void progress(struct run *r, int epoch, long s, long steps, double loss) {
+static void progress(struct run *r, int epoch, long s, long steps, double st[3]) {
   static double last;
   double t = now_s();
   if (!r->tty || r->rank != r->leader || (t - last < 0.1 && s + 1 < steps))
     return;
   last = t;
+  totals_drain(r, st);
+  double loss = st[2] > 0 ? st[0] / st[2] : 0;
   int width = 30, done = (int)((s + 1) * width / steps);
   printf("\repoch %d/%d [%.*s%*s] %3ld%% loss %.4f", epoch + 1, r->o.epochs, done,
          "==============================", width - done, "", (s + 1) * 100 / steps, loss);
@@ -467,6 +516,46 @@ static int64_t auto_on_cpu(const struct run *r) {
   return runs_auto(r) && !strcmp(rlx_model_backend(r->m), "cpu");
 }
 
+/* --data-on-device (auto: on a device that has room): the training set
+ * kept where the model computes, so that each step's batch is gathered
+ * there (the same rows as the host's, bit for bit) instead of built and
+ * uploaded by the host. Where it does not fit, auto says so and keeps it
+ * on the host; 1 stops. */
+static void attach_data(struct run *r) {
+  r->dev_data = 0;
+  r->order_epoch = -1;
+  if (r->o.data_on_device == 0 ||
+      (r->o.data_on_device < 0 && !strcmp(rlx_model_backend(r->m), "cpu")))
+    return;
+  int rc = rlx_model_data_attach(r->m, r->train, r->ntrain);
+  if (rc == RLX_OK && r->perm == NULL && (r->perm = malloc(sizeof(uint32_t) * r->ntrain)) == NULL)
+    fail(r, "room for the epoch's order", RLX_ERR_NOMEM);
+  if (rc == RLX_OK) {
+    r->dev_data = 1;
+    return;
+  }
+  if (r->o.data_on_device > 0)
+    fail(r, "--data-on-device 1", rc);
+  printf("train: pid %d keeps the training set on the host (each batch built and uploaded): "
+         "%s\n", (int)getpid(), rlx_errmsg());
+  fflush(stdout);
+}
+
+/* This rank's batch of the step at position off, gathered on the device
+ * from the epoch's order (given to it once an epoch). */
+static void device_batch(struct run *r) {
+  int rc = RLX_OK;
+  if (r->order_epoch != r->epoch &&
+      (rc = rlx_dataset_shuffle(r->perm, r->ntrain, r->o.seed, (uint64_t)r->epoch)) == RLX_OK &&
+      (rc = rlx_model_data_order(r->m, r->perm, r->ntrain)) == RLX_OK)
+    r->order_epoch = r->epoch;
+  if (rc == RLX_OK)
+    rc = rlx_model_data_batch(r->m, (size_t)r->off + (size_t)r->rank, (size_t)r->size,
+                              r->o.batch);
+  if (rc != RLX_OK)
+    fail(r, "gathering a batch on the device", rc);
+}
+
 /* Some rank runs auto on the C backend: this one too, if it runs auto on
  * another, with the parameters and momentum it has. */
 static int use_cpu(struct run *r) {
@@ -477,6 +566,12 @@ static int use_cpu(struct run *r) {
   int rc;
   if (!p || rlx_model_get_params(r->m, p) != RLX_OK || rlx_model_get_momentum(r->m, p + np) != RLX_OK)
     fail(r, "keeping the parameters", RLX_ERR_NOMEM);
+  double l = 0;
+  long c = 0;
+  if ((rc = rlx_model_totals(r->m, &l, &c)) != RLX_OK)
+    fail(r, "reading the loss", rc);
+  r->held_loss += l;
+  r->held_ok += c;
   rlx_model_free(&r->m);
   r->desc.device = "cpu";
   if ((rc = rlx_model_create(&r->desc, &r->m)) != RLX_OK ||
@@ -488,6 +583,7 @@ static int use_cpu(struct run *r) {
   r->x2 = r->o.prefetch ? rlx_model_next_input_buffer(r->m) : NULL;
   r->grad = rlx_model_grad_buffer(r->m);
   r->grad16 = r->o.grad_half ? rlx_model_grad16_buffer(r->m) : NULL;
+  attach_data(r);
   printf("train: rank %d uses cpu too: another rank's step was faster there\n", r->rank);
   return RLX_OK;
 }
@@ -532,6 +628,7 @@ static void prepare(struct run *r) {
   r->grad = rlx_model_grad_buffer(r->m);
   r->grad16 = r->o.grad_half ? rlx_model_grad16_buffer(r->m) : NULL;
   r->np = rlx_model_nparams(r->m);
+  attach_data(r);
   if (r->o.elastic && !rlx_model_params_buffer(r->m)) {
     static volatile unsigned char zero = 0; /* (a memset of 0 after malloc becomes calloc) */
     if ((r->state = malloc(sizeof(float) * r->np * 2)) == NULL)
@@ -697,13 +794,14 @@ int main(int argc, char **argv) {
     steps = (long)(r.ntrain / G);
     if ((size_t)r.off + G > r.ntrain || stop) { /* the epoch's end */
       drop_prefetched(&r); /* (evaluation fills r.x) */
+      totals_drain(&r, st); /* (the one wait for the device's steps) */
       double secs = now_s() - t0, tl, ta;
       if ((rc = rlx_allreduce(RLX_IN_PLACE, st, 3, RLX_FLOAT64, RLX_SUM, r.w)) == RLX_OK)
         rc = evaluate(&r, &tl, &ta, r.x, y, idx, chunk);
       if (rc != RLX_OK) {
         if (!recover(&r, rc))
           fail(&r, "rlx_allreduce (epoch statistics)", rc);
-        memset(st, 0, sizeof st); /* the survivors' numbers from here on */
+        totals_reset(&r, st); /* the survivors' numbers from here on */
         continue;
       }
       FILE *lf = log_file(&r);
@@ -726,7 +824,7 @@ int main(int argc, char **argv) {
         break;
       r.epoch++;
       r.off = 0;
-      memset(st, 0, sizeof st);
+      totals_reset(&r, st);
       t0 = now_s();
       continue;
     }
@@ -735,7 +833,11 @@ int main(int argc, char **argv) {
     int64_t ctl[3];
     float *x = r.x, *grad = r.grad, *xs[2] = {r.x, r.x2};
     int32_t *yb = y, *ys[2] = {y, y2};
-    if (prefetched(&r)) { /* this batch is on its way to the device already */
+    if (r.dev_data) { /* gathered where the model computes: x and yb NULL say so */
+      device_batch(&r);
+      x = NULL;
+      yb = NULL;
+    } else if (prefetched(&r)) { /* this batch is on its way to the device already */
       x = xs[r.pre.buf];
       yb = ys[r.pre.buf];
       r.pre.valid = 0;
@@ -745,7 +847,7 @@ int main(int argc, char **argv) {
         fail(&r, "reading a batch", rc);
     }
     /* the next step's batch, if it is in this epoch, goes ahead now */
-    if (r.x2 && (size_t)r.off + 2 * G <= r.ntrain && !(r.o.steps && r.step + 1 >= r.o.steps)) {
+    if (r.x2 && !r.dev_data && (size_t)r.off + 2 * G <= r.ntrain && !(r.o.steps && r.step + 1 >= r.o.steps)) {
       int nb = x == r.x;
       if ((rc = read_batch(&r, idx, (size_t)r.off + G, xs[nb], ys[nb])) != RLX_OK ||
           (rc = rlx_model_prefetch(r.m, xs[nb], ys[nb], r.o.batch)) != RLX_OK)
@@ -758,60 +860,67 @@ int main(int argc, char **argv) {
       r.pre.buf = nb;
       r.pre.valid = 1;
     }
+    /* Only the per-step log waits for the step's loss; otherwise the
+     * model keeps the sums (on the device) until the epoch's end. */
+    FILE *lf = log_file(&r);
+    float *lp = lf ? &loss : NULL;
+    int *okp = lf ? &ok : NULL;
+    /* the step's control, exchanged while it computes (bucketed: in its
+     * first bucket) */
+    rlx_request_t *creq = NULL;
+    int bucketed = r.o.bucket_kb > 0 && !r.o.grad_half;
+    if (!bucketed && (rc = control_start(&r, ctl, &creq)) != RLX_OK) {
+      step_failed(&r, &creq, rc, "rlx_iallreduce (control)", st);
+      continue;
+    }
     if (r.size == 1 && r.o.bucket_kb == 0) { /* nothing to average: it stays on the device */
-      if ((rc = rlx_model_step(r.m, x, yb, r.o.batch, r.lr, &loss, &ok)) != RLX_OK)
+      if ((rc = rlx_model_step(r.m, x, yb, r.o.batch, r.lr, lp, okp)) != RLX_OK)
         fail(&r, "computing the step", rc);
-    } else if (r.o.bucket_kb > 0 && !r.o.grad_half) {
-      if ((rc = bucketed_step(&r, x, yb, &loss, &ok, ctl)) != RLX_OK) {
-        if (!recover(&r, rc))
-          fail(&r, "the gradient's buckets", rc);
-        memset(st, 0, sizeof st);
+    } else if (bucketed) {
+      if ((rc = bucketed_step(&r, x, yb, lp, okp, ctl)) != RLX_OK) {
+        step_failed(&r, &creq, rc, "the gradient's buckets", st);
         continue; /* at the leader's position, on the survivors */
       }
       have_ctl = 1;
     } else if (r.o.grad_half) { /* 16 bits over the bus and on the wire */
       int bf = r.o.grad_half == 2;
       uint16_t *grad16 = r.grad16;
-      if ((rc = rlx_model_grad_half(r.m, x, yb, r.o.batch, grad16, bf, &loss, &ok)) != RLX_OK)
+      if ((rc = rlx_model_grad_half(r.m, x, yb, r.o.batch, grad16, bf, lp, okp)) != RLX_OK)
         fail(&r, "computing gradients", rc);
       if ((rc = rlx_allreduce(RLX_IN_PLACE, grad16, r.np, bf ? RLX_BFLOAT16 : RLX_FLOAT16, RLX_AVG,
                               r.w)) != RLX_OK) {
-        if (!recover(&r, rc))
-          fail(&r, "rlx_allreduce (gradients)", rc);
-        memset(st, 0, sizeof st);
+        step_failed(&r, &creq, rc, "rlx_allreduce (gradients)", st);
         continue;
       }
       if ((rc = rlx_model_apply_half(r.m, grad16, bf, r.lr)) != RLX_OK)
         fail(&r, "applying the update", rc);
     } else {
-      if ((rc = rlx_model_grad(r.m, x, yb, r.o.batch, grad, &loss, &ok)) != RLX_OK)
+      if ((rc = rlx_model_grad(r.m, x, yb, r.o.batch, grad, lp, okp)) != RLX_OK)
         fail(&r, "computing gradients", rc);
       if ((rc = rlx_allreduce(RLX_IN_PLACE, grad, r.np, RLX_FLOAT32, RLX_AVG, r.w)) != RLX_OK) {
-        if (!recover(&r, rc))
-          fail(&r, "rlx_allreduce (gradients)", rc);
-        memset(st, 0, sizeof st);
+        step_failed(&r, &creq, rc, "rlx_allreduce (gradients)", st);
         continue; /* at the leader's position, on the survivors */
       }
       if ((rc = rlx_model_apply(r.m, grad, r.lr)) != RLX_OK)
         fail(&r, "applying the update", rc);
     }
-    st[0] += (double)loss * r.o.batch;
-    st[1] += ok;
+    if (lp) {
+      st[0] += (double)loss * r.o.batch;
+      st[1] += ok;
+    }
     st[2] += r.o.batch;
     r.step++;
     r.off += (long)G;
-    FILE *lf = log_file(&r);
     if (lf) /* this rank's batch: the whole step's loss would cost an allreduce */
       fprintf(lf, "{\"type\":\"step\",\"epoch\":%ld,\"step\":%ld,\"loss\":%.6f,\"time_s\":%.6f}\n",
               r.epoch + 1, r.step, (double)loss, now_s() - r.t_start);
-    int c = have_ctl ? control_act(&r, ctl, r.step) : control(&r, r.step);
+    int c = have_ctl ? control_act(&r, ctl, r.step) : control_finish(&r, &creq, ctl, r.step);
     if (c < 0) {
-      memset(st, 0, sizeof st);
+      totals_reset(&r, st);
       continue;
     }
     stop = c || (r.o.steps && r.step >= r.o.steps);
-    progress(&r, (int)r.epoch, (long)((size_t)r.off / G) - 1, steps,
-             st[2] > 0 ? st[0] / st[2] : 0);
+    progress(&r, (int)r.epoch, (long)((size_t)r.off / G) - 1, steps, st);
   }
   long step = r.step;
   if (stop_asked) /* every rank says where it stopped: the same step */
@@ -830,6 +939,7 @@ int main(int argc, char **argv) {
   rlx_dataset_free(&r.train);
   rlx_dataset_free(&r.test);
   free(r.state);
+  free(r.perm);
   free(idx);
   free(y);
   free(y2);

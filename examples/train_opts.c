@@ -12,7 +12,7 @@ static const char usage[] =
     "             [--wire f32|f16|bf16] [--data DIR] [--synthetic] [--steps N]\n"
     "             [--train-limit N] [--lr-file F] [--dump-params F] [--elastic]\n"
     "             [--log-json F] [--grad-precision f32|f16|bf16] [--bucket-kb K]\n"
-    "             [--prefetch 0|1]\n"
+    "             [--prefetch 0|1] [--data-on-device auto|0|1]\n"
     "Data-parallel training of an MLP on Fashion-MNIST; see train(1).\n";
 
 static int bad(const char *flag, const char *val, const char *want) {
@@ -72,10 +72,11 @@ int train_parse(int argc, char **argv, struct train_opts *o) {
       {"elastic", no_argument, 0, 'E'},        {"help", no_argument, 0, 'h'},
       {"log-json", required_argument, 0, 'j'}, {"grad-precision", required_argument, 0, 'g'},
       {"bucket-kb", required_argument, 0, 'K'}, {"prefetch", required_argument, 0, 'P'},
+      {"data-on-device", required_argument, 0, 'D'},
       {0, 0, 0, 0}};
   *o = (struct train_opts){.backend = NULL, .epochs = 3, .batch = 64, .lr = 0.05,
                            .momentum = 0.9, .hidden = {256}, .nhidden = 1, .seed = 42,
-                           .data = "/usr/share/datasets/fashion-mnist", .prefetch = 1};
+                           .data = "/usr/share/datasets/fashion-mnist", .prefetch = 1, .data_on_device = -1};
   long v;
   double d;
   int c;
@@ -128,6 +129,11 @@ int train_parse(int argc, char **argv, struct train_opts *o) {
       if (strcmp(optarg, "0") && strcmp(optarg, "1"))
         return bad("--prefetch", optarg, "want 0 or 1");
       o->prefetch = optarg[0] == '1';
+      break;
+    case 'D':
+      if (strcmp(optarg, "auto") && strcmp(optarg, "0") && strcmp(optarg, "1"))
+        return bad("--data-on-device", optarg, "want auto, 0 or 1");
+      o->data_on_device = !strcmp(optarg, "auto") ? -1 : optarg[0] == '1';
       break;
     case 'g':
       if (strcmp(optarg, "f32") && strcmp(optarg, "f16") && strcmp(optarg, "bf16"))

@@ -18,6 +18,7 @@ struct train_opts {
   int grad_half;           /* --grad-precision: 0 f32, 1 f16, 2 bf16 (rounded on the device) */
   long bucket_kb;          /* --bucket-kb: gradient buckets allreduced while backward runs (0: one) */
   int prefetch;            /* --prefetch: the next batch moves to the device during this step (1) */
+  int data_on_device;      /* --data-on-device: -1 auto, 0 never, 1 always (or fail) */
   const char *data;        /* --data DIR */
   int synthetic;           /* --synthetic */
   long steps;              /* --steps: stop after this many (0 = all epochs) */

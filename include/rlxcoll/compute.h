@@ -157,6 +157,31 @@ RLX_API int rlx_dataset_shuffle(uint32_t *perm, size_t n, uint64_t seed, uint64_
 RLX_API int rlx_dataset_order(uint32_t *idx, size_t count, size_t n, uint64_t seed,
                               uint64_t epoch, size_t first, size_t stride);
 
+/* ---- the training set where the model computes ------------------------- */
+
+/* Keep the first count examples of d where the model computes (an OpenCL
+ * device's memory), uploaded once, so that a step's batch is gathered
+ * there instead of built and uploaded by the host. RLX_ERR_NOMEM (nothing
+ * kept) when they would take more than half the device's memory or
+ * $RLX_DEVICE_DATA_MAX bytes (0: never); RLX_ERR_STATE on a backend that
+ * computes from host memory (cpu): there the host's batch is the data. */
+RLX_API int rlx_model_data_attach(rlx_model_t *m, const rlx_dataset_t *d, size_t count);
+/* The epoch's order, n positions (rlx_dataset_shuffle's permutation),
+ * each an example index below count. */
+RLX_API int rlx_model_data_order(rlx_model_t *m, const uint32_t *order, size_t n);
+/* Gather the batch of positions first, first + stride, ... (batch of them)
+ * of the order, exactly the rows and labels rlx_dataset_batch would give
+ * for the same indices; the next rlx_model_step, _grad, _grad_buckets,
+ * _grad_half or _eval called with x and labels NULL and this batch size
+ * computes on it. */
+RLX_API int rlx_model_data_batch(rlx_model_t *m, size_t first, size_t stride, int batch);
+/* Steps given loss and correct both NULL do not wait to report them: they
+ * add the batch's summed loss and right answers to totals kept where the
+ * model computes. Read those (a wait for every step queued) and set them
+ * to zero. On a device, a step with neither and a gathered batch returns
+ * as soon as it is queued. */
+RLX_API int rlx_model_totals(rlx_model_t *m, double *loss_sum, long *correct);
+
 #ifdef __cplusplus
 }
 #endif

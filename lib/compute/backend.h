@@ -76,6 +76,19 @@ struct rlx__backend_ops {
   /* start moving a later step's batch where it is computed (x NULL: drop
    * what was started); NULL: nothing to move */
   int (*prefetch)(struct rlx__backend *b, const float *x, const int32_t *y, int batch);
+  /* The training set kept where the model computes (NULL: the backend
+   * computes from host memory, nothing to keep): attach count examples
+   * (bytes, labels; lut widens a byte as rlx_dataset_batch does; limit:
+   * the bytes it may take, 0 the backend's own rule), an epoch's order,
+   * and a batch gathered from it that a step given x and y NULL computes
+   * on. */
+  int (*data_attach)(struct rlx__backend *b, const uint8_t *pix, const uint8_t *lab, size_t count,
+                     const float lut[256], size_t limit);
+  int (*data_order)(struct rlx__backend *b, const uint32_t *order, size_t n);
+  int (*data_batch)(struct rlx__backend *b, size_t first, size_t stride, int batch);
+  /* Steps given loss and correct NULL add them to totals kept here; read
+   * and zero them (NULL: model.c keeps the totals on the host). */
+  int (*totals)(struct rlx__backend *b, double *loss_sum, long *correct);
 };
 
 int rlx__cpu_create(const struct rlx__layout *lo, float momentum, struct rlx__backend **out);
@@ -120,6 +133,13 @@ static inline uint64_t rlx__splitmix64(uint64_t *s) {
   z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
   return z ^ (z >> 31);
 }
+/* An image byte as the model's input: Fashion-MNIST's mean and deviation
+ * taken out (rlx_dataset_batch, and the table a device gathers by). */
+static inline float rlx__pixel(uint8_t p) {
+  const float scale = 1.0f / (255.0f * 0.3530f), shift = 0.2860f / 0.3530f;
+  return (float)p * scale - shift;
+}
+
 /* Uniform in [0, 1). */
 static inline double rlx__uniform(uint64_t *s) {
   return (double)(rlx__splitmix64(s) >> 11) * (1.0 / 9007199254740992.0);

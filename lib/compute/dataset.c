@@ -202,7 +202,6 @@ int rlx_dataset_batch(const rlx_dataset_t *d, const uint32_t *idx, int n, float 
                       int32_t *labels) {
   if (!d || !idx || !x || !labels || n < 0)
     return rlx__err(RLX_ERR_ARG, "rlx_dataset_batch: NULL argument or negative count");
-  const float scale = 1.0f / (255.0f * 0.3530f), shift = 0.2860f / 0.3530f;
   for (int r = 0; r < n; r++) {
     if (idx[r] >= d->count)
       return rlx__err(RLX_ERR_ARG, "rlx_dataset_batch: index %u past the %zu examples", idx[r],
@@ -210,7 +209,7 @@ int rlx_dataset_batch(const rlx_dataset_t *d, const uint32_t *idx, int n, float 
     const uint8_t *p = d->pixels + (size_t)idx[r] * d->dim;
     float *xr = x + (size_t)r * d->dim;
     for (int j = 0; j < d->dim; j++)
-      xr[j] = (float)p[j] * scale - shift;
+      xr[j] = rlx__pixel(p[j]);
     labels[r] = d->labels[idx[r]];
   }
   return RLX_OK;

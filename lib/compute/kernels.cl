@@ -239,3 +239,34 @@ __kernel void sum_parts(__global const float *part, uint splits, uint mn, uint n
     s += bias[boff + e % n];
   c[coff + e] = relu ? fmax(s, 0.0f) : s;
 }
+
+/* rlx_model_data_batch: rows [0, total / dim) of the batch from the
+ * training set kept on the device, row r the example order[first + r *
+ * stride], its bytes widened through lut (the host's rlx_dataset_batch
+ * values, so the batch is bit for bit the host's), its label as an int. */
+__kernel void gather_batch(__global const uchar *pix, __global const uchar *lab,
+                           __global const uint *order, uint first, uint stride, uint dim,
+                           __global const float *lut, uint total, __global float *x,
+                           __global int *y) {
+  uint i = get_global_id(0);
+  if (i >= total)
+    return;
+  uint r = i / dim, j = i - r * dim;
+  uint e = order[first + r * stride];
+  x[i] = lut[pix[(size_t)e * dim + j]];
+  if (j == 0)
+    y[r] = lab[e];
+}
+
+/* The step's loss and right answers (stats) added to the run's totals,
+ * kept on the device until the host asks: loss with a compensation term
+ * (Kahan), so an epoch's sum loses nothing to float's 24 bits; the count
+ * is exact in a float up to 2^24. One work-item. */
+__kernel void add_totals(__global const float *stats, __global float *tot) {
+  if (get_global_id(0) != 0)
+    return;
+  float y = stats[0] - tot[2], t = tot[0] + y;
+  tot[2] = (t - tot[0]) - y;
+  tot[0] = t;
+  tot[1] += stats[1];
+}

@@ -1,5 +1,6 @@
 /* The public model API: choose a backend (RLX_DEVICE), prove it, fall back
  * to C with the reason kept, and pass calls through after checking them. */
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,7 +15,35 @@ struct rlx_model {
   float *in_buf2;             /* rlx_model_next_input_buffer */
   float *grad16_buf;          /* rlx_model_grad16_buffer (np 16-bit values) */
   char fallback[1400];
+  struct {                    /* rlx_model_data_attach */
+    size_t count, norder;     /* examples kept; positions of the epoch's order given */
+    int batch;                /* rows of the batch gathered last, 0: none */
+  } data;
+  double tot_loss;            /* rlx_model_totals, where the backend keeps none */
+  long tot_correct;
 };
+
+/* Steps given loss and correct NULL add them to the run's totals
+ * (rlx_model_totals): on the device where the backend keeps them, else
+ * here, from the step's own. */
+struct tally {
+  float loss;
+  int correct, here;
+};
+static void tally_begin(const rlx_model_t *m, float **loss, int **correct, struct tally *t) {
+  t->here = *loss == NULL && *correct == NULL && m->be->ops->totals == NULL;
+  if (t->here) {
+    *loss = &t->loss;
+    *correct = &t->correct;
+  }
+}
+static int tally_end(rlx_model_t *m, int rc, int batch, const struct tally *t) {
+  if (rc == RLX_OK && t->here) {
+    m->tot_loss += (double)t->loss * batch;
+    m->tot_correct += t->correct;
+  }
+  return rc;
+}
 
 static int local_rank_of(const rlx_model_desc_t *d) {
   if (d->local_rank >= 0)
@@ -226,6 +255,11 @@ int rlx_model_set_momentum(rlx_model_t *m, const float *v) {
 /* Every label is checked before a kernel indexes with it. */
 static int check_batch(const rlx_model_t *m, const char *fn, const float *x, const int32_t *y,
                        int batch) {
+  if (m && !x && !y && batch > 0 && batch == m->data.batch)
+    return RLX_OK; /* gathered by rlx_model_data_batch (its labels checked at attach) */
+  if (m && !x && !y)
+    return rlx__err(RLX_ERR_ARG, "%s: x and labels NULL, but no batch of %d rows was gathered "
+                    "(rlx_model_data_batch)", fn, batch);
   if (!m || !x || !y)
     return rlx__err(RLX_ERR_ARG, "%s: NULL argument", fn);
   if (batch < 1 || batch > m->lo.max_batch)
@@ -246,7 +280,9 @@ int rlx_model_grad(rlx_model_t *m, const float *x, const int32_t *y, int batch, 
     return rc;
   if (!g)
     return rlx__err(RLX_ERR_ARG, "rlx_model_grad: grad is NULL");
-  return m->be->ops->grad(m->be, x, y, batch, g, loss, correct);
+  struct tally t;
+  tally_begin(m, &loss, &correct, &t);
+  return tally_end(m, m->be->ops->grad(m->be, x, y, batch, g, loss, correct), batch, &t);
 }
 
 int rlx_model_apply(rlx_model_t *m, const float *g, float lr) {
@@ -289,9 +325,13 @@ int rlx_model_grad_buckets(rlx_model_t *m, const float *x, const int32_t *y, int
   if (!g || !ready)
     return rlx__err(RLX_ERR_ARG, "rlx_model_grad_buckets: %s is NULL", g ? "ready" : "grad");
   struct buckets k = {&m->lo, bucket_floats, 0, -1, ready, arg};
+  struct tally t;
+  tally_begin(m, &loss, &correct, &t);
   if (m->be->ops->grad_layers)
-    return m->be->ops->grad_layers(m->be, x, y, batch, g, layer_done, &k, loss, correct);
-  if ((rc = m->be->ops->grad(m->be, x, y, batch, g, loss, correct)) != RLX_OK)
+    return tally_end(m, m->be->ops->grad_layers(m->be, x, y, batch, g, layer_done, &k, loss,
+                                                correct), batch, &t);
+  if ((rc = tally_end(m, m->be->ops->grad(m->be, x, y, batch, g, loss, correct), batch, &t)) !=
+      RLX_OK)
     return rc;
   for (int l = m->lo.nlayers - 1; l >= 0; l--)
     if ((rc = layer_done(l, &k)) != 0)
@@ -320,12 +360,16 @@ int rlx_model_grad_half(rlx_model_t *m, const float *x, const int32_t *y, int ba
     return rc;
   if (!g)
     return rlx__err(RLX_ERR_ARG, "rlx_model_grad_half: grad is NULL");
+  struct tally t;
+  tally_begin(m, &loss, &correct, &t);
   if (m->be->ops->grad_half)
-    return m->be->ops->grad_half(m->be, x, y, batch, g, bf16, loss, correct);
+    return tally_end(m, m->be->ops->grad_half(m->be, x, y, batch, g, bf16, loss, correct), batch,
+                     &t);
   float *f = rlx_model_grad_buffer(m);
   if (!f)
     return rlx__err(RLX_ERR_NOMEM, "rlx_model_grad_half: no memory for the gradient");
-  if ((rc = m->be->ops->grad(m->be, x, y, batch, f, loss, correct)) != RLX_OK)
+  if ((rc = tally_end(m, m->be->ops->grad(m->be, x, y, batch, f, loss, correct), batch, &t)) !=
+      RLX_OK)
     return rc;
   (bf16 ? rlx__f32_to_bf16_n : rlx__f32_to_f16_n)(g, f, m->lo.nparams);
   return RLX_OK;
@@ -354,12 +398,15 @@ int rlx_model_step(rlx_model_t *m, const float *x, const int32_t *y, int batch, 
   if (!(lr >= 0.0f && lr < 1e6f))
     return rlx__err(RLX_ERR_ARG, "rlx_model_step: learning rate %g out of range [0, 1e6)",
                     (double)lr);
+  struct tally t;
+  tally_begin(m, &loss, &correct, &t);
   if (m->be->ops->step)
-    return m->be->ops->step(m->be, x, y, batch, lr, loss, correct);
+    return tally_end(m, m->be->ops->step(m->be, x, y, batch, lr, loss, correct), batch, &t);
   float *g = rlx_model_grad_buffer(m);
   if (!g)
     return rlx__err(RLX_ERR_NOMEM, "rlx_model_step: no memory for the gradient");
-  if ((rc = m->be->ops->grad(m->be, x, y, batch, g, loss, correct)) != RLX_OK)
+  if ((rc = tally_end(m, m->be->ops->grad(m->be, x, y, batch, g, loss, correct), batch, &t)) !=
+      RLX_OK)
     return rc;
   return m->be->ops->apply(m->be, g, lr);
 }
@@ -381,4 +428,92 @@ int rlx_model_eval(rlx_model_t *m, const float *x, const int32_t *y, int batch,
   if (!loss_sum || !correct)
     return rlx__err(RLX_ERR_ARG, "rlx_model_eval: loss_sum or correct is NULL");
   return m->be->ops->eval(m->be, x, y, batch, loss_sum, correct);
+}
+
+/* ---- the training set where the model computes ------------------------- */
+
+int rlx_model_data_attach(rlx_model_t *m, const rlx_dataset_t *d, size_t count) {
+  if (!m || !d)
+    return rlx__err(RLX_ERR_ARG, "rlx_model_data_attach: NULL argument");
+  if (count == 0 || count > d->count || count > UINT32_MAX)
+    return rlx__err(RLX_ERR_ARG, "rlx_model_data_attach: %zu examples of the %zu there", count,
+                    d->count);
+  if (d->dim != m->lo.sizes[0])
+    return rlx__err(RLX_ERR_ARG, "rlx_model_data_attach: images of %d values, the model takes %d",
+                    d->dim, m->lo.sizes[0]);
+  int classes = m->lo.sizes[m->lo.nlayers];
+  for (size_t i = 0; i < count; i++)
+    if (d->labels[i] >= classes)
+      return rlx__err(RLX_ERR_ARG, "rlx_model_data_attach: label %d of example %zu is not a class "
+                      "0..%d", d->labels[i], i, classes - 1);
+  if (!m->be->ops->data_attach)
+    return rlx__err(RLX_ERR_STATE, "rlx_model_data_attach: %s computes from host memory: the "
+                    "training set stays there (rlx_dataset_batch)", m->be->name);
+  long limit = 0;
+  const char *e = getenv("RLX_DEVICE_DATA_MAX");
+  if (e && *e && rlx__parse_long(e, 0, LONG_MAX, &limit) != RLX_OK)
+    return rlx__err(RLX_ERR_ARG, "RLX_DEVICE_DATA_MAX=\"%.40s\": expected a number of bytes", e);
+  if (e && *e && limit == 0)
+    return rlx__err(RLX_ERR_NOMEM, "rlx_model_data_attach: RLX_DEVICE_DATA_MAX=0 keeps the "
+                    "training set on the host");
+  float lut[256];
+  for (int v = 0; v < 256; v++)
+    lut[v] = rlx__pixel((uint8_t)v);
+  int rc = m->be->ops->data_attach(m->be, d->pixels, d->labels, count, lut, (size_t)limit);
+  if (rc == RLX_OK) {
+    m->data.count = count;
+    m->data.norder = 0;
+    m->data.batch = 0;
+  }
+  return rc;
+}
+
+int rlx_model_data_order(rlx_model_t *m, const uint32_t *order, size_t n) {
+  if (!m || !order)
+    return rlx__err(RLX_ERR_ARG, "rlx_model_data_order: NULL argument");
+  if (m->data.count == 0)
+    return rlx__err(RLX_ERR_STATE, "rlx_model_data_order: no training set attached "
+                    "(rlx_model_data_attach)");
+  if (n == 0 || n > m->data.count)
+    return rlx__err(RLX_ERR_ARG, "rlx_model_data_order: %zu positions for %zu examples", n,
+                    m->data.count);
+  for (size_t i = 0; i < n; i++)
+    if (order[i] >= m->data.count)
+      return rlx__err(RLX_ERR_ARG, "rlx_model_data_order: position %zu names example %u of %zu",
+                      i, order[i], m->data.count);
+  int rc = m->be->ops->data_order(m->be, order, n);
+  m->data.norder = rc == RLX_OK ? n : 0;
+  m->data.batch = 0;
+  return rc;
+}
+
+int rlx_model_data_batch(rlx_model_t *m, size_t first, size_t stride, int batch) {
+  if (!m)
+    return rlx__err(RLX_ERR_ARG, "rlx_model_data_batch: NULL model");
+  if (m->data.norder == 0)
+    return rlx__err(RLX_ERR_STATE, "rlx_model_data_batch: no order given (rlx_model_data_order)");
+  if (batch < 1 || batch > m->lo.max_batch)
+    return rlx__err(RLX_ERR_ARG, "rlx_model_data_batch: batch %d out of range 1..%d (max_batch)",
+                    batch, m->lo.max_batch);
+  size_t n = m->data.norder;
+  if (first >= n || (batch > 1 && (stride == 0 || (n - 1 - first) / stride < (size_t)batch - 1)))
+    return rlx__err(RLX_ERR_ARG, "rlx_model_data_batch: %d positions from %zu by %zu run past "
+                    "the order's %zu", batch, first, stride, n);
+  m->data.batch = 0;
+  int rc = m->be->ops->data_batch(m->be, first, stride, batch);
+  if (rc == RLX_OK)
+    m->data.batch = batch;
+  return rc;
+}
+
+int rlx_model_totals(rlx_model_t *m, double *loss_sum, long *correct) {
+  if (!m || !loss_sum || !correct)
+    return rlx__err(RLX_ERR_ARG, "rlx_model_totals: NULL argument");
+  if (m->be->ops->totals)
+    return m->be->ops->totals(m->be, loss_sum, correct);
+  *loss_sum = m->tot_loss;
+  *correct = m->tot_correct;
+  m->tot_loss = 0;
+  m->tot_correct = 0;
+  return RLX_OK;
 }

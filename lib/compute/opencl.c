@@ -19,11 +19,12 @@
 
 enum {
   K_BIAS_ACT, K_SOFTMAX_XENT, K_RELU_BACK, K_SGD, K_TO_HALF, K_FROM_HALF, K_COL_SUMS,
-  K_WGRAD_SMALL, K_SUM_PARTS, K_GEMM_TILES, K_COUNT /* (gemm_tiles last: its own work-group size) */
+  K_WGRAD_SMALL, K_SUM_PARTS, K_GATHER, K_ADD_TOTALS,
+  K_GEMM_TILES, K_COUNT /* (gemm_tiles last: its own work-group size) */
 };
 static const char *const kernel_names[K_COUNT] = {
-    "bias_act", "softmax_xent", "relu_back", "sgd",       "to_half",   "from_half",
-    "col_sums", "wgrad_small",  "sum_parts", "gemm_tiles"};
+    "bias_act", "softmax_xent", "relu_back", "sgd",          "to_half",   "from_half",
+    "col_sums", "wgrad_small",  "sum_parts", "gather_batch", "add_totals", "gemm_tiles"};
 /* gemm_tiles' shape (16 x 16 work-items) and wgrad_small's limit on a
  * layer's outputs: kernels.cl takes them from the build options. */
 #define TILE 64
@@ -63,6 +64,16 @@ struct ocl {
   cl_mem act[RLX__MAX_LAYERS + 1];    /* act[0]: the input slot of the batch in use */
   struct { cl_mem mem; float *ptr; } pinned[4]; /* mapped for their lifetime */
   struct rlx__cl_prof *prof;          /* RLX_COMPUTE_PROFILE=1, else NULL */
+  cl_device_id dev;
+  /* rlx_model_data_attach: the training set kept here (bytes, labels,
+   * the epoch's order, the byte-to-float table), the slot its batches are
+   * gathered into, and the batch gathered last (0: none) */
+  struct {
+    cl_mem pix, lab, order, lut, x, y;
+    size_t count, norder;
+    int batch;
+  } data;
+  cl_mem totals; /* loss, right answers, the loss's compensation: add_totals */
 };
 
 static struct ocl *ocl_of(struct rlx__backend *b) { return (struct ocl *)b; }
@@ -156,7 +167,9 @@ static void ocl_destroy(struct rlx__backend *b) {
   }
   cl_mem *mems[] = {&o->params,  &o->velocity, &o->grad,     &o->xin[0], &o->yin[0],
                     &o->xin[1],  &o->yin[1],   &o->dz,       &o->dz2,    &o->row_stats,
-                    &o->stats,   &o->gemm_tmp, &o->grad16,   &o->part};
+                    &o->stats,   &o->gemm_tmp, &o->grad16,   &o->part,   &o->data.pix,
+                    &o->data.lab, &o->data.order, &o->data.lut, &o->data.x, &o->data.y,
+                    &o->totals};
   for (size_t i = 0; i < RLX__ARRAY_SIZE(mems); i++)
     if (*mems[i])
       clReleaseMemObject(*mems[i]);
@@ -306,6 +319,11 @@ static int upload(struct ocl *o, cl_command_queue q, int s, const float *x, cons
  * no prefetched batch waits in. act[0] and ycur then name it. */
 static int batch_in(struct ocl *o, const float *x, const int32_t *y, int batch) {
   int m = -1;
+  if (x == NULL) { /* gathered here by rlx_model_data_batch (model.c checked the size) */
+    o->act[0] = o->data.x;
+    o->ycur = o->data.y;
+    return RLX_OK;
+  }
   for (int s = 0; s < 2; s++)
     if (o->pf[s].ev && o->pf[s].x == x && o->pf[s].y == y && o->pf[s].batch == batch &&
         (m < 0 || o->pf[s].order < o->pf[m].order))
@@ -491,6 +509,17 @@ static int read_stats(struct ocl *o, float stats[2]) {
   return RLX_OK;
 }
 
+/* The step's loss and count: read (a wait for the whole step) when the
+ * caller wants either (want), else added to the totals on the device,
+ * where rlx_model_totals reads them: nothing waits. */
+static int step_stats(struct ocl *o, int want, float stats[2]) {
+  if (want)
+    return read_stats(o, stats);
+  ARG(o, K_ADD_TOTALS, 0, o->stats);
+  ARG(o, K_ADD_TOTALS, 1, o->totals);
+  return launch(o, K_ADD_TOTALS, 1, -1);
+}
+
 /* Round layer l's gradient (o->grad) into o->grad16 after event after;
  * *done: when it is there. */
 static int round_layer(struct ocl *o, int l, cl_uint bf16, cl_event after, cl_event *done) {
@@ -625,8 +654,8 @@ static int grad_as(struct rlx__backend *b, const float *x, const int32_t *y, int
     clFinish(o->tq);
     return rc;
   }
-  float stats[2];
-  rc = read_stats(o, stats);
+  float stats[2] = {0.0f, 0.0f};
+  rc = step_stats(o, loss || correct, stats);
   cl_int e = clFinish(o->tq);
   rlx__cl_prof_collect(o->prof, 0);
   if (rc != RLX_OK)
@@ -711,7 +740,7 @@ static int ocl_grad_layers(struct rlx__backend *b, const float *x, const int32_t
     return rc;
   }
   float stats[2];
-  rc = read_stats(o, stats);
+  rc = step_stats(o, loss || correct, stats);
   rlx__cl_prof_collect(o->prof, 0);
   if (rc != RLX_OK)
     return rc;
@@ -755,7 +784,11 @@ static int ocl_apply_half(struct rlx__backend *b, const uint16_t *g, int bf16, f
 }
 
 /* One rank's step: the gradient never leaves the device; the loss and the
- * count, read last, are the one wait. */
+ * count, read last, are the one wait. Without them, and with a batch
+ * gathered on the device (x NULL), nothing waits: the host returns while
+ * the device computes, and the next step queues behind this one. A batch
+ * from the host is uploaded from x, which the caller may reuse at once:
+ * that upload is waited for. */
 static int ocl_step(struct rlx__backend *b, const float *x, const int32_t *y, int batch, float lr,
                     float *loss, int *correct) {
   struct ocl *o = ocl_of(b);
@@ -764,7 +797,12 @@ static int ocl_step(struct rlx__backend *b, const float *x, const int32_t *y, in
     rc = sgd(o, lr, 0, o->base.lo->nparams);
   float stats[2];
   if (rc == RLX_OK)
-    rc = read_stats(o, stats);
+    rc = step_stats(o, loss || correct, stats);
+  if (rc == RLX_OK && !(loss || correct)) {
+    cl_int e = x != NULL ? clFinish(o->q) : clFlush(o->q);
+    if (e != CL_SUCCESS)
+      rc = cl_fail(o, "the step", e);
+  }
   rlx__cl_prof_collect(o->prof, 0);
   if (rc != RLX_OK)
     return rc;
@@ -792,6 +830,112 @@ static int ocl_eval(struct rlx__backend *b, const float *x, const int32_t *y, in
   return RLX_OK;
 }
 
+/* rlx_model_data_attach: the set's bytes and labels, and the table that
+ * widens a byte as the host does, uploaded once; room for an epoch's
+ * order and a gathered batch. limit: the bytes the caller lets it take
+ * (0: the device's own limit, half its memory, the rest for the model). */
+static int ocl_data_attach(struct rlx__backend *b, const uint8_t *pix, const uint8_t *lab,
+                           size_t count, const float lut[256], size_t limit) {
+  struct ocl *o = ocl_of(b);
+  const struct rlx__layout *lo = b->lo;
+  size_t dim = (size_t)lo->sizes[0], B = (size_t)lo->max_batch;
+  size_t need = count * dim + count + sizeof(uint32_t) * count + 256 * sizeof(float) +
+                B * dim * sizeof(float) + B * sizeof(int32_t);
+  cl_ulong mem = 0, one = 0;
+  clGetDeviceInfo(o->dev, CL_DEVICE_GLOBAL_MEM_SIZE, sizeof mem, &mem, NULL);
+  clGetDeviceInfo(o->dev, CL_DEVICE_MAX_MEM_ALLOC_SIZE, sizeof one, &one, NULL);
+  if (limit == 0)
+    limit = (size_t)(mem / 2);
+  if (need > limit || count * dim > one)
+    return rlx__err(RLX_ERR_NOMEM, "%s: the training set takes %.1f MB on the device, more than "
+                    "the %.1f MB it may have there (%s)", o->base.name, need / 1e6,
+                    (need > limit ? limit : one) / 1e6,
+                    need > limit ? "half the device's memory, or RLX_DEVICE_DATA_MAX"
+                                 : "the device's largest buffer");
+  if (o->data.pix != NULL)
+    return rlx__err(RLX_ERR_STATE, "%s: a training set is attached already", o->base.name);
+  int bad = 0;
+  o->data.pix = alloc(o, count * dim, &bad);
+  o->data.lab = alloc(o, count, &bad);
+  o->data.order = alloc(o, sizeof(uint32_t) * count, &bad);
+  o->data.lut = alloc(o, 256 * sizeof(float), &bad);
+  o->data.x = alloc(o, sizeof(float) * B * dim, &bad);
+  o->data.y = alloc(o, sizeof(int32_t) * B, &bad);
+  cl_int e = CL_SUCCESS;
+  if (!bad) {
+    e = clEnqueueWriteBuffer(o->q, o->data.pix, CL_FALSE, 0, count * dim, pix, 0, NULL, NULL);
+    if (e == CL_SUCCESS)
+      e = clEnqueueWriteBuffer(o->q, o->data.lab, CL_FALSE, 0, count, lab, 0, NULL, NULL);
+    if (e == CL_SUCCESS)
+      e = clEnqueueWriteBuffer(o->q, o->data.lut, CL_FALSE, 0, 256 * sizeof(float), lut, 0, NULL,
+                               NULL);
+    if (e == CL_SUCCESS)
+      e = clFinish(o->q);
+  }
+  if (bad || e != CL_SUCCESS) {
+    cl_mem *mems[] = {&o->data.pix, &o->data.lab, &o->data.order, &o->data.lut, &o->data.x,
+                      &o->data.y};
+    for (size_t i = 0; i < RLX__ARRAY_SIZE(mems); i++)
+      if (*mems[i]) {
+        clReleaseMemObject(*mems[i]);
+        *mems[i] = NULL;
+      }
+    if (bad)
+      return rlx__err(RLX_ERR_NOMEM, "%s: no device memory for the training set (%.1f MB)",
+                      o->base.name, need / 1e6);
+    return cl_fail(o, "upload the training set", e);
+  }
+  o->data.count = count;
+  o->data.norder = 0;
+  o->data.batch = 0;
+  return RLX_OK;
+}
+
+/* rlx_model_data_order: the epoch's order, n positions (a blocking write:
+ * once an epoch, and the caller's array is free when it returns). */
+static int ocl_data_order(struct rlx__backend *b, const uint32_t *order, size_t n) {
+  struct ocl *o = ocl_of(b);
+  CL_TRY(o, "write the epoch's order",
+         clEnqueueWriteBuffer(o->q, o->data.order, CL_TRUE, 0, sizeof(uint32_t) * n, order, 0,
+                              NULL, PEV(o, "write order", -1)));
+  o->data.norder = n;
+  return RLX_OK;
+}
+
+/* rlx_model_data_batch: the batch of positions first, first + stride, ...
+ * of the order, gathered into the data slot (model.c checked the range). */
+static int ocl_data_batch(struct rlx__backend *b, size_t first, size_t stride, int batch) {
+  struct ocl *o = ocl_of(b);
+  cl_uint f = (cl_uint)first, s = (cl_uint)stride, dim = (cl_uint)b->lo->sizes[0];
+  cl_uint total = dim * (cl_uint)batch;
+  ARG(o, K_GATHER, 0, o->data.pix);
+  ARG(o, K_GATHER, 1, o->data.lab);
+  ARG(o, K_GATHER, 2, o->data.order);
+  ARG(o, K_GATHER, 3, f);
+  ARG(o, K_GATHER, 4, s);
+  ARG(o, K_GATHER, 5, dim);
+  ARG(o, K_GATHER, 6, o->data.lut);
+  ARG(o, K_GATHER, 7, total);
+  ARG(o, K_GATHER, 8, o->data.x);
+  ARG(o, K_GATHER, 9, o->data.y);
+  return launch(o, K_GATHER, total, -1);
+}
+
+/* rlx_model_totals: what add_totals summed since the last call (a wait
+ * for every step queued), then zero. */
+static int ocl_totals(struct rlx__backend *b, double *loss_sum, long *correct) {
+  struct ocl *o = ocl_of(b);
+  float t[4] = {0, 0, 0, 0};
+  CL_TRY(o, "read the totals",
+         clEnqueueReadBuffer(o->q, o->totals, CL_TRUE, 0, sizeof t, t, 0, NULL, NULL));
+  float zero = 0.0f;
+  CL_TRY(o, "clear the totals",
+         clEnqueueFillBuffer(o->q, o->totals, &zero, sizeof zero, 0, sizeof t, 0, NULL, NULL));
+  *loss_sum = (double)t[0];
+  *correct = (long)t[1];
+  return RLX_OK;
+}
+
 static const struct rlx__backend_ops ocl_ops = {
     .destroy = ocl_destroy,
     .set_params = ocl_set_params,
@@ -808,6 +952,10 @@ static const struct rlx__backend_ops ocl_ops = {
     .eval = ocl_eval,
     .host_alloc = ocl_host_alloc,
     .host_free = ocl_host_free,
+    .data_attach = ocl_data_attach,
+    .data_order = ocl_data_order,
+    .data_batch = ocl_data_batch,
+    .totals = ocl_totals,
 };
 
 /* Choose the device: index given, or GPUs (nearest this process's cores
@@ -940,6 +1088,7 @@ int rlx__opencl_create(const struct rlx__layout *lo, float momentum, int index, 
   o->base.lo = lo;
   o->base.momentum = momentum;
   snprintf(o->base.name, sizeof o->base.name, "opencl: %s", devs[d].name);
+  o->dev = devs[d].id;
   cl_int e;
   cl_context_properties props[] = {CL_CONTEXT_PLATFORM, (cl_context_properties)devs[d].platform,
                                    0};
@@ -996,6 +1145,7 @@ int rlx__opencl_create(const struct rlx__layout *lo, float momentum, int index, 
   o->dz2 = alloc(o, sizeof(float) * B * lo->max_width, &bad);
   o->row_stats = alloc(o, 2 * sizeof(float) * B, &bad);
   o->stats = alloc(o, 2 * sizeof(float), &bad);
+  o->totals = alloc(o, 4 * sizeof(float), &bad);
   for (int l = 1; l <= lo->nlayers; l++)
     o->act[l] = alloc(o, sizeof(float) * B * lo->sizes[l], &bad);
   o->act[0] = o->xin[0];
@@ -1011,9 +1161,10 @@ int rlx__opencl_create(const struct rlx__layout *lo, float momentum, int index, 
    * NaN in fresh device memory would survive into C (seen on PoCL in a
    * forked process: validation caught it as an infinite bias gradient). */
   float zero = 0.0f;
-  cl_mem all[] = {o->params, o->velocity, o->grad, o->xin[0], o->dz, o->dz2, o->row_stats};
+  cl_mem all[] = {o->params, o->velocity, o->grad, o->xin[0], o->dz, o->dz2, o->row_stats,
+                  o->totals};
   size_t sizes[] = {P, P, P, sizeof(float) * B * lo->sizes[0], sizeof(float) * B * lo->max_width,
-                    sizeof(float) * B * lo->max_width, 2 * sizeof(float) * B};
+                    sizeof(float) * B * lo->max_width, 2 * sizeof(float) * B, 4 * sizeof(float)};
   e = CL_SUCCESS;
   for (size_t i = 0; e == CL_SUCCESS && i < RLX__ARRAY_SIZE(all); i++)
     e = clEnqueueFillBuffer(o->q, all[i], &zero, sizeof zero, 0, sizes[i], 0, NULL, NULL);

@@ -6,15 +6,16 @@
 # queue, the averaged gradient written back). A bad value is refused with
 # its reason. With train --prefetch (its default) the batch's upload
 # leaves the step: the step waits for a batch moved ahead instead. (PoCL
-# here; skipped without an OpenCL device.) RLX_GEMM chooses the products'
-# kernels.
+# here; skipped without an OpenCL device.) With the data on the device,
+# the step gathers its batch there and reads no loss. RLX_GEMM chooses the
+# products' kernels.
 . "$(dirname "$0")/lib.sh"
 row() { # row FILE NAME: the row's calls per step (rlxrun tags lines [rank] when n > 1)
   sed -n "s/^\(\[[0-9]*\] \)\{0,1\}  $2  *\([0-9.]*\) .*/\2/p" "$1" | head -n 1
 }
 for n in 1 2; do
   RLX_COMPUTE_PROFILE=1 timeout 120 "$RLXRUN" -n $n --timeout 110 "$TRAIN" --backend opencl \
-    --hidden 64 --steps 6 --train-limit 4096 --prefetch 0 >"$TMP/out" 2>&1 ||
+    --hidden 64 --steps 6 --train-limit 4096 --prefetch 0 --data-on-device 0 >"$TMP/out" 2>&1 ||
     { cat "$TMP/out"; fail "n=$n: train"; }
   grep -q "computes on opencl" "$TMP/out" || { echo "skipped: no OpenCL device"; exit 77; }
   [ "$(grep -c "compute profile (opencl: .*), [0-9]* steps" "$TMP/out")" = $n ] ||
@@ -40,12 +41,23 @@ for n in 1 2; do
   fi
 done
 RLX_COMPUTE_PROFILE=1 timeout 120 "$TRAIN" --backend opencl --hidden 64 --steps 12 --train-limit 4096 \
-  >"$TMP/out" 2>&1 || { cat "$TMP/out"; fail "train --prefetch 1"; }
+  --data-on-device 0 >"$TMP/out" 2>&1 || { cat "$TMP/out"; fail "train --prefetch 1"; }
 p=$(row "$TMP/out" "prefetched batch")
 w=$(row "$TMP/out" "write batch")
 u=$(row "$TMP/out" "\[transfer\] prefetch batch")
 python3 -c "import sys; sys.exit(0 if min(float('${p:-0}'), float('${u:-0}')) >= 0.75 and float('${w:-0}') <= 0.25 else 1)" ||
   { cat "$TMP/out"; fail "--prefetch 1: $p steps per step on a batch moved ahead ($u uploads on the transfer queue), $w uploaded in the step"; }
+# --data-on-device (auto: here, PoCL has room): each step's batch gathered
+# on the device, nothing uploaded in the step, the loss not read back
+# (summed on the device); only validation's probe steps write and read.
+RLX_COMPUTE_PROFILE=1 timeout 120 "$TRAIN" --backend opencl --hidden 64 --steps 12 --train-limit 4096 \
+  >"$TMP/out" 2>&1 || { cat "$TMP/out"; fail "train (data on the device)"; }
+g=$(row "$TMP/out" "gather_batch")
+t=$(row "$TMP/out" "add_totals")
+w=$(row "$TMP/out" "write batch")
+l=$(row "$TMP/out" "read loss")
+python3 -c "import sys; sys.exit(0 if min(float('${g:-0}'), float('${t:-0}')) >= 0.75 and max(float('${w:-0}'), float('${l:-0}')) <= 0.25 else 1)" ||
+  { cat "$TMP/out"; fail "data on the device: $g gathers, $t totals, $w uploads, $l loss reads per step"; }
 # RLX_GEMM: the products by CLBlast (the forward's bias and ReLU then a
 # kernel of their own) or by gemm_tiles (folded in); the same parameters
 # within 1e-5 after 20 steps; a bad value is named.

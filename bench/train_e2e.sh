@@ -1,0 +1,54 @@
+#!/bin/bash
+# Issue 36: a whole run of examples/train on one GPU against PyTorch on the
+# same machine, one call, interleaved: samples/s of the third of 3 epochs
+# of Fashion-MNIST (lr 0.05, momentum 0.9), both MLPs, batch 64, 256 and
+# 1024:
+#   rlx-dev    rlxrun -n 1 train --backend gpu (the data on the device, the default)
+#   rlx-host   the same with --data-on-device 0 (each batch built and uploaded)
+#   rlx-2      rlxrun -n 2 train --backend gpu: two ranks sharing the one GPU
+#   torch      bench/torch_train_loop.py graph: the data on the GPU, the
+#              whole step (its gather included) in one CUDA graph
+# BIN holds rlxrun and train (LIB their libraries, OCL_ICD_VENDORS the
+# GPU's ICD), DATA the dataset; ROUNDS (1), HIDDEN ("256 1024,1024"),
+# BATCHES ("64 256 1024"), KINDS ("rlx-dev rlx-host rlx-2 torch").
+# One line per run:  kind hidden batch samples_per_s step_us
+set -uo pipefail
+src=$(cd "$(dirname "$0")/.." && pwd)
+: "${BIN:?}" "${DATA:?}"
+ROUNDS=${ROUNDS:-1}
+HIDDEN=${HIDDEN:-"256 1024,1024"}
+BATCHES=${BATCHES:-"64 256 1024"}
+KINDS=${KINDS:-"rlx-dev rlx-host rlx-2 torch"}
+RLXENV=(env LD_LIBRARY_PATH="${LIB:-}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}")
+train() { # RANKS HIDDEN BATCH ARGS...: the third epoch's samples/s
+  local n=$1 h=$2 b=$3
+  shift 3
+  "${RLXENV[@]}" timeout 300 "$BIN/rlxrun" -n "$n" --bind-to none "$BIN/train" --backend gpu \
+    --data "$DATA" --epochs 3 --hidden "$h" --batch "$b" "$@" 2>&1 |
+    tee -a "${LOG:-/dev/null}" | sed -n 's/.*epoch 3\/3: .*, \([0-9]*\) samples\/s.*/\1/p' | head -1
+}
+for r in $(seq 1 "$ROUNDS"); do
+  for h in $HIDDEN; do
+    for b in $BATCHES; do
+      for k in $KINDS; do
+        case $k in
+        rlx-dev) s=$(train 1 "$h" "$b" --data-on-device 1) ;;
+        rlx-host) s=$(train 1 "$h" "$b" --data-on-device 0) ;;
+        rlx-2) s=$(train 2 "$h" "$b") ;;
+        torch)
+          s=$(timeout 300 python3 "$src/bench/torch_train_loop.py" graph "$DATA" 3 "$h" "$b" 2>&1 |
+            tee -a "${LOG:-/dev/null}" | sed -n 's/.*epoch 3: .*us, \([0-9]*\) samples\/s.*/\1/p')
+          ;;
+        esac
+        n=1
+        [ "$k" = rlx-2 ] && n=2
+        if [ -n "$s" ]; then
+          awk -v k="$k" -v h="$h" -v b="$b" -v s="$s" -v n="$n" \
+            'BEGIN { printf "%s %s %d %d %.1f\n", k, h, b, s, 1e6 * b * n / s }'
+        else
+          echo "$k $h $b failed"
+        fi
+      done
+    done
+  done
+done
