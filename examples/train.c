@@ -534,8 +534,8 @@ static void attach_data(struct run *r) {
     r->dev_data = 1;
     return;
   }
-  if (r->o.data_on_device > 0)
-    fail(r, "--data-on-device 1", rc);
+  if (r->o.data_on_device > 0 || rc != RLX_ERR_NOMEM) /* (only "no room" falls back) */
+    fail(r, r->o.data_on_device > 0 ? "--data-on-device 1" : "keeping the training set on the device", rc);
   printf("train: pid %d keeps the training set on the host (each batch built and uploaded): "
          "%s\n", (int)getpid(), rlx_errmsg());
   fflush(stdout);

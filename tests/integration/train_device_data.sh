@@ -67,6 +67,9 @@ grep -q "train: rank 0: --data-on-device 1: out of memory: .*more than the 0.1 M
 timeout 120 "$TRAIN" --backend cpu --steps 5 --train-limit 2048 --data-on-device 1 >"$TMP/out" 2>&1 &&
   fail "--data-on-device 1 on the C backend"
 grep -q "cpu computes from host memory" "$TMP/out" || { cat "$TMP/out"; fail "the C backend: no reason"; }
+RLX_DEVICE_DATA_MAX=lots timeout 120 "$TRAIN" $common --steps 5 >"$TMP/out" 2>&1 &&
+  fail "RLX_DEVICE_DATA_MAX=lots accepted"
+grep -q 'RLX_DEVICE_DATA_MAX="lots": expected a number of bytes' "$TMP/out" || { cat "$TMP/out"; fail "bad RLX_DEVICE_DATA_MAX not named"; }
 "$TRAIN" --data-on-device 2 >"$TMP/out" 2>&1 && fail "--data-on-device 2 accepted"
 grep -q "train: --data-on-device '2': want auto, 0 or 1" "$TMP/out" || { cat "$TMP/out"; fail "bad value not named"; }
 
