@@ -155,35 +155,43 @@ __kernel void wgrad_small(__global const float *dz, __global const float *a, uin
  * is a[k * lda + i] when a_k (k-major: a weight gradient's output gradient)
  * else a[i * lda + k]; B(k, j) is b[k * ldb + j] when b_k else
  * b[j * ldb + k] (a layer's weights, out x in, used transposed). Tiles of
- * TILE x TILE outputs, 16 x 16 work-items each holding 4 x 4 of them
- * (strided by 16: conflict-free local reads), k taken CHUNK at a time
+ * TILE x TILE outputs, SIDE x SIDE work-items each holding RT x RT of them
+ * (strided by SIDE: conflict-free local reads; RT from the build options,
+ * SIDE = TILE / RT: each k step reads 2 RT values of local memory for RT^2
+ * multiply-adds, so RT 8 asks half the local bandwidth of RT 4 per flop),
+ * k taken CHUNK at a time
  * through local memory (rows padded by one against bank conflicts when a
  * k-minor operand is stored transposed). The k range may be split over
  * get_num_groups(2) groups (a small product has too few tiles to fill
  * the device): each then writes its partial tile to part, and sum_parts
  * adds them. Else bias (when bias_on) and ReLU (when relu) end it here:
  * the forward pass's bias_act folded in. */
-#if TILE != 64 || CHUNK != 16
-#error "gemm_tiles is written for 64 x 64 tiles (4 x 4 per work-item) and k 16 at a time"
+#if TILE != 64 || CHUNK != 16 || (RT != 4 && RT != 8)
+#error "gemm_tiles is written for 64 x 64 tiles (4 x 4 or 8 x 8 per work-item) and k 16 at a time"
 #endif
-__kernel __attribute__((reqd_work_group_size(16, 16, 1))) void gemm_tiles(
+#define SIDE (TILE / RT)
+#define THREADS (SIDE * SIDE)
+__kernel __attribute__((reqd_work_group_size(SIDE, SIDE, 1))) void gemm_tiles(
     __global const float *a, uint a_off, uint lda, int a_k, __global const float *b, uint b_off,
     uint ldb, int b_k, uint m, uint n, uint k, __global float *c, uint coff, __global float *part,
     uint k_per_split, __global const float *bias, uint boff, int bias_on, int relu) {
   __local float la[CHUNK][TILE + 1];
   __local float lb[CHUNK][TILE + 1];
-  uint tx = get_local_id(0), ty = get_local_id(1), lid = ty * 16 + tx;
+  uint tx = get_local_id(0), ty = get_local_id(1), lid = ty * SIDE + tx;
   uint j0 = get_group_id(0) * TILE, i0 = get_group_id(1) * TILE, z = get_group_id(2);
   uint k_start = z * k_per_split, k_end = min(k, k_start + k_per_split);
-  float acc[4][4];
+  float acc[RT][RT];
   a += a_off;
   b += b_off;
-  for (uint r = 0; r < 4; r++)
-    for (uint q = 0; q < 4; q++)
+  #pragma unroll
+  for (uint r = 0; r < RT; r++)
+    #pragma unroll
+    for (uint q = 0; q < RT; q++)
       acc[r][q] = 0.0f;
   for (uint k0 = k_start; k0 < k_end; k0 += CHUNK) {
-    for (uint t = 0; t < 4; t++) {
-      uint e = lid + t * 256;
+    #pragma unroll
+    for (uint t = 0; t < CHUNK * TILE / THREADS; t++) {
+      uint e = lid + t * THREADS;
       /* k-major: consecutive work-items along the row of TILE; else along
        * the CHUNK of k that one row holds contiguously */
       uint kk = a_k ? e / TILE : e % CHUNK, ii = a_k ? e % TILE : e / CHUNK, kq = k0 + kk;
@@ -198,23 +206,30 @@ __kernel __attribute__((reqd_work_group_size(16, 16, 1))) void gemm_tiles(
                        : 0.0f;
     }
     barrier(CLK_LOCAL_MEM_FENCE);
+    #pragma unroll
     for (uint kk = 0; kk < CHUNK; kk++) {
-      float av[4], bv[4];
-      for (uint r = 0; r < 4; r++)
-        av[r] = la[kk][ty + 16 * r];
-      for (uint q = 0; q < 4; q++)
-        bv[q] = lb[kk][tx + 16 * q];
-      for (uint r = 0; r < 4; r++)
-        for (uint q = 0; q < 4; q++)
+      float av[RT], bv[RT];
+      #pragma unroll
+      for (uint r = 0; r < RT; r++)
+        av[r] = la[kk][ty + SIDE * r];
+      #pragma unroll
+      for (uint q = 0; q < RT; q++)
+        bv[q] = lb[kk][tx + SIDE * q];
+      #pragma unroll
+      for (uint r = 0; r < RT; r++)
+        #pragma unroll
+        for (uint q = 0; q < RT; q++)
           acc[r][q] = fma(av[r], bv[q], acc[r][q]);
     }
     barrier(CLK_LOCAL_MEM_FENCE);
   }
   int split = get_num_groups(2) > 1;
   __global float *dst = split ? part + (size_t)z * m * n : c + coff;
-  for (uint r = 0; r < 4; r++)
-    for (uint q = 0; q < 4; q++) {
-      uint i = i0 + ty + 16 * r, j = j0 + tx + 16 * q;
+  #pragma unroll
+  for (uint r = 0; r < RT; r++)
+    #pragma unroll
+    for (uint q = 0; q < RT; q++) {
+      uint i = i0 + ty + SIDE * r, j = j0 + tx + SIDE * q;
       if (i < m && j < n) {
         float v = acc[r][q];
         if (!split && bias_on)
