@@ -166,70 +166,103 @@ __kernel void wgrad_small(__global const float *dz, __global const float *a, uin
  * the device): each then writes its partial tile to part, and sum_parts
  * adds them. Else bias (when bias_on) and ReLU (when relu) end it here:
  * the forward pass's bias_act folded in. */
-#if TILE != 64 || CHUNK != 16 || (RT != 4 && RT != 8)
+#if TILE != 64 || CHUNK != 16 || (RT != 4 && RT != 8) || (GT_VEC && RT != 4)
 #error "gemm_tiles is written for 64 x 64 tiles (4 x 4 or 8 x 8 per work-item) and k 16 at a time"
 #endif
 #define SIDE (TILE / RT)
 #define THREADS (SIDE * SIDE)
+#define LOADS (CHUNK * TILE / THREADS) /* elements of each operand a work-item moves per chunk */
+/* A local row's length: padded against bank conflicts, by 4 when GT_VEC
+ * reads each work-item's 4 rows (4 columns) as one float4. */
+#define LDW (TILE + (GT_VEC ? 4 : 1))
 __kernel __attribute__((reqd_work_group_size(SIDE, SIDE, 1))) void gemm_tiles(
     __global const float *a, uint a_off, uint lda, int a_k, __global const float *b, uint b_off,
     uint ldb, int b_k, uint m, uint n, uint k, __global float *c, uint coff, __global float *part,
     uint k_per_split, __global const float *bias, uint boff, int bias_on, int relu) {
-  __local float la[CHUNK][TILE + 1];
-  __local float lb[CHUNK][TILE + 1];
+  __local float4 la4[CHUNK * LDW / 4 + 1], lb4[CHUNK * LDW / 4 + 1];
+  __local float *la = (__local float *)la4, *lb = (__local float *)lb4;
   uint tx = get_local_id(0), ty = get_local_id(1), lid = ty * SIDE + tx;
   uint j0 = get_group_id(0) * TILE, i0 = get_group_id(1) * TILE, z = get_group_id(2);
   uint k_start = z * k_per_split, k_end = min(k, k_start + k_per_split);
-  float acc[RT][RT];
+  float acc[RT][RT], ra[LOADS], rb[LOADS];
   a += a_off;
   b += b_off;
-  #pragma unroll
+#pragma unroll
   for (uint r = 0; r < RT; r++)
-    #pragma unroll
+#pragma unroll
     for (uint q = 0; q < RT; q++)
       acc[r][q] = 0.0f;
+  /* Where element t of this work-item's share lies: k-major operands
+   * along the row of TILE (consecutive work-items, consecutive addresses),
+   * others along the CHUNK of k that one row holds contiguously. */
+#define A_KK(e) (a_k ? (e) / TILE : (e) % CHUNK)
+#define A_II(e) (a_k ? (e) % TILE : (e) / CHUNK)
+#define B_KK(e) (b_k ? (e) / TILE : (e) % CHUNK)
+#define B_JJ(e) (b_k ? (e) % TILE : (e) / CHUNK)
+  /* the chunk at k0 from global memory into registers */
+#define FETCH(k0)                                                                          \
+  for (uint t = 0; t < LOADS; t++) {                                                       \
+    uint e = lid + t * THREADS, kq = (k0) + A_KK(e), ii = A_II(e);                         \
+    ra[t] = kq < k_end && i0 + ii < m                                                      \
+                ? a[a_k ? (size_t)kq * lda + i0 + ii : (size_t)(i0 + ii) * lda + kq]       \
+                : 0.0f;                                                                    \
+    kq = (k0) + B_KK(e);                                                                   \
+    uint jj = B_JJ(e);                                                                     \
+    rb[t] = kq < k_end && j0 + jj < n                                                      \
+                ? b[b_k ? (size_t)kq * ldb + j0 + jj : (size_t)(j0 + jj) * ldb + kq]       \
+                : 0.0f;                                                                    \
+  }
+  FETCH(k_start)
   for (uint k0 = k_start; k0 < k_end; k0 += CHUNK) {
-    #pragma unroll
-    for (uint t = 0; t < CHUNK * TILE / THREADS; t++) {
+#pragma unroll
+    for (uint t = 0; t < LOADS; t++) {
       uint e = lid + t * THREADS;
-      /* k-major: consecutive work-items along the row of TILE; else along
-       * the CHUNK of k that one row holds contiguously */
-      uint kk = a_k ? e / TILE : e % CHUNK, ii = a_k ? e % TILE : e / CHUNK, kq = k0 + kk;
-      la[kk][ii] = kq < k_end && i0 + ii < m
-                       ? a[a_k ? (size_t)kq * lda + i0 + ii : (size_t)(i0 + ii) * lda + kq]
-                       : 0.0f;
-      kk = b_k ? e / TILE : e % CHUNK;
-      uint jj = b_k ? e % TILE : e / CHUNK;
-      kq = k0 + kk;
-      lb[kk][jj] = kq < k_end && j0 + jj < n
-                       ? b[b_k ? (size_t)kq * ldb + j0 + jj : (size_t)(j0 + jj) * ldb + kq]
-                       : 0.0f;
+      la[A_KK(e) * LDW + A_II(e)] = ra[t];
+      lb[B_KK(e) * LDW + B_JJ(e)] = rb[t];
     }
     barrier(CLK_LOCAL_MEM_FENCE);
-    #pragma unroll
+#if GT_PREF /* the next chunk's global loads in flight while this one computes */
+    if (k0 + CHUNK < k_end)
+      FETCH(k0 + CHUNK)
+#endif
+#pragma unroll
     for (uint kk = 0; kk < CHUNK; kk++) {
       float av[RT], bv[RT];
-      #pragma unroll
+#if GT_VEC /* rows ty*4.., columns tx*4..: one float4 read each */
+      float4 va = la4[(kk * LDW) / 4 + ty], vb = lb4[(kk * LDW) / 4 + tx];
+      av[0] = va.s0, av[1] = va.s1, av[2] = va.s2, av[3] = va.s3;
+      bv[0] = vb.s0, bv[1] = vb.s1, bv[2] = vb.s2, bv[3] = vb.s3;
+#else /* rows ty + SIDE r, columns tx + SIDE q */
+#pragma unroll
       for (uint r = 0; r < RT; r++)
-        av[r] = la[kk][ty + SIDE * r];
-      #pragma unroll
+        av[r] = la[kk * LDW + ty + SIDE * r];
+#pragma unroll
       for (uint q = 0; q < RT; q++)
-        bv[q] = lb[kk][tx + SIDE * q];
-      #pragma unroll
+        bv[q] = lb[kk * LDW + tx + SIDE * q];
+#endif
+#pragma unroll
       for (uint r = 0; r < RT; r++)
-        #pragma unroll
+#pragma unroll
         for (uint q = 0; q < RT; q++)
           acc[r][q] = fma(av[r], bv[q], acc[r][q]);
     }
     barrier(CLK_LOCAL_MEM_FENCE);
+#if !GT_PREF
+    if (k0 + CHUNK < k_end)
+      FETCH(k0 + CHUNK)
+#endif
   }
   int split = get_num_groups(2) > 1;
   __global float *dst = split ? part + (size_t)z * m * n : c + coff;
-  #pragma unroll
+#pragma unroll
   for (uint r = 0; r < RT; r++)
-    #pragma unroll
+#pragma unroll
     for (uint q = 0; q < RT; q++) {
+#if GT_VEC
+      uint i = i0 + ty * RT + r, j = j0 + tx * RT + q;
+#else
       uint i = i0 + ty + SIDE * r, j = j0 + tx + SIDE * q;
+#endif
       if (i < m && j < n) {
         float v = acc[r][q];
         if (!split && bias_on)

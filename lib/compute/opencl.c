@@ -35,11 +35,20 @@ static const char *const kernel_names[K_COUNT] = {
 #define RLX_GEMM_RT 4
 #endif
 #define SIDE (TILE / RLX_GEMM_RT)
+/* gemm_tiles reads each work-item's 4 x 4 operands as float4 (its outputs
+ * then contiguous), and loads the next chunk while it computes */
+#ifndef RLX_GEMM_VEC
+#define RLX_GEMM_VEC 1
+#endif
+#ifndef RLX_GEMM_PREF
+#define RLX_GEMM_PREF 1
+#endif
 #define SMALL_OUT 16
 #define STR_(x) #x
 #define STR(x) STR_(x)
 static const char build_options[] = "-cl-std=CL1.2 -DTILE=" STR(TILE) " -DCHUNK=" STR(CHUNK)
-                                    " -DRT=" STR(RLX_GEMM_RT)
+                                    " -DRT=" STR(RLX_GEMM_RT) " -DGT_VEC=" STR(RLX_GEMM_VEC)
+                                    " -DGT_PREF=" STR(RLX_GEMM_PREF)
                                     " -DSMALL_OUT=" STR(SMALL_OUT);
 
 struct ocl {
