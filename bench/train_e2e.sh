@@ -6,6 +6,7 @@
 #   rlx-dev    rlxrun -n 1 train --backend gpu (the data on the device, the default)
 #   rlx-host   the same with --data-on-device 0 (each batch built and uploaded)
 #   rlx-2      rlxrun -n 2 train --backend gpu: two ranks sharing the one GPU
+#   rlx-2b     the same with --bucket-kb 64 (buckets allreduced as backward makes them)
 #   torch      bench/torch_train_loop.py graph: the data on the GPU, the
 #              whole step (its gather included) in one CUDA graph
 # BIN holds rlxrun and train (LIB their libraries, OCL_ICD_VENDORS the
@@ -35,13 +36,14 @@ for r in $(seq 1 "$ROUNDS"); do
         rlx-dev) s=$(train 1 "$h" "$b" --data-on-device 1) ;;
         rlx-host) s=$(train 1 "$h" "$b" --data-on-device 0) ;;
         rlx-2) s=$(train 2 "$h" "$b") ;;
+        rlx-2b) s=$(train 2 "$h" "$b" --bucket-kb 64) ;;
         torch)
           s=$(timeout 300 python3 "$src/bench/torch_train_loop.py" graph "$DATA" 3 "$h" "$b" 2>&1 |
             tee -a "${LOG:-/dev/null}" | sed -n 's/.*epoch 3: .*us, \([0-9]*\) samples\/s.*/\1/p')
           ;;
         esac
         n=1
-        [ "$k" = rlx-2 ] && n=2
+        case $k in rlx-2*) n=2 ;; esac
         if [ -n "$s" ]; then
           awk -v k="$k" -v h="$h" -v b="$b" -v s="$s" -v n="$n" \
             'BEGIN { printf "%s %s %d %d %.1f\n", k, h, b, s, 1e6 * b * n / s }'

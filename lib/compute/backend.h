@@ -36,6 +36,10 @@ struct rlx__backend {
   float momentum;
   char name[160];                  /* "cpu", "opencl: <device>" */
   char note[512]; /* why it is not a GPU where one may be (an unregistered GPU library), or "" */
+  /* rlx_model_grad_buffer, once made: an update from it may return before
+   * the device has read it, since the model's next write to it (a
+   * gradient's download) is ordered after that read */
+  const float *own_grad;
 };
 
 struct rlx__backend_ops {

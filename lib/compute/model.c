@@ -187,8 +187,8 @@ float *rlx_model_next_input_buffer(rlx_model_t *m) {
 }
 
 float *rlx_model_grad_buffer(rlx_model_t *m) {
-  if (m && !m->grad_buf)
-    m->grad_buf = host_alloc(m, m->lo.nparams + RLX_MODEL_GRAD_SPARE);
+  if (m && !m->grad_buf && (m->grad_buf = host_alloc(m, m->lo.nparams + RLX_MODEL_GRAD_SPARE)))
+    m->be->own_grad = m->grad_buf;
   return m ? m->grad_buf : NULL;
 }
 

@@ -722,8 +722,12 @@ static int ocl_apply(struct rlx__backend *b, const float *g, float lr) {
   int rc = sgd(o, lr, 0, o->base.lo->nparams);
   if (rc != RLX_OK)
     return rc;
-  /* The caller may reuse g as soon as we return. */
-  CL_TRY(o, "clFinish", clFinish(o->q));
+  /* The caller may reuse g as soon as we return; unless g is the model's
+   * own gradient buffer, which only the model writes next (the next
+   * gradient's download, queued behind this upload): then nothing waits,
+   * and with ranks sharing a device this rank does not wait for the
+   * other's kernels to run its update. */
+  CL_TRY(o, "clFinish", g == b->own_grad ? clFlush(o->q) : clFinish(o->q));
   rlx__cl_prof_collect(o->prof, 0);
   return RLX_OK;
 }
