@@ -3,7 +3,8 @@
 # every dtype x op x count against numpy's reference on 1, 2 and 4 ranks,
 # the results bitwise equal on every rank, the other collectives, bad
 # arguments; a mismatched count raises Mismatch on every rank; a killed
-# rank raises PeerLost on every survivor within 2 s; Ctrl-C (SIGINT) at a
+# rank raises PeerLost on every survivor within 2 s; the minority side of
+# a partition stops in shrink(); Ctrl-C (SIGINT) at a
 # rank stuck in a barrier raises KeyboardInterrupt there and fails the
 # others' barrier, naming it.
 . "$(dirname "$0")/lib.sh"
@@ -27,6 +28,12 @@ timeout 60 "$RLXRUN" -n 3 --enable-recovery "$PYTHON" "$PYTESTS/check_numpy.py" 
   { cat "$TMP/out"; fail "kill: the job failed"; }
 [ "$(grep -c 'check_numpy: rank [02]: PASS' "$TMP/out")" = 2 ] || { cat "$TMP/out"; fail "kill"; }
 echo "a killed rank: $(grep -m1 -o 'PeerLost after [0-9.]* s' "$TMP/out") on every survivor, then shrink()"
+# A partition's minority side: ranks 1 and 2 of 3 stop (silent, as behind
+# a cut link); rank 0's shrink() raises PeerLost: this side stops.
+QUORUM_DONE="$TMP/quorum.done" timeout 90 "$RLXRUN" -n 3 --enable-recovery "$PYTHON" \
+  "$PYTESTS/check_numpy.py" quorum >"$TMP/out" 2>&1
+grep -q "check_numpy: rank 0: PASS" "$TMP/out" || { cat "$TMP/out"; fail "quorum"; }
+echo "quorum: $(grep -m1 -o 'shrink() stopped after .*' "$TMP/out")"
 timeout 60 "$RLXRUN" -n 3 "$PYTHON" "$PYTESTS/check_numpy.py" revoke >"$TMP/out" 2>&1 ||
   { cat "$TMP/out"; fail "revoke"; }
 [ "$(grep -c 'check_numpy: rank [0-9]*: PASS' "$TMP/out")" = 3 ] || { cat "$TMP/out"; fail "revoke"; }

@@ -381,6 +381,42 @@ def kill(w):
     fail(w, "no PeerLost")
 
 
+def quorum(w):
+    """Every rank but 0 stops itself (SIGSTOP: silent, not known dead, as
+    behind a cut link): rank 0 finds them by heartbeats, and its shrink()
+    raises PeerLost saying this side is a minority and stops
+    (RLX_SHRINK_QUORUM=majority, the default). The stopped ones are
+    killed once rank 0 is done (a watchdog each, 60 s at most)."""
+    done = os.environ["QUORUM_DONE"]
+    w.barrier()
+    if w.rank > 0:
+        if os.fork() == 0:
+            for _ in range(600):
+                if os.path.exists(done):
+                    break
+                time.sleep(0.1)
+            os.kill(os.getppid(), signal.SIGKILL)
+            os._exit(0)
+        os.kill(os.getpid(), signal.SIGSTOP)
+        return
+    try:
+        w.allreduce(np.zeros(4, dtype=np.float32))
+        fail(w, "quorum: the allreduce went on without the stopped ranks")
+    except rlxcoll.PeerLost:
+        pass
+    t0 = time.monotonic()
+    try:
+        w.shrink()
+        fail(w, "quorum: shrink() went on with 1 of %d ranks" % w.size)
+    except rlxcoll.PeerLost as e:
+        if "fewer than half, so this side stops" not in str(e):
+            fail(w, "quorum: shrink() raised %s" % e)
+        print("check_numpy: rank 0: shrink() stopped after %.2f s: %s" % (time.monotonic() - t0, e),
+              flush=True)
+    finally:
+        open(done, "w").close()
+
+
 def revoke(w):
     """Rank 1 revokes a dup while the others wait in a barrier on it: they
     raise Revoked naming it at once; shrink() gives all a working Comm."""
@@ -458,6 +494,8 @@ def main():
         kill(w)
     elif mode == "revoke":
         revoke(w)
+    elif mode == "quorum":
+        quorum(w)
     elif mode == "coldinterrupt":
         interrupt(w, cold=True)
     elif mode == "interrupt":
