@@ -43,6 +43,11 @@ static const char *const kernel_names[K_COUNT] = {
 #ifndef RLX_GEMM_PREF
 #define RLX_GEMM_PREF 1
 #endif
+/* k is split while a product has fewer tiles than this (sum_parts then
+ * adds the parts) */
+#ifndef RLX_GEMM_FILL
+#define RLX_GEMM_FILL 256
+#endif
 #define SMALL_OUT 16
 #define STR_(x) #x
 #define STR(x) STR_(x)
@@ -407,7 +412,7 @@ static int ocl_prefetch(struct rlx__backend *b, const float *x, const int32_t *y
 /* One of gemm_tiles' products (kernels.cl says what a_k and b_k mean),
  * C = A B over k into c at coff (m x n), then bias (at params + boff, when
  * bias_on) and ReLU: k split in 2, 4 or 8 when the product has too few
- * tiles to fill the device (fewer than 256 work-groups), each split at
+ * tiles to fill the device (fewer than RLX_GEMM_FILL work-groups), each split at
  * least 64 deep, then sum_parts. */
 struct tiles {
   cl_mem a, b, c;
@@ -419,7 +424,7 @@ struct tiles {
 static int gemm_tiles(struct ocl *o, const char *what, int layer, const struct tiles *t) {
   cl_uint splits = 1, mn = t->m * t->n;
   size_t ntiles = (size_t)((t->n + TILE - 1) / TILE) * ((t->m + TILE - 1) / TILE);
-  while (ntiles * splits < 256 && splits < 8 && t->k / (2 * splits) >= 64)
+  while (ntiles * splits < RLX_GEMM_FILL && splits < 8 && t->k / (2 * splits) >= 64)
     splits *= 2;
   cl_uint per = (t->k + splits - 1) / splits;
   per = (per + CHUNK - 1) / CHUNK * CHUNK;
