@@ -451,6 +451,88 @@ START_TEST(prefetch_matches_plain) {
 }
 END_TEST
 
+/* The training set kept where the model computes (rlx_model_data_*):
+ * on OpenCL, steps on batches gathered on the device from the epoch's
+ * order end bit for bit where steps on the host's batches of the same
+ * indices do, and the totals kept on the device (steps given no loss)
+ * match the host's sums; the C backend keeps no set (RLX_ERR_STATE) but
+ * keeps the totals. Bad arguments and limits are refused, named. */
+START_TEST(data_on_device) {
+  const int sizes[] = {13, 9, 3};
+  enum { B = 10, N = 200, STEPS = 7 };
+  rlx_dataset_t *ds = NULL, *wide = NULL, *many = NULL;
+  ck_assert_int_eq(rlx_dataset_synthetic(N, 13, 3, 5, "train", &ds), RLX_OK);
+  ck_assert_int_eq(rlx_dataset_synthetic(N, 12, 3, 5, "train", &wide), RLX_OK);
+  ck_assert_int_eq(rlx_dataset_synthetic(N, 13, 5, 5, "train", &many), RLX_OK);
+  uint32_t perm[N], idx[B];
+  ck_assert_int_eq(rlx_dataset_shuffle(perm, N, 42, 0), RLX_OK);
+  float x[B * 13], loss;
+  int32_t y[B];
+  int ok;
+  const char *devs[] = {"cpu", "opencl"};
+  for (int d = 0; d < 2; d++) {
+    struct twins t;
+    if (!twins_on(devs[d], sizes, 3, B, &t))
+      break; /* no OpenCL here */
+    if (d == 0) {
+      ck_assert_int_eq(rlx_model_data_attach(t.a, ds, N), RLX_ERR_STATE);
+      ck_assert_ptr_nonnull(strstr(rlx_errmsg(), "cpu computes from host memory"));
+    } else {
+      ck_assert_int_eq(rlx_model_data_order(t.a, perm, N), RLX_ERR_STATE);
+      ck_assert_int_eq(rlx_model_data_attach(t.a, wide, N), RLX_ERR_ARG);
+      ck_assert_int_eq(rlx_model_data_attach(t.a, many, N), RLX_ERR_ARG);
+      ck_assert_ptr_nonnull(strstr(rlx_errmsg(), "is not a class 0..2"));
+      ck_assert_int_eq(rlx_model_data_attach(t.a, ds, 0), RLX_ERR_ARG);
+      ck_assert_int_eq(rlx_model_data_attach(t.a, ds, N + 1), RLX_ERR_ARG);
+      setenv("RLX_DEVICE_DATA_MAX", "lots", 1);
+      ck_assert_int_eq(rlx_model_data_attach(t.a, ds, N), RLX_ERR_ARG);
+      setenv("RLX_DEVICE_DATA_MAX", "1000", 1);
+      ck_assert_int_eq(rlx_model_data_attach(t.a, ds, N), RLX_ERR_NOMEM);
+      ck_assert_ptr_nonnull(strstr(rlx_errmsg(), "more than the 0.0 MB it may have there"));
+      unsetenv("RLX_DEVICE_DATA_MAX");
+      ck_assert_int_eq(rlx_model_data_attach(t.a, ds, N), RLX_OK);
+      ck_assert_int_eq(rlx_model_data_batch(t.a, 0, 1, B), RLX_ERR_STATE);
+      perm[3] = N; /* an index past the set */
+      ck_assert_int_eq(rlx_model_data_order(t.a, perm, N), RLX_ERR_ARG);
+      ck_assert_int_eq(rlx_dataset_shuffle(perm, N, 42, 0), RLX_OK);
+      ck_assert_int_eq(rlx_model_data_order(t.a, perm, N + 1), RLX_ERR_ARG);
+      ck_assert_int_eq(rlx_model_data_order(t.a, perm, N), RLX_OK);
+      ck_assert_int_eq(rlx_model_data_batch(t.a, N - 5, 1, B), RLX_ERR_ARG);
+      ck_assert_int_eq(rlx_model_data_batch(t.a, 0, 1, B + 1), RLX_ERR_ARG);
+      ck_assert_int_eq(rlx_model_step(t.a, NULL, NULL, B, 0.05f, NULL, NULL), RLX_ERR_ARG);
+    }
+    double sum = 0, tl = 0;
+    long right = 0, tc = 0;
+    for (int s = 0; s < STEPS; s++) { /* positions s*2B + 1, +2, ...: a rank's cut of two */
+      ck_assert_int_eq(rlx_dataset_order(idx, B, N, 42, 0, (size_t)s * 2 * B + 1, 2), RLX_OK);
+      ck_assert_int_eq(rlx_dataset_batch(ds, idx, B, x, y), RLX_OK);
+      ck_assert_int_eq(rlx_model_step(t.b, x, y, B, 0.05f, &loss, &ok), RLX_OK);
+      sum += (double)loss * B;
+      right += ok;
+      if (d == 1) {
+        ck_assert_int_eq(rlx_model_data_batch(t.a, (size_t)s * 2 * B + 1, 2, B), RLX_OK);
+        ck_assert_int_eq(rlx_model_step(t.a, NULL, NULL, B, 0.05f, NULL, NULL), RLX_OK);
+      } else {
+        ck_assert_int_eq(rlx_model_step(t.a, x, y, B, 0.05f, NULL, NULL), RLX_OK);
+      }
+    }
+    ck_assert_int_eq(rlx_model_totals(t.a, &tl, NULL), RLX_ERR_ARG);
+    ck_assert_int_eq(rlx_model_totals(t.a, &tl, &tc), RLX_OK);
+    ck_assert_msg(tc == right && fabs(tl - sum) <= 1e-5 * sum,
+                  "%s: totals %g, %ld right against %g, %ld", devs[d], tl, tc, sum, right);
+    ck_assert_int_eq(rlx_model_totals(t.a, &tl, &tc), RLX_OK); /* read, then zero */
+    ck_assert_msg(tl == 0 && tc == 0, "%s: totals not cleared", devs[d]);
+    twins_params(&t);
+    ck_assert_msg(memcmp(t.pa, t.pb, t.n * sizeof *t.pa) == 0, "%s: parameters differ by %g",
+                  devs[d], rel(t.pa, t.pb, t.n));
+    twins_free(&t);
+  }
+  rlx_dataset_free(&ds);
+  rlx_dataset_free(&wide);
+  rlx_dataset_free(&many);
+}
+END_TEST
+
 /* A joining rank's copy (rlx_model_get/set_params and _momentum into a
  * fresh model) continues exactly as the original: after 4 momentum steps
  * the copy and the original take 3 more and end equal; without the
@@ -819,6 +901,7 @@ Suite *compute_suite(void) {
   tcase_add_test(t, out_of_memory_while_creating);
   tcase_add_test(t, step_matches_grad_then_apply);
   tcase_add_test(t, prefetch_matches_plain);
+  tcase_add_test(t, data_on_device);
   tcase_add_test(t, momentum_travels);
   tcase_add_test(t, state_in_place);
   tcase_add_test(t, epoch_order);
