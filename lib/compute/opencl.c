@@ -87,12 +87,10 @@ struct ocl {
   struct rlx__cl_prof *prof;          /* RLX_COMPUTE_PROFILE=1, else NULL */
   cl_device_id dev;
   /* rlx_model_data_attach: the training set kept here (bytes, labels,
-   * the epoch's order, the byte-to-float table), the slot its batches are
-   * gathered into, and the batch gathered last (0: none) */
+   * the epoch's order, the byte-to-float table) and the slot its batches
+   * are gathered into (model.c keeps what was given and checks calls) */
   struct {
     cl_mem pix, lab, order, lut, x, y;
-    size_t count, norder;
-    int batch;
   } data;
   cl_mem totals; /* loss, right answers, the loss's compensation: add_totals */
 };
@@ -910,9 +908,6 @@ static int ocl_data_attach(struct rlx__backend *b, const uint8_t *pix, const uin
                       o->base.name, need / 1e6);
     return cl_fail(o, "upload the training set", e);
   }
-  o->data.count = count;
-  o->data.norder = 0;
-  o->data.batch = 0;
   return RLX_OK;
 }
 
@@ -923,7 +918,6 @@ static int ocl_data_order(struct rlx__backend *b, const uint32_t *order, size_t 
   CL_TRY(o, "write the epoch's order",
          clEnqueueWriteBuffer(o->q, o->data.order, CL_TRUE, 0, sizeof(uint32_t) * n, order, 0,
                               NULL, PEV(o, "write order", -1)));
-  o->data.norder = n;
   return RLX_OK;
 }
 
