@@ -75,6 +75,21 @@ join_file() {
   sed -n 's/.*rlxrun --join \([^ ]*\) -n K.*/\1/p' "$1"
 }
 
+# params_rel A B TOL: two float32 parameter files of one length whose
+# difference's norm is at most TOL of B's norm; prints the count and the
+# relative difference.
+params_rel() {
+  python3 - "$1" "$2" "$3" <<'PY'
+import sys, array, math
+a, b = (array.array('f', open(f, 'rb').read()) for f in sys.argv[1:3])
+assert len(a) == len(b) and len(a) > 0, "lengths %d %d" % (len(a), len(b))
+d = math.sqrt(sum((x - y) ** 2 for x, y in zip(a, b)))
+n = math.sqrt(sum(y * y for y in b))
+print("%d parameters, relative difference %.3g" % (len(a), d / n))
+sys.exit(0 if d <= float(sys.argv[3]) * n else 1)
+PY
+}
+
 # params_close A B: two float32 parameter files (train --dump-params) equal
 # within 1e-5 relative to the largest; prints the difference.
 params_close() {

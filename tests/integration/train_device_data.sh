@@ -38,21 +38,10 @@ for n in 1 2; do
     echo "n=$n ${extra:-(plain)}: the same parameters and epoch numbers"
   done
 done
-compare() {
-  python3 - "$1" "$2" <<'PY' || fail "parameters differ: $1 $2"
-import sys, array, math
-a, b = (array.array('f', open(f, 'rb').read()) for f in sys.argv[1:3])
-assert len(a) == len(b) and len(a) > 0, "lengths %d %d" % (len(a), len(b))
-d = math.sqrt(sum((x - y) ** 2 for x, y in zip(a, b)))
-n = math.sqrt(sum(y * y for y in b))
-print("%d parameters, relative difference %.3g" % (len(a), d / n))
-sys.exit(0 if d <= 1e-5 * n else 1)
-PY
-}
 run dev 2 $common --steps 20 --hidden 64,32 --lr 0.05 --seed 5 --data-on-device 1
 run cpu 2 --backend cpu --epochs 2 --train-limit 2048 --batch 48 --steps 20 --hidden 64,32 --lr 0.05 --seed 5
 printf 'cpu (host data) vs opencl (device data): '
-compare "$TMP/cpu" "$TMP/dev"
+params_rel "$TMP/cpu" "$TMP/dev" 1e-5 || fail "parameters differ: cpu dev"
 
 # too big for the device: auto says so and keeps it on the host; 1 stops
 RLX_DEVICE_DATA_MAX=100000 run small 1 $common --steps 5 --data-on-device auto

@@ -4,17 +4,6 @@
 # C backend and on OpenCL (PoCL here).
 . "$(dirname "$0")/lib.sh"
 common="--steps 20 --train-limit 4096 --hidden 64,32 --lr 0.05 --seed 5"
-compare() {
-  python3 - "$1" "$2" <<'PY' || fail "parameters differ: $1 $2"
-import sys, array, math
-a, b = (array.array('f', open(f, 'rb').read()) for f in sys.argv[1:3])
-assert len(a) == len(b) and len(a) > 0, "lengths %d %d" % (len(a), len(b))
-d = math.sqrt(sum((x - y) ** 2 for x, y in zip(a, b)))
-n = math.sqrt(sum(y * y for y in b))
-print("%d parameters, relative difference %.3g" % (len(a), d / n))
-sys.exit(0 if d <= 1e-5 * n else 1)
-PY
-}
 for be in cpu opencl; do
   timeout 120 "$TRAIN" --backend $be --batch 32 $common --dump-params "$TMP/one.$be" \
     >"$TMP/one.out" 2>&1 || { cat "$TMP/one.out"; fail "$be: 1 rank"; }
@@ -24,14 +13,9 @@ for be in cpu opencl; do
   [ "$(grep -c "computes on $be" "$TMP/four.out")" = 4 ] || { cat "$TMP/four.out"; fail "$be not in use (4 ranks)"; }
   grep -q "stopped after step 20 (--steps)" "$TMP/four.out" || { cat "$TMP/four.out"; fail "$be: 20 steps"; }
   printf '%s: ' $be
-  compare "$TMP/four.$be" "$TMP/one.$be"
+  params_rel "$TMP/four.$be" "$TMP/one.$be" 1e-5 || fail "parameters differ: four.$be one.$be"
 done
 # And the two backends agree with each other.
 printf 'cpu vs opencl: '
-python3 - "$TMP/one.cpu" "$TMP/one.opencl" <<'PY' || fail "cpu and opencl disagree"
-import sys, array, math
-a, b = (array.array('f', open(f, 'rb').read()) for f in sys.argv[1:3])
-d = math.sqrt(sum((x - y) ** 2 for x, y in zip(a, b))); n = math.sqrt(sum(y * y for y in b))
-print("relative difference %.3g" % (d / n)); sys.exit(0 if d <= 1e-4 * n else 1)
-PY
+params_rel "$TMP/one.cpu" "$TMP/one.opencl" 1e-4 || fail "cpu and opencl disagree"
 echo "train equivalence: ok"
