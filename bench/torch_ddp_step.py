@@ -11,10 +11,8 @@ MODE graph: the whole step (forward, backward, one flat NCCL allreduce of
             and replayed; the batch copied in from pinned memory and the
             loss read back every step, as train does.
 Rank 0 prints per epoch: median step us, samples/s, test accuracy."""
-import gzip
 import os
 import statistics
-import struct
 import sys
 import time
 
@@ -22,19 +20,7 @@ import numpy as np
 import torch
 import torch.distributed as dist
 
-
-def idx(path):
-    with gzip.open(path + ".gz", "rb") as f:
-        raw = f.read()
-    dims = raw[3]
-    shape = struct.unpack(">" + "I" * dims, raw[4:4 + 4 * dims])
-    return np.frombuffer(raw, dtype=np.uint8, offset=4 + 4 * dims).reshape(shape)
-
-
-def load(d, split):
-    x = idx(os.path.join(d, "%s-images-idx3-ubyte" % split)).reshape(-1, 784)
-    y = idx(os.path.join(d, "%s-labels-idx1-ubyte" % split))
-    return torch.from_numpy(x.astype(np.float32) / 255.0), torch.from_numpy(y.astype(np.int64))
+from torch_fmnist import load, mlp
 
 
 def main():
@@ -49,14 +35,8 @@ def main():
     torch.cuda.set_device(dev)
     xtr, ytr = load(data, "train")
     xte, yte = load(data, "t10k")
-    widths = [784] + hidden + [10]
-    torch.manual_seed(1)
-    layers = []
-    for i in range(len(widths) - 1):
-        layers.append(torch.nn.Linear(widths[i], widths[i + 1]))
-        if i < len(widths) - 2:
-            layers.append(torch.nn.ReLU())
-    model = torch.nn.Sequential(*layers).to(dev)
+    widths, model = mlp(hidden)
+    model = model.to(dev)
     for p in model.parameters():
         dist.broadcast(p.data, 0)
     params = list(model.parameters())

@@ -18,29 +18,12 @@ MODE eager: the same, without the graph (each step's kernels launched by
 usage: torch_train_loop.py MODE DATA_DIR [epochs] [hidden] [batch]
 Prints per epoch: the time per step (epoch time / steps), samples/s,
 train loss and accuracy, test accuracy."""
-import gzip
-import os
-import struct
 import sys
 import time
 
-import numpy as np
 import torch
 
-
-def idx(path):
-    with gzip.open(path + ".gz", "rb") as f:
-        raw = f.read()
-    dims = raw[3]
-    shape = struct.unpack(">" + "I" * dims, raw[4:4 + 4 * dims])
-    return np.frombuffer(raw, dtype=np.uint8, offset=4 + 4 * dims).reshape(shape)
-
-
-def load(d, split, dev):
-    x = idx(os.path.join(d, "%s-images-idx3-ubyte" % split)).reshape(-1, 784)
-    y = idx(os.path.join(d, "%s-labels-idx1-ubyte" % split))
-    x = (x.astype(np.float32) / 255.0 - 0.2860) / 0.3530
-    return torch.from_numpy(x).to(dev), torch.from_numpy(y.astype(np.int64)).to(dev)
+from torch_fmnist import load, mlp
 
 
 def main():
@@ -49,16 +32,10 @@ def main():
     hidden = [int(h) for h in (sys.argv[4] if len(sys.argv) > 4 else "256").split(",")]
     batch = int(sys.argv[5]) if len(sys.argv) > 5 else 64
     dev = torch.device("cuda")
-    xtr, ytr = load(data, "train", dev)
-    xte, yte = load(data, "t10k", dev)
-    widths = [784] + hidden + [10]
-    torch.manual_seed(1)
-    layers = []
-    for i in range(len(widths) - 1):
-        layers.append(torch.nn.Linear(widths[i], widths[i + 1]))
-        if i < len(widths) - 2:
-            layers.append(torch.nn.ReLU())
-    model = torch.nn.Sequential(*layers).to(dev)
+    xtr, ytr = (t.to(dev) for t in load(data, "train", normalise=True))
+    xte, yte = (t.to(dev) for t in load(data, "t10k", normalise=True))
+    widths, model = mlp(hidden)
+    model = model.to(dev)
     opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
     lossf = torch.nn.CrossEntropyLoss()
     steps = len(xtr) // batch
