@@ -356,16 +356,23 @@ static int control_finish(struct run *r, rlx_request_t **req, int64_t ctl[3], lo
 }
 
 /* The loss and right answers the model kept since the last call (on a
- * device: a wait for the steps queued there), added to st; and those of
- * a model remade meanwhile. */
-static void totals_drain(struct run *r, double st[3]) {
+ * device: a wait for the steps queued there) into held, where a model
+ * about to be remade leaves them (use_cpu) ... */
+static void totals_hold(struct run *r) {
   double l = 0;
   long c = 0;
   int rc = rlx_model_totals(r->m, &l, &c);
   if (rc != RLX_OK)
     fail(r, "reading the loss", rc);
-  st[0] += l + r->held_loss;
-  st[1] += (double)(c + r->held_ok);
+  r->held_loss += l;
+  r->held_ok += c;
+}
+
+/* ... and from there added to st. */
+static void totals_drain(struct run *r, double st[3]) {
+  totals_hold(r);
+  st[0] += r->held_loss;
+  st[1] += (double)r->held_ok;
   r->held_loss = 0;
   r->held_ok = 0;
 }
@@ -566,12 +573,7 @@ static int use_cpu(struct run *r) {
   int rc;
   if (!p || rlx_model_get_params(r->m, p) != RLX_OK || rlx_model_get_momentum(r->m, p + np) != RLX_OK)
     fail(r, "keeping the parameters", RLX_ERR_NOMEM);
-  double l = 0;
-  long c = 0;
-  if ((rc = rlx_model_totals(r->m, &l, &c)) != RLX_OK)
-    fail(r, "reading the loss", rc);
-  r->held_loss += l;
-  r->held_ok += c;
+  totals_hold(r);
   rlx_model_free(&r->m);
   r->desc.device = "cpu";
   if ((rc = rlx_model_create(&r->desc, &r->m)) != RLX_OK ||
