@@ -155,42 +155,39 @@ __kernel void wgrad_small(__global const float *dz, __global const float *a, uin
  * is a[k * lda + i] when a_k (k-major: a weight gradient's output gradient)
  * else a[i * lda + k]; B(k, j) is b[k * ldb + j] when b_k else
  * b[j * ldb + k] (a layer's weights, out x in, used transposed). Tiles of
- * TILE x TILE outputs, SIDE x SIDE work-items each holding RT x RT of them
- * (strided by SIDE: conflict-free local reads; RT from the build options,
- * SIDE = TILE / RT: each k step reads 2 RT values of local memory for RT^2
- * multiply-adds, so RT 8 asks half the local bandwidth of RT 4 per flop),
- * k taken CHUNK at a time
- * through local memory (rows padded by one against bank conflicts when a
- * k-minor operand is stored transposed). The k range may be split over
+ * TILE x TILE outputs, 16 x 16 work-items each holding 4 x 4 contiguous
+ * ones (rows ty*4.., columns tx*4..), so that each k step reads its 4 A
+ * and 4 B values from local memory as one float4 each; k taken CHUNK at a
+ * time through local memory (rows padded by 4, keeping float4s aligned,
+ * against bank conflicts when a k-minor operand is stored transposed),
+ * the next chunk's global loads issued before this chunk's multiply-adds.
+ * (8 x 8 per work-item, double-buffered local memory: slower on the H200,
+ * bench/results/gemm-*-h200-2026-12-03.txt.) The k range may be split over
  * get_num_groups(2) groups (a small product has too few tiles to fill
  * the device): each then writes its partial tile to part, and sum_parts
  * adds them. Else bias (when bias_on) and ReLU (when relu) end it here:
  * the forward pass's bias_act folded in. */
-#if TILE != 64 || CHUNK != 16 || (RT != 4 && RT != 8) || (GT_VEC && RT != 4)
-#error "gemm_tiles is written for 64 x 64 tiles (4 x 4 or 8 x 8 per work-item) and k 16 at a time"
+#if TILE != 64 || CHUNK != 16
+#error "gemm_tiles is written for 64 x 64 tiles (4 x 4 per work-item) and k 16 at a time"
 #endif
-#define SIDE (TILE / RT)
-#define THREADS (SIDE * SIDE)
-#define LOADS (CHUNK * TILE / THREADS) /* elements of each operand a work-item moves per chunk */
-/* A local row's length: padded against bank conflicts, by 4 when GT_VEC
- * reads each work-item's 4 rows (4 columns) as one float4. */
-#define LDW (TILE + (GT_VEC ? 4 : 1))
-__kernel __attribute__((reqd_work_group_size(SIDE, SIDE, 1))) void gemm_tiles(
+#define LOADS 4      /* elements of each operand a work-item moves per chunk: 16 x 64 / 256 */
+#define LDW (TILE + 4) /* a local row's length */
+__kernel __attribute__((reqd_work_group_size(16, 16, 1))) void gemm_tiles(
     __global const float *a, uint a_off, uint lda, int a_k, __global const float *b, uint b_off,
     uint ldb, int b_k, uint m, uint n, uint k, __global float *c, uint coff, __global float *part,
     uint k_per_split, __global const float *bias, uint boff, int bias_on, int relu) {
-  __local float4 la4[CHUNK * LDW / 4 + 1], lb4[CHUNK * LDW / 4 + 1];
+  __local float4 la4[CHUNK * LDW / 4], lb4[CHUNK * LDW / 4];
   __local float *la = (__local float *)la4, *lb = (__local float *)lb4;
-  uint tx = get_local_id(0), ty = get_local_id(1), lid = ty * SIDE + tx;
+  uint tx = get_local_id(0), ty = get_local_id(1), lid = ty * 16 + tx;
   uint j0 = get_group_id(0) * TILE, i0 = get_group_id(1) * TILE, z = get_group_id(2);
   uint k_start = z * k_per_split, k_end = min(k, k_start + k_per_split);
-  float acc[RT][RT], ra[LOADS], rb[LOADS];
+  float acc[4][4], ra[LOADS], rb[LOADS];
   a += a_off;
   b += b_off;
 #pragma unroll
-  for (uint r = 0; r < RT; r++)
+  for (uint r = 0; r < 4; r++)
 #pragma unroll
-    for (uint q = 0; q < RT; q++)
+    for (uint q = 0; q < 4; q++)
       acc[r][q] = 0.0f;
   /* Where element t of this work-item's share lies: k-major operands
    * along the row of TILE (consecutive work-items, consecutive addresses),
@@ -202,7 +199,7 @@ __kernel __attribute__((reqd_work_group_size(SIDE, SIDE, 1))) void gemm_tiles(
   /* the chunk at k0 from global memory into registers */
 #define FETCH(k0)                                                                          \
   for (uint t = 0; t < LOADS; t++) {                                                       \
-    uint e = lid + t * THREADS, kq = (k0) + A_KK(e), ii = A_II(e);                         \
+    uint e = lid + t * 256, kq = (k0) + A_KK(e), ii = A_II(e);                             \
     ra[t] = kq < k_end && i0 + ii < m                                                      \
                 ? a[a_k ? (size_t)kq * lda + i0 + ii : (size_t)(i0 + ii) * lda + kq]       \
                 : 0.0f;                                                                    \
@@ -216,53 +213,32 @@ __kernel __attribute__((reqd_work_group_size(SIDE, SIDE, 1))) void gemm_tiles(
   for (uint k0 = k_start; k0 < k_end; k0 += CHUNK) {
 #pragma unroll
     for (uint t = 0; t < LOADS; t++) {
-      uint e = lid + t * THREADS;
+      uint e = lid + t * 256;
       la[A_KK(e) * LDW + A_II(e)] = ra[t];
       lb[B_KK(e) * LDW + B_JJ(e)] = rb[t];
     }
     barrier(CLK_LOCAL_MEM_FENCE);
-#if GT_PREF /* the next chunk's global loads in flight while this one computes */
-    if (k0 + CHUNK < k_end)
+    if (k0 + CHUNK < k_end) /* in flight while this chunk computes */
       FETCH(k0 + CHUNK)
-#endif
 #pragma unroll
     for (uint kk = 0; kk < CHUNK; kk++) {
-      float av[RT], bv[RT];
-#if GT_VEC /* rows ty*4.., columns tx*4..: one float4 read each */
-      float4 va = la4[(kk * LDW) / 4 + ty], vb = lb4[(kk * LDW) / 4 + tx];
-      av[0] = va.s0, av[1] = va.s1, av[2] = va.s2, av[3] = va.s3;
-      bv[0] = vb.s0, bv[1] = vb.s1, bv[2] = vb.s2, bv[3] = vb.s3;
-#else /* rows ty + SIDE r, columns tx + SIDE q */
+      float4 va = la4[kk * (LDW / 4) + ty], vb = lb4[kk * (LDW / 4) + tx];
+      float av[4] = {va.s0, va.s1, va.s2, va.s3}, bv[4] = {vb.s0, vb.s1, vb.s2, vb.s3};
 #pragma unroll
-      for (uint r = 0; r < RT; r++)
-        av[r] = la[kk * LDW + ty + SIDE * r];
+      for (uint r = 0; r < 4; r++)
 #pragma unroll
-      for (uint q = 0; q < RT; q++)
-        bv[q] = lb[kk * LDW + tx + SIDE * q];
-#endif
-#pragma unroll
-      for (uint r = 0; r < RT; r++)
-#pragma unroll
-        for (uint q = 0; q < RT; q++)
+        for (uint q = 0; q < 4; q++)
           acc[r][q] = fma(av[r], bv[q], acc[r][q]);
     }
     barrier(CLK_LOCAL_MEM_FENCE);
-#if !GT_PREF
-    if (k0 + CHUNK < k_end)
-      FETCH(k0 + CHUNK)
-#endif
   }
   int split = get_num_groups(2) > 1;
   __global float *dst = split ? part + (size_t)z * m * n : c + coff;
 #pragma unroll
-  for (uint r = 0; r < RT; r++)
+  for (uint r = 0; r < 4; r++)
 #pragma unroll
-    for (uint q = 0; q < RT; q++) {
-#if GT_VEC
-      uint i = i0 + ty * RT + r, j = j0 + tx * RT + q;
-#else
-      uint i = i0 + ty + SIDE * r, j = j0 + tx + SIDE * q;
-#endif
+    for (uint q = 0; q < 4; q++) {
+      uint i = i0 + ty * 4 + r, j = j0 + tx * 4 + q;
       if (i < m && j < n) {
         float v = acc[r][q];
         if (!split && bias_on)

@@ -29,20 +29,6 @@ static const char *const kernel_names[K_COUNT] = {
  * layer's outputs: kernels.cl takes them from the build options. */
 #define TILE 64
 #define CHUNK 16
-/* gemm_tiles' outputs per work-item, RT x RT: a work-group is (TILE / RT)^2
- * work-items */
-#ifndef RLX_GEMM_RT
-#define RLX_GEMM_RT 4
-#endif
-#define SIDE (TILE / RLX_GEMM_RT)
-/* gemm_tiles reads each work-item's 4 x 4 operands as float4 (its outputs
- * then contiguous), and loads the next chunk while it computes */
-#ifndef RLX_GEMM_VEC
-#define RLX_GEMM_VEC 1
-#endif
-#ifndef RLX_GEMM_PREF
-#define RLX_GEMM_PREF 1
-#endif
 /* k is split while a product has fewer tiles than this (sum_parts then
  * adds the parts) */
 #ifndef RLX_GEMM_FILL
@@ -52,8 +38,6 @@ static const char *const kernel_names[K_COUNT] = {
 #define STR_(x) #x
 #define STR(x) STR_(x)
 static const char build_options[] = "-cl-std=CL1.2 -DTILE=" STR(TILE) " -DCHUNK=" STR(CHUNK)
-                                    " -DRT=" STR(RLX_GEMM_RT) " -DGT_VEC=" STR(RLX_GEMM_VEC)
-                                    " -DGT_PREF=" STR(RLX_GEMM_PREF)
                                     " -DSMALL_OUT=" STR(SMALL_OUT);
 
 struct ocl {
@@ -78,7 +62,7 @@ struct ocl {
   cl_mem ycur;   /* the labels forward took */
   cl_mem grad16; /* the gradient in 16 bits (rlx_model_grad_half), made at first use */
   cl_mem gemm_tmp;                    /* CLBlast's scratch, allocated once, not per call */
-  int tiles_ok;                       /* the device runs gemm_tiles' SIDE x SIDE work-items */
+  int tiles_ok;                       /* the device runs gemm_tiles' 256 work-items */
   cl_mem part;                        /* gemm_tiles' partial products, made at first need */
   size_t part_bytes;
   size_t gemm_tmp_bytes;
@@ -458,8 +442,8 @@ static int gemm_tiles(struct ocl *o, const char *what, int layer, const struct t
   ARG(o, K_GEMM_TILES, 16, t->boff);
   ARG(o, K_GEMM_TILES, 17, t->bias_on);
   ARG(o, K_GEMM_TILES, 18, t->relu);
-  size_t local[3] = {SIDE, SIDE, 1};
-  size_t global[3] = {(t->n + TILE - 1) / TILE * SIDE, (t->m + TILE - 1) / TILE * SIDE, splits};
+  size_t local[3] = {16, 16, 1};
+  size_t global[3] = {(t->n + TILE - 1) / TILE * 16, (t->m + TILE - 1) / TILE * 16, splits};
   CL_TRY(o, "gemm_tiles", clEnqueueNDRangeKernel(o->q, o->k[K_GEMM_TILES], 3, NULL, global, local,
                                                  0, NULL, PEV(o, what, layer)));
   if (splits == 1)
@@ -1143,12 +1127,12 @@ int rlx__opencl_create(const struct rlx__layout *lo, float momentum, int index, 
       maxwg = kwg;
   o->tiles_ok = clGetKernelWorkGroupInfo(o->k[K_GEMM_TILES], devs[d].id,
                                          CL_KERNEL_WORK_GROUP_SIZE, sizeof kwg, &kwg,
-                                         NULL) == CL_SUCCESS && kwg >= SIDE * SIDE;
+                                         NULL) == CL_SUCCESS && kwg >= 256;
   if (gemm_choice == 1)
     o->tiles_ok = 0;
   if (gemm_choice == 2 && !o->tiles_ok) {
-    snprintf(why, whylen, "%s: RLX_GEMM=tiles: the device cannot run gemm_tiles' %d work-items",
-             o->base.name, SIDE * SIDE);
+    snprintf(why, whylen, "%s: RLX_GEMM=tiles: the device cannot run gemm_tiles' 256 work-items",
+             o->base.name);
     goto fail;
   }
   for (o->wg = 1; o->wg * 2 <= maxwg && o->wg < 256; o->wg *= 2)
