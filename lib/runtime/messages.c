@@ -86,7 +86,7 @@ static void start(struct rlx__msg_req *m, const char *call, rlx_comm_t *c, const
    * 5 for vader); a dial it asked for is the progress thread's, woken. */
   int dialing = recv && !now && x->peer >= 0 && !rlx__p2p_connected(&rt->p2p, x->peer);
   if (now)
-    atomic_store(&m->done, 1);
+    atomic_store_explicit(&m->done, 1, memory_order_release);
   else if (!recv)
     rlx__engine_turn(&rt->engine);
   rlx__engine_unlock(&rt->engine);

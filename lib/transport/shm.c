@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <rlxcoll/errors.h>
+#include "base/fence.h"
 #include "base/internal.h"
 #include "base/tuning.h"
 #include "p2p_internal.h"
@@ -281,15 +282,23 @@ static size_t shm_progress(struct rlx__p2p *p) {
 }
 
 static int shm_prepare_sleep(struct rlx__p2p *p, int sleeping) {
-  for (int i = 0; i < p->npolled; i++) {
-    struct rlx__shm_end *in = &p->polled[i]->shm->in;
-    if (!sleeping) {
-      rlx__shm_ring_awake(in);
-    } else if (rlx__shm_ring_prepare_sleep(in)) {
+  if (!sleeping) {
+    for (int i = 0; i < p->npolled; i++)
+      rlx__shm_ring_awake(&p->polled[i]->shm->in);
+    return 0;
+  }
+  /* every flag first, then one fence for all of them (a heavy one is a
+   * system call), then every ring looked at once more */
+  int heavy = 0;
+  for (int i = 0; i < p->npolled; i++)
+    heavy |= rlx__shm_ring_sleep_flag(&p->polled[i]->shm->in);
+  if (heavy)
+    rlx__fence_heavy();
+  for (int i = 0; i < p->npolled; i++)
+    if (rlx__shm_ring_sleep_check(&p->polled[i]->shm->in)) {
       shm_prepare_sleep(p, 0); /* bytes came: nobody sleeps */
       return 1;
     }
-  }
   return 0;
 }
 

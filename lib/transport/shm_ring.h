@@ -38,6 +38,10 @@ struct rlx__shm_ring {
   _Alignas(RLX__SHM_LINE) _Atomic uint32_t sleeping;   /* consumer: about to block, wake me */
   _Alignas(RLX__SHM_LINE) _Atomic uint32_t closed;     /* either side: gone, no more bytes */
   uint64_t capacity;                                   /* set once by the creator */
+  /* set once by each side: it is registered for asymmetric fences and
+   * fences heavily before it sleeps or waits (lib/base/fence.h); only
+   * then may the other side publish its position without a full fence */
+  _Atomic uint32_t fenced_producer, fenced_consumer;
   _Alignas(RLX__SHM_LINE) unsigned char data[];
 };
 
@@ -49,6 +53,7 @@ struct rlx__shm_end {
   struct rlx__shm_ring *r;
   size_t cap;
   uint64_t seen; /* the other side's position as last read: head (producer), tail (consumer) */
+  int fenced;    /* this side said it fences heavily (rlx__shm_ring_fence) */
 };
 
 /* Bytes a segment needs for a ring of capacity bytes (a power of two, at
@@ -59,6 +64,14 @@ void rlx__shm_ring_init(struct rlx__shm_end *e, struct rlx__shm_ring *r, size_t 
 /* A ring mapped by the other side, in len bytes of mapping: 0 and e set
  * when its header is sane, -1 when not (a corrupt or hostile segment). */
 int rlx__shm_ring_attach(struct rlx__shm_end *e, struct rlx__shm_ring *r, size_t len);
+
+/* After init or attach, the side that produces (producer 1) or consumes
+ * (0) on e: registers this process for asymmetric fences and says so in
+ * the ring, so that the other side, once it has said the same, publishes
+ * its position with a plain store. Without it (or where the kernel has no
+ * membarrier) both sides use full fences, as a ring always did. Returns
+ * whether this side now fences heavily. */
+int rlx__shm_ring_fence(struct rlx__shm_end *e, int producer);
 
 /* Producer: copy as much of iov[0..n) as fits; returns the bytes taken. */
 size_t rlx__shm_ring_write(struct rlx__shm_end *e, const struct iovec *iov, int n);
@@ -81,6 +94,11 @@ size_t rlx__shm_ring_read(struct rlx__shm_end *e, void *dst, size_t len);
 /* Consumer, before blocking: announce it, then 1 if bytes arrived in the
  * meantime (do not block; call rlx__shm_ring_awake), 0 if it may block. */
 int rlx__shm_ring_prepare_sleep(struct rlx__shm_end *e);
+/* The same in two steps, for many rings with one heavy fence: set the
+ * flag (1: a heavy fence must follow before the check, rlx__fence_heavy),
+ * then check as rlx__shm_ring_prepare_sleep does after its fence. */
+int rlx__shm_ring_sleep_flag(struct rlx__shm_end *e);
+int rlx__shm_ring_sleep_check(struct rlx__shm_end *e);
 void rlx__shm_ring_awake(struct rlx__shm_end *e);
 
 /* Either side: mark the stream closed (a clean finalize); the other side

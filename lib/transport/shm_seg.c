@@ -65,6 +65,8 @@ int rlx__shm_seg_create(struct rlx__shm_seg *s, size_t capacity) {
   struct rlx__shm_ring *a = s->base, *b = (void *)((char *)s->base + span);
   rlx__shm_ring_init(&s->out, a, capacity);
   rlx__shm_ring_init(&s->in, b, capacity);
+  rlx__shm_ring_fence(&s->out, 1);
+  rlx__shm_ring_fence(&s->in, 0);
   return 0;
 fail:
   rlx__shm_seg_close(s);
@@ -123,6 +125,8 @@ int rlx__shm_seg_map(struct rlx__shm_seg *s, int fd) {
     rc = -EPROTO;
     goto fail;
   }
+  rlx__shm_ring_fence(&s->in, 0);
+  rlx__shm_ring_fence(&s->out, 1);
   return 0;
 fail:
   if (fd >= 0)
