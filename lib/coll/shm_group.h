@@ -104,6 +104,9 @@ struct rlx__shm_group {
   uint64_t sig[2];   /* and its signature */
   uint64_t min_seen; /* every other rank has arrived at least here */
   uint64_t lost_seen; /* when this call first saw a member lost (rlx__now_ns), 0: not */
+  /* a copy by reference between members failed once (every member saw
+   * it in the same step): the segment's alltoallv streams every block */
+  int no_refs;
   struct rlx__engine *engine;
   struct rlx__p2p *p2p;
   /* What the caller's thread waits for now, for the flight recorder (read

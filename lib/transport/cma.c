@@ -55,8 +55,7 @@ static void send_ack(struct rlx__p2p_conn *c, const struct rlx__frame_hdr *h, in
   rlx__write_ctl(c, bytes);
 }
 
-/* Copy len bytes at the peer's address into dst; 0 or -errno. */
-static int cma_copy(pid_t pid, uint64_t addr, void *dst, size_t len) {
+int rlx__cma_read(int pid, uint64_t addr, void *dst, size_t len) {
 #ifdef RLX_FAULT_INJECTION
   if (rlx__fault_cma_denied())
     return -EPERM;
@@ -127,7 +126,7 @@ void rlx__cma_desc_done(struct rlx__p2p_conn *c) {
       return;
     m->hdr.flags = 0;
   }
-  int rc = cma_copy(pid, addr, x ? x->buf : m->data, h->payload_len);
+  int rc = rlx__cma_read(pid, addr, x ? x->buf : m->data, h->payload_len);
   if (rc != 0) {
     /* Not allowed here: the sender resends the payload on the stream, and
      * the receive stays posted for it. */

@@ -160,6 +160,11 @@ void rlx__p2p_cancel(struct rlx__p2p *p, struct rlx__xfer *x);
 static inline int rlx__p2p_by_ref(const struct rlx__p2p *p) {
   return p->cma && (p->forced == NULL || p->forced->same_host);
 }
+/* Copy len bytes at addr in process pid (a peer of this host) into dst
+ * with process_vm_readv: 0, or -errno when the kernel refused (ptrace
+ * rules, a sandbox; RLX_FAULT_CMA=deny in fault-injection builds) or the
+ * range is not mapped there. */
+int rlx__cma_read(int pid, uint64_t addr, void *dst, size_t len);
 /* The transport a peer is reached by ("shm"/"unix"/"tcp"), and why a lost peer
  * was lost (NULL when it is not). */
 const char *rlx__p2p_transport_of(struct rlx__p2p *p, int peer);

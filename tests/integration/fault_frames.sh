@@ -73,6 +73,19 @@ for n in 2 3; do
     fail "deny n=$n: $refs copied by reference, $again sent again on the socket"
   echo "copies by reference refused, n=$n: right results, $again payloads sent again on the socket"
 done
+# The same in the shared segment's alltoallv, whose receivers read big
+# blocks from the senders' buffers themselves: the refused copy is seen by
+# every rank at the call's last step, the call runs again streaming every
+# block, and so do the segment's later calls (once per rank, not per call).
+for n in 2 3; do
+  RLX_CMA=on RLX_FAULT_CMA=deny RLX_LOG=debug timeout 120 "$RLXRUN" -n $n --timeout 100 "$CHECK" \
+    --counts 1023,262147 >"$TMP/out" 2>"$TMP/err" || { tail -30 "$TMP/err"; fail "deny a2av n=$n"; }
+  grep -q "0 failures in all" "$TMP/out" || { tail -30 "$TMP/err"; fail "deny a2av n=$n: wrong results"; }
+  grep -q "rlx_alltoallv: .* bytes on $n ranks: shm" "$TMP/err" || fail "deny a2av n=$n: not in the segment"
+  fell=$(grep -c "a copy by reference failed in the shared segment: every block streamed" "$TMP/err")
+  [ "$fell" = $n ] || fail "deny a2av n=$n: $fell ranks fell back to streaming, not $n"
+  echo "copies by reference refused in the segment's alltoallv, n=$n: right results, every rank streams"
+done
 # Messages (rlx_send): rank 0's second message (after a round trip) spoilt on its way to rank 1,
 # whose receive fails with the right error within 5 s, never with wrong
 # data; after a flipped bit (the stream still in step) the next message

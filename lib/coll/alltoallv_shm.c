@@ -1,0 +1,229 @@
+/* alltoallv in a communicator's shared segment (shm_group.h), for
+ * blocking calls. Each rank knows only its own row of the count matrix,
+ * so nothing about the sizes can pick the path or the number of steps
+ * before the call: every rank streams what it sends through its data
+ * cell and slot, and the stream starts with a header that tells the
+ * others the rest.
+ *
+ * Rank r's stream: a header (the stream's length, r's pid, how many of
+ * its blocks go by reference; then per rank j the offset of its block for
+ * j in the stream, or its address when it goes by reference, that block's
+ * bytes, and the bytes r expects from j), then its streamed blocks in
+ * rank order. Step k of the call carries bytes [lo_k, lo_k + cap_k) of
+ * every stream: step 0 the first RLX__SHMG_INLINE bytes in the rank's
+ * cell (they come with the miss on its step, as a small call's data do)
+ * and the next slot's worth in its slot, every later step a slot's worth.
+ * A rank posts its part of each step, waits for everyone's, and copies out
+ * of each sender's chunk the part that is its block; the call takes as
+ * many steps as the longest stream needs (every rank reads every header
+ * at step 0, so all agree), a rank whose stream has ended posting empty
+ * steps.
+ *
+ * Blocks from RLX__CMA_MIN bytes go by reference where copies by
+ * reference are on (RLX_CMA): the receiver reads them straight from the
+ * sender's buffer with process_vm_readv once it has the header, one copy
+ * instead of two, all receivers at once. Then one more step tells the
+ * senders that their buffers are free, and whether a copy failed (ptrace
+ * rules, a sandbox): if one did anywhere, every rank knows it at that
+ * step, and the call runs again with every block streamed, as do the
+ * segment's later calls.
+ *
+ * Counts that disagree: rank me reads from r's header both what r sends
+ * it and what r expects from it, so each end of a pair whose counts
+ * differ fails the call with RLX_ERR_MISMATCH before copying anything,
+ * naming both sizes, and fails the segment, which ends the call of any
+ * rank still waiting in it (a rank that had already finished learns it at
+ * its next call: revoked), as the point-to-point algorithm does. */
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+#include "base/internal.h"
+#include "base/tuning.h"
+#include "transport/p2p.h"
+#include "coll.h"
+#include "shm_group.h"
+
+#define INL RLX__SHMG_INLINE
+
+struct head {
+  uint64_t total, pid, refs;
+};
+/* One header entry: block j's offset in the stream (its address, by
+ * reference), its bytes, and the bytes this rank expects from j. */
+struct entry {
+  uint64_t off, len, want;
+};
+
+static size_t header_bytes(int n) { return sizeof(struct head) + (size_t)n * sizeof(struct entry); }
+
+/* Whether a block of len bytes from a rank whose header says refs goes
+ * by reference (the sender's rule, which the receiver applies alike). */
+static int by_ref(uint64_t refs, uint64_t len) { return refs > 0 && len >= RLX__CMA_MIN; }
+
+/* The stream offsets step k covers, [*lo, *lo + return). */
+static size_t step_span(const struct rlx__shm_group *g, uint64_t k, size_t *lo) {
+  *lo = k == 0 ? 0 : INL + (size_t)k * g->slot;
+  return k == 0 ? INL + g->slot : g->slot;
+}
+
+/* The steps a stream of total bytes takes. */
+static uint64_t steps_for(const struct rlx__shm_group *g, uint64_t total) {
+  size_t first = INL + g->slot;
+  return total <= first ? 1 : 1 + (total - first + g->slot - 1) / g->slot;
+}
+
+/* Copy stream bytes [off, off + len) of rank r's step k (within the
+ * step's span) to or from buf. */
+static void move(struct rlx__shm_group *g, int r, uint64_t s, uint64_t k, size_t off, void *buf,
+                 size_t len, int out) {
+  size_t lo;
+  step_span(g, k, &lo);
+  off -= lo;
+  while (len > 0) {
+    unsigned char *at;
+    size_t room;
+    if (k == 0 && off < INL) {
+      at = g->line[r].cell[s & 1].small + off;
+      room = INL - off;
+    } else {
+      size_t in = off - (k == 0 ? INL : 0);
+      at = rlx__shmg_slot(g, r, s) + in;
+      room = g->slot - in;
+    }
+    size_t n = len < room ? len : room;
+    if (out)
+      memcpy(buf, at, n);
+    else
+      memcpy(at, buf, n);
+    buf = (char *)buf + n;
+    off += n;
+    len -= n;
+  }
+}
+
+/* The part of [a, a + alen) in [b, b + blen): its start, its length. */
+static size_t overlap(size_t a, size_t alen, size_t b, size_t blen, size_t *at) {
+  size_t lo = a > b ? a : b, hi = a + alen < b + blen ? a + alen : b + blen;
+  *at = lo;
+  return hi > lo ? hi - lo : 0;
+}
+
+static int mismatch(struct rlx__op *op, struct rlx__shm_group *g, int from, uint64_t sent,
+                    int to, uint64_t expected) {
+  char mine[160], msg[400];
+  rlx__exec_describe(op, mine, sizeof(mine));
+  snprintf(msg, sizeof(msg),
+           "rank %d sent %llu bytes where rank %d expected %llu in %s: their counts for that "
+           "block differ",
+           from, (unsigned long long)sent, to, (unsigned long long)expected, mine);
+  rlx__shmg_fail(g, RLX_ERR_MISMATCH, -1, op->seq, msg);
+  rlx__exec_end(op, RLX_ERR_MISMATCH, msg);
+  return op->status;
+}
+
+#define AGAIN 1 /* a copy by reference failed somewhere: stream everything */
+
+static int exchange(struct rlx__op *op, int refs_ok) {
+  struct rlx__shm_group *g = op->shm;
+  int n = g->n, me = g->me, rc, failed = 0;
+  size_t es = op->esize, hb = header_bytes(n), lo, at, len;
+  const char *src = op->src;
+  char *dst = op->dst;
+  rlx__shmg_begin(g, op);
+  /* this rank's header, and each sender's entry for this rank (op->tmp) */
+  struct entry *ent = op->tmp, *from = ent + n;
+  struct head h = {hb, 0, 0};
+  for (int j = 0; j < n; j++) {
+    ent[j].len = j == me ? 0 : op->scounts[j] * es;
+    ent[j].want = j == me ? 0 : op->counts[j] * es;
+    if (refs_ok && by_ref(1, ent[j].len)) {
+      ent[j].off = (uint64_t)(uintptr_t)(src + op->sdispls[j] * es);
+      h.refs++;
+    } else {
+      ent[j].off = h.total;
+      h.total += ent[j].len;
+    }
+  }
+  if (h.refs > 0)
+    h.pid = (uint64_t)getpid(); /* (a system call: only when read) */
+  uint64_t steps = steps_for(g, h.total), refs = h.refs, s0 = g->step + 1;
+  for (uint64_t k = 0; k < steps; k++) {
+    uint64_t s = ++g->step;
+    size_t cap = step_span(g, k, &lo);
+    if ((rc = rlx__shmg_wait_room(g, op, s)) != RLX_OK)
+      return rc;
+    if ((len = overlap(0, hb, lo, cap, &at)) > 0) { /* (the header is all in step 0) */
+      move(g, me, s, k, 0, &h, sizeof(h), 0);
+      move(g, me, s, k, sizeof(h), ent, hb - sizeof(h), 0);
+    }
+    for (int j = 0; j < n; j++)
+      if (!by_ref(h.refs, ent[j].len) && (len = overlap(ent[j].off, ent[j].len, lo, cap, &at)) > 0)
+        move(g, me, s, k, at, (void *)(src + op->sdispls[j] * es + (at - ent[j].off)), len, 0);
+    rlx__shmg_arrive(g, s);
+    if ((rc = rlx__shmg_wait_arrived(g, op, -1, s)) != RLX_OK)
+      return rc;
+    if (k == 0) {
+      /* every stream's length (the steps) and references (the last
+       * step), this rank's pairs checked, its blocks by reference read */
+      for (int r = 0; r < n; r++) {
+        struct head rh;
+        if (r == me)
+          continue;
+        move(g, r, s0, 0, 0, &rh, sizeof(rh), 1);
+        move(g, r, s0, 0, sizeof(rh) + (size_t)me * sizeof(struct entry), &from[r],
+             sizeof(struct entry), 1);
+        if (steps_for(g, rh.total) > steps)
+          steps = steps_for(g, rh.total);
+        refs += rh.refs;
+        if (from[r].len != ent[r].want)
+          return mismatch(op, g, r, from[r].len, me, ent[r].want);
+        if (from[r].want != ent[r].len)
+          return mismatch(op, g, me, ent[r].len, r, from[r].want);
+        if (by_ref(rh.refs, from[r].len)) {
+          failed |= rlx__cma_read((int)rh.pid, from[r].off, dst + op->displs[r] * es,
+                                  from[r].len) != 0;
+          from[r].len = 0; /* (nothing of it in the stream) */
+        }
+      }
+    }
+    for (int r = 0; r < n; r++)
+      if (r != me && (len = overlap(from[r].off, from[r].len, lo, cap, &at)) > 0)
+        move(g, r, s, k, at, dst + op->displs[r] * es + (at - from[r].off), len, 1);
+  }
+  if (refs == 0)
+    return RLX_OK;
+  /* The last step: every reader done with the senders' buffers, and
+   * whether any copy failed. */
+  uint64_t s = ++g->step, bad = (uint64_t)failed;
+  if ((rc = rlx__shmg_post(g, op, s, &bad, sizeof(bad), sizeof(bad))) != RLX_OK ||
+      (rc = rlx__shmg_wait_arrived(g, op, -1, s)) != RLX_OK)
+    return rc;
+  for (int r = 0; r < n; r++) {
+    memcpy(&bad, rlx__shmg_data(g, r, s, sizeof(bad)), sizeof(bad));
+    if (bad)
+      return AGAIN;
+  }
+  return RLX_OK;
+}
+
+static int alltoallv(struct rlx__op *op) {
+  struct rlx__shm_group *g = op->shm;
+  int me = g->me;
+  size_t es = op->esize;
+  if (op->counts[me] > 0 && (char *)op->dst + op->displs[me] * es !=
+                                (const char *)op->src + op->sdispls[me] * es)
+    memcpy((char *)op->dst + op->displs[me] * es, (const char *)op->src + op->sdispls[me] * es,
+           op->counts[me] * es);
+  int rc = exchange(op, !g->no_refs && rlx__p2p_by_ref(g->p2p));
+  if (rc != AGAIN)
+    return rc;
+  /* (every rank saw the failure at the same step: all stream from now on) */
+  rlx__debug("rlx_alltoallv: a copy by reference failed in the shared segment: every block "
+             "streamed from now on");
+  g->no_refs = 1;
+  return exchange(op, 0);
+}
+
+static size_t setup(struct rlx__op *op) { return 2 * (size_t)op->size * sizeof(struct entry); }
+
+const struct rlx__algo rlx__alltoallv_shm = {"shm", NULL, setup, NULL, alltoallv};
