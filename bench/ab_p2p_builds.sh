@@ -1,8 +1,9 @@
 #!/bin/bash
 # Builds side by side with Open MPI's shared memory (vader), interleaved
 # round by round: point-to-point ping-pong and 64-message windows at 2
-# ranks (bench/osu_p2p.c) and alltoallv (bench/osu_coll.c, point to point
-# over the rings) at NS ranks, 8 B - MAXB. Each BUILD is a folder from
+# ranks (bench/osu_p2p.c; MODES="" leaves them out) and the collectives
+# COLLS (default alltoallv; bench/osu_coll.c's names) at NS ranks,
+# MINB - MAXB (default 8 B - 64 KiB). Each BUILD is a folder from
 # bench/pack_build.sh; DEPS holds runtime libraries the machine may lack
 # (for our binaries only: Open MPI's mpirun must not see them). Prints a
 # table of medians per build and vader, and each build/vader.
@@ -21,7 +22,7 @@ rlx() { env LD_LIBRARY_PATH="${DEPS:-}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" "$@
 names=""
 for b in "$@"; do names="$names $(basename "$b")"; done
 for r in $(seq 1 "${ROUNDS:-4}"); do
-  for mode in latency bw; do
+  for mode in ${MODES-latency bw}; do
     for b in "$@"; do
       rlx timeout 120 "$b/bin/rlxrun" -n 2 --no-tag-output "$b/bin/osu_p2p_rlx" $mode "$MAXB" 8 |
         sed "s|^[a-z]*|p2p $mode $(basename "$b") 2|"
@@ -29,13 +30,16 @@ for r in $(seq 1 "${ROUNDS:-4}"); do
     timeout 120 "$MPIRUN" --allow-run-as-root --oversubscribe --bind-to core --mca pml ob1 \
       --mca btl vader,self -n 2 "$out/p2p_mpi" $mode "$MAXB" 8 | sed "s|^[A-Za-z_]*|p2p $mode vader 2|"
   done
-  for n in ${NS:-4 8 16}; do
-    for b in "$@"; do
-      rlx timeout 120 "$b/bin/rlxrun" -n $n --no-tag-output "$b/bin/osu_coll_rlx" alltoallv "$MAXB" 8 |
-        sed "s|^[a-z_]*|a2av x $(basename "$b") $n|"
+  for coll in ${COLLS:-alltoallv}; do
+    for n in ${NS:-4 8 16}; do
+      for b in "$@"; do
+        rlx timeout 120 "$b/bin/rlxrun" -n $n --no-tag-output "$b/bin/osu_coll_rlx" $coll "$MAXB" \
+          "${MINB:-8}" | sed "s|^[a-z_]*|$coll x $(basename "$b") $n|"
+      done
+      timeout 120 "$MPIRUN" --allow-run-as-root --oversubscribe --bind-to core --mca pml ob1 \
+        --mca btl vader,self -n $n "$out/coll_mpi" $coll "$MAXB" "${MINB:-8}" |
+        sed "s|^[A-Za-z_]*|$coll x vader $n|"
     done
-    timeout 120 "$MPIRUN" --allow-run-as-root --oversubscribe --bind-to core --mca pml ob1 \
-      --mca btl vader,self -n $n "$out/coll_mpi" alltoallv "$MAXB" 8 | sed "s|^[A-Za-z_]*|a2av x vader $n|"
   done
 done >"$out/runs" 2>&1
 [ -n "${KEEP:-}" ] && cp "$out/runs" "$KEEP"

@@ -224,6 +224,27 @@ static int alltoallv(struct rlx__op *op) {
   return exchange(op, 0);
 }
 
+/* rlx_alltoall's blocks above what one step of exchange_shm.c moves: the
+ * same exchange, block j count elements at j x count on both sides, so
+ * every receiver reads every block by reference at once, where pairwise
+ * exchange takes p - 1 steps that wait for each other (the counts made
+ * in op->tmp, after the entries). */
+static int alltoall(struct rlx__op *op) {
+  size_t *c = (size_t *)((struct entry *)op->tmp + 2 * op->size), *d = c + op->size;
+  for (int j = 0; j < op->size; j++) {
+    c[j] = op->count;
+    d[j] = (size_t)j * op->count;
+  }
+  op->scounts = op->counts = c;
+  op->sdispls = op->displs = d;
+  return alltoallv(op);
+}
+
 static size_t setup(struct rlx__op *op) { return 2 * (size_t)op->size * sizeof(struct entry); }
 
+static size_t setup_even(struct rlx__op *op) {
+  return setup(op) + 2 * (size_t)op->size * sizeof(size_t);
+}
+
 const struct rlx__algo rlx__alltoallv_shm = {"shm", NULL, setup, NULL, alltoallv};
+const struct rlx__algo rlx__alltoall_shm_big = {"shm", NULL, setup_even, NULL, alltoall};

@@ -19,7 +19,8 @@ const struct rlx__algo *rlx__select_shm(int kind, size_t bytes, int nranks, cons
   case RLX__CK_BARRIER: return &rlx__barrier_shm;
   case RLX__CK_GATHER: return &rlx__gather_shm;
   case RLX__CK_SCATTER: return named || bytes <= RLX__SHMG_SCATTER_MAX ? &rlx__scatter_shm : NULL;
-  case RLX__CK_ALLTOALL: return named || bytes <= RLX__SHMG_ALLTOALL_MAX ? &rlx__alltoall_shm : NULL;
+  case RLX__CK_ALLTOALL:
+    return named || bytes <= RLX__SHMG_ALLTOALL_MAX ? &rlx__alltoall_shm : &rlx__alltoall_shm_big;
   /* (sizes differ by rank: whatever they are, the stream carries them) */
   case RLX__CK_ALLTOALLV: return &rlx__alltoallv_shm;
   default: return NULL;
