@@ -123,6 +123,17 @@
 #define RLX__A2A_TWO_STEPS_MAX (256u * 1024u)
 #define RLX__SHMG_SCATTER_MAX (4u * 1024u * 1024u)
 #define RLX__SHMG_ALLTOALL_MAX (128u * 1024u)
+/* The segment's alltoallv (and rlx_alltoall above RLX__SHMG_ALLTOALL_MAX)
+ * has its receivers read blocks of at least this many bytes from the
+ * senders' buffers (process_vm_readv) instead of streaming them through
+ * the slots: no acknowledgement per block there, so less than the
+ * messages' RLX__CMA_MIN pays. On 16 cores 16 KiB against 128, 64 and
+ * 32 KiB (n = 4-16, 4-512 KiB blocks): rlxcoll/vader 1.27 at worst
+ * against 2.25 for 128 KiB (bench/results/a2a-ref-min-h200-2026-12-04.txt).
+ * -DRLX__SHMG_REF_MIN=... to measure. */
+#ifndef RLX__SHMG_REF_MIN
+#define RLX__SHMG_REF_MIN (16u * 1024u)
+#endif
 /* The blocking calls' scratch that a job of one rank that may grow, and
  * every joiner, make and touch at rlx_init (comm.c): a 2-rank ring's
  * receive segments by reference, two lanes. */

@@ -19,7 +19,7 @@
  * at step 0, so all agree), a rank whose stream has ended posting empty
  * steps.
  *
- * Blocks from RLX__CMA_MIN bytes go by reference where copies by
+ * Blocks from RLX__SHMG_REF_MIN bytes go by reference where copies by
  * reference are on (RLX_CMA): the receiver reads them straight from the
  * sender's buffer with process_vm_readv once it has the header, one copy
  * instead of two, all receivers at once. Then one more step tells the
@@ -58,7 +58,7 @@ static size_t header_bytes(int n) { return sizeof(struct head) + (size_t)n * siz
 
 /* Whether a block of len bytes from a rank whose header says refs goes
  * by reference (the sender's rule, which the receiver applies alike). */
-static int by_ref(uint64_t refs, uint64_t len) { return refs > 0 && len >= RLX__CMA_MIN; }
+static int by_ref(uint64_t refs, uint64_t len) { return refs > 0 && len >= RLX__SHMG_REF_MIN; }
 
 /* The stream offsets step k covers, [*lo, *lo + return). */
 static size_t step_span(const struct rlx__shm_group *g, uint64_t k, size_t *lo) {
