@@ -3,8 +3,9 @@
  * fails with RLX_ERR_PEER_LOST naming the lost rank, quickly; one where a
  * rank passes another count fails on every rank with RLX_ERR_MISMATCH
  * naming both calls; later calls see RLX_ERR_REVOKED.
- *   fault_check timeout|kill|killbig|mismatch|stop   (rank 1 is the faulty
- *   one; killbig: it dies 30 ms into a 64 MiB allreduce; stop: it stops
+ *   fault_check timeout|kill|killbig|killa2a|mismatch|stop   (rank 1 is the
+ *   faulty one; killbig: it dies 30 ms into a 64 MiB allreduce; killa2a:
+ *   30 ms into a run of alltoallv calls (a2a_loop); stop: it stops
  *   itself, sockets open, and must be found by missing heartbeats)
  *   fault_check cut   (a partition: every rank waits until the test has
  *   cut one host's link and says so in FAULT_DONE_DIR/cut, then calls; each
@@ -290,9 +291,34 @@ static void *call_big(void *arg) {
   return NULL;
 }
 
+/* killa2a: rlx_alltoallv over and over until one fails (its code), blocks
+ * of 7 floats (streamed through the segment) and of 300007 and 600007
+ * (read by reference) by pair; RLX_OK after 100000 calls. */
+static int a2a_loop(rlx_comm_t *w) {
+  int n = rlx_comm_size(w), me = rlx_comm_rank(w), rc = RLX_OK;
+  size_t c[64], d[64], tot = 0;
+  for (int j = 0; j < n && j < 64; j++) {
+    c[j] = (size_t)((me + j) % 3) * 300000 + 7; /* (symmetric: what j sends me) */
+    d[j] = tot;
+    tot += c[j];
+  }
+  float *in = calloc(tot, sizeof(float)), *out = calloc(tot, sizeof(float));
+  for (int i = 0; i < 100000 && rc == RLX_OK && in && out; i++)
+    rc = rlx_alltoallv(in, c, d, out, c, d, RLX_FLOAT32, w);
+  free(in);
+  free(out);
+  return rc;
+}
+
+static void *call_a2a(void *arg) {
+  a2a_loop(arg);
+  return NULL;
+}
+
 int main(int argc, char **argv) {
   int big_mode = argc > 1 && strcmp(argv[1], "killbig") == 0;
-  int kill_mode = big_mode || (argc > 1 && strcmp(argv[1], "kill") == 0);
+  int a2a_mode = argc > 1 && strcmp(argv[1], "killa2a") == 0;
+  int kill_mode = big_mode || a2a_mode || (argc > 1 && strcmp(argv[1], "kill") == 0);
   size_t big_count = (size_t)16 << 20; /* 64 MiB of float32 */
   float *big = big_mode ? calloc(big_count, sizeof(float)) : NULL;
   int mismatch_mode = argc > 1 && strcmp(argv[1], "mismatch") == 0;
@@ -533,6 +559,12 @@ int main(int argc, char **argv) {
       pthread_create(&th, NULL, call_big, &bc);
       nanosleep(&ts, NULL);
     }
+    if (a2a_mode) { /* die 30 ms into a run of alltoallv calls */
+      pthread_t th;
+      struct timespec ts = {0, 30 * 1000 * 1000};
+      pthread_create(&th, NULL, call_a2a, w);
+      nanosleep(&ts, NULL);
+    }
     if (kill_mode)
       raise(SIGKILL);
     if (stop_mode) {
@@ -553,7 +585,8 @@ int main(int argc, char **argv) {
   }
   double v = 1, t0 = now();
   int rc = big_mode ? rlx_allreduce(RLX_IN_PLACE, big, big_count, RLX_FLOAT32, RLX_SUM, w)
-                    : rlx_allreduce(RLX_IN_PLACE, &v, 1, RLX_FLOAT64, RLX_SUM, w);
+           : a2a_mode ? a2a_loop(w)
+                      : rlx_allreduce(RLX_IN_PLACE, &v, 1, RLX_FLOAT64, RLX_SUM, w);
   double took = now() - t0;
   int want = kill_mode || stop_mode ? RLX_ERR_PEER_LOST : RLX_ERR_TIMEOUT;
   if (strcmp(argc > 1 ? argv[1] : "", "commtimeout") == 0 && took > bound(4.0)) {

@@ -135,6 +135,18 @@ for n in 2 4; do
   awk -v k="${RLX_TEST_TIME_SCALE:-1}" '/peer lost after/ { split($0, a, "after "); split(a[2], b, " s"); if (b[1] + 0 > 2.1 * k) bad = 1 }
        END { exit bad }' "$TMP/out" || fail "a survivor took more than 2 s after the kill (n=$n)"
 done
+# Killed 30 ms into a run of alltoallv calls (in the shared segment: small
+# blocks streamed, big ones read from the senders' buffers, the dead one's
+# too): the survivors' call fails within 2 s, naming rank 1 and the call.
+for n in 2 4; do
+  timeout 60 "$RLXRUN" -n $n --grace 10 "$FAULT" killa2a >"$TMP/out" 2>&1
+  cat "$TMP/out"
+  [ "$(grep -c 'fault_check: rank [0-9]*: PASS' "$TMP/out")" -eq $((n - 1)) ] || fail "killa2a n=$n"
+  grep -q "lost rank 1 during rlx_alltoallv" "$TMP/out" ||
+    fail "no survivor named rank 1 and rlx_alltoallv (n=$n)"
+  awk -v k="${RLX_TEST_TIME_SCALE:-1}" '/peer lost after/ { split($0, a, "after "); split(a[2], b, " s"); if (b[1] + 0 > 2.1 * k) bad = 1 }
+       END { exit bad }' "$TMP/out" || fail "a survivor took more than 2 s after the kill (n=$n)"
+done
 # rlx_comm_revoke from each member in turn while the others wait in each
 # collective (in the shared segment, point to point over the socket, TCP):
 # every pending and later call fails at once naming the revoker, and
