@@ -5,19 +5,19 @@
  * cell and slot, and the stream starts with a header that tells the
  * others the rest.
  *
- * Rank r's stream: a header (the stream's length, r's pid, how many of
- * its blocks go by reference; then per rank j the offset of its block for
- * j in the stream, or its address when it goes by reference, that block's
- * bytes, and the bytes r expects from j), then its streamed blocks in
- * rank order. Step k of the call carries bytes [lo_k, lo_k + cap_k) of
- * every stream: step 0 the first RLX__SHMG_INLINE bytes in the rank's
- * cell (they come with the miss on its step, as a small call's data do)
- * and the next slot's worth in its slot, every later step a slot's worth.
- * A rank posts its part of each step, waits for everyone's, and copies out
- * of each sender's chunk the part that is its block; the call takes as
- * many steps as the longest stream needs (every rank reads every header
- * at step 0, so all agree), a rank whose stream has ended posting empty
- * steps.
+ * Rank r's stream: a header (the steps the stream takes; per rank j the
+ * offset of its block for j in the stream, or its address when it goes
+ * by reference, and that block's bytes; with references, r's pid), then
+ * its streamed blocks in rank order. Step k of the call carries bytes
+ * [lo_k, lo_k + cap_k) of every stream: step 0 the first
+ * RLX__SHMG_INLINE bytes in the rank's cell (they come with the miss on
+ * its step, as a small call's data do: the header is compact for small
+ * calls, 24 bytes at 2 ranks) and the next slot's worth in its slot,
+ * every later step a slot's worth. A rank posts its part of each step,
+ * waits for everyone's, and copies out of each sender's chunk the part
+ * that is its block; the call takes as many steps as the longest stream
+ * needs (every rank reads every header at step 0, so all agree), a rank
+ * whose stream has ended posting empty steps.
  *
  * Blocks from RLX__SHMG_REF_MIN bytes go by reference where copies by
  * reference are on (RLX_CMA): the receiver reads them straight from the
@@ -28,12 +28,12 @@
  * step, and the call runs again with every block streamed, as do the
  * segment's later calls.
  *
- * Counts that disagree: rank me reads from r's header both what r sends
- * it and what r expects from it, so each end of a pair whose counts
- * differ fails the call with RLX_ERR_MISMATCH before copying anything,
- * naming both sizes, and fails the segment, which ends the call of any
- * rank still waiting in it (a rank that had already finished learns it at
- * its next call: revoked), as the point-to-point algorithm does. */
+ * Counts that disagree: the receiver of a block whose size in the
+ * sender's header differs from the count it expects fails the call with
+ * RLX_ERR_MISMATCH before copying anything, naming both sizes, and fails
+ * the segment, which ends the call of any rank still waiting in it (a
+ * rank that had already finished learns it at its next call: revoked),
+ * as the point-to-point algorithm does. */
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -45,16 +45,32 @@
 
 #define INL RLX__SHMG_INLINE
 
-struct head {
-  uint64_t total, pid, refs;
+/* A stream's header: the head, then one entry per rank (block j's
+ * offset in the stream, or its address when it goes by reference, and
+ * its bytes). Compact while the stream is under 4 GiB and nothing goes by
+ * reference (a small call's header then fits its data beside it in the
+ * rank's cell: 24 bytes at 2 ranks), else wide. */
+#define WIDE 0x80000000u
+struct head_compact {
+  uint32_t steps; /* the steps the stream takes (WIDE clear) */
+  uint32_t zero;
 };
-/* One header entry: block j's offset in the stream (its address, by
- * reference), its bytes, and the bytes this rank expects from j. */
-struct entry {
-  uint64_t off, len, want;
+struct head_wide {
+  uint32_t steps; /* | WIDE */
+  uint32_t pid;   /* the sender, for the reads by reference */
+  uint64_t refs;  /* its blocks that go by reference */
+};
+struct entry { /* in memory, and in a wide header */
+  uint64_t off, len;
+};
+struct entry_compact {
+  uint32_t off, len;
 };
 
-static size_t header_bytes(int n) { return sizeof(struct head) + (size_t)n * sizeof(struct entry); }
+static size_t header_bytes(int n, int wide) {
+  return wide ? sizeof(struct head_wide) + (size_t)n * sizeof(struct entry)
+              : sizeof(struct head_compact) + (size_t)n * sizeof(struct entry_compact);
+}
 
 /* Whether a block of len bytes from a rank whose header says refs goes
  * by reference (the sender's rule, which the receiver applies alike). */
@@ -126,59 +142,88 @@ static int mismatch(struct rlx__op *op, struct rlx__shm_group *g, int from, uint
 static int exchange(struct rlx__op *op, int refs_ok) {
   struct rlx__shm_group *g = op->shm;
   int n = g->n, me = g->me, rc, failed = 0;
-  size_t es = op->esize, hb = header_bytes(n), lo, at, len;
+  size_t es = op->esize, lo, at, len;
   const char *src = op->src;
   char *dst = op->dst;
   rlx__shmg_begin(g, op);
-  /* this rank's header, and each sender's entry for this rank (op->tmp) */
+  /* this rank's entries, each sender's entry for this rank, and this
+   * rank's header as it goes in the stream (op->tmp) */
   struct entry *ent = op->tmp, *from = ent + n;
-  struct head h = {hb, 0, 0};
+  unsigned char *hdr = (unsigned char *)(from + n);
+  uint64_t mine = 0, refs = 0, total; /* (blocks by reference: this rank's, everyone's) */
+  for (int j = 0; j < n; j++)
+    mine += j != me && refs_ok && by_ref(1, op->scounts[j] * es);
+  int wide = mine > 0;
+  total = header_bytes(n, wide);
   for (int j = 0; j < n; j++) {
     ent[j].len = j == me ? 0 : op->scounts[j] * es;
-    ent[j].want = j == me ? 0 : op->counts[j] * es;
-    if (refs_ok && by_ref(1, ent[j].len)) {
+    if (by_ref(mine, ent[j].len)) {
       ent[j].off = (uint64_t)(uintptr_t)(src + op->sdispls[j] * es);
-      h.refs++;
     } else {
-      ent[j].off = h.total;
-      h.total += ent[j].len;
+      ent[j].off = total;
+      total += ent[j].len;
     }
   }
-  if (h.refs > 0)
-    h.pid = (uint64_t)getpid(); /* (a system call: only when read) */
-  uint64_t steps = steps_for(g, h.total), refs = h.refs, s0 = g->step + 1;
+  if (!wide && total >= WIDE) { /* (streamed gigabytes: offsets past 32 bits) */
+    wide = 1;
+    for (int j = 0; j < n; j++)
+      ent[j].off += header_bytes(n, 1) - header_bytes(n, 0);
+    total += header_bytes(n, 1) - header_bytes(n, 0);
+  }
+  uint64_t steps = steps_for(g, total), s0 = g->step + 1;
+  size_t hb = header_bytes(n, wide);
+  if (wide) {
+    struct head_wide h = {(uint32_t)steps | WIDE, mine ? (uint32_t)getpid() : 0, mine};
+    memcpy(hdr, &h, sizeof(h));
+    memcpy(hdr + sizeof(h), ent, (size_t)n * sizeof(struct entry));
+  } else {
+    struct head_compact h = {(uint32_t)steps, 0};
+    memcpy(hdr, &h, sizeof(h));
+    for (int j = 0; j < n; j++) {
+      struct entry_compact e = {(uint32_t)ent[j].off, (uint32_t)ent[j].len};
+      memcpy(hdr + sizeof(h) + (size_t)j * sizeof(e), &e, sizeof(e));
+    }
+  }
   for (uint64_t k = 0; k < steps; k++) {
     uint64_t s = ++g->step;
     size_t cap = step_span(g, k, &lo);
     if ((rc = rlx__shmg_wait_room(g, op, s)) != RLX_OK)
       return rc;
-    if ((len = overlap(0, hb, lo, cap, &at)) > 0) { /* (the header is all in step 0) */
-      move(g, me, s, k, 0, &h, sizeof(h), 0);
-      move(g, me, s, k, sizeof(h), ent, hb - sizeof(h), 0);
-    }
+    if (k == 0) /* (the header is all in step 0) */
+      move(g, me, s, 0, 0, hdr, hb, 0);
     for (int j = 0; j < n; j++)
-      if (!by_ref(h.refs, ent[j].len) && (len = overlap(ent[j].off, ent[j].len, lo, cap, &at)) > 0)
+      if (!by_ref(mine, ent[j].len) && (len = overlap(ent[j].off, ent[j].len, lo, cap, &at)) > 0)
         move(g, me, s, k, at, (void *)(src + op->sdispls[j] * es + (at - ent[j].off)), len, 0);
     rlx__shmg_arrive(g, s);
     if ((rc = rlx__shmg_wait_arrived(g, op, -1, s)) != RLX_OK)
       return rc;
     if (k == 0) {
-      /* every stream's length (the steps) and references (the last
-       * step), this rank's pairs checked, its blocks by reference read */
+      /* every stream's steps and references (the last step); each block
+       * for this rank checked against the count it expects, and read
+       * when it goes by reference */
+      refs = mine;
       for (int r = 0; r < n; r++) {
-        struct head rh;
         if (r == me)
           continue;
-        move(g, r, s0, 0, 0, &rh, sizeof(rh), 1);
-        move(g, r, s0, 0, sizeof(rh) + (size_t)me * sizeof(struct entry), &from[r],
-             sizeof(struct entry), 1);
-        if (steps_for(g, rh.total) > steps)
-          steps = steps_for(g, rh.total);
+        struct head_wide rh = {0, 0, 0};
+        move(g, r, s0, 0, 0, &rh, sizeof(struct head_compact), 1);
+        int rwide = (rh.steps & WIDE) != 0;
+        if (rwide) {
+          move(g, r, s0, 0, 0, &rh, sizeof(rh), 1);
+          move(g, r, s0, 0, sizeof(rh) + (size_t)me * sizeof(struct entry), &from[r],
+               sizeof(struct entry), 1);
+        } else {
+          struct entry_compact e;
+          move(g, r, s0, 0, sizeof(struct head_compact) + (size_t)me * sizeof(e), &e, sizeof(e), 1);
+          from[r].off = e.off;
+          from[r].len = e.len;
+        }
+        if ((rh.steps & ~WIDE) > steps)
+          steps = rh.steps & ~WIDE;
         refs += rh.refs;
-        if (from[r].len != ent[r].want)
-          return mismatch(op, g, r, from[r].len, me, ent[r].want);
-        if (from[r].want != ent[r].len)
-          return mismatch(op, g, me, ent[r].len, r, from[r].want);
+        uint64_t want = op->counts[r] * es;
+        if (from[r].len != want)
+          return mismatch(op, g, r, from[r].len, me, want);
         if (by_ref(rh.refs, from[r].len)) {
           failed |= rlx__cma_read((int)rh.pid, from[r].off, dst + op->displs[r] * es,
                                   from[r].len) != 0;
@@ -224,13 +269,17 @@ static int alltoallv(struct rlx__op *op) {
   return exchange(op, 0);
 }
 
+static size_t setup(struct rlx__op *op) {
+  return 2 * (size_t)op->size * sizeof(struct entry) + header_bytes(op->size, 1);
+}
+
 /* rlx_alltoall's blocks above what one step of exchange_shm.c moves: the
  * same exchange, block j count elements at j x count on both sides, so
  * every receiver reads every block by reference at once, where pairwise
  * exchange takes p - 1 steps that wait for each other (the counts made
  * in op->tmp, after the entries). */
 static int alltoall(struct rlx__op *op) {
-  size_t *c = (size_t *)((struct entry *)op->tmp + 2 * op->size), *d = c + op->size;
+  size_t *c = (size_t *)((char *)op->tmp + setup(op)), *d = c + op->size;
   for (int j = 0; j < op->size; j++) {
     c[j] = op->count;
     d[j] = (size_t)j * op->count;
@@ -239,8 +288,6 @@ static int alltoall(struct rlx__op *op) {
   op->sdispls = op->displs = d;
   return alltoallv(op);
 }
-
-static size_t setup(struct rlx__op *op) { return 2 * (size_t)op->size * sizeof(struct entry); }
 
 static size_t setup_even(struct rlx__op *op) {
   return setup(op) + 2 * (size_t)op->size * sizeof(size_t);
