@@ -150,10 +150,17 @@ static int exchange(struct rlx__op *op, int refs_ok) {
    * rank's header as it goes in the stream (op->tmp) */
   struct entry *ent = op->tmp, *from = ent + n;
   unsigned char *hdr = (unsigned char *)(from + n);
-  uint64_t mine = 0, refs = 0, total; /* (blocks by reference: this rank's, everyone's) */
-  for (int j = 0; j < n; j++)
-    mine += j != me && refs_ok && by_ref(1, op->scounts[j] * es);
-  int wide = mine > 0;
+  /* blocks by reference (this rank's, everyone's), bytes streamed */
+  uint64_t mine = 0, refs = 0, streamed = 0, total;
+  for (int j = 0; j < n; j++) {
+    uint64_t b = j == me ? 0 : op->scounts[j] * es;
+    if (refs_ok && by_ref(1, b))
+      mine++;
+    else
+      streamed += b;
+  }
+  /* (wide: references, or streamed gigabytes whose offsets pass 32 bits) */
+  int wide = mine > 0 || header_bytes(n, 0) + streamed >= WIDE;
   total = header_bytes(n, wide);
   for (int j = 0; j < n; j++) {
     ent[j].len = j == me ? 0 : op->scounts[j] * es;
@@ -163,12 +170,6 @@ static int exchange(struct rlx__op *op, int refs_ok) {
       ent[j].off = total;
       total += ent[j].len;
     }
-  }
-  if (!wide && total >= WIDE) { /* (streamed gigabytes: offsets past 32 bits) */
-    wide = 1;
-    for (int j = 0; j < n; j++)
-      ent[j].off += header_bytes(n, 1) - header_bytes(n, 0);
-    total += header_bytes(n, 1) - header_bytes(n, 0);
   }
   uint64_t steps = steps_for(g, total), s0 = g->step + 1;
   size_t hb = header_bytes(n, wide);
