@@ -124,28 +124,22 @@ for n in 2 3 4; do
   awk -v k="${RLX_TEST_TIME_SCALE:-1}" '/peer lost after/ { split($0, a, "after "); split(a[2], b, " s"); if (b[1] + 0 > 2.0 * k) bad = 1 }
        END { exit bad }' "$TMP/out" || fail "a survivor took more than 2 s to see the lost peer (n=$n)"
 done
-# Killed during a 64 MiB allreduce: the survivors' call (which began with
-# rank 1's, 30 ms before the kill) fails within 2 s of it.
-for n in 2 4; do
-  timeout 60 "$RLXRUN" -n $n --grace 10 "$FAULT" killbig >"$TMP/out" 2>&1
-  cat "$TMP/out"
-  [ "$(grep -c 'fault_check: rank [0-9]*: PASS' "$TMP/out")" -eq $((n - 1)) ] || fail "killbig n=$n"
-  grep -q "lost rank 1 during rlx_allreduce(count=16777216, float32, sum)" "$TMP/out" ||
-    fail "no survivor named rank 1 and the 64 MiB call (n=$n)"
-  awk -v k="${RLX_TEST_TIME_SCALE:-1}" '/peer lost after/ { split($0, a, "after "); split(a[2], b, " s"); if (b[1] + 0 > 2.1 * k) bad = 1 }
-       END { exit bad }' "$TMP/out" || fail "a survivor took more than 2 s after the kill (n=$n)"
-done
-# Killed 30 ms into a run of alltoallv calls (in the shared segment: small
-# blocks streamed, big ones read from the senders' buffers, the dead one's
-# too): the survivors' call fails within 2 s, naming rank 1 and the call.
-for n in 2 4; do
-  timeout 60 "$RLXRUN" -n $n --grace 10 "$FAULT" killa2a >"$TMP/out" 2>&1
-  cat "$TMP/out"
-  [ "$(grep -c 'fault_check: rank [0-9]*: PASS' "$TMP/out")" -eq $((n - 1)) ] || fail "killa2a n=$n"
-  grep -q "lost rank 1 during rlx_alltoallv" "$TMP/out" ||
-    fail "no survivor named rank 1 and rlx_alltoallv (n=$n)"
-  awk -v k="${RLX_TEST_TIME_SCALE:-1}" '/peer lost after/ { split($0, a, "after "); split(a[2], b, " s"); if (b[1] + 0 > 2.1 * k) bad = 1 }
-       END { exit bad }' "$TMP/out" || fail "a survivor took more than 2 s after the kill (n=$n)"
+# Killed 30 ms into a call: a 64 MiB allreduce (killbig: the survivors'
+# call began with rank 1's), or a run of alltoallv calls (killa2a: in the
+# shared segment, small blocks streamed, big ones read from the senders'
+# buffers, the dead one's too): the survivors' call fails within 2 s of
+# the kill, naming rank 1 and the call.
+for case in "killbig:rlx_allreduce(count=16777216, float32, sum)" "killa2a:rlx_alltoallv"; do
+  mode=${case%%:*} call=${case#*:}
+  for n in 2 4; do
+    timeout 60 "$RLXRUN" -n $n --grace 10 "$FAULT" $mode >"$TMP/out" 2>&1
+    cat "$TMP/out"
+    [ "$(grep -c 'fault_check: rank [0-9]*: PASS' "$TMP/out")" -eq $((n - 1)) ] || fail "$mode n=$n"
+    grep -qF "lost rank 1 during $call" "$TMP/out" ||
+      fail "no survivor named rank 1 and $call ($mode, n=$n)"
+    awk -v k="${RLX_TEST_TIME_SCALE:-1}" '/peer lost after/ { split($0, a, "after "); split(a[2], b, " s"); if (b[1] + 0 > 2.1 * k) bad = 1 }
+         END { exit bad }' "$TMP/out" || fail "a survivor took more than 2 s after the kill ($mode, n=$n)"
+  done
 done
 # rlx_comm_revoke from each member in turn while the others wait in each
 # collective (in the shared segment, point to point over the socket, TCP):
