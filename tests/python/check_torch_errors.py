@@ -4,6 +4,9 @@ synchronous call, through work.wait() and through work.get_future() (DDP's
 way), never returns with the tensors unreduced:
   - all_reduce of 3 items on rank 0 and 5 on rank 1: Mismatch on both; the
     next, valid call on that group: Revoked on both
+  - all_to_all_single with split sizes that disagree (alltoallv): Mismatch
+    on the rank receiving the wrong size; the other raises too, or (its
+    part done) finds its next call on the group Revoked
   - AVG of int64 tensors on every rank: ArgumentError (a ValueError) on
     both, and the group still works; on rank 0 only (float32 on rank 1):
     ArgumentError there, Mismatch on rank 1
@@ -67,6 +70,28 @@ def mismatch(r, mode):
         failures.append("%s: the failed all_reduce wrote its tensor" % mode)
     t = torch.full((2,), float(r + 1))
     expect("%s: the next call" % mode, rlxcoll.Revoked, lambda: run(mode, dist.all_reduce, t, group=g))
+
+
+def a2a_mismatch(r, mode):
+    """all_to_all_single whose split sizes disagree (rank 0 sends rank 1 two
+    rows, rank 1 expects one): Mismatch on rank 1; rank 0, whose own part
+    was right, raises Mismatch too or finds its next call Revoked."""
+    g = dist.new_group()
+    insplit, outsplit = ([1, 2] if r == 0 else [1, 1]), [1, 1]
+    inp, out = torch.ones(sum(insplit)), torch.zeros(sum(outsplit))
+    call = lambda: run(mode, dist.all_to_all_single, out, inp, outsplit, insplit, group=g)
+    if r == 1:
+        expect("%s: all_to_all_single splits 2 and 1" % mode, rlxcoll.Mismatch, call)
+        return
+    try:
+        call()
+    except rlxcoll.Mismatch as e:
+        print("check_torch_errors: rank 0: %s: all_to_all_single splits 2 and 1: Mismatch: %s"
+              % (mode, e), flush=True)
+        return
+    t = torch.ones(2)
+    expect("%s: all_to_all_single's part done, the next call" % mode, rlxcoll.Revoked,
+           lambda: run(mode, dist.all_reduce, t, group=g))
 
 
 def avg_of_integers(r, mode):
@@ -142,6 +167,8 @@ def main():
     r = dist.get_rank()
     for mode in MODES:
         mismatch(r, mode)
+        dist.barrier()
+        a2a_mismatch(r, mode)
         dist.barrier()
         avg_of_integers(r, mode)
         dist.barrier()
