@@ -8,6 +8,7 @@
 #include <stddef.h>
 #include <string.h>
 #include "base/internal.h"
+#include "base/tuning.h"
 
 int rlx__parse_long(const char *s, long lo, long hi, long *out) {
   char *end;
@@ -244,6 +245,10 @@ int rlx__config_load(struct rlx__config *cfg) {
       return bad("RLX_CMA", s, "auto, on or off");
     cfg->cma = i;
   }
+  cfg->cma_hold_ms = RLX__CMA_HOLD_MS;
+  if ((s = getenv("RLX_CMA_HOLD_MS")) != NULL &&
+      rlx__parse_long(s, 0, 3600L * 1000, &cfg->cma_hold_ms) != 0)
+    return bad("RLX_CMA_HOLD_MS", s, "milliseconds from 0 to 3600000");
   if ((s = getenv("RLX_IFACE")) != NULL) {
     if (*s == '\0' || strlen(s) >= sizeof(cfg->iface))
       return bad("RLX_IFACE", s, "an interface name or prefix, 1 to 63 characters");

@@ -63,6 +63,7 @@ struct rlx__config {
   char allgather_algo[24]; /* RLX_ALLGATHER_ALGO */
   int wire;                /* RLX_WIRE */
   int cma;                 /* RLX_CMA: 1 on, 0 off, -1 auto */
+  long cma_hold_ms;        /* RLX_CMA_HOLD_MS (default RLX__CMA_HOLD_MS) */
   int shm_coll;            /* RLX_SHM_COLL: 1 auto (collectives in shared memory), 0 off */
   int shrink_any;          /* RLX_SHRINK_QUORUM: 0 majority, 1 any (every side goes on) */
   int log_level;        /* RLX_LOG */

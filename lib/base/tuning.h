@@ -16,6 +16,16 @@
 #ifndef RLX__CMA_MIN /* -DRLX__CMA_MIN=... to measure another threshold */
 #define RLX__CMA_MIN (128u * 1024u)
 #endif
+/* A message sent by reference before its receive is posted stays in the
+ * sender's memory this long (its send not complete) for the receive to
+ * copy it straight into its buffer, MPI's rendezvous; then the receiver
+ * copies it into a buffer of its own and lets the sender go, so that a
+ * program which counts on a send completing without its receive (as an
+ * eager protocol would) still runs. Copying at once cost a ping-pong of
+ * 64 MiB 5.0x vader's time on 2 cores (two copies, and a fresh buffer's
+ * page faults every message); bench/p2p_vs_vader.sh. RLX_CMA_HOLD_MS
+ * overrides it. */
+#define RLX__CMA_HOLD_MS 1
 
 /* ---- shared-memory rings (lib/transport/shm.c) -----------------------------
  * Each way between two ranks of a host. Payloads from RLX__CMA_MIN go by

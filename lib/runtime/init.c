@@ -178,6 +178,7 @@ rendezvous_done:
                           &mine)) != RLX_OK)
     goto fail;
 
+  rt->p2p.cma_hold_ms = (uint64_t)cfg->cma_hold_ms;
   rt->p2p.on_abort = rlx__exec_on_abort;
   rt->p2p.on_lost = on_lost;
   rt->p2p.on_early = rlx__exec_on_early;

@@ -98,10 +98,114 @@ static void bad_descriptor(struct rlx__p2p_conn *c, const struct rlx__frame_hdr 
   rlx__match_keep(c, bad); /* (crc_ok 0) */
 }
 
+/* ---- messages held in their senders' memory --------------------------------- */
+
+static void hold_expired(uv_timer_t *t);
+
+static void hold_timer(struct rlx__p2p *p, uint64_t ms) {
+  if (!p->cma_hold_open) {
+    uv_timer_init(p->loop, &p->cma_hold);
+    p->cma_hold.data = p;
+    p->cma_hold_open = 1;
+  }
+  if (!uv_is_active((uv_handle_t *)&p->cma_hold))
+    uv_timer_start(&p->cma_hold, hold_expired, ms, 0);
+}
+
+/* A message's descriptor, and no receive wants it yet: keep its place
+ * without copying (RLX_CMA_HOLD_MS). */
+static void hold(struct rlx__p2p_conn *c, const struct rlx__frame_hdr *h, int pid, uint64_t addr) {
+  struct rlx__p2p *p = c->p;
+  struct rlx__umsg *m = rlx__umsg_new(c, h, 0);
+  if (m == NULL)
+    return;
+  m->hdr.flags = 0;
+  m->crc_ok = 1; /* (the descriptor's CRC was checked) */
+  m->from = c->peer;
+  m->held = 1;
+  m->ref_pid = pid;
+  m->ref_addr = addr;
+  m->held_at = uv_now(p->loop);
+  rlx__match_keep(c, m);
+  hold_timer(p, p->cma_hold_ms);
+}
+
+int rlx__cma_take_held(struct rlx__p2p *p, struct rlx__umsg *m, struct rlx__xfer *x) {
+  struct rlx__p2p_conn *c = p->peers[m->from].conn;
+  x->got = m->hdr;
+  if (m->held == 2) {
+    p->held_resends--;
+    return RLX__HELD_RESEND;
+  }
+  if (c == NULL) /* (a lost peer's held messages are dropped: msg.c) */
+    return RLX_ERR_PEER_LOST;
+  if (m->hdr.payload_len > x->len) { /* the receive fails; the sender is done */
+    send_ack(c, &m->hdr, 0);
+    return RLX_ERR_TRUNCATE;
+  }
+  int rc = rlx__cma_read(m->ref_pid, m->ref_addr, x->buf, m->hdr.payload_len);
+  if (rc != 0) {
+    rlx__debug("copy by reference from rank %d failed (%s); using the socket", m->from,
+               strerror(-rc));
+    p->cma_fallbacks++;
+    send_ack(c, &m->hdr, 1);
+    return RLX__HELD_RESEND;
+  }
+  p->cma_copies++;
+  send_ack(c, &m->hdr, 0);
+  return RLX_OK;
+}
+
+/* Held long enough: copy into a buffer of our own, in the message's
+ * place, and let the sender go; a refused copy is NACKed and the
+ * message's place kept for the payload the sender puts on the stream. */
+static void hold_expired(uv_timer_t *t) {
+  struct rlx__p2p *p = t->data;
+  uint64_t now = uv_now(p->loop), next = 0;
+  struct rlx__list *l = p->msg_unexpected.next;
+  while (l != &p->msg_unexpected) {
+    struct rlx__umsg *m = rlx__container_of(l, struct rlx__umsg, link);
+    l = l->next;
+    if (m->held != 1)
+      continue;
+    if (now - m->held_at < p->cma_hold_ms) {
+      uint64_t left = p->cma_hold_ms - (now - m->held_at);
+      next = next == 0 || left < next ? left : next;
+      continue;
+    }
+    struct rlx__p2p_conn *c = p->peers[m->from].conn;
+    struct rlx__umsg *d = rlx__umsg_new(c, &m->hdr, m->hdr.payload_len);
+    if (d == NULL) { /* the peer failed, and its held messages with it: look again */
+      next = 1;
+      break;
+    }
+    int rc = rlx__cma_read(m->ref_pid, m->ref_addr, d->data, m->hdr.payload_len);
+    if (rc != 0) {
+      rlx__debug("copy by reference from rank %d failed (%s); using the socket", m->from,
+                 strerror(-rc));
+      p->cma_fallbacks++;
+      rlx__umsg_put(p, d);
+      m->held = 2;
+      p->held_resends++;
+      send_ack(c, &m->hdr, 1);
+      continue;
+    }
+    p->cma_copies++;
+    d->crc_ok = 1;
+    d->from = m->from;
+    rlx__list_push(&m->link, &d->link); /* (in front of m: into its place) */
+    rlx__list_remove(&m->link);
+    send_ack(c, &m->hdr, 0);
+    rlx__umsg_put(p, m);
+  }
+  if (next > 0)
+    hold_timer(p, next);
+}
+
 /* A DATA or MSG frame's descriptor is in: copy the payload straight into
- * the receive posted for it, or into a kept buffer at once (the sender's
- * buffer is then free); a posted receive it does not fit fails, and the
- * sender is let go. */
+ * the receive posted for it, or keep it (a message: hold) or copy it into
+ * a kept buffer at once (the sender's buffer is then free); a posted
+ * receive it does not fit fails, and the sender is let go. */
 void rlx__cma_desc_done(struct rlx__p2p_conn *c) {
   struct rlx__p2p *p = c->p;
   struct rlx__frame_hdr *h = &c->cur;
@@ -118,6 +222,10 @@ void rlx__cma_desc_done(struct rlx__p2p_conn *c) {
     x->got = *h;
     send_ack(c, h, 0);
     rlx__xfer_finish(x, rlx__match_refusal(h));
+    return;
+  }
+  if (x == NULL && h->type == RLX__FT_MSG && p->cma_hold_ms > 0) {
+    hold(c, h, (int)pid, addr);
     return;
   }
   struct rlx__umsg *m = NULL;

@@ -35,13 +35,16 @@ static struct rlx__umsg *umsg_get(struct rlx__p2p *p, size_t len) {
     if (m->cap >= len) {
       rlx__list_remove(&m->link);
       p->npool--;
+      m->held = 0;
       return m;
     }
   }
   size_t cap = len < 4096 ? 4096 : len;
   struct rlx__umsg *m = malloc(sizeof(*m) + cap);
-  if (m != NULL)
+  if (m != NULL) {
     m->cap = cap;
+    m->held = 0;
+  }
   return m;
 }
 

@@ -2,7 +2,8 @@
  * communicator, source and tag against receives in the order they were
  * posted, at the frame's header, so that a posted receive's payload goes
  * straight into its buffer. A message no receive wants yet is kept whole,
- * in the order messages arrived. One connection carries a sender's frames
+ * in the order messages arrived (a big one sent by reference is held in
+ * its sender's memory a while, cma.c). One connection carries a sender's frames
  * in the order sent, so MPI's rule holds: two messages from one sender
  * that one receive could both match are received in the order sent.
  * Everything here runs under the engine's loop lock. */
@@ -36,8 +37,11 @@ void rlx__msg_unpost(struct rlx__p2p *p, struct rlx__xfer *x) {
     p->peers[x->peer].msg_waits--;
 }
 
-/* A whole kept message into x: its status. */
-static int deliver(const struct rlx__umsg *m, struct rlx__xfer *x) {
+/* A kept message into x: its status, or RLX__HELD_RESEND (x waits for
+ * the payload on the stream). */
+static int deliver(struct rlx__p2p *p, struct rlx__umsg *m, struct rlx__xfer *x) {
+  if (m->held)
+    return rlx__cma_take_held(p, m, x);
   x->got = m->hdr;
   if (!m->crc_ok)
     return RLX_ERR_CORRUPT;
@@ -48,6 +52,22 @@ static int deliver(const struct rlx__umsg *m, struct rlx__xfer *x) {
   return RLX_OK;
 }
 
+/* The held message whose copy was refused, for m (its payload, sent
+ * again on the stream): m takes its place in the arrival order. */
+static int into_place(struct rlx__p2p *p, struct rlx__umsg *m) {
+  for (struct rlx__list *l = p->msg_unexpected.next; l != &p->msg_unexpected; l = l->next) {
+    struct rlx__umsg *h = rlx__container_of(l, struct rlx__umsg, link);
+    if (h->held == 2 && h->hdr.src == m->hdr.src && rlx__same_key(&h->hdr, &m->hdr)) {
+      rlx__list_push(&h->link, &m->link);
+      rlx__list_remove(&h->link);
+      rlx__umsg_put(p, h);
+      p->held_resends--;
+      return 1;
+    }
+  }
+  return 0;
+}
+
 void rlx__msg_arrived(struct rlx__p2p *p, struct rlx__umsg *m) {
   if (m->discard) { /* its receive already failed (truncated) */
     rlx__umsg_put(p, m);
@@ -55,12 +75,15 @@ void rlx__msg_arrived(struct rlx__p2p *p, struct rlx__umsg *m) {
   }
   struct rlx__xfer *x = rlx__msg_find_posted(p, (int)m->hdr.src, &m->hdr);
   if (x == NULL) {
-    rlx__list_push(&p->msg_unexpected, &m->link);
+    if (p->held_resends == 0 || m->held || !into_place(p, m))
+      rlx__list_push(&p->msg_unexpected, &m->link);
     return;
   }
-  rlx__msg_unpost(p, x);
-  int st = deliver(m, x);
+  int st = deliver(p, m, x);
   rlx__umsg_put(p, m);
+  if (st == RLX__HELD_RESEND)
+    return; /* x stays posted for the payload */
+  rlx__msg_unpost(p, x);
   rlx__xfer_finish(x, st);
 }
 
@@ -121,8 +144,11 @@ int rlx__msg_recv(struct rlx__p2p *p, struct rlx__xfer *x) {
     struct rlx__umsg *m = rlx__container_of(l, struct rlx__umsg, link);
     if (wants(x, (int)m->hdr.src, &m->hdr)) {
       rlx__list_remove(&m->link);
-      x->status = deliver(m, x);
+      int st = deliver(p, m, x);
       rlx__umsg_put(p, m);
+      if (st == RLX__HELD_RESEND)
+        break; /* posted below, for the payload on its way */
+      x->status = st;
       return 1;
     }
   }
@@ -165,6 +191,17 @@ void rlx__msg_cancel(struct rlx__p2p *p, struct rlx__xfer *x) {
 }
 
 void rlx__msg_peer_lost(struct rlx__p2p *p, int peer, int err) {
+  /* Its held messages are not here to take: their payloads were in its
+   * memory, and its sends did not complete. */
+  for (struct rlx__list *l = p->msg_unexpected.next; l != &p->msg_unexpected;) {
+    struct rlx__umsg *m = rlx__container_of(l, struct rlx__umsg, link);
+    l = l->next;
+    if (m->held && m->from == peer) {
+      p->held_resends -= m->held == 2;
+      rlx__list_remove(&m->link);
+      rlx__umsg_put(p, m);
+    }
+  }
   struct rlx__list *l = p->msg_posted.next;
   while (l != &p->msg_posted) {
     struct rlx__xfer *x = rlx__container_of(l, struct rlx__xfer, link);

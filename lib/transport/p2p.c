@@ -344,6 +344,9 @@ void rlx__p2p_close(struct rlx__p2p *p) {
   if (p->sweep_open)
     uv_close((uv_handle_t *)&p->sweep, NULL);
   p->sweep_open = 0;
+  if (p->cma_hold_open)
+    uv_close((uv_handle_t *)&p->cma_hold, NULL);
+  p->cma_hold_open = 0;
 }
 
 void rlx__p2p_free(struct rlx__p2p *p) {

@@ -114,6 +114,13 @@ struct rlx__p2p {
    * before a receive wanted them, in the order they arrived. */
   struct rlx__list msg_posted, msg_unexpected;
   uint64_t msg_posts;
+  /* Messages held in their senders' memory (cma.c): a timer lets them go
+   * after cma_hold_ms; held_resends: placeholders whose payload comes
+   * again on the stream (msg.c puts it in their place). */
+  uv_timer_t cma_hold;
+  uint64_t cma_hold_ms; /* RLX_CMA_HOLD_MS; 0: copied as they come */
+  int cma_hold_open;
+  int held_resends;
 };
 
 /* Open a listener for every transport *mine offers: its address field

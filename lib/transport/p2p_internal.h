@@ -48,6 +48,18 @@ struct rlx__umsg {
   struct rlx__frame_hdr hdr;
   int crc_ok;
   int discard; /* payload of a frame already failed as a mismatch */
+  /* A message sent by reference that no receive wanted when its
+   * descriptor came (cma.c): kept in its place in the arrival order
+   * without its payload, which stays in the sender's memory (at ref_addr
+   * in process ref_pid; the sender not ACKed) until a receive takes it
+   * (one copy, straight into the receive's buffer) or RLX_CMA_HOLD_MS
+   * pass (then copied here, and the sender let go). held: 0 = a whole
+   * frame; 1 = in the sender's memory since held_at (uv_now); 2 = the
+   * copy was refused and NACKed: the payload comes again on the stream
+   * and takes this one's place. */
+  int held;
+  int ref_pid;
+  uint64_t ref_addr, held_at;
   unsigned char data[];
 };
 
@@ -239,6 +251,12 @@ void rlx__cma_desc_done(struct rlx__p2p_conn *c);
 void rlx__cma_ack_done(struct rlx__p2p_conn *c, const struct rlx__frame_hdr *h);
 /* A NACKed send goes again with its payload on the stream. */
 void rlx__cma_resend(struct rlx__p2p_conn *c, struct rlx__xfer *x);
+/* Receive x takes held message m (off its list; the caller frees it):
+ * copied straight into x->buf and the sender ACKed: x's status (x->got
+ * set); or RLX__HELD_RESEND: the copy was refused, and x must stay (or
+ * be) posted for the payload, which comes again on the stream. */
+#define RLX__HELD_RESEND (-1000)
+int rlx__cma_take_held(struct rlx__p2p *p, struct rlx__umsg *m, struct rlx__xfer *x);
 
 /* ---- abort.c */
 /* An ABORT frame's payload is whole: tell on_abort. */

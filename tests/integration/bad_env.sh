@@ -13,6 +13,8 @@ check RLX_TRANSPORT carrier-pigeon
 check RLX_ALLREDUCE_ALGO magic
 check RLX_LOG loud
 check RLX_SPIN_US -3
+check RLX_CMA_HOLD_MS 1.5
+check RLX_CMA_HOLD_MS 3600001
 check RLX_PROGRESS_BIND core
 check RLX_WIRE f8
 check RLX_SHM_COLL yes
