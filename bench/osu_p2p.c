@@ -4,7 +4,7 @@
  * reported as microseconds per message, so that lower is better as for
  * latency; MB/s = bytes / us). The same logic is built against rlxcoll
  * (default) and MPI (-DUSE_MPI), so the two do identical work.
- *   osu_p2p latency|bw [max_bytes [min_bytes]]
+ *   osu_p2p latency|bw [max_bytes [min_bytes]]   (OSU_REPEAT=N: N times the rounds)
  * Prints "lib bytes us" per size (rank 0). */
 #include <stdio.h>
 #include <stdlib.h>
@@ -105,6 +105,8 @@ int main(int argc, char **argv) {
       iters = bw ? 200 : 5000;
     if (iters < 5)
       iters = 5;
+    if (getenv("OSU_REPEAT") != NULL) /* longer runs, for a profiler */
+      iters *= atol(getenv("OSU_REPEAT"));
     (bw ? window : pingpong)(rank, s, r, bytes, iters / 10 + 1);
     barrier();
     double t0 = now_us();
