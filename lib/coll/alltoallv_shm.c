@@ -99,7 +99,7 @@ static void move(struct rlx__shm_group *g, int r, uint64_t s, uint64_t k, size_t
     unsigned char *at;
     size_t room;
     if (k == 0 && off < INL) {
-      at = g->line[r].cell[s & 1].small + off;
+      at = rlx__shmg_cell(g, r, s)->small + off;
       room = INL - off;
     } else {
       size_t in = off - (k == 0 ? INL : 0);

@@ -274,8 +274,8 @@ none:
 static void join_line(struct rlx__shm_group *g, uint64_t step) {
   struct rlx__shmg_line *l = &g->line[g->me];
   memset(l, 0, sizeof(*l));
-  atomic_store(&l->cell[step & 1].arrive, step);
-  atomic_store(&l->cell[(step + 1) & 1].arrive, step > 0 ? step - 1 : 0);
+  for (uint64_t k = 0; k < RLX__SHMG_CELLS; k++) /* (steps step - CELLS + 1 .. step) */
+    atomic_store(&l->cell[(step - k) & (RLX__SHMG_CELLS - 1)].arrive, step >= k ? step - k : 0);
   atomic_store(&l->reduced, step);
   g->step = g->min_seen = step;
 }

@@ -6,12 +6,18 @@
  * once the processes are gone.
  *
  * Layout: a header page (identity, the futex a sleeping waiter waits on,
- * the failure word), per rank two cells (its step counters and the
- * signature of its current call, below) and two data slots, then two
- * result slots. Every collective on it is a series of steps numbered alike
- * on all ranks; step g uses slot parity g & 1, and a rank writes a slot
- * only once every rank has arrived at step g - 1, so every rank is done
- * with what step g - 2 left there: two steps in flight, no extra wait.
+ * the failure word), per rank RLX__SHMG_CELLS cells (its step counters,
+ * the signature of its current call and a small payload, below) and two
+ * data slots, then two result slots. Every collective on it is a series
+ * of steps numbered alike on all ranks; step g uses slot parity g & 1 and
+ * cell g % RLX__SHMG_CELLS. A rank arrived at step g is done with what
+ * every step before left, so a rank writes a slot only once every rank
+ * has arrived at step g - 1 (two steps in flight, no extra wait), and a
+ * step whose data fit its cell only once every rank has arrived at
+ * g - RLX__SHMG_CELLS + 1: a rank that only gives (a gather's senders, a
+ * scatter's or bcast's root) runs that many small calls ahead, as an
+ * eager protocol would (2 ranks here, 8-byte gathers: 0.43 us a call with
+ * two cells, vader's 0.10).
  * Each process keeps its own copy of the sizes it maps: a member writing
  * nonsense into the header cannot make another read outside its mapping.
  *
@@ -38,24 +44,25 @@ struct rlx__op;
  * cache lines (which the adjacent-line prefetcher fetches together): what
  * a reader of a small call needs (the step, the call, payloads of up to
  * RLX__SHMG_INLINE bytes) comes with the miss on the step, and the
- * writer's next step goes to the other cell, so it does not take the
+ * writer's next step goes to the next cell, so it does not take the
  * lines from a reader still on this one. */
 #define RLX__SHMG_INLINE 96
+#define RLX__SHMG_CELLS 8 /* a power of two */
 struct rlx__shmg_cell {
-  _Alignas(128) _Atomic uint64_t arrive; /* the last step of this parity whose data is posted */
+  _Alignas(128) _Atomic uint64_t arrive; /* the last step of this cell whose data is posted */
   _Atomic uint64_t first;  /* the first step of the call that began in this cell */
   _Atomic uint64_t sig[2]; /* that call's signature (RLX__SIG_SIZE bytes) */
   unsigned char small[RLX__SHMG_INLINE];
 };
 _Static_assert(sizeof(struct rlx__shmg_cell) == 128, "a cell is a pair of cache lines");
 
-#define RLX__SHMG_LINE 512 /* a rank's cells and counters */
+#define RLX__SHMG_LINE (RLX__SHMG_CELLS * 128 + 128) /* a rank's cells and counters */
 /* The most ranks a layout holds ahead of growth: 64 x two 256 KiB slots
  * is 32 MiB of address space per communicator, none of it memory until
  * touched. A job that may grow larger gets layouts of its size. */
 #define RLX__SHMG_CAP_MAX 64
 struct rlx__shmg_line {
-  struct rlx__shmg_cell cell[2];
+  struct rlx__shmg_cell cell[RLX__SHMG_CELLS];
   _Alignas(64) _Atomic uint64_t reduced; /* the last step whose slice it has reduced */
   _Atomic uint64_t p2p_seq; /* 1 + the seq of its last call run point to point */
   _Atomic uint64_t p2p_sig[2]; /* and that call's signature (RLX__SIG_SIZE bytes) */
@@ -116,6 +123,10 @@ struct rlx__shm_group {
   _Atomic int w_which, w_rank;
 };
 
+static inline struct rlx__shmg_cell *rlx__shmg_cell(struct rlx__shm_group *g, int r,
+                                                   uint64_t step) {
+  return &g->line[r].cell[step & (RLX__SHMG_CELLS - 1)];
+}
 static inline unsigned char *rlx__shmg_slot(struct rlx__shm_group *g, int r, uint64_t step) {
   return g->data + ((size_t)r * 2 + (step & 1)) * g->slot;
 }
@@ -123,7 +134,7 @@ static inline unsigned char *rlx__shmg_slot(struct rlx__shm_group *g, int r, uin
  * small, else its slot. */
 static inline unsigned char *rlx__shmg_data(struct rlx__shm_group *g, int r, uint64_t step,
                                             size_t bytes) {
-  return bytes <= RLX__SHMG_INLINE ? g->line[r].cell[step & 1].small : rlx__shmg_slot(g, r, step);
+  return bytes <= RLX__SHMG_INLINE ? rlx__shmg_cell(g, r, step)->small : rlx__shmg_slot(g, r, step);
 }
 static inline unsigned char *rlx__shmg_result(struct rlx__shm_group *g, uint64_t step) {
   return g->result + (step & 1) * g->slot;
@@ -213,14 +224,19 @@ void rlx__shmg_describe_wait(struct rlx__shm_group *g, int which, int r, uint64_
  * call's signature. */
 void rlx__shmg_begin(struct rlx__shm_group *g, const struct rlx__op *op);
 /* Before writing the slots of step: wait until every rank arrived at
- * step - 1. RLX_OK or the error that ended the call (op->msg says). */
+ * step - 1. RLX_OK or the error that ended the call (op->msg says).
+ * wait_cell_room: before writing only this rank's cell of step (a
+ * payload of up to RLX__SHMG_INLINE bytes): until every rank arrived at
+ * step - RLX__SHMG_CELLS + 1. */
 int rlx__shmg_wait_room(struct rlx__shm_group *g, struct rlx__op *op, uint64_t step);
+int rlx__shmg_wait_cell_room(struct rlx__shm_group *g, struct rlx__op *op, uint64_t step);
 /* A call of this rank on the communicator runs point to point (a
  * nonblocking one, rlx_comm_split): a rank waiting for it in the segment
  * learns why it does not come, and which call it is. */
 void rlx__shmg_p2p_call(struct rlx__shm_group *g, uint64_t seq, const uint8_t sig[RLX__SIG_SIZE]);
 /* Wait for room, copy len bytes of src in as this rank's data of step
- * (bytes: the size that puts it inline or in the slot), publish. */
+ * (bytes: the size that puts it inline, with the cell's room, or in the
+ * slot), publish. */
 int rlx__shmg_post(struct rlx__shm_group *g, struct rlx__op *op, uint64_t step, const void *src,
                    size_t len, size_t bytes);
 /* Publish: this rank's data (or its arrival) for step is in place. */

@@ -58,7 +58,8 @@ static void publish(struct rlx__shm_group *g, _Atomic uint64_t *w, uint64_t step
 
 int rlx__shmg_post(struct rlx__shm_group *g, struct rlx__op *op, uint64_t step, const void *src,
                    size_t len, size_t bytes) {
-  int rc = rlx__shmg_wait_room(g, op, step);
+  int rc = bytes <= RLX__SHMG_INLINE ? rlx__shmg_wait_cell_room(g, op, step)
+                                     : rlx__shmg_wait_room(g, op, step);
   if (rc != RLX_OK)
     return rc;
   memcpy(rlx__shmg_data(g, g->me, step, bytes), src, len);
@@ -67,7 +68,7 @@ int rlx__shmg_post(struct rlx__shm_group *g, struct rlx__op *op, uint64_t step, 
 }
 
 void rlx__shmg_arrive(struct rlx__shm_group *g, uint64_t step) {
-  publish(g, &g->line[g->me].cell[step & 1].arrive, step);
+  publish(g, &rlx__shmg_cell(g, g->me, step)->arrive, step);
 }
 
 void rlx__shmg_reduced(struct rlx__shm_group *g, uint64_t step) {
@@ -83,7 +84,7 @@ void rlx__shmg_begin(struct rlx__shm_group *g, const struct rlx__op *op) {
   g->sig[1] = sig[1];
   /* in the cell of the call's first step; a seqlock: first is 0 while the
    * signature changes (check_call) */
-  struct rlx__shmg_cell *c = &g->line[g->me].cell[g->first & 1];
+  struct rlx__shmg_cell *c = rlx__shmg_cell(g, g->me, g->first);
   if (atomic_load_explicit(&c->sig[0], memory_order_relaxed) != sig[0] ||
       atomic_load_explicit(&c->sig[1], memory_order_relaxed) != sig[1]) {
     atomic_store_explicit(&c->first, 0, memory_order_relaxed);
@@ -95,7 +96,7 @@ void rlx__shmg_begin(struct rlx__shm_group *g, const struct rlx__op *op) {
 }
 
 static _Atomic uint64_t *field(struct rlx__shm_group *g, int which, int r, uint64_t step) {
-  return which == ARRIVE ? &g->line[r].cell[step & 1].arrive : &g->line[r].reduced;
+  return which == ARRIVE ? &rlx__shmg_cell(g, r, step)->arrive : &g->line[r].reduced;
 }
 
 /* Has rank r (every rank from *from on, for r < 0) reached step? */
@@ -119,7 +120,7 @@ static int end_call(struct rlx__op *op, int err, const char *msg) {
 /* Rank r's call, if it differs from ours; 0 when it matches, or r has
  * moved past ours (then it compared). */
 static int check_call(struct rlx__shm_group *g, struct rlx__op *op, int r) {
-  struct rlx__shmg_cell *l = &g->line[r].cell[g->first & 1];
+  struct rlx__shmg_cell *l = rlx__shmg_cell(g, r, g->first);
   uint64_t f = atomic_load_explicit(&l->first, memory_order_acquire);
   uint64_t s[2] = {atomic_load_explicit(&l->sig[0], memory_order_relaxed),
                    atomic_load_explicit(&l->sig[1], memory_order_relaxed)};
@@ -393,4 +394,17 @@ int rlx__shmg_wait_room(struct rlx__shm_group *g, struct rlx__op *op, uint64_t s
   if (step < 2 || g->min_seen >= step - 1)
     return RLX_OK;
   return wait_for(g, op, ARRIVE, -1, step - 1, 0); /* (sets min_seen) */
+}
+
+int rlx__shmg_wait_cell_room(struct rlx__shm_group *g, struct rlx__op *op, uint64_t step) {
+  uint64_t need = step > RLX__SHMG_CELLS ? step - RLX__SHMG_CELLS + 1 : 0;
+  if (need == 0 || g->min_seen >= need)
+    return RLX_OK;
+  /* further than needed when they are there already: fewer looks later */
+  int from = 0;
+  if (reached(g, ARRIVE, -1, step - 1, &from)) {
+    g->min_seen = step - 1;
+    return RLX_OK;
+  }
+  return wait_for(g, op, ARRIVE, -1, need, 0); /* (sets min_seen) */
 }

@@ -802,6 +802,54 @@ static void stress(int n) {
   }
 }
 
+/* Small gathers, scatters and bcasts in a row while the ranks that take
+ * are late: the ranks that only give run ahead (up to RLX__SHMG_CELLS - 1
+ * calls in the segment) and every call's data must still be its own;
+ * an allreduce every 10 calls mixes in steps that wait for all. */
+static void check_run_ahead(int root) {
+  enum { CALLS = 64, K = 3 };
+  int mine[K], got[64 * K], all[64 * K];
+  for (int i = 0; i < CALLS; i++) {
+    if (i == 0 && rank == root)
+      nap_us(20000); /* gathers: the senders go ahead */
+    for (int k = 0; k < K; k++)
+      mine[k] = rank * 100000 + i * 10 + k;
+    if (rlx_gather(mine, got, K, RLX_INT32, root, rlx_comm_world()) != RLX_OK) {
+      FAIL("run ahead: gather %d: %s", i, rlx_errmsg());
+      return;
+    }
+    for (int r = 0; rank == root && r < size; r++)
+      for (int k = 0; k < K; k++)
+        if (got[r * K + k] != r * 100000 + i * 10 + k)
+          FAIL("run ahead: gather %d from rank %d [%d]: %d", i, r, k, got[r * K + k]);
+    if (i % 10 == 9) {
+      int one = 1, n = 0;
+      if (rlx_allreduce(&one, &n, 1, RLX_INT32, RLX_SUM, rlx_comm_world()) != RLX_OK || n != size)
+        FAIL("run ahead: allreduce after gather %d: %d", i, n);
+    }
+  }
+  for (int i = 0; i < CALLS; i++) {
+    if (i == 0 && rank != root)
+      nap_us(20000); /* scatters and bcasts: the root goes ahead */
+    for (int r = 0; r < size; r++)
+      for (int k = 0; k < K; k++)
+        all[r * K + k] = -(r * 100000 + i * 10 + k);
+    if (rlx_scatter(all, mine, K, RLX_INT32, root, rlx_comm_world()) != RLX_OK) {
+      FAIL("run ahead: scatter %d: %s", i, rlx_errmsg());
+      return;
+    }
+    for (int k = 0; k < K; k++)
+      if (mine[k] != -(rank * 100000 + i * 10 + k))
+        FAIL("run ahead: scatter %d [%d]: %d", i, k, mine[k]);
+    int b[K] = {rank == root ? i : -1, rank == root ? 2 * i : -1, rank == root ? 3 * i : -1};
+    if (rlx_bcast(b, K, RLX_INT32, root, rlx_comm_world()) != RLX_OK ||
+        b[0] != i || b[1] != 2 * i || b[2] != 3 * i)
+      FAIL("run ahead: bcast %d: %d %d %d", i, b[0], b[1], b[2]);
+    if (i % 10 == 9 && rlx_barrier(rlx_comm_world()) != RLX_OK)
+      FAIL("run ahead: barrier after scatter %d", i);
+  }
+}
+
 int main(int argc, char **argv) {
   /* Keep freed buffers for the next check instead of returning them to the
    * kernel: every check allocates megabytes, and fresh pages cost a fault
@@ -869,8 +917,11 @@ int main(int argc, char **argv) {
   checks++;
   if (lmax != leader || leader < 0 || leader >= size)
     FAIL("leader disagreement: %d here, max %d", leader, lmax);
-  if (size > 1 && !half_exact && !polling)
+  if (size > 1 && !half_exact && !polling) {
     check_misuse();
+    check_run_ahead(0);
+    check_run_ahead(size - 1);
+  }
   if (half_exact)
     check_half_exact();
   if (polling && size > 1) {
