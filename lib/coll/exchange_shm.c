@@ -73,12 +73,11 @@ static int scatter(struct rlx__op *op) {
       memcpy((char *)op->dst + (off + at - (size_t)g->me * block),
              rlx__shmg_data(g, op->root, s, total) + at, n);
   }
-  /* The root does not wait for the others: each compares its call with
-   * the root's at its first step and fails the segment if they differ,
-   * and the root learns it in its next call, as a gather's senders do
-   * (mismatches.sh). Small scatters so run ahead by up to
-   * RLX__SHMG_CELLS - 1 calls, as eager sends would. */
-  return RLX_OK;
+  /* The root waits until every rank has entered the call and compares
+   * their calls with its own (as bcast_shm.c's): each other rank compares
+   * only with the root it names, so a second rank naming itself root
+   * would post and leave unseen. */
+  return root ? rlx__shmg_wait_arrived(g, op, -1, g->first) : RLX_OK;
 }
 
 static int alltoall(struct rlx__op *op) {

@@ -803,7 +803,7 @@ static void stress(int n) {
 }
 
 /* Small gathers, scatters and bcasts in a row while the ranks that take
- * are late: the ranks that only give run ahead (up to RLX__SHMG_CELLS - 1
+ * are late: a gather's senders run ahead (up to RLX__SHMG_CELLS - 1
  * calls in the segment) and every call's data must still be its own;
  * an allreduce every 10 calls mixes in steps that wait for all. */
 static void check_run_ahead(int root) {

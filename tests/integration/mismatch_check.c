@@ -8,12 +8,13 @@
  * fails its own argument check: the others learn it), argsym (every rank
  * makes the same invalid call: each gets RLX_ERR_ARG, and the communicator
  * stays usable), a2a (rlx_alltoall with another count), gather and
- * scatter (rlx_gather, rlx_scatter with another count), a2av (rlx_alltoallv: the odd rank
+ * scatter (rlx_gather, rlx_scatter with another count), sroots (a
+ * scatter whose odd rank names itself root), a2av (rlx_alltoallv: the odd rank
  * sends 2 elements to each where they expect 1), rsv (rlx_reduce_scatterv:
  * the odd rank's recvcounts differ, with the same total).
  * exit: the odd rank finalizes and exits right after its call.
  * The first five kinds, a2a and rsv fail the call itself on every rank with
- * RLX_ERR_MISMATCH; in roots, rroots, bcastreduce, gather, scatter and a2av a rank whose part was
+ * RLX_ERR_MISMATCH; in roots, rroots, bcastreduce, gather, scatter, sroots and a2av a rank whose part was
  * done may return RLX_OK, and then its next call fails (revoked) at once
  * (rarely the call after that one);
  * there, when the odd rank left at once, a rank still sending to it may
@@ -75,6 +76,8 @@ static int call(const char *kind, int odd, rlx_comm_t *w, int rank) {
     return rlx_gather(big, bout, me ? 2 : 1, RLX_FLOAT64, other, w);
   if (strcmp(kind, "scatter") == 0)
     return rlx_scatter(big, bout, me ? 2 : 1, RLX_FLOAT64, other, w);
+  if (strcmp(kind, "sroots") == 0) /* (the odd rank names itself root) */
+    return rlx_scatter(big, bout, 1, RLX_FLOAT64, me ? odd : other, w);
   if (strcmp(kind, "a2av") == 0) {
     size_t sc[8], sd[8], rc[8], rd[8];
     for (int r = 0; r < size && r < 8; r++) {
@@ -109,7 +112,7 @@ int main(int argc, char **argv) {
   int gone = argc > 3 && strcmp(argv[3], "exit") == 0, quit = gone && rank == odd;
   int loose = strcmp(kind, "roots") == 0 || strcmp(kind, "rroots") == 0 ||
               strcmp(kind, "bcastreduce") == 0 || strcmp(kind, "gather") == 0 ||
-              strcmp(kind, "scatter") == 0 ||
+              strcmp(kind, "scatter") == 0 || strcmp(kind, "sroots") == 0 ||
               strcmp(kind, "a2av") == 0; /* (the odd rank's own receives may be right) */
   double t0 = now();
   int rc = call(kind, odd, w, rank);
