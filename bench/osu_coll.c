@@ -86,6 +86,8 @@ int main(int argc, char **argv) {
       iters = 2000;
     if (iters < 5)
       iters = 5;
+    if (getenv("OSU_REPEAT") != NULL) /* longer runs, for a profiler */
+      iters *= atol(getenv("OSU_REPEAT"));
     long warm = iters / 10 + 2;
     for (long i = 0; i < warm; i++)
       run(coll, s, r, n);
