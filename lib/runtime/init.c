@@ -318,8 +318,8 @@ static void flush_frames(struct rlx__runtime *rt) {
 
 static void teardown(struct rlx__runtime *rt) {
   if (rt->p2p_up)
-    rlx__info("payloads copied by reference: %lu, sent on the socket after a failed copy: %lu",
-              rt->p2p.cma_copies, rt->p2p.cma_fallbacks);
+    rlx__info("payloads copied by reference: %lu (by both sides: %lu), sent on the socket after "
+              "a failed copy: %lu", rt->p2p.cma_copies, rt->p2p.cma_splits, rt->p2p.cma_fallbacks);
   if (RLX__STATS_ON() && rt->engine_up)
     print_stats(rt);
   atomic_store(&rlx__stats_on, 0);

@@ -98,6 +98,151 @@ static void bad_descriptor(struct rlx__p2p_conn *c, const struct rlx__frame_hdr 
   rlx__match_keep(c, bad); /* (crc_ok 0) */
 }
 
+/* ---- big messages copied by both sides ------------------------------------------ */
+
+/* Bytes [0, split_at) the receiver reads, the rest the sender writes: half,
+ * on a page boundary. */
+static size_t split_at(uint64_t len) { return (size_t)(len / 2) & ~(size_t)4095; }
+
+static int cma_write(int pid, uint64_t addr, const void *src, size_t len) {
+#ifdef RLX_FAULT_INJECTION
+  int fault = rlx__fault_cma_push();
+  if (fault != 0)
+    return fault;
+#endif
+  size_t done = 0;
+  while (done < len) {
+    struct iovec local = {(char *)src + done, len - done};
+    struct iovec remote = {(void *)(uintptr_t)(addr + done), len - done};
+    ssize_t n = process_vm_writev(pid, &local, 1, &remote, 1, 0);
+    if (n < 0) {
+      if (errno == EINTR)
+        continue;
+      return -errno;
+    }
+    if (n == 0)
+      return -EFAULT;
+    done += (size_t)n;
+  }
+  return 0;
+}
+
+/* Is message h, for receive x, one both sides copy? */
+static int splits(const struct rlx__p2p_conn *c, const struct rlx__frame_hdr *h,
+                  const struct rlx__xfer *x) {
+  return h->type == RLX__FT_MSG && h->payload_len >= RLX__CMA_SPLIT_MIN &&
+         h->payload_len <= x->len && !c->p->peers[c->peer].no_split;
+}
+
+/* Receive x takes the big message h (its sender's buffer at addr in
+ * process pid; x is on no list; splits() said yes): ask the sender to
+ * write its part into x's buffer, read ours meanwhile, and wait on
+ * split_wait for its word (RLX__FF_PUSHED). */
+static void split(struct rlx__p2p_conn *c, const struct rlx__frame_hdr *h, struct rlx__xfer *x,
+                  int pid, uint64_t addr) {
+  struct rlx__p2p_peer *pe = &c->p->peers[c->peer];
+  size_t at = split_at(h->payload_len);
+  struct rlx__frame_hdr a = *h;
+  uint8_t bytes[RLX__FRAME_HDR_SIZE];
+  a.type = RLX__FT_ACK;
+  a.flags = RLX__FF_SPLIT;
+  a.src = (uint32_t)c->p->rank;
+  a.payload_len = at;
+  a.payload_crc = 0;
+  memset(a.sig, 0, sizeof(a.sig));
+  rlx__put64(a.sig, (uint64_t)(uintptr_t)x->buf);
+  rlx__put32(a.sig + 8, (uint32_t)getpid());
+  rlx__frame_encode(&a, bytes);
+  rlx__write_ctl(c, bytes); /* first: the sender copies while we do */
+  x->got = *h;
+  x->got.flags = 0;
+  rlx__put64(x->cma_desc, addr); /* (the sender's: for its part, if it cannot) */
+  rlx__put64(x->cma_desc + 8, (uint64_t)(uint32_t)pid);
+  x->split_rc = rlx__cma_read(pid, addr, x->buf, at);
+  x->queued = 2;
+  rlx__list_push(&pe->split_wait, &x->link);
+}
+
+/* The sender's word on its part of a split copy: x complete, or (a copy
+ * refused) sent again on the stream into x, posted again first. */
+static void split_done(struct rlx__p2p_conn *c, const struct rlx__frame_hdr *h) {
+  struct rlx__p2p *p = c->p;
+  struct rlx__p2p_peer *pe = &p->peers[c->peer];
+  struct rlx__xfer *x = NULL;
+  for (struct rlx__list *l = pe->split_wait.next; l != &pe->split_wait; l = l->next) {
+    struct rlx__xfer *t = rlx__container_of(l, struct rlx__xfer, link);
+    if (rlx__same_key(&t->got, h)) {
+      x = t;
+      break;
+    }
+  }
+  if (x == NULL) {
+    char why[120];
+    snprintf(why, sizeof(why), "rank %d wrote its part of a message nobody waits for", c->peer);
+    rlx__peer_fail(p, c->peer, RLX_ERR_CORRUPT, why);
+    return;
+  }
+  rlx__list_remove(&x->link);
+  x->queued = 0;
+  size_t at = split_at(x->got.payload_len);
+  int rc = x->split_rc;
+  if (h->flags & RLX__FF_NACK) { /* its write was refused: read its part ourselves */
+    pe->no_split = 1;
+    if (rc == 0)
+      rc = rlx__cma_read((int)rlx__get64(x->cma_desc + 8), rlx__get64(x->cma_desc) + at,
+                         (char *)x->buf + at, x->got.payload_len - at);
+  }
+  if (rc == 0) {
+    p->cma_copies++;
+    p->cma_splits += (h->flags & RLX__FF_NACK) == 0;
+    send_ack(c, &x->got, 0);
+    rlx__xfer_finish(x, RLX_OK);
+    return;
+  }
+  rlx__debug("copy by reference from rank %d failed (%s); using the socket", c->peer,
+             strerror(-rc));
+  p->cma_fallbacks++;
+  send_ack(c, &x->got, 1);
+  /* posted again, first: the payload comes on the stream before anything
+   * a later receive could want from this sender */
+  x->queued = 1;
+  rlx__list_push(p->msg_posted.next, &x->link);
+  if (x->peer >= 0)
+    p->peers[x->peer].msg_waits++;
+}
+
+void rlx__cma_split_cancel(struct rlx__p2p *p, struct rlx__xfer *x) {
+  int from = (int)x->got.src;
+  rlx__list_remove(&x->link);
+  x->queued = 0;
+  rlx__peer_fail(p, from, RLX_ERR_PEER_LOST, "a receive was abandoned while its sender wrote into it");
+}
+
+/* The receiver asks for our part of a split copy: write it, and say so. */
+static void push(struct rlx__p2p_conn *c, struct rlx__xfer *x, const struct rlx__frame_hdr *h) {
+  if (h->payload_len >= x->len) {
+    char why[120];
+    snprintf(why, sizeof(why), "rank %d asked for a part past the message's end", c->peer);
+    rlx__peer_fail(c->p, c->peer, RLX_ERR_CORRUPT, why);
+    return;
+  }
+  size_t at = (size_t)h->payload_len;
+  int rc = cma_write((int)rlx__get32(h->sig + 8), rlx__get64(h->sig) + at, (char *)x->buf + at,
+                     x->len - at);
+  if (rc != 0)
+    rlx__debug("writing our part into rank %d's memory failed (%s); it reads it", c->peer,
+               strerror(-rc));
+  struct rlx__frame_hdr a = x->hdr;
+  uint8_t bytes[RLX__FRAME_HDR_SIZE];
+  a.type = RLX__FT_ACK;
+  a.flags = (uint8_t)(RLX__FF_PUSHED | (rc != 0 ? RLX__FF_NACK : 0));
+  a.src = (uint32_t)c->p->rank;
+  a.payload_len = 0;
+  a.payload_crc = 0;
+  rlx__frame_encode(&a, bytes);
+  rlx__write_ctl(c, bytes);
+}
+
 /* ---- messages held in their senders' memory --------------------------------- */
 
 static void hold_expired(uv_timer_t *t);
@@ -142,6 +287,11 @@ int rlx__cma_take_held(struct rlx__p2p *p, struct rlx__umsg *m, struct rlx__xfer
   if (m->hdr.payload_len > x->len) { /* the receive fails; the sender is done */
     send_ack(c, &m->hdr, 0);
     return RLX_ERR_TRUNCATE;
+  }
+  if (splits(c, &m->hdr, x)) {
+    rlx__msg_unpost(p, x); /* (a receive posted before: its link goes to split_wait) */
+    split(c, &m->hdr, x, m->ref_pid, m->ref_addr);
+    return RLX__HELD_SPLIT;
   }
   int rc = rlx__cma_read(m->ref_pid, m->ref_addr, x->buf, m->hdr.payload_len);
   if (rc != 0) {
@@ -228,6 +378,11 @@ void rlx__cma_desc_done(struct rlx__p2p_conn *c) {
     hold(c, h, (int)pid, addr);
     return;
   }
+  if (x != NULL && splits(c, h, x)) {
+    rlx__match_take(p, x, h);
+    split(c, h, x, (int)pid, addr);
+    return;
+  }
   struct rlx__umsg *m = NULL;
   if (x == NULL) {
     if ((m = rlx__umsg_new(c, h, h->payload_len)) == NULL)
@@ -260,11 +415,19 @@ void rlx__cma_desc_done(struct rlx__p2p_conn *c) {
 
 void rlx__cma_ack_done(struct rlx__p2p_conn *c, const struct rlx__frame_hdr *h) {
   struct rlx__p2p_peer *pe = &c->p->peers[c->peer];
+  if (h->flags & RLX__FF_PUSHED) {
+    split_done(c, h);
+    return;
+  }
   for (struct rlx__list *l = pe->cma_wait.next; l != &pe->cma_wait; l = l->next) {
     struct rlx__xfer *x = rlx__container_of(l, struct rlx__xfer, link);
     if (!rlx__same_key(&x->hdr, h))
       continue;
     assert(x->ref == RLX__REF_WAIT_ACK);
+    if (h->flags & RLX__FF_SPLIT) { /* our part first; the ACK comes after */
+      push(c, x, h);
+      return;
+    }
     rlx__list_remove(&x->link);
     if (h->flags & RLX__FF_NACK) {
       pe->no_cma = 1;

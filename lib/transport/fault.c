@@ -7,11 +7,16 @@
  *     address in a by-reference frame's descriptor (a frame on the stream:
  *     as flip).
  *   RLX_FAULT_CMA=deny fails every copy by reference, as ptrace rules or a
- *     sandbox would, so that the fallback to the stream is exercised. */
+ *     sandbox would, so that the fallback to the stream is exercised;
+ *     =denypush fails only a sender's write of its part of a copy both
+ *     sides make (the receiver reads it instead); =diepush: a sender asked
+ *     for its part exits at once (the receiver must fail, naming it). */
 #ifdef RLX_FAULT_INJECTION
 #include <stdio.h>
 #include <stdlib.h>
+#include <errno.h>
 #include <string.h>
+#include <unistd.h>
 #include <rlxcoll/errors.h>
 #include "base/internal.h"
 #include "p2p_internal.h"
@@ -82,13 +87,29 @@ int rlx__fault_frame(struct rlx__p2p *p, struct rlx__xfer *x) {
   return inject(p, x, fault);
 }
 
+static const char *cma_fault(void) {
+  const char *f = getenv("RLX_FAULT_CMA");
+  return f != NULL ? f : "";
+}
+
 int rlx__fault_cma_denied(void) {
   static int deny = -1;
-  if (deny < 0) {
-    const char *f = getenv("RLX_FAULT_CMA");
-    deny = f != NULL && strcmp(f, "deny") == 0;
-  }
+  if (deny < 0)
+    deny = strcmp(cma_fault(), "deny") == 0;
   return deny;
+}
+
+int rlx__fault_cma_push(void) {
+  static int push = -1;
+  if (push < 0)
+    push = !strcmp(cma_fault(), "deny") || !strcmp(cma_fault(), "denypush") ? -EPERM
+           : !strcmp(cma_fault(), "diepush")                               ? 1
+                                                                           : 0;
+  if (push == 1) {
+    rlx__warn("fault injection: exiting instead of writing our part of a message");
+    _exit(9);
+  }
+  return push;
 }
 #else
 /* ISO C wants something in a translation unit. */

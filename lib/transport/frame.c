@@ -46,10 +46,12 @@ int rlx__frame_decode(const unsigned char *in, size_t n, struct rlx__frame_hdr *
   h->src = rlx__get32(in + 48);
   h->payload_crc = rlx__get32(in + 52);
   if (h->type < 1 || h->type > RLX__FT_MAX || in[7] != 0 || rlx__get32(in + 56) != 0 ||
-      (h->flags & ~(RLX__FF_CMA | RLX__FF_NACK)) != 0 ||
+      (h->flags & ~(RLX__FF_CMA | RLX__FF_NACK | RLX__FF_SPLIT | RLX__FF_PUSHED)) != 0 ||
       ((h->flags & RLX__FF_CMA) && h->type != RLX__FT_DATA && h->type != RLX__FT_MSG) ||
-      ((h->flags & RLX__FF_NACK) && h->type != RLX__FT_ACK) ||
-      (h->type == RLX__FT_ACK && h->payload_len != 0) ||
+      ((h->flags & (RLX__FF_NACK | RLX__FF_SPLIT | RLX__FF_PUSHED)) && h->type != RLX__FT_ACK) ||
+      ((h->flags & RLX__FF_SPLIT) && (h->flags & (RLX__FF_NACK | RLX__FF_PUSHED))) ||
+      (h->type == RLX__FT_ACK && (h->flags & RLX__FF_SPLIT) == 0 && h->payload_len != 0) ||
+      ((h->flags & RLX__FF_SPLIT) && h->payload_len == 0) ||
       (h->type == RLX__FT_PING && h->payload_len != 0) ||
       h->payload_len > RLX__FRAME_MAX_PAYLOAD)
     return RLX__FRAME_BAD_FIELD;

@@ -37,6 +37,14 @@ enum rlx__frame_type {
                              the sender's memory with process_vm_readv; payload_crc
                              is the descriptor's CRC32C */
 #define RLX__FF_NACK 0x02 /* ACK: the copy failed; send the payload on the socket */
+/* ACK (receiver to sender) of a big MSG sent by reference: copy your part
+ * yourself, bytes [payload_len, the message's length) into my buffer at
+ * the same offset with process_vm_writev, while I read the rest; sig's
+ * first 8 bytes are my buffer's address, the next 4 my pid. */
+#define RLX__FF_SPLIT 0x04
+/* ACK (sender to receiver): my part of a split copy is written (with
+ * NACK: it was refused; read it yourself). */
+#define RLX__FF_PUSHED 0x08
 #define RLX__CMA_DESC_SIZE 16
 
 /* The call signature: what the sender called, encoded by lib/coll, compared

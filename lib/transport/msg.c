@@ -29,7 +29,7 @@ struct rlx__xfer *rlx__msg_find_posted(struct rlx__p2p *p, int src,
 }
 
 void rlx__msg_unpost(struct rlx__p2p *p, struct rlx__xfer *x) {
-  if (!x->queued)
+  if (x->queued != 1) /* (2: on a sender's split_wait, cma.c) */
     return;
   rlx__list_remove(&x->link);
   x->queued = 0;
@@ -81,8 +81,8 @@ void rlx__msg_arrived(struct rlx__p2p *p, struct rlx__umsg *m) {
   }
   int st = deliver(p, m, x);
   rlx__umsg_put(p, m);
-  if (st == RLX__HELD_RESEND)
-    return; /* x stays posted for the payload */
+  if (st == RLX__HELD_RESEND || st == RLX__HELD_SPLIT)
+    return; /* x stays posted for the payload, or waits for its sender's part */
   rlx__msg_unpost(p, x);
   rlx__xfer_finish(x, st);
 }
@@ -148,6 +148,8 @@ int rlx__msg_recv(struct rlx__p2p *p, struct rlx__xfer *x) {
       rlx__umsg_put(p, m);
       if (st == RLX__HELD_RESEND)
         break; /* posted below, for the payload on its way */
+      if (st == RLX__HELD_SPLIT)
+        return 0; /* its sender writes its part: completes then */
       x->status = st;
       return 1;
     }
@@ -175,6 +177,10 @@ int rlx__msg_recv(struct rlx__p2p *p, struct rlx__xfer *x) {
 
 void rlx__msg_cancel(struct rlx__p2p *p, struct rlx__xfer *x) {
   x->cb = NULL;
+  if (x->queued == 2) {
+    rlx__cma_split_cancel(p, x);
+    return;
+  }
   if (x->queued) {
     rlx__msg_unpost(p, x);
     return;

@@ -38,8 +38,8 @@ void rlx__peer_fail(struct rlx__p2p *p, int peer, int err, const char *why) {
       p->on_lost(p->abort_ctx, peer, why);
   }
   rlx__msg_peer_lost(p, peer, err);
-  struct rlx__list *lists[3] = {&pe->posted, &pe->sendq, &pe->cma_wait};
-  for (int i = 0; i < 3; i++) {
+  struct rlx__list *lists[4] = {&pe->posted, &pe->sendq, &pe->cma_wait, &pe->split_wait};
+  for (int i = 0; i < 4; i++) {
     while (!rlx__list_empty(lists[i])) {
       struct rlx__xfer *x = rlx__container_of(lists[i]->next, struct rlx__xfer, link);
       rlx__list_remove(&x->link);
@@ -252,6 +252,7 @@ int rlx__p2p_grow(struct rlx__p2p *p, int size) {
       rlx__list_init(&pe->unexpected);
       rlx__list_init(&pe->sendq);
       rlx__list_init(&pe->cma_wait);
+      rlx__list_init(&pe->split_wait);
       continue;
     }
     struct rlx__p2p_peer *old = &p->peers[i];
@@ -260,6 +261,7 @@ int rlx__p2p_grow(struct rlx__p2p *p, int size) {
     rlx__list_moved(&pe->unexpected, &old->unexpected);
     rlx__list_moved(&pe->sendq, &old->sendq);
     rlx__list_moved(&pe->cma_wait, &old->cma_wait);
+    rlx__list_moved(&pe->split_wait, &old->split_wait);
   }
   if (p->npolled > 0)
     memcpy(polled, p->polled, sizeof(*polled) * (size_t)p->npolled);

@@ -40,7 +40,9 @@ struct rlx__xfer {
   uv_write_t wreq;
   uint8_t hbytes[RLX__FRAME_HDR_SIZE];
   uint8_t cma_desc[RLX__CMA_DESC_SIZE];
-  int is_send, queued, writing;
+  int is_send, writing;
+  int queued; /* on a list it waits on (2: a receive on its sender's split_wait, cma.c) */
+  int split_rc; /* a receive copied by both sides: its own part's copy (0 or -errno) */
   enum rlx__ref_state ref;
   /* A message receive from any source (peer RLX__MSG_ANY): the members
    * of its communicator, whose loss fails it (rlx__msg_recv) */
@@ -96,6 +98,7 @@ struct rlx__p2p {
   /* A peer was lost (why says how); NULL: nobody to tell. */
   void (*on_lost)(void *ctx, int peer, const char *why);
   unsigned long cma_copies, cma_fallbacks;
+  unsigned long cma_splits; /* of cma_copies, those the sender wrote its part of */
   unsigned long corrupt; /* frames whose CRC32C did not match */
   /* For RLX_STATS: connections that completed the handshake, by transport
    * (index in rlx__transports), and the retransmissions of those closed. */

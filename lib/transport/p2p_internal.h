@@ -106,7 +106,11 @@ struct rlx__p2p_peer {
   struct rlx__p2p_conn *pending; /* connecting, or authenticating */
   struct rlx__list posted, unexpected, sendq;
   struct rlx__list cma_wait; /* sent by reference, waiting for the ACK */
+  /* receives of its big messages copied by both sides, waiting for its
+   * part (cma.c, RLX__FF_SPLIT) */
+  struct rlx__list split_wait;
   int no_cma;                /* a copy from us failed once: use the stream */
+  int no_split;              /* its push into our memory failed once: copy alone */
   int watched;               /* in p->watch (sock_poll.c) */
   int lost;
   int silent; /* lost to silence, not for certain (rlx__p2p_lost_certainly) */
@@ -251,11 +255,17 @@ void rlx__cma_desc_done(struct rlx__p2p_conn *c);
 void rlx__cma_ack_done(struct rlx__p2p_conn *c, const struct rlx__frame_hdr *h);
 /* A NACKed send goes again with its payload on the stream. */
 void rlx__cma_resend(struct rlx__p2p_conn *c, struct rlx__xfer *x);
+/* A receive abandoned (x->queued == 2: on its sender's split_wait, the
+ * sender perhaps writing into its buffer): the connection fails. */
+void rlx__cma_split_cancel(struct rlx__p2p *p, struct rlx__xfer *x);
 /* Receive x takes held message m (off its list; the caller frees it):
  * copied straight into x->buf and the sender ACKed: x's status (x->got
  * set); or RLX__HELD_RESEND: the copy was refused, and x must stay (or
  * be) posted for the payload, which comes again on the stream. */
 #define RLX__HELD_RESEND (-1000)
+/* ... or RLX__HELD_SPLIT: x is copied by both sides (RLX__FF_SPLIT) and
+ * completes when the sender's part is in. */
+#define RLX__HELD_SPLIT (-1001)
 int rlx__cma_take_held(struct rlx__p2p *p, struct rlx__umsg *m, struct rlx__xfer *x);
 
 /* ---- abort.c */
@@ -269,6 +279,9 @@ void rlx__abort_arrived(struct rlx__p2p_conn *c, const struct rlx__umsg *m);
 int rlx__fault_frame(struct rlx__p2p *p, struct rlx__xfer *x);
 /* RLX_FAULT_CMA=deny: refuse copies by reference. */
 int rlx__fault_cma_denied(void);
+/* A sender's write of its part of a split copy: 0, -EPERM (deny,
+ * denypush), or the process exits (diepush). */
+int rlx__fault_cma_push(void);
 void rlx__fault_free(void);
 #endif
 

@@ -123,4 +123,19 @@ for hold in 1 600000; do
     fail "deny, messages held $hold ms: $refs copied by reference, $again sent again on the socket"
   echo "messages' copies by reference refused, held $hold ms: right results, $again payloads sent again"
 done
+# Big messages both sides copy (the receiver reads half, the sender writes
+# the rest into the receive's buffer): the sender's write refused, the
+# receiver reads its part itself (nothing goes on the socket); the sender
+# dying when asked for its part, the receive fails naming it.
+RLX_CMA=on RLX_FAULT_CMA=denypush RLX_LOG=debug timeout 150 "$RLXRUN" -n 2 --timeout 140 "$P2P" \
+  --big 1048579 >"$TMP/out" 2>"$TMP/err" || { tail -30 "$TMP/err"; fail "denypush"; }
+grep -q " 0 failures in all" "$TMP/out" || { cat "$TMP/out"; fail "denypush: failures"; }
+grep -q "writing our part into rank [0-9]*'s memory failed" "$TMP/err" || fail "denypush: no part refused"
+again=$(sed -n 's/.*sent on the socket after a failed copy: \([0-9]*\).*/\1/p' "$TMP/err" | sort -n | tail -1)
+[ "${again:-1}" = 0 ] || fail "denypush: $again payloads went on the socket"
+echo "a sender's part of a message refused: the receiver read it, right results"
+RLX_CMA=on RLX_FAULT_CMA=diepush timeout 60 "$RLXRUN" -n 2 --timeout 50 --grace 3 "$P2P" pushdie \
+  >"$TMP/out" 2>&1
+grep -q "p2p_check: rank 0: PASS" "$TMP/out" || { cat "$TMP/out"; fail "diepush"; }
+echo "the sender died asked for its part: $(grep -o 'its part: .* after [0-9.]* s' "$TMP/out")"
 echo "frame faults: ok"

@@ -446,6 +446,35 @@ static int kill_mode(int big) {
   return failures != 0;
 }
 
+/* RLX_FAULT_CMA=diepush (fault-injection builds): rank 1 sends rank 0 a
+ * big message by reference, which both copy, and exits when asked for
+ * its part; rank 0's receive fails naming it, within the detection time. */
+static int pushdie_mode(void) {
+  signal(SIGTERM, SIG_IGN);
+  size_t n = 8u << 20;
+  unsigned char *b = malloc(n);
+  memset(b, 7, n);
+  CHECK(rlx_barrier(rlx_comm_world()) == RLX_OK, "barrier");
+  if (me == 1) {
+    rlx_send(b, n, RLX_UINT8, 0, 3, rlx_comm_world()); /* (exits in it) */
+    printf("p2p_check: rank 1: the send returned\n");
+    return 1;
+  }
+  if (me != 0)
+    return 0;
+  double t0 = now();
+  int rc = rlx_recv(b, n, RLX_UINT8, 1, 3, rlx_comm_world(), NULL);
+  double took = now() - t0;
+  printf("p2p_check: rank 0: a receive whose sender died writing its part: %s after %.2f s: %s\n",
+         rlx_strerror(rc), took, rlx_errmsg());
+  CHECK(rc == RLX_ERR_PEER_LOST && strstr(rlx_errmsg(), "lost rank 1") != NULL && took < bound(5),
+        "pushdie: %s", rlx_strerror(rc));
+  printf("p2p_check: rank 0: %s\n", failures ? "FAIL" : "PASS");
+  fflush(stdout);
+  free(b);
+  return failures != 0;
+}
+
 /* Rank 0's second frame (after a round trip that makes the connection:
  * the fault hook spares a frame that waits for one) is a message of 1 Mi
  * doubles, spoilt by RLX_FAULT_FRAME=...:2; then a small one. Rank 1 must see want, never wrong
@@ -510,6 +539,8 @@ int main(int argc, char **argv) {
   np = rlx_comm_size(rlx_comm_world());
   if (argc > 1 && strcmp(argv[1], "kill") == 0)
     return kill_mode(argc > 2 && strcmp(argv[2], "big") == 0);
+  if (argc > 1 && strcmp(argv[1], "pushdie") == 0)
+    return pushdie_mode();
   if (argc > 2 && strcmp(argv[1], "frame") == 0)
     return frame_mode(argv[2]);
   if (argc > 2 && strcmp(argv[1], "--big") == 0)

@@ -84,6 +84,34 @@ START_TEST(out_of_range_fields_rejected) {
   h.type = 0;
   rlx__frame_encode(&h, buf);
   ck_assert_int_eq(rlx__frame_decode(buf, sizeof(buf), &d), RLX__FRAME_BAD_FIELD);
+  /* a split copy's words: ACKs only; SPLIT names where the sender's part
+   * starts (payload_len, not 0) and goes with neither NACK nor PUSHED;
+   * PUSHED (with or without NACK) carries no length */
+  struct {
+    uint8_t type, flags;
+    uint64_t len;
+    int ok;
+  } acks[] = {{RLX__FT_ACK, RLX__FF_SPLIT, 4096, 1},
+              {RLX__FT_ACK, RLX__FF_SPLIT, 0, 0},
+              {RLX__FT_ACK, RLX__FF_SPLIT | RLX__FF_NACK, 4096, 0},
+              {RLX__FT_ACK, RLX__FF_SPLIT | RLX__FF_PUSHED, 4096, 0},
+              {RLX__FT_ACK, RLX__FF_PUSHED, 0, 1},
+              {RLX__FT_ACK, RLX__FF_PUSHED | RLX__FF_NACK, 0, 1},
+              {RLX__FT_ACK, RLX__FF_PUSHED, 4096, 0},
+              {RLX__FT_ACK, 0, 4096, 0},
+              {RLX__FT_MSG, RLX__FF_SPLIT, 4096, 0},
+              {RLX__FT_DATA, RLX__FF_PUSHED, 0, 0}};
+  for (size_t i = 0; i < sizeof(acks) / sizeof(acks[0]); i++) {
+    h = sample();
+    h.type = acks[i].type;
+    h.flags = acks[i].flags;
+    h.payload_len = acks[i].len;
+    rlx__frame_encode(&h, buf);
+    ck_assert_msg(rlx__frame_decode(buf, sizeof(buf), &d) ==
+                      (acks[i].ok ? RLX__FRAME_OK : RLX__FRAME_BAD_FIELD),
+                  "case %zu: type %d flags %#x len %llu", i, acks[i].type, acks[i].flags,
+                  (unsigned long long)acks[i].len);
+  }
 }
 END_TEST
 
