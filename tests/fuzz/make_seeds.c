@@ -52,6 +52,19 @@ int main(int argc, char **argv) {
       rlx__frame_encode(&h, bytes);
       put(fd, "type5cma", bytes, sizeof bytes, desc, sizeof desc);
     }
+    if (type == RLX__FT_ACK) { /* a split copy's words: SPLIT (where the sender's
+                                * part starts; the receive buffer and pid in sig), PUSHED */
+      memset(h.sig, 0, sizeof h.sig);
+      h.sig[1] = 0x10, h.sig[8] = 0x39, h.sig[9] = 0x30;
+      h.flags = RLX__FF_SPLIT;
+      h.payload_len = 1u << 20;
+      rlx__frame_encode(&h, bytes);
+      put(fd, "type3split", bytes, sizeof bytes, NULL, 0);
+      h.flags = RLX__FF_PUSHED;
+      h.payload_len = 0;
+      rlx__frame_encode(&h, bytes);
+      put(fd, "type3pushed", bytes, sizeof bytes, NULL, 0);
+    }
   }
   struct rlx__hs cli, srv;
   uint8_t hello[RLX__HS_HELLO_SIZE], chal[RLX__HS_CHALLENGE_SIZE], proof[RLX__HS_PROOF_SIZE];
