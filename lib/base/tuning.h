@@ -39,10 +39,18 @@
 /* ---- shared-memory rings (lib/transport/shm.c) -----------------------------
  * Each way between two ranks of a host. Payloads from RLX__CMA_MIN go by
  * reference and put only a descriptor in the ring, so a ring holds a
- * whole frame below that size twice over; not measured yet against
- * other sizes (bench/allreduce_sweep.sh with a -DRLX__SHM_RING_BYTES build). */
+ * whole frame below that size several times over. Each ring 1 MiB while a host runs at most RLX__SHM_RING_BIG_RANKS ranks
+ * (2 MiB of shared memory per pair that talks, touched as it is used:
+ * 30 MiB per rank at 16 ranks all talking), 256 KiB beyond. On 16 cores
+ * (bench/results/shm-ring-size-h200-2026-12-04.txt) 1 MiB against 256 KiB
+ * took a 64-message window of 32 KiB from 1.35 to 1.17x vader and of
+ * 64 KiB from 1.61 to 1.38x, the other sizes the same or better. */
+#define RLX__SHM_RING_BIG_RANKS 16
 #ifndef RLX__SHM_RING_BYTES
-#define RLX__SHM_RING_BYTES (256u * 1024u)
+#define RLX__SHM_RING_BYTES (1024u * 1024u)
+#endif
+#ifndef RLX__SHM_RING_BYTES_MANY
+#define RLX__SHM_RING_BYTES_MANY (256u * 1024u)
 #endif
 
 /* ---- ring segments (allreduce_ring.c, reduce_scatter_ring.c,

@@ -43,6 +43,14 @@ static void ring_doorbell(struct rlx__p2p_conn *c) {
   (void)uv_try_write(&c->h.stream, &b, 1);
 }
 
+/* The rings' size: by how many ranks this host runs (base/tuning.h). */
+static size_t ring_bytes(const struct rlx__p2p *p) {
+  int here = 0;
+  for (int i = 0; p->cards != NULL && i < p->size; i++)
+    here += strcmp(p->cards[i].host, p->cards[p->rank].host) == 0;
+  return here <= RLX__SHM_RING_BIG_RANKS ? RLX__SHM_RING_BYTES : RLX__SHM_RING_BYTES_MANY;
+}
+
 /* The table's offer: a new segment goes with the handshake's last bytes
  * (nothing goes when it cannot be made: the connection stays on the
  * socket, and says why at RLX_LOG=debug). */
@@ -52,7 +60,8 @@ static long shm_offer(struct rlx__p2p_conn *c, const uint8_t *bytes, size_t len)
   if (uv_stream_get_write_queue_size(&c->h.stream) != 0 || uv_fileno(&c->h.handle, &fd) != 0 ||
       (s = calloc(1, sizeof(*s))) == NULL)
     return 0;
-  int rc = rlx__shm_seg_create(s, RLX__SHM_RING_BYTES);
+  size_t ring = ring_bytes(c->p);
+  int rc = rlx__shm_seg_create(s, ring);
   long n = rc == 0 ? rlx__shm_seg_send(s, fd, bytes, len) : rc;
   if (n <= 0) {
     rlx__debug("no shared memory with rank %d: %s", c->peer, strerror(n == 0 ? EIO : (int)-n));
@@ -61,6 +70,7 @@ static long shm_offer(struct rlx__p2p_conn *c, const uint8_t *bytes, size_t len)
     free(s);
     return 0;
   }
+  rlx__debug("shared memory with rank %d: rings of %zu KiB each way", c->peer, ring >> 10);
   close(s->memfd); /* the peer holds it now; the mapping is all we keep */
   s->memfd = -1;
   c->shm = s;

@@ -48,3 +48,16 @@ for hold in 1 600000; do
   grep -q "p2p_check: rank 0: PASS" "$TMP/out" || { cat "$TMP/out"; fail "kill, big message held $hold ms"; }
   echo "kill, big message held $hold ms: $(grep -o 'received after it died: .*' "$TMP/out")"
 done
+# The rings' size by how many ranks the host runs: 1 MiB each way up to
+# 16, 256 KiB beyond (lib/base/tuning.h). (17 ranks: not where the
+# sanitizer phases leave out the many-rank runs, P2P_NS_SMALL=)
+many=17
+[ -n "${P2P_NS_SMALL+set}" ] && [ -z "$P2P_NS_SMALL" ] && many=
+for n in 2 $many; do
+  want=1024
+  [ $n -gt 16 ] && want=256
+  RLX_LOG=debug timeout 120 "$RLXRUN" -n $n "$HELLO" >"$TMP/out" 2>&1 || { tail -20 "$TMP/out"; fail "rings n=$n"; }
+  sizes=$(grep -o "rings of [0-9]* KiB" "$TMP/out" | sort -u | tr '\n' ' ')
+  [ "$sizes" = "rings of $want KiB " ] || fail "n=$n: $sizes, not $want KiB"
+  echo "n=$n: $sizes"
+done
