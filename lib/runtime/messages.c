@@ -171,6 +171,11 @@ static int msg_finish(struct rlx__msg_req *m, rlx_status_t *st) {
                     "for %zu (%zu %s)", call, from, x->got.segment,
                     (unsigned long long)x->got.payload_len, x->len, m->count,
                     rlx_dtype_name(m->dt));
+  case RLX_ERR_CORRUPT:
+    if (m->recv)
+      return rlx__err(rc, "%s: the message from rank %d failed its checksum", call, from);
+    /* a send: the peer broke the protocol (the reason names how) */
+    /* fall through */
   case RLX_ERR_PEER_LOST:
   case RLX_ERR_SYS: { /* (SYS: a shortage of descriptors, here or at the peer) */
     rlx__engine_lock(&rt->engine);
@@ -183,8 +188,6 @@ static int msg_finish(struct rlx__msg_req *m, rlx_status_t *st) {
     return rlx__err(rc, "%s: %s%d: %s", call, rc == RLX_ERR_SYS ? "with rank " : "lost rank ",
                     from, reason);
   }
-  case RLX_ERR_CORRUPT:
-    return rlx__err(rc, "%s: the message from rank %d failed its checksum", call, from);
   default: return rlx__err(rc, "%s failed (%s)", call, rlx_strerror(rc));
   }
 }

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/uio.h>
 #include <unistd.h>
 #include <rlxcoll/errors.h>
@@ -152,6 +153,10 @@ static void split(struct rlx__p2p_conn *c, const struct rlx__frame_hdr *h, struc
   memset(a.sig, 0, sizeof(a.sig));
   rlx__put64(a.sig, (uint64_t)(uintptr_t)x->buf);
   rlx__put32(a.sig + 8, (uint32_t)getpid());
+#ifdef RLX_FAULT_INJECTION
+  if (rlx__fault_cma_wrong_pid())
+    rlx__put32(a.sig + 8, 1);
+#endif
   rlx__frame_encode(&a, bytes);
   rlx__write_ctl(c, bytes); /* first: the sender copies while we do */
   x->got = *h;
@@ -218,17 +223,34 @@ void rlx__cma_split_cancel(struct rlx__p2p *p, struct rlx__xfer *x) {
   rlx__peer_fail(p, from, RLX_ERR_PEER_LOST, "a receive was abandoned while its sender wrote into it");
 }
 
-/* The receiver asks for our part of a split copy: write it, and say so. */
+/* The pid of the process at the other end of c's socket (a Unix socket:
+ * copies by reference go only over those), or -1. */
+static int peer_pid(struct rlx__p2p_conn *c) {
+  struct ucred cred;
+  socklen_t clen = sizeof(cred);
+  uv_os_fd_t fd;
+  if (uv_fileno(&c->h.handle, &fd) != 0 || getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &clen) != 0)
+    return -1;
+  return (int)cred.pid;
+}
+
+/* The receiver asks for our part of a split copy: write it, and say so.
+ * Only into the process at the other end of the connection: a peer that
+ * names another pid is failed, not obeyed. */
 static void push(struct rlx__p2p_conn *c, struct rlx__xfer *x, const struct rlx__frame_hdr *h) {
-  if (h->payload_len >= x->len) {
-    char why[120];
-    snprintf(why, sizeof(why), "rank %d asked for a part past the message's end", c->peer);
+  char why[160];
+  int pid = (int)rlx__get32(h->sig + 8), there = peer_pid(c);
+  if (h->payload_len >= x->len || pid != there) {
+    if (pid != there)
+      snprintf(why, sizeof(why), "rank %d asked us to write into pid %d, not its own (%d)", c->peer,
+               pid, there);
+    else
+      snprintf(why, sizeof(why), "rank %d asked for a part past the message's end", c->peer);
     rlx__peer_fail(c->p, c->peer, RLX_ERR_CORRUPT, why);
     return;
   }
   size_t at = (size_t)h->payload_len;
-  int rc = cma_write((int)rlx__get32(h->sig + 8), rlx__get64(h->sig) + at, (char *)x->buf + at,
-                     x->len - at);
+  int rc = cma_write(pid, rlx__get64(h->sig) + at, (char *)x->buf + at, x->len - at);
   if (rc != 0)
     rlx__debug("writing our part into rank %d's memory failed (%s); it reads it", c->peer,
                strerror(-rc));

@@ -10,7 +10,9 @@
  *     sandbox would, so that the fallback to the stream is exercised;
  *     =denypush fails only a sender's write of its part of a copy both
  *     sides make (the receiver reads it instead); =diepush: a sender asked
- *     for its part exits at once (the receiver must fail, naming it). */
+ *     for its part exits at once (the receiver must fail, naming it);
+ *     =wrongpid: a receiver names pid 1 as its own when it asks for the
+ *     sender's part (the sender must refuse and fail the connection). */
 #ifdef RLX_FAULT_INJECTION
 #include <stdio.h>
 #include <stdlib.h>
@@ -98,6 +100,8 @@ int rlx__fault_cma_denied(void) {
     deny = strcmp(cma_fault(), "deny") == 0;
   return deny;
 }
+
+int rlx__fault_cma_wrong_pid(void) { return strcmp(cma_fault(), "wrongpid") == 0; }
 
 int rlx__fault_cma_push(void) {
   static int push = -1;

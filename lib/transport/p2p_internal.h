@@ -282,6 +282,8 @@ int rlx__fault_cma_denied(void);
 /* A sender's write of its part of a split copy: 0, -EPERM (deny,
  * denypush), or the process exits (diepush). */
 int rlx__fault_cma_push(void);
+/* RLX_FAULT_CMA=wrongpid: a split copy's request names pid 1. */
+int rlx__fault_cma_wrong_pid(void);
 void rlx__fault_free(void);
 #endif
 

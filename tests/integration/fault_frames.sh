@@ -137,5 +137,11 @@ echo "a sender's part of a message refused: the receiver read it, right results"
 RLX_CMA=on RLX_FAULT_CMA=diepush timeout 60 "$RLXRUN" -n 2 --timeout 50 --grace 3 "$P2P" pushdie \
   >"$TMP/out" 2>&1
 grep -q "p2p_check: rank 0: PASS" "$TMP/out" || { cat "$TMP/out"; fail "diepush"; }
-echo "the sender died asked for its part: $(grep -o 'its part: .* after [0-9.]* s' "$TMP/out")"
+echo "the sender died asked for its part: $(grep -o 'part never came: .* after [0-9.]* s' "$TMP/out")"
+RLX_CMA=on RLX_FAULT_CMA=wrongpid timeout 60 "$RLXRUN" -n 2 --timeout 50 --grace 3 "$P2P" pushdie \
+  >"$TMP/out" 2>&1
+grep -q "p2p_check: rank 0: PASS" "$TMP/out" || { cat "$TMP/out"; fail "wrongpid: the receive"; }
+grep -q "rank 1: the send returned .*asked us to write into pid 1, not its own" "$TMP/out" ||
+  { cat "$TMP/out"; fail "wrongpid: the sender did not refuse"; }
+echo "a receiver naming another process for the sender's part: refused, the connection failed"
 echo "frame faults: ok"

@@ -448,7 +448,9 @@ static int kill_mode(int big) {
 
 /* RLX_FAULT_CMA=diepush (fault-injection builds): rank 1 sends rank 0 a
  * big message by reference, which both copy, and exits when asked for
- * its part; rank 0's receive fails naming it, within the detection time. */
+ * its part; rank 0's receive fails naming it, within the detection time.
+ * (=wrongpid: rank 0 names another process as its own; rank 1 refuses
+ * and fails the connection, and rank 0's receive fails the same way.) */
 static int pushdie_mode(void) {
   signal(SIGTERM, SIG_IGN);
   size_t n = 8u << 20;
@@ -456,16 +458,18 @@ static int pushdie_mode(void) {
   memset(b, 7, n);
   CHECK(rlx_barrier(rlx_comm_world()) == RLX_OK, "barrier");
   if (me == 1) {
-    rlx_send(b, n, RLX_UINT8, 0, 3, rlx_comm_world()); /* (exits in it) */
-    printf("p2p_check: rank 1: the send returned\n");
-    return 1;
+    int rc = rlx_send(b, n, RLX_UINT8, 0, 3, rlx_comm_world()); /* (diepush: exits in it) */
+    printf("p2p_check: rank 1: the send returned %s: %s\n", rlx_strerror(rc), rlx_errmsg());
+    fflush(stdout);
+    usleep(1000000);
+    return 0;
   }
   if (me != 0)
     return 0;
   double t0 = now();
   int rc = rlx_recv(b, n, RLX_UINT8, 1, 3, rlx_comm_world(), NULL);
   double took = now() - t0;
-  printf("p2p_check: rank 0: a receive whose sender died writing its part: %s after %.2f s: %s\n",
+  printf("p2p_check: rank 0: a receive whose sender's part never came: %s after %.2f s: %s\n",
          rlx_strerror(rc), took, rlx_errmsg());
   CHECK(rc == RLX_ERR_PEER_LOST && strstr(rlx_errmsg(), "lost rank 1") != NULL && took < bound(5),
         "pushdie: %s", rlx_strerror(rc));
