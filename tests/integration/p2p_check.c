@@ -400,14 +400,14 @@ static int kill_mode(int big) {
   signal(SIGTERM, SIG_IGN); /* rlxrun stops the job when rank 1 dies: report first */
   size_t n = 8u << 20;
   unsigned char *b = big ? malloc(n) : NULL, *want = big ? malloc(n) : NULL;
+  if (big) /* (before the barrier: filling 8 MiB takes long under the sanitizers) */
+    pattern(me == 1 ? b : want, n, 1, 0, 0);
   CHECK(rlx_barrier(rlx_comm_world()) == RLX_OK, "barrier");
   if (me == 1) {
     rlx_request_t *r;
-    if (big) {
-      pattern(b, n, 1, 0, 0);
+    if (big)
       CHECK(rlx_isend(b, n, RLX_UINT8, 0, 0, rlx_comm_world(), &r) == RLX_OK, "big isend");
-    }
-    usleep(300000);
+    usleep(big ? 1000000 : 300000);
     _exit(3);
   }
   if (me != 0)
@@ -417,9 +417,10 @@ static int kill_mode(int big) {
     const char *hold = getenv("RLX_CMA_HOLD_MS");
     int held = hold != NULL && atol(hold) >= 10000;
     rlx_status_t st;
-    usleep(800000); /* (rank 1 is gone) */
-    pattern(want, n, 1, 0, 0);
-    int rc = rlx_recv(b, n, RLX_UINT8, 1, 0, rlx_comm_world(), &st);
+    /* until rank 1 is gone: a receive nothing it sends matches fails then */
+    int rc = rlx_recv(&v, 1, RLX_INT32, 1, 99, rlx_comm_world(), NULL);
+    CHECK(rc == RLX_ERR_PEER_LOST, "waiting for rank 1 to die: %s", rlx_strerror(rc));
+    rc = rlx_recv(b, n, RLX_UINT8, 1, 0, rlx_comm_world(), &st);
     printf("p2p_check: rank 0: a big message from rank 1, received after it died: %s (held %d)\n",
            rlx_strerror(rc), held);
     if (held)
