@@ -56,16 +56,15 @@ static void send_ack(struct rlx__p2p_conn *c, const struct rlx__frame_hdr *h, in
   rlx__write_ctl(c, bytes);
 }
 
-int rlx__cma_read(int pid, uint64_t addr, void *dst, size_t len) {
-#ifdef RLX_FAULT_INJECTION
-  if (rlx__fault_cma_denied())
-    return -EPERM;
-#endif
+/* len bytes between our buf and addr in process pid, whole: read them
+ * from there (write 0) or write ours there. 0, or -errno. */
+static int cma_copy(int pid, uint64_t addr, void *buf, size_t len, int write) {
   size_t done = 0;
   while (done < len) {
-    struct iovec local = {(char *)dst + done, len - done};
+    struct iovec local = {(char *)buf + done, len - done};
     struct iovec remote = {(void *)(uintptr_t)(addr + done), len - done};
-    ssize_t n = process_vm_readv(pid, &local, 1, &remote, 1, 0);
+    ssize_t n = write ? process_vm_writev(pid, &local, 1, &remote, 1, 0)
+                      : process_vm_readv(pid, &local, 1, &remote, 1, 0);
     if (n < 0) {
       if (errno == EINTR)
         continue;
@@ -76,6 +75,14 @@ int rlx__cma_read(int pid, uint64_t addr, void *dst, size_t len) {
     done += (size_t)n;
   }
   return 0;
+}
+
+int rlx__cma_read(int pid, uint64_t addr, void *dst, size_t len) {
+#ifdef RLX_FAULT_INJECTION
+  if (rlx__fault_cma_denied())
+    return -EPERM;
+#endif
+  return cma_copy(pid, addr, dst, len, 0);
 }
 
 /* A spoilt address is not one to read from. The stream itself is in
@@ -111,21 +118,7 @@ static int cma_write(int pid, uint64_t addr, const void *src, size_t len) {
   if (fault != 0)
     return fault;
 #endif
-  size_t done = 0;
-  while (done < len) {
-    struct iovec local = {(char *)src + done, len - done};
-    struct iovec remote = {(void *)(uintptr_t)(addr + done), len - done};
-    ssize_t n = process_vm_writev(pid, &local, 1, &remote, 1, 0);
-    if (n < 0) {
-      if (errno == EINTR)
-        continue;
-      return -errno;
-    }
-    if (n == 0)
-      return -EFAULT;
-    done += (size_t)n;
-  }
-  return 0;
+  return cma_copy(pid, addr, (void *)src, len, 1);
 }
 
 /* Is message h, for receive x, one both sides copy? */
