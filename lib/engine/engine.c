@@ -254,6 +254,9 @@ static void between_polls(const struct rlx__engine *e) {
     cpu_relax();
 }
 
+/* Turns of a spinning wait between two reads of the clock. */
+#define CLOCK_EVERY 8
+
 static int ms_until(uint64_t deadline, int cap) {
   if (deadline == 0)
     return cap;
@@ -270,8 +273,14 @@ int rlx__engine_wait(struct rlx__engine *e, const atomic_int *done, const atomic
   unsigned seen = atomic_load(progress), turns = 0;
   int rc = 0, cap_ms = atomic_load(&interrupt_fn) ? 10 : 50;
   atomic_fetch_add(&e->drivers, 1);
-  /* (one clock read a turn: the first turn's above, the others' at the end of the one before) */
-  for (; !atomic_load_explicit(done, memory_order_acquire); now = rlx__now_ns()) {
+  /* The clock read every CLOCK_EVERY turns while spinning on a core of
+   * our own (every turn when yielding: a turn may then be a time slice):
+   * a read costs a spinning receiver about a tenth of a small message's
+   * time, and the deadline, the spin budget and the interrupt check are
+   * not that fine. The first turn's read is above. */
+  unsigned looks = 0, every_clock = e->yield ? 1 : CLOCK_EVERY;
+  for (; !atomic_load_explicit(done, memory_order_acquire);
+       now = ++looks % every_clock ? now : rlx__now_ns()) {
     unsigned p = atomic_load(progress);
     if (p != seen) {
       seen = p;
@@ -343,7 +352,7 @@ int rlx__engine_wait(struct rlx__engine *e, const atomic_int *done, const atomic
     }
   }
   /* the last driver out wakes a napping progress thread until the time it
-   * was asked to (now: the last turn's reading, stale by a turn at most) */
+   * was asked to (now: a recent turn's reading, stale by CLOCK_EVERY turns at most) */
   if (atomic_fetch_sub(&e->drivers, 1) == 1 && atomic_load(&e->wake_until) > now &&
       atomic_load(&e->napping)) {
     pthread_mutex_lock(&e->nap_mtx);

@@ -27,6 +27,7 @@ void rlx__shm_ring_init(struct rlx__shm_end *e, struct rlx__shm_ring *r, size_t 
   e->r = r;
   e->cap = capacity;
   e->seen = 0;
+  e->pos = 0;
   e->fenced = 0;
   atomic_store(&r->fenced_producer, 0);
   atomic_store(&r->fenced_consumer, 0);
@@ -47,6 +48,7 @@ int rlx__shm_ring_attach(struct rlx__shm_end *e, struct rlx__shm_ring *r, size_t
   e->r = r;
   e->cap = (size_t)cap;
   e->seen = 0;
+  e->pos = 0; /* (attached before either side moved) */
   e->fenced = 0;
   return 0;
 }
@@ -102,7 +104,7 @@ static size_t room_from(const struct rlx__shm_end *e, uint64_t tail, uint64_t he
 
 size_t rlx__shm_ring_write(struct rlx__shm_end *e, const struct iovec *iov, int n) {
   struct rlx__shm_ring *r = e->r;
-  uint64_t tail = atomic_load_explicit(&r->tail, memory_order_relaxed);
+  uint64_t tail = e->pos;
   size_t want = 0, done = 0;
   for (int i = 0; i < n; i++)
     want += iov[i].iov_len;
@@ -119,8 +121,10 @@ size_t rlx__shm_ring_write(struct rlx__shm_end *e, const struct iovec *iov, int 
     done += k;
     room -= k;
   }
-  if (done)
-    publish(e, &r->tail, tail + done, &r->fenced_consumer);
+  if (done) {
+    e->pos = tail + done;
+    publish(e, &r->tail, e->pos, &r->fenced_consumer);
+  }
   return done;
 }
 
@@ -139,7 +143,7 @@ int rlx__shm_ring_want_room(struct rlx__shm_end *e) {
   } else {
     atomic_store(&r->wants_room, 1); /* seq_cst: ordered before the load of head */
   }
-  uint64_t used = atomic_load(&r->tail) - atomic_load(&r->head);
+  uint64_t used = e->pos - atomic_load(&r->head);
   if (used < e->cap || atomic_load(&r->closed)) {
     atomic_store(&r->wants_room, 0);
     return 1;
@@ -164,19 +168,18 @@ static size_t have_from(struct rlx__shm_end *e, uint64_t head, int cached) {
   return have <= e->cap ? have : e->cap; /* a corrupt tail yields garbage, never a bad copy */
 }
 
-size_t rlx__shm_ring_readable(struct rlx__shm_end *e) {
-  return have_from(e, atomic_load_explicit(&e->r->head, memory_order_relaxed), 0);
-}
+size_t rlx__shm_ring_readable(struct rlx__shm_end *e) { return have_from(e, e->pos, 0); }
 
 size_t rlx__shm_ring_read(struct rlx__shm_end *e, void *dst, size_t len) {
   struct rlx__shm_ring *r = e->r;
-  uint64_t head = atomic_load_explicit(&r->head, memory_order_relaxed);
+  uint64_t head = e->pos;
   size_t have = have_from(e, head, 1);
   size_t k = have < len ? have : len;
   if (k == 0)
     return 0;
   get(e, head, dst, k);
-  publish(e, &r->head, head + k, &r->fenced_producer);
+  e->pos = head + k;
+  publish(e, &r->head, e->pos, &r->fenced_producer);
   return k;
 }
 
@@ -190,7 +193,7 @@ int rlx__shm_ring_sleep_flag(struct rlx__shm_end *e) {
 
 int rlx__shm_ring_sleep_check(struct rlx__shm_end *e) {
   struct rlx__shm_ring *r = e->r;
-  if (atomic_load(&r->tail) != atomic_load_explicit(&r->head, memory_order_relaxed) ||
+  if (atomic_load(&r->tail) != e->pos ||
       atomic_load(&r->closed)) {
     atomic_store(&r->sleeping, 0);
     return 1;

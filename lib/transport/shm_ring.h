@@ -53,6 +53,8 @@ struct rlx__shm_end {
   struct rlx__shm_ring *r;
   size_t cap;
   uint64_t seen; /* the other side's position as last read: head (producer), tail (consumer) */
+  uint64_t pos;  /* this side's own position (tail, head), kept here: never read back from the
+                  * ring, whose line the other side's reads take away (a miss per message) */
   int fenced;    /* this side said it fences heavily (rlx__shm_ring_fence) */
 };
 

@@ -56,7 +56,7 @@ int rlx__shm_seg_create(struct rlx__shm_seg *s, size_t capacity) {
     rc = -errno;
     goto fail;
   }
-  s->base = mmap(NULL, s->len, PROT_READ | PROT_WRITE, MAP_SHARED, s->memfd, 0);
+  s->base = mmap(NULL, s->len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, s->memfd, 0);
   if (s->base == MAP_FAILED) {
     s->base = NULL;
     rc = -errno;
@@ -108,7 +108,7 @@ int rlx__shm_seg_map(struct rlx__shm_seg *s, int fd) {
     goto fail;
   }
   s->len = (size_t)st.st_size;
-  s->base = mmap(NULL, s->len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  s->base = mmap(NULL, s->len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0);
   if (s->base == MAP_FAILED) {
     s->base = NULL;
     rc = -errno;

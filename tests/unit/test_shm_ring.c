@@ -272,11 +272,15 @@ START_TEST(hostile_header_refused) {
   unsigned char out[100];
   ck_assert_uint_le(rlx__shm_ring_readable(&peer), cap);
   ck_assert_uint_eq(rlx__shm_ring_read(&peer, out, sizeof out), sizeof out);
-  atomic_store(&r->head, 12345);
-  atomic_store(&r->tail, 7); /* the consumer claims to be ahead of us */
-  /* (more than the room the head we saw last left, so it is read again) */
+  /* The producer keeps its own position: a tail rewritten in the ring
+   * moves nothing; a head beyond it (the consumer claims to be ahead of
+   * us) leaves no room, not a wrap. */
   static unsigned char b[8192];
-  struct iovec iov = {b, cap};
+  struct iovec iov = {b, 7};
+  ck_assert_uint_eq(rlx__shm_ring_write(&e, &iov, 1), 7);
+  atomic_store(&r->tail, 0);
+  atomic_store(&r->head, 12345);
+  iov.iov_len = cap; /* (more than the room the head we saw last left, so it is read again) */
   ck_assert_uint_eq(rlx__shm_ring_write(&e, &iov, 1), 0);
   free(r);
 }
@@ -286,20 +290,21 @@ END_TEST
  * its announcement are seen, so it never blocks on data already there. */
 START_TEST(no_lost_wakeup) {
   const size_t cap = 4096;
-  struct rlx__shm_end e;
+  struct rlx__shm_end e, c; /* the producer's end and the consumer's */
   struct rlx__shm_ring *r = local_ring(&e, cap);
+  ck_assert_int_eq(rlx__shm_ring_attach(&c, r, rlx__shm_ring_bytes(cap)), 0);
   unsigned char b = 1;
   struct iovec iov = {&b, 1};
-  ck_assert_int_eq(rlx__shm_ring_prepare_sleep(&e), 0); /* empty: may sleep */
+  ck_assert_int_eq(rlx__shm_ring_prepare_sleep(&c), 0); /* empty: may sleep */
   ck_assert_uint_eq(rlx__shm_ring_write(&e, &iov, 1), 1);
   ck_assert_int_eq(rlx__shm_ring_wake_needed(&e), 1); /* the writer must wake it */
   ck_assert_int_eq(rlx__shm_ring_wake_needed(&e), 0); /* once */
-  ck_assert_int_eq(rlx__shm_ring_prepare_sleep(&e), 1); /* data there: do not sleep */
+  ck_assert_int_eq(rlx__shm_ring_prepare_sleep(&c), 1); /* data there: do not sleep */
   ck_assert_int_eq(rlx__shm_ring_wake_needed(&e), 0);
   rlx__shm_ring_close(&e);
   unsigned char out;
-  ck_assert_uint_eq(rlx__shm_ring_read(&e, &out, 1), 1);
-  ck_assert_int_eq(rlx__shm_ring_prepare_sleep(&e), 1); /* closed: do not sleep either */
+  ck_assert_uint_eq(rlx__shm_ring_read(&c, &out, 1), 1);
+  ck_assert_int_eq(rlx__shm_ring_prepare_sleep(&c), 1); /* closed: do not sleep either */
   free(r);
 }
 END_TEST
@@ -308,18 +313,19 @@ END_TEST
  * reader has made room, and not when room is there already. */
 START_TEST(room_handshake) {
   const size_t cap = 4096;
-  struct rlx__shm_end e;
+  struct rlx__shm_end e, c; /* the producer's end and the consumer's */
   struct rlx__shm_ring *r = local_ring(&e, cap);
+  ck_assert_int_eq(rlx__shm_ring_attach(&c, r, rlx__shm_ring_bytes(cap)), 0);
   static unsigned char big[8192], out[100];
   struct iovec iov = {big, sizeof big};
   ck_assert_uint_eq(rlx__shm_ring_write(&e, &iov, 1), cap); /* full */
   ck_assert_int_eq(rlx__shm_ring_want_room(&e), 0);         /* no room: wait to be told */
-  ck_assert_uint_eq(rlx__shm_ring_read(&e, out, sizeof out), sizeof out);
-  ck_assert_int_eq(rlx__shm_ring_room_wake_needed(&e), 1); /* the reader must tell it */
-  ck_assert_int_eq(rlx__shm_ring_room_wake_needed(&e), 0); /* once */
+  ck_assert_uint_eq(rlx__shm_ring_read(&c, out, sizeof out), sizeof out);
+  ck_assert_int_eq(rlx__shm_ring_room_wake_needed(&c), 1); /* the reader must tell it */
+  ck_assert_int_eq(rlx__shm_ring_room_wake_needed(&c), 0); /* once */
   ck_assert_int_eq(rlx__shm_ring_want_room(&e), 1);        /* room there: write again now */
-  ck_assert_uint_eq(rlx__shm_ring_read(&e, out, sizeof out), sizeof out);
-  ck_assert_int_eq(rlx__shm_ring_room_wake_needed(&e), 0); /* nobody waits */
+  ck_assert_uint_eq(rlx__shm_ring_read(&c, out, sizeof out), sizeof out);
+  ck_assert_int_eq(rlx__shm_ring_room_wake_needed(&c), 0); /* nobody waits */
   free(r);
 }
 END_TEST
