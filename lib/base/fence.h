@@ -43,4 +43,19 @@ static inline int rlx__fence_heavy(void) {
   return -1;
 }
 
+/* The same pair between the threads of this process only
+ * (MEMBARRIER_CMD_PRIVATE_EXPEDITED: the kernel interrupts only the CPUs
+ * that run this process's threads). Register once: 1 when the heavy side
+ * may be used from now on, else 0 (then both sides fence fully). */
+static inline int rlx__fence_private_register(void) {
+  return syscall(__NR_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0;
+}
+
+static inline void rlx__fence_private_heavy(void) {
+  if (syscall(__NR_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) != 0) {
+    static _Atomic unsigned dummy; /* (registered, so not expected: a full fence at least) */
+    atomic_fetch_add(&dummy, 0);
+  }
+}
+
 #endif

@@ -96,6 +96,7 @@ int rlx__parse_double(const char *s, double lo, double hi, double *out);
 /* ---- time ---------------------------------------------------------------- */
 uint64_t rlx__now_ns(void);
 uint64_t rlx__tick_ns(void); /* coarse: liveness stamps (log.c) */
+uint64_t rlx__tick_ceil_ns(void); /* coarse, rounded up: never before rlx__now_ns() */
 
 /* ---- run directories (rundir.c) -------------------------------------------- */
 /* Make this rank's private directory under base (rlx-RANK-PID-XXXXXX,

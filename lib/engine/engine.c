@@ -24,7 +24,7 @@ int rlx__engine_init(struct rlx__engine *e, uint64_t spin_ns, int yield) {
   memset(e, 0, sizeof(*e));
   if ((rc = uv_loop_init(&e->loop)) != 0)
     return rlx__err(RLX_ERR_SYS, "uv_loop_init: %s", uv_strerror(rc));
-  pthread_mutex_init(&e->loop_mtx, NULL);
+  rlx__loop_lock_init(&e->loop_lk);
   pthread_mutex_init(&e->wait_mtx, NULL);
   pthread_cond_init(&e->wait_cv, NULL);
   pthread_mutex_init(&e->nap_mtx, NULL);
@@ -54,14 +54,13 @@ static void sleep_locked(struct rlx__engine *e, int timeout_ms) {
 
 /* A holder of the loop that does not drive it let go: callers asleep in
  * rlx__engine_wait because it held the loop look again now, not at
- * their timeout. A waiter counts itself in (an increment), then tries the
- * lock once more; the look here is an increment by 0, so that the two
- * are ordered: either this look sees the waiter, or the waiter's
- * increment comes after it and its try sees the lock free. (A plain load
- * after a fence would do too, but ThreadSanitizer has no fences.) */
+ * their timeout. A Dekker pair on the loop lock's terms (loop_lock.h): a
+ * waiter counts itself in, fences heavily and tries the lock once more;
+ * the release's store, then this load, ordered by the release's light
+ * side. Either this look sees the waiter, or its try sees the lock free. */
 static void broadcast(struct rlx__engine *e);
 static void wake_waiters(struct rlx__engine *e) {
-  if (atomic_fetch_add(&e->waiters, 0) > 0)
+  if (atomic_load_explicit(&e->waiters, memory_order_relaxed) > 0)
     broadcast(e);
 }
 
@@ -82,11 +81,11 @@ size_t rlx__engine_turn(struct rlx__engine *e) { return run_once(e); }
  * sleeps in every joiner's admission on 16 cores). */
 static void hold(struct rlx__engine *e) {
   atomic_store(&e->progress_holds, 1);
-  pthread_mutex_lock(&e->loop_mtx);
+  rlx__loop_lock(&e->loop_lk, e->yield);
 }
 
 static void let_go(struct rlx__engine *e) {
-  pthread_mutex_unlock(&e->loop_mtx);
+  rlx__loop_unlock(&e->loop_lk);
   atomic_store(&e->progress_holds, 0);
   wake_waiters(e);
 }
@@ -190,7 +189,6 @@ void rlx__engine_close(struct rlx__engine *e) {
   for (int i = 0; i < 1000 && uv_run(&e->loop, UV_RUN_NOWAIT) != 0; i++)
     ;
   uv_loop_close(&e->loop);
-  pthread_mutex_destroy(&e->loop_mtx);
   pthread_mutex_destroy(&e->wait_mtx);
   pthread_cond_destroy(&e->wait_cv);
   pthread_mutex_destroy(&e->nap_mtx);
@@ -202,15 +200,15 @@ void rlx__engine_lock(struct rlx__engine *e) {
   int count = atomic_load_explicit(&e->beside, memory_order_relaxed);
   if (count)
     atomic_fetch_add(&e->wanted, 1);
-  pthread_mutex_lock(&e->loop_mtx);
+  rlx__loop_lock(&e->loop_lk, e->yield);
   if (count)
     atomic_fetch_sub(&e->wanted, 1);
 }
 void rlx__engine_unlock(struct rlx__engine *e) {
-  pthread_mutex_unlock(&e->loop_mtx);
+  rlx__loop_unlock(&e->loop_lk);
   wake_waiters(e);
 }
-int rlx__engine_trylock(struct rlx__engine *e) { return pthread_mutex_trylock(&e->loop_mtx) == 0; }
+int rlx__engine_trylock(struct rlx__engine *e) { return rlx__loop_trylock(&e->loop_lk); }
 
 void rlx__engine_kick(struct rlx__engine *e) { uv_async_send(&e->wake); }
 
@@ -294,7 +292,7 @@ int rlx__engine_wait(struct rlx__engine *e, const atomic_int *done, const atomic
       rc = -2;
       break;
     }
-    if (pthread_mutex_trylock(&e->loop_mtx) == 0) {
+    if (rlx__loop_trylock(&e->loop_lk)) {
       /* Shared-memory rings first, without a syscall; libuv's sockets and
        * timers every turn when some peer is on a socket, else every
        * uv_every turns that brought nothing and every 256 that did. */
@@ -313,7 +311,7 @@ int rlx__engine_wait(struct rlx__engine *e, const atomic_int *done, const atomic
         sleep_locked(e, (t < 0 || t > cap) ? cap : t);
         run_once(e);
       }
-      pthread_mutex_unlock(&e->loop_mtx);
+      rlx__loop_unlock(&e->loop_lk);
       if (!atomic_load_explicit(done, memory_order_acquire)) /* (no pause once it is) */
         between_polls(e);
     } else if (atomic_load(&e->progress_holds)) {
@@ -339,8 +337,9 @@ int rlx__engine_wait(struct rlx__engine *e, const atomic_int *done, const atomic
        * sleep shows in wakes. */
       unsigned gen = atomic_load(&e->wakes);
       atomic_fetch_add(&e->waiters, 1);
-      if (pthread_mutex_trylock(&e->loop_mtx) == 0) {
-        pthread_mutex_unlock(&e->loop_mtx);
+      rlx__loop_lock_fence(&e->loop_lk); /* (the slow side of wake_waiters' pair) */
+      if (rlx__loop_trylock(&e->loop_lk)) {
+        rlx__loop_unlock(&e->loop_lk);
       } else {
         pthread_mutex_lock(&e->wait_mtx);
         if (!atomic_load(done) && atomic_load(&e->wakes) == gen &&

@@ -10,10 +10,11 @@
 #include <stdatomic.h>
 #include <stdint.h>
 #include <uv.h>
+#include "engine/loop_lock.h"
 
 struct rlx__engine {
   uv_loop_t loop;
-  pthread_mutex_t loop_mtx; /* whoever holds it may run the loop */
+  struct rlx__loop_lock loop_lk; /* whoever holds it may run the loop */
   pthread_mutex_t wait_mtx;
   pthread_cond_t wait_cv;   /* completions, for callers not driving */
   pthread_t thread;
@@ -50,7 +51,7 @@ struct rlx__engine {
   atomic_uint wakes;  /* wait_cv's broadcasts so far (under wait_mtx) */
   atomic_uint overslept; /* sleeps on wait_cv that ran out nap_ns */
   atomic_int stop;
-  atomic_int progress_holds; /* the progress thread holds loop_mtx (briefly), or
+  atomic_int progress_holds; /* the progress thread holds loop_lk (briefly), or
                               * is about to */
   uint64_t spin_ns;   /* how long a waiter polls before it blocks */
   uint64_t nap_ns;    /* the longest a waiter sleeps while another drives (1 ms) */

@@ -53,9 +53,9 @@ static int ready(struct rlx_request *h) {
  * (100 ms: seen as a joiner's first step). */
 static void one_pass(void) {
   struct rlx__engine *e = &rlx__rt.engine;
-  if (pthread_mutex_trylock(&e->loop_mtx) == 0) {
+  if (rlx__engine_trylock(e)) {
     rlx__engine_turn(e);
-    pthread_mutex_unlock(&e->loop_mtx);
+    rlx__engine_unlock(e);
   }
 }
 

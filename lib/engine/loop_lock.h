@@ -1,0 +1,67 @@
+/* The loop lock: whoever holds it may run the loop and touch the
+ * point-to-point layer. A mutex whose release is a plain store.
+ *
+ * Why not a pthread mutex: its release is a locked instruction, and on
+ * x86 a locked instruction waits until every store before it has reached
+ * the other cores. A small message's send ends with stores to the
+ * shared-memory ring whose lines the receiver, polling, holds: the
+ * mutex's release waited for them every message (56% of a sender's time
+ * in a window of 8-byte isends on 2 cores). Released with a plain store,
+ * those stores drain while the caller goes on; Open MPI's vader, which
+ * takes no lock there, pays the same transfers but never waits for them.
+ *
+ * A thread that finds it taken spins a little, then counts itself among
+ * the sleepers and sleeps on the word (futex). The releaser stores 0,
+ * then looks at the sleepers: a Dekker pair, whose fast side (every
+ * release) keeps the compiler's order only and whose slow side (before a
+ * sleep) has the kernel fence every thread of the process
+ * (lib/base/fence.h). Where membarrier is refused, the release fences
+ * fully (light 0). */
+#ifndef RLX_LOOP_LOCK_H
+#define RLX_LOOP_LOCK_H
+
+#include <stdatomic.h>
+
+struct rlx__loop_lock {
+  _Atomic int held;     /* 1 while held */
+  _Atomic int sleepers; /* threads asleep (or about to be) on held */
+  int light;            /* releases may skip the full fence (set once, at init) */
+  _Atomic int fence;    /* a full fence is a locked add to it (ThreadSanitizer has no fences) */
+};
+
+void rlx__loop_lock_init(struct rlx__loop_lock *l);
+
+static inline int rlx__loop_trylock(struct rlx__loop_lock *l) {
+  return atomic_load_explicit(&l->held, memory_order_relaxed) == 0 &&
+         atomic_exchange_explicit(&l->held, 1, memory_order_acquire) == 0;
+}
+
+void rlx__loop_lock_wait(struct rlx__loop_lock *l, int yield); /* loop_lock.c */
+void rlx__loop_lock_wake(struct rlx__loop_lock *l);
+
+/* yield: ranks outnumber cores (spinning would take the holder's core) */
+static inline void rlx__loop_lock(struct rlx__loop_lock *l, int yield) {
+  if (!rlx__loop_trylock(l))
+    rlx__loop_lock_wait(l, yield);
+}
+
+/* The fast side of a Dekker pair after a release store: the order the
+ * slow side's rlx__loop_lock_fence gives, or a full fence without it. */
+static inline void rlx__loop_lock_after_release(struct rlx__loop_lock *l) {
+  if (l->light)
+    atomic_signal_fence(memory_order_seq_cst); /* the compiler keeps the load after the store */
+  else
+    atomic_fetch_add(&l->fence, 0);
+}
+
+/* The slow side: after storing its flag, before looking at the other's. */
+void rlx__loop_lock_fence(struct rlx__loop_lock *l);
+
+static inline void rlx__loop_unlock(struct rlx__loop_lock *l) {
+  atomic_store_explicit(&l->held, 0, memory_order_release);
+  rlx__loop_lock_after_release(l);
+  if (atomic_load_explicit(&l->sleepers, memory_order_relaxed) > 0)
+    rlx__loop_lock_wake(l);
+}
+
+#endif
