@@ -1,42 +1,90 @@
 /* The shared-memory byte stream (see shm_ring.h for the protocol). The
- * ordering that makes it safe: the producer copies bytes, then publishes
- * tail with release; the consumer loads tail with acquire before reading
- * them, and publishes head with release after it has copied them out, so
- * the producer (acquire on head) never overwrites bytes still being read.
- * The sleep handshake is the classic Dekker pair: the consumer stores
- * `sleeping` then loads tail, the producer stores tail then loads
- * `sleeping`, both sequentially consistent, so at least one of them sees
- * the other and no wake-up is lost. `wants_room` is the same pair the
- * other way: the producer stores it then loads head, the consumer stores
- * head then loads it. When both sides have registered for asymmetric
- * fences (rlx__shm_ring_fence), the side that runs on every message (the
- * producer's tail, the consumer's head) stores with release only, and the
+ * ordering that makes it safe: the producer copies a record's bytes, then
+ * stores its word with release; the consumer loads the word with acquire
+ * before reading them, and publishes head with release after it has
+ * copied the whole record out, so the producer (acquire on head) never
+ * overwrites bytes still being read. The sleep handshake is the classic
+ * Dekker pair: the consumer stores `sleeping` then loads the word at its
+ * position, the producer stores the word then loads `sleeping`, both
+ * sequentially consistent, so at least one of them sees the other and no
+ * wake-up is lost. `wants_room` is the same pair the other way: the
+ * producer stores it then loads head, the consumer stores head then loads
+ * it. When both sides have registered for asymmetric fences
+ * (rlx__shm_ring_fence), the side that runs on every message (the
+ * producer's word, the consumer's head) stores with release only, and the
  * side about to sleep or wait fences heavily for both (lib/base/fence.h):
  * a full fence after each message made the producer wait until the lines
  * it had written were its own again, about a third of a small message's
  * time. */
 #include <string.h>
+#include <sys/random.h>
+#include <time.h>
 #include "base/fence.h"
 #include "shm_ring.h"
+
+/* A record's word: its length in the low 24 bits, its position (in
+ * 8-byte units) above them, under the ring's key. */
+#define REC_WORD 8
+#define REC_LEN_BITS 24
+#define REC_MAX (((size_t)1 << REC_LEN_BITS) - 1)
+
+static uint64_t pad8(uint64_t n) { return (n + 7) & ~(uint64_t)7; }
+
+static uint64_t word_of(uint64_t key, uint64_t pos, uint64_t len) {
+  return key ^ ((pos >> 3) << REC_LEN_BITS) ^ len;
+}
+
+static _Atomic uint64_t *word_at(const struct rlx__shm_end *e, uint64_t pos) {
+  return (_Atomic uint64_t *)(void *)(e->r->data + (pos & (e->cap - 1)));
+}
+
+/* The most a record may carry in a ring of capacity cap: its word and
+ * padding must fit too. */
+static size_t rec_max(size_t cap) {
+  size_t m = cap - REC_WORD;
+  return m < REC_MAX ? m : REC_MAX;
+}
 
 size_t rlx__shm_ring_bytes(size_t capacity) {
   return sizeof(struct rlx__shm_ring) + capacity;
 }
 
-void rlx__shm_ring_init(struct rlx__shm_end *e, struct rlx__shm_ring *r, size_t capacity) {
+/* The key: random where the kernel gives it, else the clock and an
+ * address (it need not be secret, only unrelated to what programs send). */
+static uint64_t new_key(const void *where) {
+  uint64_t k;
+  if (getrandom(&k, sizeof k, GRND_NONBLOCK) != (ssize_t)sizeof k) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    k = ((uint64_t)ts.tv_nsec << 32) ^ (uint64_t)ts.tv_sec ^ (uint64_t)(uintptr_t)where;
+    k *= 0x9E3779B97F4A7C15u;
+  }
+  /* the top bit set: the zeroed memory of a new ring decodes to no record
+   * (until 2^63 bytes have passed, far beyond its first lap) */
+  return k | (uint64_t)1 << 63;
+}
+
+static void end_init(struct rlx__shm_end *e, struct rlx__shm_ring *r, size_t cap, uint64_t key) {
   e->r = r;
-  e->cap = capacity;
+  e->cap = cap;
+  e->key = key;
   e->seen = 0;
-  e->pos = 0;
+  e->pos = 0; /* (made or attached before either side moved) */
+  e->at = 0;
+  e->left = 0;
   e->fenced = 0;
+}
+
+void rlx__shm_ring_init(struct rlx__shm_end *e, struct rlx__shm_ring *r, size_t capacity) {
   atomic_store(&r->fenced_producer, 0);
   atomic_store(&r->fenced_consumer, 0);
-  atomic_store(&r->tail, 0);
   atomic_store(&r->head, 0);
   atomic_store(&r->sleeping, 0);
   atomic_store(&r->wants_room, 0);
   atomic_store(&r->closed, 0);
   r->capacity = capacity;
+  r->key = new_key(r);
+  end_init(e, r, capacity, r->key);
 }
 
 int rlx__shm_ring_attach(struct rlx__shm_end *e, struct rlx__shm_ring *r, size_t len) {
@@ -45,11 +93,7 @@ int rlx__shm_ring_attach(struct rlx__shm_end *e, struct rlx__shm_ring *r, size_t
   uint64_t cap = r->capacity; /* read once: this copy is the one we trust */
   if (cap < 4096 || (cap & (cap - 1)) != 0 || cap > len - sizeof(*r))
     return -1;
-  e->r = r;
-  e->cap = (size_t)cap;
-  e->seen = 0;
-  e->pos = 0; /* (attached before either side moved) */
-  e->fenced = 0;
+  end_init(e, r, (size_t)cap, r->key);
   return 0;
 }
 
@@ -60,19 +104,18 @@ int rlx__shm_ring_fence(struct rlx__shm_end *e, int producer) {
   return e->fenced;
 }
 
-/* Publish a position. The plain store only when both sides fence
- * heavily: then the other one, before it sleeps or waits, makes this
- * process's stores visible itself. (A side that reads the other's flag
- * as 0, still or forever, fences fully: safe either way.) */
-static void publish(const struct rlx__shm_end *e, _Atomic uint64_t *pos, uint64_t v,
+/* Publish a word or a position. The plain store only when both sides
+ * fence heavily: then the other one, before it sleeps or waits, makes
+ * this process's stores visible itself. (A side that reads the other's
+ * flag as 0, still or forever, fences fully: safe either way.) */
+static void publish(const struct rlx__shm_end *e, _Atomic uint64_t *at, uint64_t v,
                     _Atomic uint32_t *other_fenced) {
   if (e->fenced && atomic_load_explicit(other_fenced, memory_order_relaxed)) {
-    atomic_store_explicit(pos, v, memory_order_release);
+    atomic_store_explicit(at, v, memory_order_release);
     atomic_signal_fence(memory_order_seq_cst); /* the compiler keeps the flag's load after it */
   } else
-    atomic_store(pos, v); /* seq_cst: ordered before the load of the other's flag */
+    atomic_store(at, v); /* seq_cst: ordered before the load of the other's flag */
 }
-
 
 /* Copy n bytes into the ring at position pos, in two pieces at the end. */
 static void put(const struct rlx__shm_end *e, uint64_t pos, const unsigned char *src, size_t n) {
@@ -95,35 +138,44 @@ static void get(const struct rlx__shm_end *e, uint64_t pos, unsigned char *dst, 
     memcpy(dst + first, r->data, n - first);
 }
 
-/* Room for the producer from head; a peer's head beyond our tail (corrupt)
- * leaves none, not a wrap. */
-static size_t room_from(const struct rlx__shm_end *e, uint64_t tail, uint64_t head) {
-  size_t used = (size_t)(tail - head);
+/* Room for the producer from head; a peer's head beyond our position
+ * (corrupt) leaves none, not a wrap. */
+static size_t room_from(const struct rlx__shm_end *e, uint64_t pos, uint64_t head) {
+  size_t used = (size_t)(pos - head);
   return used <= e->cap ? e->cap - used : 0;
 }
 
+/* The bytes a record can carry in room bytes (0: none). */
+static size_t carries(const struct rlx__shm_end *e, size_t room) {
+  if (room < REC_WORD + 8)
+    return 0;
+  size_t k = room - REC_WORD;
+  return k < rec_max(e->cap) ? k : rec_max(e->cap);
+}
+
 size_t rlx__shm_ring_write(struct rlx__shm_end *e, const struct iovec *iov, int n) {
-  struct rlx__shm_ring *r = e->r;
-  uint64_t tail = e->pos;
+  uint64_t pos = e->pos;
   size_t want = 0, done = 0;
   for (int i = 0; i < n; i++)
     want += iov[i].iov_len;
+  if (want == 0)
+    return 0;
   /* head only grows: the one we saw last leaves less room than there is,
    * never more; read it again only when that is not enough */
-  size_t room = room_from(e, tail, e->seen);
-  if (room < want) {
-    e->seen = atomic_load_explicit(&r->head, memory_order_acquire);
-    room = room_from(e, tail, e->seen);
+  size_t can = carries(e, room_from(e, pos, e->seen));
+  if (can < want) {
+    e->seen = atomic_load_explicit(&e->r->head, memory_order_acquire);
+    can = carries(e, room_from(e, pos, e->seen));
   }
-  for (int i = 0; i < n && room > 0; i++) {
-    size_t k = iov[i].iov_len < room ? iov[i].iov_len : room;
-    put(e, tail + done, iov[i].iov_base, k);
+  for (int i = 0; i < n && can > 0; i++) {
+    size_t k = iov[i].iov_len < can ? iov[i].iov_len : can;
+    put(e, pos + REC_WORD + done, iov[i].iov_base, k);
     done += k;
-    room -= k;
+    can -= k;
   }
   if (done) {
-    e->pos = tail + done;
-    publish(e, &r->tail, e->pos, &r->fenced_consumer);
+    e->pos = pos + REC_WORD + pad8(done);
+    publish(e, word_at(e, pos), word_of(e->key, pos, done), &e->r->fenced_consumer);
   }
   return done;
 }
@@ -143,8 +195,8 @@ int rlx__shm_ring_want_room(struct rlx__shm_end *e) {
   } else {
     atomic_store(&r->wants_room, 1); /* seq_cst: ordered before the load of head */
   }
-  uint64_t used = e->pos - atomic_load(&r->head);
-  if (used < e->cap || atomic_load(&r->closed)) {
+  e->seen = atomic_load(&r->head);
+  if (carries(e, room_from(e, e->pos, e->seen)) > 0 || atomic_load(&r->closed)) {
     atomic_store(&r->wants_room, 0);
     return 1;
   }
@@ -158,43 +210,75 @@ int rlx__shm_ring_room_wake_needed(struct rlx__shm_end *e) {
   return atomic_exchange(&r->wants_room, 0) != 0;
 }
 
-/* Bytes the consumer may read from head: fresh, or (cached) those below
- * the tail it saw last, which are published (that load was an acquire),
- * reading tail again only when none of them are left. */
-static size_t have_from(struct rlx__shm_end *e, uint64_t head, int cached) {
-  if (!cached || e->seen == head || e->seen - head > e->cap)
-    e->seen = atomic_load_explicit(&e->r->tail, memory_order_acquire);
-  size_t have = (size_t)(e->seen - head);
-  return have <= e->cap ? have : e->cap; /* a corrupt tail yields garbage, never a bad copy */
+/* The length of the record at pos, 0 if none is there yet (or what is
+ * there does not decode to one that fits). order: the load's. */
+static size_t record_at(const struct rlx__shm_end *e, uint64_t pos, memory_order order) {
+  uint64_t len = atomic_load_explicit(word_at(e, pos), order) ^ word_of(e->key, pos, 0);
+  return len >= 1 && len <= rec_max(e->cap) ? (size_t)len : 0;
 }
 
-size_t rlx__shm_ring_readable(struct rlx__shm_end *e) { return have_from(e, e->pos, 0); }
+/* The consumer's current record: take the next one when the last is
+ * read. 0 when none is there. */
+static size_t take_record(struct rlx__shm_end *e) {
+  if (e->left == 0) {
+    size_t len = record_at(e, e->pos, memory_order_acquire);
+    if (len == 0)
+      return 0;
+    e->at = e->pos + REC_WORD;
+    e->left = len;
+  }
+  return e->left;
+}
+
+size_t rlx__shm_ring_readable(struct rlx__shm_end *e) {
+  /* the current record's rest, then the whole ones after it */
+  size_t have = take_record(e);
+  if (have == 0)
+    return 0;
+  uint64_t pos = pad8(e->at + e->left);
+  size_t len;
+  /* (the producer writes up to a ring's length past what we have read) */
+  while (pos - e->at < e->cap && (len = record_at(e, pos, memory_order_acquire)) > 0) {
+    have += len;
+    pos += REC_WORD + pad8(len);
+  }
+  return have;
+}
 
 size_t rlx__shm_ring_read(struct rlx__shm_end *e, void *dst, size_t len) {
-  struct rlx__shm_ring *r = e->r;
-  uint64_t head = e->pos;
-  size_t have = have_from(e, head, 1);
-  size_t k = have < len ? have : len;
-  if (k == 0)
-    return 0;
-  get(e, head, dst, k);
-  e->pos = head + k;
-  publish(e, &r->head, e->pos, &r->fenced_producer);
-  return k;
+  unsigned char *out = dst;
+  size_t done = 0;
+  while (done < len && take_record(e) > 0) {
+    size_t k = e->left < len - done ? e->left : len - done;
+    get(e, e->at, out + done, k);
+    done += k;
+    e->at += k;
+    e->left -= k;
+    if (e->left == 0) /* the next record starts after this one's padding */
+      e->pos = pad8(e->at);
+  }
+  /* Head: up to what was read, within a record too (its word was read
+   * already, and the producer writes only beyond the record), so a big
+   * record's room comes back as it is read. */
+  uint64_t head = e->left ? e->at : e->pos;
+  if (head != e->seen) {
+    e->seen = head;
+    publish(e, &e->r->head, head, &e->r->fenced_producer);
+  }
+  return done;
 }
 
 int rlx__shm_ring_sleep_flag(struct rlx__shm_end *e) {
   if (e->fenced)
     atomic_store_explicit(&e->r->sleeping, 1, memory_order_relaxed);
   else
-    atomic_store(&e->r->sleeping, 1); /* seq_cst: ordered before the load of tail */
+    atomic_store(&e->r->sleeping, 1); /* seq_cst: ordered before the load of the word */
   return e->fenced;
 }
 
 int rlx__shm_ring_sleep_check(struct rlx__shm_end *e) {
   struct rlx__shm_ring *r = e->r;
-  if (atomic_load(&r->tail) != e->pos ||
-      atomic_load(&r->closed)) {
+  if (e->left > 0 || record_at(e, e->pos, memory_order_seq_cst) > 0 || atomic_load(&r->closed)) {
     atomic_store(&r->sleeping, 0);
     return 1;
   }

@@ -4,23 +4,36 @@
  * there is room for, a read gives as many as are there; frames keep their
  * 64-byte header, so the reader's state machine is the socket's.
  *
+ * Inside, a write is a record: an 8-byte word, then its bytes, padded to
+ * 8. The word, stored last (release), says the record is there and how
+ * long it is: it is the ring's key XOR the record's position (in 8-byte
+ * units, shifted up 24 bits) XOR the length (below 2^24). The consumer
+ * polls the word at its own position and takes it when it decodes to a
+ * length that fits; what the memory there held before (a record a lap
+ * earlier, or the bytes of one) decodes to the old position, or, being
+ * someone's data, to the key's bits, which a program does not know. So a
+ * small message costs the line or two it is written in, and no other:
+ * with a tail position beside the data the consumer read the tail's line
+ * and then the data's, and the producer took both back, every message.
+ *
  * Positions are byte counts that only grow (64-bit: they never wrap in
- * practice); the byte at position x lives at data[x % capacity]. The
- * producer owns tail, the consumer head, each on its own cache line so
- * the two never write the same line; each side keeps the other's position
- * as it last read it and reads it again only when that is not enough (the
- * producer: too little room; the consumer: nothing left), so a message
- * costs a side one line the other wrote, not three. The flags below sit
- * on lines of their own too: each is read on every write or read and
- * written only before a sleep or a wait for room, so it stays in the
- * reader's cache. A consumer about to block sets
- * `sleeping` and looks once more; a producer that publishes bytes and
- * sees `sleeping` wakes it (the caller's doorbell: one byte on the pair's
+ * practice); the byte at position x lives at data[x % capacity]. Each
+ * side keeps its own position in its own memory; the consumer publishes
+ * head (on its own line) after each read, and the producer
+ * reads it again only when the head it saw last leaves too little room.
+ * The flags below sit on lines of their own: each is read on every write
+ * or read and written only before a sleep or a wait for room, so it stays
+ * in the reader's cache. A consumer about to block sets `sleeping` and
+ * looks once more; a producer that publishes a record and sees
+ * `sleeping` wakes it (the caller's doorbell: one byte on the pair's
  * Unix socket, the only syscall, and only then). The other way round, a
  * producer that found the ring full sets `wants_room`, and the consumer
  * that frees room rings it. The segment itself is a memfd handed over
  * the authenticated Unix socket, so no name exists a stranger could open
- * and nothing outlives the processes that map it. */
+ * and nothing outlives the processes that map it. A peer that writes
+ * garbage into the ring can make us read garbage (the frame reader checks
+ * every header), never copy outside it: every offset is masked with the
+ * capacity this side checked once. */
 #ifndef RLX_SHM_RING_H
 #define RLX_SHM_RING_H
 
@@ -32,12 +45,12 @@
 #define RLX__SHM_LINE 64
 
 struct rlx__shm_ring {
-  _Alignas(RLX__SHM_LINE) _Atomic uint64_t tail;       /* producer: bytes written so far */
   _Alignas(RLX__SHM_LINE) _Atomic uint64_t head;       /* consumer: bytes read so far */
   _Alignas(RLX__SHM_LINE) _Atomic uint32_t wants_room; /* producer: full, tell me when it drains */
   _Alignas(RLX__SHM_LINE) _Atomic uint32_t sleeping;   /* consumer: about to block, wake me */
   _Alignas(RLX__SHM_LINE) _Atomic uint32_t closed;     /* either side: gone, no more bytes */
   uint64_t capacity;                                   /* set once by the creator */
+  uint64_t key;                                        /* the records' key, set once by the creator */
   /* set once by each side: it is registered for asymmetric fences and
    * fences heavily before it sleeps or waits (lib/base/fence.h); only
    * then may the other side publish its position without a full fence */
@@ -52,9 +65,12 @@ struct rlx__shm_ring {
 struct rlx__shm_end {
   struct rlx__shm_ring *r;
   size_t cap;
-  uint64_t seen; /* the other side's position as last read: head (producer), tail (consumer) */
-  uint64_t pos;  /* this side's own position (tail, head), kept here: never read back from the
-                  * ring, whose line the other side's reads take away (a miss per message) */
+  uint64_t key;  /* the records' key, as this side read it once */
+  uint64_t seen; /* the head: as last read (producer), as last published (consumer) */
+  uint64_t pos;  /* this side's own position: the next record's (producer), the
+                  * current record's (consumer); kept here, never read back from the ring */
+  uint64_t at;   /* consumer: the position of the current record's next byte */
+  size_t left;   /* consumer: bytes of the current record not read yet (0: none taken) */
   int fenced;    /* this side said it fences heavily (rlx__shm_ring_fence) */
 };
 
@@ -75,7 +91,8 @@ int rlx__shm_ring_attach(struct rlx__shm_end *e, struct rlx__shm_ring *r, size_t
  * whether this side now fences heavily. */
 int rlx__shm_ring_fence(struct rlx__shm_end *e, int producer);
 
-/* Producer: copy as much of iov[0..n) as fits; returns the bytes taken. */
+/* Producer: copy as much of iov[0..n) as fits, as one record; returns
+ * the bytes taken (a record's word and padding take room too). */
 size_t rlx__shm_ring_write(struct rlx__shm_end *e, const struct iovec *iov, int n);
 /* Producer, after writing: 1 when the consumer said it sleeps and must be
  * woken (the caller rings it), else 0. Clears the flag. */

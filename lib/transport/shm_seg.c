@@ -37,6 +37,21 @@ int rlx__memfd_size(int fd, size_t len, const char *what, const char *instead) {
   return ftruncate(fd, (off_t)len) == 0 ? 0 : -errno;
 }
 
+/* Fault the rings' pages in now, writable, in one call: touched as used,
+ * a first lap through a 1 MiB ring took a page fault every 56 small
+ * messages, on each side (a small ping-pong's first 10000 round trips
+ * 1.5x slower). MADV_POPULATE_WRITE (Linux 5.14) where there is one,
+ * else reads of every page (mapped, if not yet writable). */
+static void prefault(const struct rlx__shm_seg *s) {
+#ifdef MADV_POPULATE_WRITE
+  if (madvise(s->base, s->len, MADV_POPULATE_WRITE) == 0)
+    return;
+#endif
+  volatile const unsigned char *b = s->base;
+  for (size_t i = 0; i < s->len; i += 4096)
+    (void)b[i];
+}
+
 int rlx__shm_seg_create(struct rlx__shm_seg *s, size_t capacity) {
   clear(s);
   if (capacity < 4096 || (capacity & (capacity - 1)) != 0)
@@ -56,12 +71,18 @@ int rlx__shm_seg_create(struct rlx__shm_seg *s, size_t capacity) {
     rc = -errno;
     goto fail;
   }
-  s->base = mmap(NULL, s->len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, s->memfd, 0);
+  s->base = mmap(NULL, s->len, PROT_READ | PROT_WRITE, MAP_SHARED, s->memfd, 0);
   if (s->base == MAP_FAILED) {
     s->base = NULL;
     rc = -errno;
     goto fail;
   }
+  prefault(s);
+  /* and its lines into this core's caches: a new page's lines come from
+   * memory, a cold miss each on the first lap (a 1 MiB ring's first
+   * 13000 small messages 0.2-0.35 us slower each on 2 cores); from here
+   * the peer takes them core to core */
+  memset(s->base, 0, s->len);
   struct rlx__shm_ring *a = s->base, *b = (void *)((char *)s->base + span);
   rlx__shm_ring_init(&s->out, a, capacity);
   rlx__shm_ring_init(&s->in, b, capacity);
@@ -108,12 +129,13 @@ int rlx__shm_seg_map(struct rlx__shm_seg *s, int fd) {
     goto fail;
   }
   s->len = (size_t)st.st_size;
-  s->base = mmap(NULL, s->len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0);
+  s->base = mmap(NULL, s->len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
   if (s->base == MAP_FAILED) {
     s->base = NULL;
     rc = -errno;
     goto fail;
   }
+  prefault(s);
   close(fd);
   fd = -1;
   /* The creator's ring A (its out) is our in; ring B follows it. */
