@@ -79,9 +79,17 @@ size_t rlx__engine_turn(struct rlx__engine *e) { return run_once(e); }
  * that took it for another's once slept its full millisecond while the
  * progress thread, woken by a doorbell, only cleared its sleep (1-2 such
  * sleeps in every joiner's admission on 16 cores). */
+/* How a thread that finds the loop lock taken waits for it: spinning
+ * only where the progress thread has a core of its own (its rank's
+ * thread and it run apart); else the holder may be waiting for this very
+ * core, so the waiter yields it, then sleeps. */
+static int lock_yields(const struct rlx__engine *e) {
+  return e->yield || !atomic_load_explicit(&e->beside, memory_order_relaxed);
+}
+
 static void hold(struct rlx__engine *e) {
   atomic_store(&e->progress_holds, 1);
-  rlx__loop_lock(&e->loop_lk, e->yield);
+  rlx__loop_lock(&e->loop_lk, lock_yields(e));
 }
 
 static void let_go(struct rlx__engine *e) {
@@ -200,7 +208,7 @@ void rlx__engine_lock(struct rlx__engine *e) {
   int count = atomic_load_explicit(&e->beside, memory_order_relaxed);
   if (count)
     atomic_fetch_add(&e->wanted, 1);
-  rlx__loop_lock(&e->loop_lk, e->yield);
+  rlx__loop_lock(&e->loop_lk, lock_yields(e));
   if (count)
     atomic_fetch_sub(&e->wanted, 1);
 }

@@ -39,7 +39,8 @@ static inline int rlx__loop_trylock(struct rlx__loop_lock *l) {
 void rlx__loop_lock_wait(struct rlx__loop_lock *l, int yield); /* loop_lock.c */
 void rlx__loop_lock_wake(struct rlx__loop_lock *l);
 
-/* yield: ranks outnumber cores (spinning would take the holder's core) */
+/* yield: the holder may share this thread's core (spinning would take
+ * the core it needs to let go) */
 static inline void rlx__loop_lock(struct rlx__loop_lock *l, int yield) {
   if (!rlx__loop_trylock(l))
     rlx__loop_lock_wait(l, yield);
