@@ -58,6 +58,42 @@ int rlx__frame_decode(const unsigned char *in, size_t n, struct rlx__frame_hdr *
   return RLX__FRAME_OK;
 }
 
+/* Packed layout: 0 type u8 | 1 sig[0] u8 | 2 reserved u16 | 4 comm_id u32 |
+ * 8 segment u32 | 12 reserved u32 | 16 seq u64 */
+int rlx__frame_packs(const struct rlx__frame_hdr *h) {
+  if (h->type != RLX__FT_MSG || h->flags != 0)
+    return 0;
+  for (int i = 1; i < RLX__SIG_SIZE; i++)
+    if (h->sig[i] != 0)
+      return 0;
+  return 1;
+}
+
+void rlx__frame_pack(const struct rlx__frame_hdr *h, unsigned char *out) {
+  memset(out, 0, RLX__FRAME_PACKED_SIZE);
+  out[0] = h->type;
+  out[1] = h->sig[0];
+  rlx__put32(out + 4, h->comm_id);
+  rlx__put32(out + 8, h->segment);
+  rlx__put64(out + 16, h->seq);
+}
+
+int rlx__frame_unpack(const unsigned char *in, size_t n, uint32_t src, struct rlx__frame_hdr *h) {
+  if (n < RLX__FRAME_PACKED_SIZE)
+    return RLX__FRAME_SHORT;
+  if (in[0] != RLX__FT_MSG || in[2] != 0 || in[3] != 0 || rlx__get32(in + 12) != 0)
+    return RLX__FRAME_BAD_FIELD;
+  memset(h, 0, sizeof(*h));
+  h->type = RLX__FT_MSG;
+  h->sig[0] = in[1];
+  h->comm_id = rlx__get32(in + 4);
+  h->segment = rlx__get32(in + 8);
+  h->seq = rlx__get64(in + 16);
+  h->src = src;
+  h->payload_len = n - RLX__FRAME_PACKED_SIZE;
+  return RLX__FRAME_OK;
+}
+
 const char *rlx__frame_strstatus(int status) {
   switch (status) {
   case RLX__FRAME_OK:

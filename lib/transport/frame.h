@@ -81,6 +81,20 @@ void rlx__frame_encode(const struct rlx__frame_hdr *h, unsigned char *out);
 int rlx__frame_decode(const unsigned char *in, size_t n, struct rlx__frame_hdr *h);
 const char *rlx__frame_strstatus(int status);
 
+/* A small MSG frame packed for shared memory (shm.c puts it in a ring as
+ * one whole record; the ring's word gives its length and the connection
+ * its sender): type, the signature's first byte (the dtype), comm_id,
+ * segment (the tag) and seq, in 24 bytes instead of 64, without the
+ * CRCs that memory needs no more than the 64-byte header does there. Only
+ * a MSG whose flags are 0 and whose signature's other bytes are 0 packs. */
+#define RLX__FRAME_PACKED_SIZE 24
+int rlx__frame_packs(const struct rlx__frame_hdr *h);
+void rlx__frame_pack(const struct rlx__frame_hdr *h, unsigned char *out);
+/* Unpack and validate a packed frame of n bytes (header and payload)
+ * from src: RLX__FRAME_OK (h filled, payload_len n - 24) or a negative
+ * status. */
+int rlx__frame_unpack(const unsigned char *in, size_t n, uint32_t src, struct rlx__frame_hdr *h);
+
 uint32_t rlx__crc32c(const void *data, size_t n);
 uint32_t rlx__crc32c_update(uint32_t crc, const void *data, size_t n);
 uint32_t rlx__crc32c_sw(const void *data, size_t n); /* the table path, for tests */

@@ -165,6 +165,10 @@ void rlx__read_next(struct rlx__p2p_conn *c);
 /* ---- read.c */
 /* n more bytes are where rlx__read_alloc said: parse them. */
 void rlx__read_bytes(struct rlx__p2p_conn *c, size_t n);
+/* A packed MSG frame (frame.h) of n bytes, header and payload, whole
+ * (shm.c): parsed as its 64-byte form would be. Only between frames:
+ * elsewhere, or unpacking badly, it fails the peer as a corrupt header. */
+void rlx__read_packed(struct rlx__p2p_conn *c, const unsigned char *rec, size_t n);
 
 /* ---- sock_poll.c */
 /* A receive from peer is posted: read its socket directly while waiting. */

@@ -98,18 +98,41 @@ static void payload_header(struct rlx__p2p_conn *c, const struct rlx__frame_hdr 
   expect_payload(c, h);
 }
 
+/* The stream cannot be trusted past a bad header: fail the peer. */
+static void bad_header(struct rlx__p2p_conn *c, int st) {
+  char why[160];
+  snprintf(why, sizeof(why), "corrupt frame header from rank %d: %s", c->peer,
+           rlx__frame_strstatus(st));
+  rlx__warn("%s", why);
+  rlx__peer_fail(c->p, c->peer, RLX_ERR_CORRUPT, why);
+}
+
+void rlx__read_packed(struct rlx__p2p_conn *c, const unsigned char *rec, size_t n) {
+  if (c->rstate != R_HDR || c->got != 0) { /* (only between frames: a broken stream) */
+    bad_header(c, RLX__FRAME_SHORT);
+    return;
+  }
+  int st = rlx__frame_unpack(rec, n, (uint32_t)c->peer, &c->cur);
+  if (st != RLX__FRAME_OK) {
+    bad_header(c, st);
+    return;
+  }
+  size_t len = (size_t)c->cur.payload_len;
+  payload_header(c, &c->cur); /* (sets where the payload goes, or fails the peer) */
+  if (c->state != C_READY || c->rstate != R_PAYLOAD || c->need != len)
+    return;
+  memcpy(c->dst, rec + RLX__FRAME_PACKED_SIZE, len);
+  c->got = len;
+  payload_done(c);
+}
+
 static void header_done(struct rlx__p2p_conn *c) {
   struct rlx__frame_hdr *h = &c->cur;
   int st = rlx__frame_decode(c->hdr_in, RLX__FRAME_HDR_SIZE, h);
   if (st == RLX__FRAME_OK && h->src != (uint32_t)c->peer)
     st = RLX__FRAME_BAD_FIELD;
   if (st != RLX__FRAME_OK) {
-    /* The stream cannot be trusted past a bad header: fail the peer. */
-    char why[160];
-    snprintf(why, sizeof(why), "corrupt frame header from rank %d: %s", c->peer,
-             rlx__frame_strstatus(st));
-    rlx__warn("%s", why);
-    rlx__peer_fail(c->p, c->peer, RLX_ERR_CORRUPT, why);
+    bad_header(c, st);
     return;
   }
   switch (h->type) {

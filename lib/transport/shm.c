@@ -198,9 +198,34 @@ static size_t flush(struct rlx__p2p_conn *c) {
 }
 
 /* The table's send: 1 when x is done at once (status set), else 0. */
+/* A small message as one whole record with its header packed (24 bytes
+ * instead of 64, frame.h): 40 bytes in the ring for 8 of payload instead
+ * of 80, the lines the polling reader takes back from us each message
+ * halved. Only when nothing waits for room before it (order), and all of
+ * it fits now; else 0, and it goes as bytes. */
+static int send_packed(struct rlx__p2p_conn *c, const struct rlx__xfer *x, const void *payload,
+                       size_t plen) {
+  if (x->ref != RLX__REF_NONE || plen > RLX__SHM_WHOLE_MAX - RLX__FRAME_PACKED_SIZE ||
+      !rlx__list_empty(&c->shm_out) || !rlx__frame_packs(&x->hdr))
+    return 0;
+  uint8_t hdr[RLX__FRAME_PACKED_SIZE];
+  rlx__frame_pack(&x->hdr, hdr);
+  struct iovec v[2] = {{hdr, sizeof hdr}, {(void *)payload, plen}};
+  if (rlx__shm_ring_write_whole(&c->shm->out, v, plen ? 2 : 1) == 0)
+    return 0;
+  c->last_tx = rlx__tick_ns();
+  if (rlx__shm_ring_wake_needed(&c->shm->out))
+    ring_doorbell(c);
+  return 1;
+}
+
 static int shm_send(struct rlx__p2p_conn *c, struct rlx__xfer *x) {
   size_t plen;
   const uint8_t *payload = rlx__wire_payload(x, &plen);
+  if (send_packed(c, x, payload, plen)) {
+    x->status = RLX_OK;
+    return 1;
+  }
   if (x->ref == RLX__REF_WAIT_ACK)
     rlx__list_push(&c->p->peers[x->peer].cma_wait, &x->link);
   int rc = put(c, x, x->hbytes, payload, plen);
@@ -259,10 +284,28 @@ static void shm_drop(struct rlx__p2p_conn *c, int err) {
 
 /* ---- reading ------------------------------------------------------------------ */
 
-/* Read what the peer put in our in ring into the frame reader. */
+/* Read what the peer put in our in ring into the frame reader: packed
+ * frames whole, the rest as bytes (a ring read stops before a packed
+ * frame). */
 static size_t drain(struct rlx__p2p_conn *c) {
   size_t moved = 0;
+  unsigned char rec[RLX__SHM_WHOLE_MAX];
   while (c->state == C_READY && c->shm) {
+    size_t k = rlx__shm_ring_read_whole(&c->shm->in, rec, sizeof rec);
+    if (k == SIZE_MAX) {
+      char why[160];
+      snprintf(why, sizeof(why), "rank %d wrote a packed frame longer than %d bytes", c->peer,
+               RLX__SHM_WHOLE_MAX);
+      rlx__peer_fail(c->p, c->peer, RLX_ERR_CORRUPT, why);
+      break;
+    }
+    if (k > 0) {
+      if (rlx__shm_ring_room_wake_needed(&c->shm->in))
+        ring_doorbell(c);
+      moved += k;
+      rlx__read_packed(c, rec, k);
+      continue;
+    }
     uv_buf_t b;
     rlx__read_alloc(&c->h.handle, 0, &b);
     size_t n = rlx__shm_ring_read(&c->shm->in, b.base, b.len);

@@ -16,17 +16,20 @@
  * a full fence after each message made the producer wait until the lines
  * it had written were its own again, about a third of a small message's
  * time. */
+#include <stdint.h>
 #include <string.h>
 #include <sys/random.h>
 #include <time.h>
 #include "base/fence.h"
 #include "shm_ring.h"
 
-/* A record's word: its length in the low 24 bits, its position (in
- * 8-byte units) above them, under the ring's key. */
+/* A record's word: its length in the low 23 bits and the whole-frame
+ * flag above it (24 bits), its position (in 8-byte units) above them,
+ * under the ring's key. */
 #define REC_WORD 8
 #define REC_LEN_BITS 24
-#define REC_MAX (((size_t)1 << REC_LEN_BITS) - 1)
+#define REC_WHOLE ((uint64_t)1 << 23)
+#define REC_MAX ((size_t)REC_WHOLE - 1)
 
 static uint64_t pad8(uint64_t n) { return (n + 7) & ~(uint64_t)7; }
 
@@ -153,7 +156,9 @@ static size_t carries(const struct rlx__shm_end *e, size_t room) {
   return k < rec_max(e->cap) ? k : rec_max(e->cap);
 }
 
-size_t rlx__shm_ring_write(struct rlx__shm_end *e, const struct iovec *iov, int n) {
+/* Write iov[0..n) as one record of at most can bytes (whole: all or
+ * nothing, flagged as a whole frame). */
+static size_t write_record(struct rlx__shm_end *e, const struct iovec *iov, int n, int whole) {
   uint64_t pos = e->pos;
   size_t want = 0, done = 0;
   for (int i = 0; i < n; i++)
@@ -167,6 +172,8 @@ size_t rlx__shm_ring_write(struct rlx__shm_end *e, const struct iovec *iov, int 
     e->seen = atomic_load_explicit(&e->r->head, memory_order_acquire);
     can = carries(e, room_from(e, pos, e->seen));
   }
+  if (whole && can < want)
+    return 0;
   for (int i = 0; i < n && can > 0; i++) {
     size_t k = iov[i].iov_len < can ? iov[i].iov_len : can;
     put(e, pos + REC_WORD + done, iov[i].iov_base, k);
@@ -175,9 +182,18 @@ size_t rlx__shm_ring_write(struct rlx__shm_end *e, const struct iovec *iov, int 
   }
   if (done) {
     e->pos = pos + REC_WORD + pad8(done);
-    publish(e, word_at(e, pos), word_of(e->key, pos, done), &e->r->fenced_consumer);
+    publish(e, word_at(e, pos), word_of(e->key, pos, done | (whole ? REC_WHOLE : 0)),
+            &e->r->fenced_consumer);
   }
   return done;
+}
+
+size_t rlx__shm_ring_write(struct rlx__shm_end *e, const struct iovec *iov, int n) {
+  return write_record(e, iov, n, 0);
+}
+
+size_t rlx__shm_ring_write_whole(struct rlx__shm_end *e, const struct iovec *iov, int n) {
+  return write_record(e, iov, n, 1);
 }
 
 int rlx__shm_ring_wake_needed(struct rlx__shm_end *e) {
@@ -210,37 +226,48 @@ int rlx__shm_ring_room_wake_needed(struct rlx__shm_end *e) {
   return atomic_exchange(&r->wants_room, 0) != 0;
 }
 
-/* The length of the record at pos, 0 if none is there yet (or what is
- * there does not decode to one that fits). order: the load's. */
-static size_t record_at(const struct rlx__shm_end *e, uint64_t pos, memory_order order) {
-  uint64_t len = atomic_load_explicit(word_at(e, pos), order) ^ word_of(e->key, pos, 0);
-  return len >= 1 && len <= rec_max(e->cap) ? (size_t)len : 0;
+/* The record at pos: its length, with REC_WHOLE for a whole frame; 0 if
+ * none is there yet (or what is there does not decode to one that fits).
+ * order: the load's. */
+static uint64_t record_at(const struct rlx__shm_end *e, uint64_t pos, memory_order order) {
+  uint64_t v = atomic_load_explicit(word_at(e, pos), order) ^ word_of(e->key, pos, 0);
+  uint64_t len = v & ~REC_WHOLE;
+  return len >= 1 && len <= rec_max(e->cap) ? v : 0;
 }
 
 /* The consumer's current record: take the next one when the last is
- * read. 0 when none is there. */
+ * read. 0 when none is there, or the next is a whole frame (read by
+ * rlx__shm_ring_read_whole, never as bytes). */
 static size_t take_record(struct rlx__shm_end *e) {
   if (e->left == 0) {
-    size_t len = record_at(e, e->pos, memory_order_acquire);
-    if (len == 0)
+    uint64_t v = record_at(e, e->pos, memory_order_acquire);
+    if (v == 0 || (v & REC_WHOLE))
       return 0;
     e->at = e->pos + REC_WORD;
-    e->left = len;
+    e->left = (size_t)v;
   }
   return e->left;
 }
 
+/* The consumer's head after a read: up to what was read, within a record
+ * too (its word was read already, and the producer writes only beyond the
+ * record), so a big record's room comes back as it is read. */
+static void publish_head(struct rlx__shm_end *e) {
+  uint64_t head = e->left ? e->at : e->pos;
+  if (head != e->seen) {
+    e->seen = head;
+    publish(e, &e->r->head, head, &e->r->fenced_producer);
+  }
+}
+
 size_t rlx__shm_ring_readable(struct rlx__shm_end *e) {
-  /* the current record's rest, then the whole ones after it */
-  size_t have = take_record(e);
-  if (have == 0)
-    return 0;
-  uint64_t pos = pad8(e->at + e->left);
-  size_t len;
-  /* (the producer writes up to a ring's length past what we have read) */
-  while (pos - e->at < e->cap && (len = record_at(e, pos, memory_order_acquire)) > 0) {
-    have += len;
-    pos += REC_WORD + pad8(len);
+  /* the current record's rest, then the whole ones after it (whole
+   * frames too); the producer writes up to a ring's length past the head */
+  size_t have = e->left;
+  uint64_t from = e->left ? e->at : e->pos, pos = e->left ? pad8(e->at + e->left) : e->pos, v;
+  while (pos - from < e->cap && (v = record_at(e, pos, memory_order_acquire)) > 0) {
+    have += v & ~REC_WHOLE;
+    pos += REC_WORD + pad8(v & ~REC_WHOLE);
   }
   return have;
 }
@@ -257,15 +284,23 @@ size_t rlx__shm_ring_read(struct rlx__shm_end *e, void *dst, size_t len) {
     if (e->left == 0) /* the next record starts after this one's padding */
       e->pos = pad8(e->at);
   }
-  /* Head: up to what was read, within a record too (its word was read
-   * already, and the producer writes only beyond the record), so a big
-   * record's room comes back as it is read. */
-  uint64_t head = e->left ? e->at : e->pos;
-  if (head != e->seen) {
-    e->seen = head;
-    publish(e, &e->r->head, head, &e->r->fenced_producer);
-  }
+  publish_head(e);
   return done;
+}
+
+size_t rlx__shm_ring_read_whole(struct rlx__shm_end *e, void *dst, size_t cap) {
+  if (e->left != 0)
+    return 0;
+  uint64_t v = record_at(e, e->pos, memory_order_acquire);
+  if (!(v & REC_WHOLE))
+    return 0;
+  size_t len = (size_t)(v & ~REC_WHOLE);
+  if (len > cap)
+    return SIZE_MAX; /* (not one of ours: the caller fails the stream) */
+  get(e, e->pos + REC_WORD, dst, len);
+  e->pos += REC_WORD + pad8(len);
+  publish_head(e);
+  return len;
 }
 
 int rlx__shm_ring_sleep_flag(struct rlx__shm_end *e) {

@@ -94,6 +94,17 @@ int rlx__shm_ring_fence(struct rlx__shm_end *e, int producer);
 /* Producer: copy as much of iov[0..n) as fits, as one record; returns
  * the bytes taken (a record's word and padding take room too). */
 size_t rlx__shm_ring_write(struct rlx__shm_end *e, const struct iovec *iov, int n);
+/* Producer: iov[0..n) as one record flagged as a whole frame (a frame
+ * packed by the caller, shm.c), all of it or nothing (0: no room; write
+ * it as bytes then). At most RLX__SHM_WHOLE_MAX bytes. */
+size_t rlx__shm_ring_write_whole(struct rlx__shm_end *e, const struct iovec *iov, int n);
+/* Consumer: when the next record is a whole frame (and no record is half
+ * read), copy it into dst and return its length; 0 when it is not one
+ * (rlx__shm_ring_read stops before one, and takes the others); SIZE_MAX
+ * when it is longer than cap (a broken stream). */
+size_t rlx__shm_ring_read_whole(struct rlx__shm_end *e, void *dst, size_t cap);
+#define RLX__SHM_WHOLE_MAX 512
+
 /* Producer, after writing: 1 when the consumer said it sleeps and must be
  * woken (the caller rings it), else 0. Clears the flag. */
 int rlx__shm_ring_wake_needed(struct rlx__shm_end *e);

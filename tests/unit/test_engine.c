@@ -126,6 +126,49 @@ START_TEST(a_caller_leaving_wakes_the_progress_thread_only_when_asked) {
 }
 END_TEST
 
+/* The loop lock (loop_lock.h) excludes: threads that spin for it and
+ * threads that yield and sleep on it add to a plain counter under it, and
+ * none of their additions is lost; a sleeper the release missed would
+ * hang the test (the case's timeout). */
+struct lock_run {
+  struct rlx__loop_lock *l;
+  long *count;
+  int yield;
+  int times;
+};
+
+static void *add_under_lock(void *arg) {
+  struct lock_run *r = arg;
+  for (int i = 0; i < r->times; i++) {
+    rlx__loop_lock(r->l, r->yield);
+    long v = *r->count;
+    if (i % 64 == 0)
+      sched_yield(); /* (held across a yield now and then: the others must wait, some asleep) */
+    *r->count = v + 1;
+    rlx__loop_unlock(r->l);
+  }
+  return NULL;
+}
+
+START_TEST(the_loop_lock_excludes) {
+  struct rlx__loop_lock l;
+  rlx__loop_lock_init(&l);
+  long count = 0;
+  enum { THREADS = 4, TIMES = 20000 };
+  pthread_t t[THREADS];
+  struct lock_run r[THREADS];
+  for (int i = 0; i < THREADS; i++) {
+    r[i] = (struct lock_run){&l, &count, i % 2, TIMES};
+    ck_assert_int_eq(pthread_create(&t[i], NULL, add_under_lock, &r[i]), 0);
+  }
+  for (int i = 0; i < THREADS; i++)
+    pthread_join(t[i], NULL);
+  ck_assert_int_eq(count, (long)THREADS * TIMES);
+  ck_assert_int_eq(atomic_load(&l.held), 0);
+  ck_assert_int_eq(atomic_load(&l.sleepers), 0);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("engine");
   TCase *tc = tcase_create("wait");
@@ -133,6 +176,7 @@ int main(void) {
   tcase_add_test(tc, woken_when_the_holder_lets_go);
   tcase_add_test(tc, no_wake_up_lost_in_a_short_hold);
   tcase_add_test(tc, a_caller_leaving_wakes_the_progress_thread_only_when_asked);
+  tcase_add_test(tc, the_loop_lock_excludes);
   suite_add_tcase(s, tc);
   return rlx_run_suite(s);
 }

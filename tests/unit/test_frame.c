@@ -44,6 +44,44 @@ START_TEST(round_trip) {
 }
 END_TEST
 
+/* The packed form of a small MSG (shared memory): what packs, round
+ * trip, and a packed header that is not one of ours refused. */
+START_TEST(packed_round_trip) {
+  struct rlx__frame_hdr h = {0}, back;
+  h.type = RLX__FT_MSG;
+  h.comm_id = 0x01020304u;
+  h.segment = 77;
+  h.seq = RLX__SEQ_MSG | 123456789u;
+  h.sig[0] = 9;
+  h.src = 3;
+  h.payload_len = 8;
+  ck_assert(rlx__frame_packs(&h));
+  unsigned char rec[RLX__FRAME_PACKED_SIZE + 8];
+  rlx__frame_pack(&h, rec);
+  memset(rec + RLX__FRAME_PACKED_SIZE, 0x5a, 8);
+  ck_assert_int_eq(rlx__frame_unpack(rec, sizeof rec, 3, &back), RLX__FRAME_OK);
+  ck_assert_mem_eq(&back, &h, sizeof h);
+  ck_assert_int_eq(rlx__frame_unpack(rec, RLX__FRAME_PACKED_SIZE, 3, &back), RLX__FRAME_OK);
+  ck_assert_uint_eq(back.payload_len, 0);
+  ck_assert_int_eq(rlx__frame_unpack(rec, RLX__FRAME_PACKED_SIZE - 1, 3, &back), RLX__FRAME_SHORT);
+  for (int at = 0; at < 4; at++) { /* the type, and the reserved bytes */
+    unsigned char bad[sizeof rec];
+    memcpy(bad, rec, sizeof rec);
+    bad[at == 0 ? 0 : at == 1 ? 2 : at == 2 ? 3 : 13] ^= 0x10;
+    ck_assert_int_eq(rlx__frame_unpack(bad, sizeof bad, 3, &back), RLX__FRAME_BAD_FIELD);
+  }
+  struct rlx__frame_hdr no = h; /* what does not pack */
+  no.flags = RLX__FF_CMA;
+  ck_assert(!rlx__frame_packs(&no));
+  no = h;
+  no.sig[5] = 1;
+  ck_assert(!rlx__frame_packs(&no));
+  no = h;
+  no.type = RLX__FT_DATA;
+  ck_assert(!rlx__frame_packs(&no));
+}
+END_TEST
+
 START_TEST(every_truncation_rejected) {
   struct rlx__frame_hdr h = sample(), d;
   unsigned char buf[RLX__FRAME_HDR_SIZE];
@@ -246,6 +284,7 @@ int main(void) {
   Suite *s = suite_create("frame");
   TCase *tc = tcase_create("codec");
   tcase_add_test(tc, round_trip);
+  tcase_add_test(tc, packed_round_trip);
   tcase_add_test(tc, every_truncation_rejected);
   tcase_add_test(tc, every_bit_flip_rejected);
   tcase_add_test(tc, out_of_range_fields_rejected);

@@ -318,6 +318,42 @@ START_TEST(no_lost_wakeup) {
 }
 END_TEST
 
+/* Whole records (packed frames, shm.c): all or nothing; a byte read
+ * stops before one and takes what follows it only after it was read
+ * whole; one longer than the reader's room is refused, not copied. */
+START_TEST(whole_records) {
+  const size_t cap = 4096;
+  struct rlx__shm_end e, c;
+  struct rlx__shm_ring *r = local_ring(&e, cap);
+  ck_assert_int_eq(rlx__shm_ring_attach(&c, r, rlx__shm_ring_bytes(cap)), 0);
+  unsigned char a[40], w[30], out[100];
+  memset(a, 'a', sizeof a);
+  memset(w, 'w', sizeof w);
+  struct iovec va = {a, sizeof a}, vw = {w, sizeof w};
+  ck_assert_uint_eq(rlx__shm_ring_write(&e, &va, 1), sizeof a);
+  ck_assert_uint_eq(rlx__shm_ring_write_whole(&e, &vw, 1), sizeof w);
+  ck_assert_uint_eq(rlx__shm_ring_write(&e, &va, 1), sizeof a);
+  ck_assert_uint_eq(rlx__shm_ring_readable(&c), 2 * sizeof a + sizeof w);
+  ck_assert_uint_eq(rlx__shm_ring_read_whole(&c, out, sizeof out), 0); /* bytes come first */
+  ck_assert_uint_eq(rlx__shm_ring_read(&c, out, sizeof out), sizeof a); /* and stop before it */
+  ck_assert_uint_eq(rlx__shm_ring_read(&c, out, sizeof out), 0);
+  ck_assert_uint_eq(rlx__shm_ring_read_whole(&c, out, 10), SIZE_MAX); /* longer than the room */
+  ck_assert_uint_eq(rlx__shm_ring_read_whole(&c, out, sizeof out), sizeof w);
+  ck_assert(memcmp(out, w, sizeof w) == 0);
+  ck_assert_uint_eq(rlx__shm_ring_read(&c, out, sizeof out), sizeof a);
+  ck_assert(memcmp(out, a, sizeof a) == 0);
+  ck_assert_int_eq(rlx__shm_ring_prepare_sleep(&c), 0); /* all read */
+  rlx__shm_ring_awake(&c);
+  /* all or nothing: a whole record that does not fit is not written */
+  static unsigned char big[4096];
+  struct iovec vb = {big, cap - 8 - 16};
+  ck_assert_uint_eq(rlx__shm_ring_write(&e, &vb, 1), cap - 8 - 16);
+  ck_assert_uint_eq(rlx__shm_ring_write_whole(&e, &vw, 1), 0);
+  ck_assert_int_eq(rlx__shm_ring_prepare_sleep(&c), 1); /* (bytes there) */
+  free(r);
+}
+END_TEST
+
 /* The other way: a writer that found the ring full is told once the
  * reader has made room, and not when room is there already. */
 START_TEST(room_handshake) {
@@ -349,6 +385,7 @@ Suite *shm_ring_suite(void) {
   tcase_add_test(t, hostile_header_refused);
   tcase_add_test(t, no_lost_wakeup);
   tcase_add_test(t, room_handshake);
+  tcase_add_test(t, whole_records);
   suite_add_tcase(s, t);
   return s;
 }
