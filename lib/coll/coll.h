@@ -169,6 +169,11 @@ struct rlx__op {
   uv_timer_t *settle;      /* a lost connection, waiting briefly for an ABORT that explains it */
   int settle_err;
   uint64_t t_start, t_done; /* rlx__now_ns() when started and when finished */
+  /* ... or rlx__tick_ceil_ns() (coarse, never early) when nobody times
+   * the call (no RLX_TRACE, no RLX_STATS): the flight recorder and the
+   * deadline need no finer clock, and two precise reads were a tenth
+   * of a small shared-memory call */
+  int coarse_clock;
   uint64_t ticket;          /* its entry in the flight recorder */
   uint8_t heard[32];        /* comm ranks < 256 we have received from in this call */
   /* Last, and not cleared with the rest by a call (fill()): the message

@@ -38,7 +38,7 @@ void rlx__exec_finish(struct rlx__op *op, int status) {
     rlx__exec_remember_done(op);
   op->finished = 1;
   op->status = status;
-  op->t_done = rlx__now_ns();
+  op->t_done = op->coarse_clock ? rlx__tick_ceil_ns() : rlx__now_ns();
   if (op->settle) {
     uv_timer_stop(op->settle);
     uv_close((uv_handle_t *)op->settle, settle_closed);
@@ -57,7 +57,7 @@ void rlx__exec_finish(struct rlx__op *op, int status) {
       }
     }
   }
-  atomic_fetch_add(&op->progress, 1);
+  rlx__exec_bump(&op->progress);
   if (op->on_done)
     op->on_done(op);
   /* (op is the caller's again once done is set: read nothing of it after) */
@@ -111,7 +111,7 @@ static void xfer_done(struct rlx__xfer *x) {
   int slot = (int)(x - ln->xf), from = ln->round.x[slot].peer;
   if (!ln->round.x[slot].send && from >= 0 && from < 256)
     op->heard[from / 8] |= (uint8_t)(1u << (from % 8));
-  atomic_fetch_add_explicit(&op->progress, 1, memory_order_relaxed);
+  rlx__exec_bump(&op->progress);
   if (--ln->pending == 0)
     advance(op, l);
 }

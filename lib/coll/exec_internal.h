@@ -6,6 +6,16 @@
 
 #include "coll.h"
 
+/* One more step of an operation's progress, for its waiter
+ * (rlx__engine_wait). A load and a store, not a locked add: its one
+ * writer at a time (the loop's holder, or a shared-memory call's own
+ * thread) needs none, and a locked instruction waited here for the
+ * segment's lines the call had just written to reach the other ranks. */
+static inline void rlx__exec_bump(atomic_uint *progress) {
+  atomic_store_explicit(progress, atomic_load_explicit(progress, memory_order_relaxed) + 1,
+                        memory_order_relaxed);
+}
+
 /* Operations in flight (rlx__exec_start's). */
 extern struct rlx__list rlx__exec_active;
 /* exec.c: op is over with status: off the list, its transfers withdrawn,

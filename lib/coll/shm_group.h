@@ -109,6 +109,10 @@ struct rlx__shm_group {
   uint64_t step;     /* the last step this rank took */
   uint64_t first;    /* the first step of the call in progress */
   uint64_t sig[2];   /* and its signature */
+  /* the signature this rank last wrote in each of its cells, kept here:
+   * read back from the cell, whose line the ranks that read it took
+   * away, it missed every call (20% of a 2-rank gather's time) */
+  uint64_t cell_sig[RLX__SHMG_CELLS][2];
   uint64_t min_seen; /* every other rank has arrived at least here */
   uint64_t lost_seen; /* when this call first saw a member lost (rlx__now_ns), 0: not */
   /* a copy by reference between members failed once (every member saw

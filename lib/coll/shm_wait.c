@@ -85,12 +85,14 @@ void rlx__shmg_begin(struct rlx__shm_group *g, const struct rlx__op *op) {
   /* in the cell of the call's first step; a seqlock: first is 0 while the
    * signature changes (check_call) */
   struct rlx__shmg_cell *c = rlx__shmg_cell(g, g->me, g->first);
-  if (atomic_load_explicit(&c->sig[0], memory_order_relaxed) != sig[0] ||
-      atomic_load_explicit(&c->sig[1], memory_order_relaxed) != sig[1]) {
+  uint64_t *mine = g->cell_sig[g->first & (RLX__SHMG_CELLS - 1)];
+  if (mine[0] != sig[0] || mine[1] != sig[1]) {
     atomic_store_explicit(&c->first, 0, memory_order_relaxed);
     atomic_thread_fence(memory_order_release);
     atomic_store_explicit(&c->sig[0], sig[0], memory_order_relaxed);
     atomic_store_explicit(&c->sig[1], sig[1], memory_order_relaxed);
+    mine[0] = sig[0];
+    mine[1] = sig[1];
   }
   atomic_store_explicit(&c->first, g->first, memory_order_release);
 }

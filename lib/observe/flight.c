@@ -124,7 +124,7 @@ void rlx__flight_dump(const char *reason,
     uint64_t end = e->state == 1 ? now : e->t1;
     fprintf(stderr, "rlxcoll[%d] flight\t%u\t%llu\t%s\t%.6f\t%.6f\t%s\t%s\t%s\n", fr.rank,
             e->comm_id, (unsigned long long)e->seq, state, (double)(e->t0 - fr.t_init) / 1e9,
-            (double)(end - e->t0) / 1e9, call, e->algo ? e->algo : "-", waiting);
+            (double)(end > e->t0 ? end - e->t0 : 0) / 1e9, call, e->algo ? e->algo : "-", waiting);
   }
   fprintf(stderr, "rlxcoll[%d] flight-end\n", fr.rank);
   fflush(stderr);
