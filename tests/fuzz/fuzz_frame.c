@@ -2,7 +2,7 @@
  * decoded header carries (read and described as a mismatch message
  * would), and the CRC of whatever follows. Any input must decode to OK or
  * a status, never crash; a header that decodes must re-encode to the same
- * 64 bytes. */
+ * 64 bytes, and a packed one (frame.h) to the same 24. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,6 +23,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     rlx__call_decode(h.sig, &c);
     rlx__call_describe(text, sizeof(text), NULL, &c);
     if (strlen(text) >= sizeof(text))
+      abort();
+  }
+  /* the packed form (shared memory's small messages): what unpacks packs
+   * back to the same 24 bytes, its length the rest */
+  struct rlx__frame_hdr p;
+  if (rlx__frame_unpack(data, size, 7, &p) == RLX__FRAME_OK) {
+    unsigned char again[RLX__FRAME_PACKED_SIZE];
+    if (!rlx__frame_packs(&p) || p.payload_len != size - RLX__FRAME_PACKED_SIZE || p.src != 7)
+      abort();
+    rlx__frame_pack(&p, again);
+    if (memcmp(again, data, RLX__FRAME_PACKED_SIZE) != 0)
       abort();
   }
   if (size > RLX__FRAME_HDR_SIZE &&

@@ -45,6 +45,13 @@ int main(int argc, char **argv) {
     char name[32];
     snprintf(name, sizeof name, "type%d", type);
     put(fd, name, bytes, sizeof bytes, data ? payload : NULL, sizeof payload - 1);
+    if (type == RLX__FT_MSG) { /* packed, as shared memory carries a small one */
+      unsigned char packed[RLX__FRAME_PACKED_SIZE];
+      h.sig[0] = 2; /* (its dtype) */
+      rlx__frame_pack(&h, packed);
+      put(fd, "type5packed", packed, sizeof packed, payload, 8);
+      h.sig[0] = 0;
+    }
     if (type == RLX__FT_MSG) { /* and by reference: a descriptor (address, pid) */
       unsigned char desc[RLX__CMA_DESC_SIZE] = {0x00, 0x10, 0, 0, 0, 0, 0, 0, 0x39, 0x30};
       h.flags = RLX__FF_CMA;
