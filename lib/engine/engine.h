@@ -53,9 +53,11 @@ struct rlx__engine {
   atomic_int stop;
   atomic_int progress_holds; /* the progress thread holds loop_lk (briefly), or
                               * is about to */
-  uint64_t spin_ns;   /* how long a waiter polls before it blocks */
+  /* (atomic: retuned by the caller's thread when the job grows, read by
+   * the progress thread too; plain reads are relaxed enough and cost a mov) */
+  _Atomic uint64_t spin_ns; /* how long a waiter polls before it blocks */
   uint64_t nap_ns;    /* the longest a waiter sleeps while another drives (1 ms) */
-  int yield;          /* ranks outnumber cores: yield between polls */
+  atomic_int yield;   /* ranks outnumber cores: yield between polls */
   /* Work outside libuv (shared-memory rings), under the loop lock: poll
    * moves what it can and says how much; sleep(ctx, 1) before the loop
    * blocks returns 1 when there is work already (do not block), sleep(ctx,
