@@ -258,6 +258,9 @@ void rlx__exec_waiting_for(uint32_t comm_id, uint64_t seq, char *buf, size_t len
  * while ranks fit the cores: ranks outnumbering them (4 on 2 cores, TCP,
  * bench/ab_builds.sh, 2026-12-01) took 58 against 36 ms at 32 MiB and 120
  * against 70 at 64 MiB with two; 2 ranks: the same either way. */
+/* The time for op's stamps (start, end, deadline): its clock's. */
+uint64_t rlx__op_now(const struct rlx__op *op);
+
 static inline int rlx__ring_lanes(const struct rlx__op *op, long nseg) {
   return op->size > 1 && nseg >= RLX__RING_LANES_FROM && !rlx__p2p_by_ref(op->p2p) &&
                  !op->p2p->oversubscribed

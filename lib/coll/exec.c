@@ -29,6 +29,10 @@ int rlx__exec_in_flight(void) { return !rlx__list_empty(&rlx__exec_active); }
 
 static void settle_closed(uv_handle_t *h) { free(h); }
 
+uint64_t rlx__op_now(const struct rlx__op *op) {
+  return op->coarse_clock ? rlx__tick_ceil_ns() : rlx__now_ns();
+}
+
 void rlx__exec_finish(struct rlx__op *op, int status) {
   if (op->finished)
     return;
@@ -38,7 +42,7 @@ void rlx__exec_finish(struct rlx__op *op, int status) {
     rlx__exec_remember_done(op);
   op->finished = 1;
   op->status = status;
-  op->t_done = op->coarse_clock ? rlx__tick_ceil_ns() : rlx__now_ns();
+  op->t_done = rlx__op_now(op);
   if (op->settle) {
     uv_timer_stop(op->settle);
     uv_close((uv_handle_t *)op->settle, settle_closed);

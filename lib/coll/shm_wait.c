@@ -24,12 +24,6 @@
 
 enum { ARRIVE, REDUCED };
 
-static void cpu_relax(void) {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
-#endif
-}
-
 void rlx__shmg_wake(struct rlx__shm_group *g) {
   atomic_fetch_add(&g->hdr->bell, 1);
   syscall(SYS_futex, &g->hdr->bell, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
@@ -329,7 +323,7 @@ static int wait_for(struct rlx__shm_group *g, struct rlx__op *op, int which, int
       if (e->yield)
         sched_yield();
       else
-        cpu_relax();
+        rlx__cpu_relax();
       if (reached(g, which, r, step, &from))
         break;
       if (turn % 64 != 0)

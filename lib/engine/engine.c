@@ -13,12 +13,6 @@
 
 static void on_wake(uv_async_t *a) { (void)a; }
 
-static void cpu_relax(void) {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
-#endif
-}
-
 int rlx__engine_init(struct rlx__engine *e, uint64_t spin_ns, int yield) {
   int rc;
   memset(e, 0, sizeof(*e));
@@ -72,13 +66,6 @@ static size_t run_once(struct rlx__engine *e) {
 
 size_t rlx__engine_turn(struct rlx__engine *e) { return run_once(e); }
 
-/* The progress thread takes the loop for a turn. A caller that finds the
- * loop taken tells the progress thread's short holds (it polls again at
- * once) from another caller driving (it sleeps until woken) by the flag,
- * so the flag covers every hold, from before the lock is taken: a caller
- * that took it for another's once slept its full millisecond while the
- * progress thread, woken by a doorbell, only cleared its sleep (1-2 such
- * sleeps in every joiner's admission on 16 cores). */
 /* How a thread that finds the loop lock taken waits for it: spinning
  * only where the progress thread has a core of its own (its rank's
  * thread and it run apart); else the holder may be waiting for this very
@@ -87,6 +74,13 @@ static int lock_yields(const struct rlx__engine *e) {
   return e->yield || !atomic_load_explicit(&e->beside, memory_order_relaxed);
 }
 
+/* The progress thread takes the loop for a turn. A caller that finds the
+ * loop taken tells the progress thread's short holds (it polls again at
+ * once) from another caller driving (it sleeps until woken) by the flag,
+ * so the flag covers every hold, from before the lock is taken: a caller
+ * that took it for another's once slept its full millisecond while the
+ * progress thread, woken by a doorbell, only cleared its sleep (1-2 such
+ * sleeps in every joiner's admission on 16 cores). */
 static void hold(struct rlx__engine *e) {
   atomic_store(&e->progress_holds, 1);
   rlx__loop_lock(&e->loop_lk, lock_yields(e));
@@ -144,9 +138,9 @@ static void *progress_main(void *arg) {
        * call, say) goes first. (Never where it shares the caller's core:
        * this would spin where the caller is to run.) */
       while (atomic_load(&e->wanted) > 0 && !atomic_load(&e->stop))
-        cpu_relax();
+        rlx__cpu_relax();
       if (spinning)
-        cpu_relax();
+        rlx__cpu_relax();
     }
     spinning = 0;
     if (busy)
@@ -257,7 +251,7 @@ static void between_polls(const struct rlx__engine *e) {
   if (e->yield)
     sched_yield();
   else
-    cpu_relax();
+    rlx__cpu_relax();
 }
 
 /* Turns of a spinning wait between two reads of the clock. */

@@ -27,18 +27,12 @@ void rlx__loop_lock_fence(struct rlx__loop_lock *l) {
     atomic_fetch_add(&l->fence, 0);
 }
 
-static void relax(void) {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
-#endif
-}
-
 void rlx__loop_lock_wait(struct rlx__loop_lock *l, int yield) {
   for (int i = 0; i < (yield ? YIELDS : SPINS); i++) {
     if (yield)
       sched_yield(); /* the holder may be waiting for this core */
     else
-      relax();
+      rlx__cpu_relax();
     if (rlx__loop_trylock(l))
       return;
   }

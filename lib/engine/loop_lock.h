@@ -31,6 +31,13 @@ struct rlx__loop_lock {
 
 void rlx__loop_lock_init(struct rlx__loop_lock *l);
 
+/* A spinning wait's hint to the core (its sibling thread runs meanwhile). */
+static inline void rlx__cpu_relax(void) {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#endif
+}
+
 static inline int rlx__loop_trylock(struct rlx__loop_lock *l) {
   return atomic_load_explicit(&l->held, memory_order_relaxed) == 0 &&
          atomic_exchange_explicit(&l->held, 1, memory_order_acquire) == 0;

@@ -176,7 +176,7 @@ static int start(rlx_comm_t *c, struct rlx_request *rq) {
   if (!(op->seq & RLX__SEQ_INTERNAL)) /* (the library's own calls bring theirs) */
     op->seq = c->seq++;
   op->coarse_clock = !RLX__TRACING() && !RLX__STATS_ON();
-  op->t_start = op->coarse_clock ? rlx__tick_ceil_ns() : rlx__now_ns();
+  op->t_start = rlx__op_now(op);
   op->ticket = rlx__flight_enter(op->comm_id, op->seq, op->kind, op->call, op->dt, op->rop,
                                  op->root, op->count, op->algo->name, op->t_start);
   size_t need = op->algo->setup(op);
@@ -232,7 +232,7 @@ _Static_assert(RLX__CK_MAX < RLX__STATS_KINDS, "RLX_STATS keeps a row for every 
 /* The call is over: the flight recorder, RLX_TRACE and RLX_STATS hear of it;
  * a failure writes the flight recorder when RLX_FLIGHT_DUMP=error. */
 static void record(const struct rlx__op *op, int rc) {
-  uint64_t end = op->t_done ? op->t_done : op->coarse_clock ? rlx__tick_ceil_ns() : rlx__now_ns();
+  uint64_t end = op->t_done ? op->t_done : rlx__op_now(op);
   size_t bytes = op->count * op->esize;
   int mine = !(op->seq & RLX__SEQ_INTERNAL); /* else the library's own: flight recorder only */
   rlx__flight_leave(op->ticket, rc, end);

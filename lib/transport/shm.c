@@ -197,7 +197,6 @@ static size_t flush(struct rlx__p2p_conn *c) {
   return moved;
 }
 
-/* The table's send: 1 when x is done at once (status set), else 0. */
 /* A small message as one whole record with its header packed (24 bytes
  * instead of 64, frame.h): 40 bytes in the ring for 8 of payload instead
  * of 80, the lines the polling reader takes back from us each message
@@ -219,6 +218,7 @@ static int send_packed(struct rlx__p2p_conn *c, const struct rlx__xfer *x, const
   return 1;
 }
 
+/* The table's send: 1 when x is done at once (status set), else 0. */
 static int shm_send(struct rlx__p2p_conn *c, struct rlx__xfer *x) {
   size_t plen;
   const uint8_t *payload = rlx__wire_payload(x, &plen);
