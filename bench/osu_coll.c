@@ -1,18 +1,19 @@
 /* OSU-style latency sweeps of the collectives that move blocks (float32
- * blocks of one size per rank, root 0), built against rlxcoll (default)
+ * blocks of one size per rank, root 0; and broadcast), built against rlxcoll (default)
  * and against MPI (-DUSE_MPI), so the two run identical work.
  *   osu_coll COLL [max_bytes [min_bytes]]
  * COLL: alltoall, alltoallv (every count equal), gather, scatter,
- * allgatherv. bytes is one block: what one rank sends one other, as the
- * size of osu_alltoall and osu_gather is. Prints "lib bytes avg_us": the
+ * allgatherv, bcast. bytes is one block: what one rank sends one other, as the
+ * size of osu_alltoall and osu_gather is (bcast: the message, as osu_bcast's). Prints "lib bytes avg_us": the
  * slowest rank's average per call. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "osu_lib.h"
 
-enum { ALLTOALL, ALLTOALLV, GATHER, SCATTER, ALLGATHERV };
-static const char *const names[] = {"alltoall", "alltoallv", "gather", "scatter", "allgatherv"};
+enum { ALLTOALL, ALLTOALLV, GATHER, SCATTER, ALLGATHERV, BCAST };
+static const char *const names[] = {"alltoall", "alltoallv", "gather", "scatter", "allgatherv",
+                                    "bcast"};
 
 #ifdef USE_MPI
 static int *cnt, *dsp; /* (the v-forms' counts and displacements, in elements) */
@@ -27,6 +28,7 @@ static void run(int coll, const float *s, float *r, size_t n) {
   case ALLTOALLV: MPI_Alltoallv(s, cnt, dsp, MPI_FLOAT, r, cnt, dsp, MPI_FLOAT, w); break;
   case GATHER: MPI_Gather(s, (int)n, MPI_FLOAT, r, (int)n, MPI_FLOAT, 0, w); break;
   case SCATTER: MPI_Scatter(s, (int)n, MPI_FLOAT, r, (int)n, MPI_FLOAT, 0, w); break;
+  case BCAST: MPI_Bcast(osu_rank == 0 ? (void *)s : r, (int)n, MPI_FLOAT, 0, w); break;
   default: MPI_Allgatherv(s, (int)n, MPI_FLOAT, r, cnt, dsp, MPI_FLOAT, w); break;
   }
 }
@@ -44,6 +46,7 @@ static void run(int coll, const float *s, float *r, size_t n) {
   case ALLTOALLV: rc = rlx_alltoallv(s, cnt, dsp, r, cnt, dsp, RLX_FLOAT32, w); break;
   case GATHER: rc = rlx_gather(s, r, n, RLX_FLOAT32, 0, w); break;
   case SCATTER: rc = rlx_scatter(s, r, n, RLX_FLOAT32, 0, w); break;
+  case BCAST: rc = rlx_bcast(osu_rank == 0 ? (void *)s : r, n, RLX_FLOAT32, 0, w); break;
   default: rc = rlx_allgatherv(s, n, r, cnt, dsp, RLX_FLOAT32, w); break;
   }
   if (rc != RLX_OK) {
@@ -58,7 +61,7 @@ int main(int argc, char **argv) {
   for (int i = 0; argc > 1 && i < (int)(sizeof names / sizeof names[0]); i++)
     coll = strcmp(argv[1], names[i]) == 0 ? i : coll;
   if (coll < 0) {
-    fprintf(stderr, "usage: osu_coll alltoall|alltoallv|gather|scatter|allgatherv [max [min]]\n");
+    fprintf(stderr, "usage: osu_coll alltoall|alltoallv|gather|scatter|allgatherv|bcast [max [min]]\n");
     return 2;
   }
   if (init(&argc, &argv) != 0) {
