@@ -1,9 +1,12 @@
 /* The flight recorder: the last RLX_FLIGHT calls of this rank, kept in a
  * ring whatever else is configured, so that after a hang or a failure the
  * question "which rank is behind, in which call" has an answer. Entering
- * and leaving a call cost a spinlock and a few stores (no formatting: a
- * pthread mutex was 5% of an 8-byte allreduce in shared memory); the text
- * is made only when the record is written out, the one long hold. */
+ * a call costs a spinlock and a few stores (no formatting: a pthread mutex
+ * was 5% of an 8-byte allreduce in shared memory), leaving one three
+ * stores and no lock: a locked instruction there waited for the call's
+ * last stores to the shared segment to reach the ranks polling it (34%
+ * of a 2-rank 8-byte scatter's root). The text is made only when the
+ * record is written out, the one long hold. */
 #include <sched.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -19,8 +22,13 @@ struct entry {
   int kind, dt, op, root;
   unsigned long long count;
   const char *call, *algo;
-  uint64_t t0, t1;
-  int state; /* 1 in flight, 0 done, < 0 the error */
+  uint64_t t0;
+  /* Written by rlx__flight_leave without the lock: the ticket of the call
+   * that left (its end and status valid when it is this entry's ticket),
+   * stored last. A call that left after RLX_FLIGHT later ones entered
+   * writes an entry no longer its own, whose ticket it does not match. */
+  _Atomic uint64_t left, t1;
+  _Atomic int status; /* 0 done, < 0 the error */
 };
 
 static struct {
@@ -69,22 +77,31 @@ uint64_t rlx__flight_enter(uint32_t comm_id, uint64_t seq, int kind, const char 
   ticket = ++fr.calls;
   if (fr.n > 0) {
     struct entry *e = &fr.ring[ticket % (uint64_t)fr.n];
-    *e = (struct entry){ticket, comm_id, seq, kind, dt, op, root, count, call, algo, now, 0, 1};
+    e->ticket = ticket;
+    e->comm_id = comm_id;
+    e->seq = seq;
+    e->kind = kind;
+    e->dt = dt;
+    e->op = op;
+    e->root = root;
+    e->count = count;
+    e->call = call;
+    e->algo = algo;
+    e->t0 = now;
   }
   fr_unlock();
   return ticket;
 }
 
+/* (fr.ring and fr.n change only at rlx_init and rlx_finalize, when no
+ * call is in flight) */
 void rlx__flight_leave(uint64_t ticket, int status, uint64_t now) {
-  fr_lock();
-  if (fr.n > 0) {
-    struct entry *e = &fr.ring[ticket % (uint64_t)fr.n];
-    if (e->ticket == ticket) {
-      e->t1 = now;
-      e->state = status < 0 ? status : 0;
-    }
-  }
-  fr_unlock();
+  if (fr.n <= 0)
+    return;
+  struct entry *e = &fr.ring[ticket % (uint64_t)fr.n];
+  atomic_store_explicit(&e->t1, now, memory_order_relaxed);
+  atomic_store_explicit(&e->status, status < 0 ? status : 0, memory_order_relaxed);
+  atomic_store_explicit(&e->left, ticket, memory_order_release);
 }
 
 int rlx__flight_dump_on_error(void) {
@@ -112,16 +129,18 @@ void rlx__flight_dump(const char *reason,
       fr.describe(call, sizeof(call), e->call, e->kind, e->dt, e->op, e->root, e->count);
     else
       snprintf(call, sizeof(call), "%s", e->call);
-    if (e->state == 1) {
+    int left = atomic_load_explicit(&e->left, memory_order_acquire) == t;
+    int status = left ? atomic_load_explicit(&e->status, memory_order_relaxed) : 1;
+    if (status == 1) {
       snprintf(state, sizeof(state), "in-flight");
       if (waiting_for)
         waiting_for(e->comm_id, e->seq, waiting, sizeof(waiting));
-    } else if (e->state == 0) {
+    } else if (status == 0) {
       snprintf(state, sizeof(state), "done");
     } else {
-      snprintf(state, sizeof(state), "failed:%s", rlx__err_name(e->state));
+      snprintf(state, sizeof(state), "failed:%s", rlx__err_name(status));
     }
-    uint64_t end = e->state == 1 ? now : e->t1;
+    uint64_t end = status == 1 ? now : atomic_load_explicit(&e->t1, memory_order_relaxed);
     fprintf(stderr, "rlxcoll[%d] flight\t%u\t%llu\t%s\t%.6f\t%.6f\t%s\t%s\t%s\n", fr.rank,
             e->comm_id, (unsigned long long)e->seq, state, (double)(e->t0 - fr.t_init) / 1e9,
             (double)(end > e->t0 ? end - e->t0 : 0) / 1e9, call, e->algo ? e->algo : "-", waiting);

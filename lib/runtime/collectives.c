@@ -44,9 +44,9 @@ int rlx__refused(rlx_comm_t *c, int rc) {
     rlx__comm_give(c);
   if (shm < 0)
     return rlx__err(rc, "%s", own);
-  pthread_mutex_lock(&c->mtx);
+  rlx__comm_lock(c);
   uint64_t seq = c->seq++;
-  pthread_mutex_unlock(&c->mtx);
+  rlx__comm_unlock(c);
   static const uint8_t none[RLX__SIG_SIZE];
   rlx__engine_lock(&rt->engine);
   rlx__exec_refused(c->id, seq);
@@ -163,7 +163,7 @@ static int start(rlx_comm_t *c, struct rlx_request *rq) {
   if (!op->comm_taken && (rc = rlx__comm_take(c, op->call, !rq->nonblocking, &took)) != RLX_OK)
     return rc;
   op->comm_taken |= took;
-  pthread_mutex_lock(&c->mtx);
+  rlx__comm_lock(c);
   rq->comm = c;
   op->p2p = &rt->p2p;
   op->engine = &rt->engine;
@@ -195,7 +195,7 @@ static int start(rlx_comm_t *c, struct rlx_request *rq) {
   }
   if (rc != RLX_OK) {
     rlx__flight_leave(op->ticket, rc, rlx__now_ns());
-    pthread_mutex_unlock(&c->mtx);
+    rlx__comm_unlock(c);
     give_back(c, op);
     return rc;
   }
@@ -223,7 +223,7 @@ static int start(rlx_comm_t *c, struct rlx_request *rq) {
   if (rq->nonblocking && atomic_load_explicit(&rt->engine.beside, memory_order_relaxed))
     rlx__engine_kick(&rt->engine); /* it polls while the call is in flight */
   if (rq->nonblocking)
-    pthread_mutex_unlock(&c->mtx);
+    rlx__comm_unlock(c);
   return RLX_OK;
 }
 
@@ -286,7 +286,7 @@ static int finish(struct rlx_request *rq) {
   rc = op->status;
   record(op, rc);
   if (rq->nonblocking)
-    pthread_mutex_lock(&c->mtx);
+    rlx__comm_lock(c);
   if (rc != RLX_OK) {
     c->revoked = rc;
     snprintf(c->revoked_why, sizeof(c->revoked_why), "%s", op->msg);
@@ -294,7 +294,7 @@ static int finish(struct rlx_request *rq) {
   } else if (rq->out != NULL) {
     widen(rq);
   }
-  pthread_mutex_unlock(&c->mtx);
+  rlx__comm_unlock(c);
   give_back(c, op);
   return rc;
 }

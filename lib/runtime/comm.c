@@ -89,7 +89,7 @@ rlx_comm_t *rlx__comm_new(uint32_t id, int *world, int n, int rank) {
   c->size = n;
   c->world = world;
   c->leader = rlx__elect(world, n);
-  pthread_mutex_init(&c->mtx, NULL);
+  rlx__loop_lock_init(&c->mtx);
   rlx__comm_live(c);
   return c;
 }
@@ -197,7 +197,6 @@ void rlx__comm_release(rlx_comm_t *c) {
   c->world = NULL;
   c->scratch = NULL;
   c->wire = NULL;
-  pthread_mutex_destroy(&c->mtx);
 }
 
 int rlx_comm_free(rlx_comm_t **c) {
@@ -266,4 +265,6 @@ int rlx__comm_take(rlx_comm_t *c, const char *call, int blocking, int *took) {
   return RLX_OK;
 }
 
-void rlx__comm_give(rlx_comm_t *c) { atomic_store(&c->owner, 0); }
+/* A release store: a sequentially consistent one is a locked instruction,
+ * which waits for the call's last stores to the shared segment. */
+void rlx__comm_give(rlx_comm_t *c) { atomic_store_explicit(&c->owner, 0, memory_order_release); }

@@ -23,23 +23,23 @@ static uint32_t list_key(int n, const int *ranks) {
 /* How many groups with this key this rank made from c before (and count
  * this one). */
 static int next_of(rlx_comm_t *c, uint32_t key, uint32_t *count) {
-  pthread_mutex_lock(&c->mtx);
+  rlx__comm_lock(c);
   for (int i = 0; i < c->ngroups; i++)
     if (c->groups[i].key == key) {
       *count = ++c->groups[i].count;
-      pthread_mutex_unlock(&c->mtx);
+      rlx__comm_unlock(c);
       return RLX_OK;
     }
   void *g = realloc(c->groups, sizeof(*c->groups) * (size_t)(c->ngroups + 1));
   if (g == NULL) {
-    pthread_mutex_unlock(&c->mtx);
+    rlx__comm_unlock(c);
     return rlx__err(RLX_ERR_NOMEM, "rlx_comm_create_group: no memory");
   }
   c->groups = g;
   c->groups[c->ngroups].key = key;
   c->groups[c->ngroups].count = *count = 1;
   c->ngroups++;
-  pthread_mutex_unlock(&c->mtx);
+  rlx__comm_unlock(c);
   return RLX_OK;
 }
 

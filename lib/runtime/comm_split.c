@@ -34,9 +34,9 @@ static int by_key(const void *a, const void *b) {
  * starts, whatever becomes of it, so that the members still agree after
  * one that failed on some of them and not on others. */
 static uint32_t next_child(rlx_comm_t *c) {
-  pthread_mutex_lock(&c->mtx);
+  rlx__comm_lock(c);
   uint32_t child = ++c->children;
-  pthread_mutex_unlock(&c->mtx);
+  rlx__comm_unlock(c);
   return child;
 }
 

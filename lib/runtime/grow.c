@@ -175,9 +175,9 @@ static int take_answer(const rlx_comm_t *c, uint32_t *gen, uint8_t **cards, int 
  * 1 MB a ring at 2 ranks takes. c regrows its own if it is called again.
  * (c is taken: no blocking call on it runs meanwhile.) */
 static void take_scratch(rlx_comm_t *c, rlx_comm_t *to) {
-  pthread_mutex_lock(&c->mtx);
+  rlx__comm_lock(c);
   (void)rlx__comm_adopt_scratch(to, &c->scratch, &c->scratch_len);
-  pthread_mutex_unlock(&c->mtx);
+  rlx__comm_unlock(c);
 }
 
 /* Steps 1-3 on the members; *g is the grown communicator (still to be
@@ -250,9 +250,9 @@ static int admit(rlx_comm_t *c, rlx_comm_t **g, int *admitted, uint64_t *offer, 
   memcpy(world, c->world, sizeof(int) * (size_t)c->size);
   for (int i = 0; i < n; i++)
     world[c->size + i] = (int)rlx__get32(cards + (size_t)i * RLX__CARD_SIZE + 4);
-  pthread_mutex_lock(&c->mtx);
+  rlx__comm_lock(c);
   uint32_t child = ++c->children;
-  pthread_mutex_unlock(&c->mtx);
+  rlx__comm_unlock(c);
   *g = rlx__comm_new(rlx__id_mix(rlx__id_mix(c->id, child), GROW_MIX), world, c->size + n, c->rank);
   if (*g == NULL) {
     free(world);
@@ -681,7 +681,7 @@ int rlx__join_admitted(struct rlx__runtime *rt, uint32_t index, const uint8_t *b
   rt->world.world = world;
   world = NULL;
   rt->world.leader = rlx__elect(rt->world.world, rt->world.size);
-  pthread_mutex_init(&rt->world.mtx, NULL);
+  rlx__loop_lock_init(&rt->world.mtx);
   rt->joined = 1;
   if (max_np > 0 && rlx__rdv_member_start(&rt->member, rdv_fd) == 0)
     rdv_fd = -1;
@@ -733,14 +733,13 @@ int rlx__join_confirm(void) {
     return rc;
   /* the world becomes the agreed communicator */
   free(rt->world.world);
-  pthread_mutex_destroy(&rt->world.mtx);
   memset(&rt->world, 0, sizeof(rt->world));
   rt->world.id = s->id;
   rt->world.rank = s->rank;
   rt->world.size = s->size;
   rt->world.world = s->world;
   rt->world.leader = s->leader;
-  pthread_mutex_init(&rt->world.mtx, NULL);
+  rlx__loop_lock_init(&rt->world.mtx);
   s->world = NULL;
   rlx__comm_release(s);
   free(s);

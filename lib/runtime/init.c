@@ -38,7 +38,7 @@ static int make_world(struct rlx__runtime *rt) {
   for (int i = 0; i < w->size; i++)
     w->world[i] = i;
   w->leader = rlx__elect(w->world, w->size);
-  pthread_mutex_init(&w->mtx, NULL);
+  rlx__loop_lock_init(&w->mtx);
   return RLX_OK;
 }
 

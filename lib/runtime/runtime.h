@@ -50,7 +50,10 @@ struct rlx_comm {
   /* the thread whose blocking call runs on it (pthread_self), 0: none;
    * another thread's call meanwhile is refused (rlx__comm_take) */
   _Atomic uintptr_t owner;
-  pthread_mutex_t mtx; /* serialises calls on this communicator */
+  /* serialises calls on this communicator: a lock whose release is a
+   * plain store (loop_lock.h), as a blocking call in shared memory
+   * releases it right after its last stores to the segment */
+  struct rlx__loop_lock mtx;
   struct rlx__list live; /* in comm.c's list (rlx__comm_busy); not the world */
 };
 
@@ -298,5 +301,11 @@ void rlx__comm_make_reserve(struct rlx__runtime *rt);
  * *buf NULL: a growth hands a communicator's on, and rlx_init its reserve. */
 int rlx__comm_adopt_scratch(rlx_comm_t *c, void **buf, size_t *len);
 void rlx__comm_take_reserve(struct rlx__runtime *rt, rlx_comm_t *c);
+
+/* c->mtx (yielding where ranks outnumber cores, as the engine does) */
+static inline void rlx__comm_lock(rlx_comm_t *c) {
+  rlx__loop_lock(&c->mtx, atomic_load_explicit(&rlx__rt.engine.yield, memory_order_relaxed));
+}
+static inline void rlx__comm_unlock(rlx_comm_t *c) { rlx__loop_unlock(&c->mtx); }
 
 #endif

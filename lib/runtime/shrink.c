@@ -108,7 +108,7 @@ static int round_exchange(const char *call, uint32_t id, uint64_t seq, uint64_t 
     uint64_t now = rlx__now_ns();
     t->timeout_s = deadline > now ? (double)(deadline - now) / 1e9 : 1e-9;
   } /* (else 0: no limit, as the communicator's) */
-  pthread_mutex_init(&t->mtx, NULL);
+  rlx__loop_lock_init(&t->mtx);
   memcpy(views + (size_t)me * words, mine, sizeof(uint32_t) * (size_t)words);
   int tag = (int)(seq & 0x3fffffff), rc = RLX_OK, pending = 0;
   for (int i = 0; i < nalive && rc == RLX_OK; i++)
@@ -237,9 +237,9 @@ int rlx__comm_agree(rlx_comm_t *c, const char *call, int probe_first, uint32_t *
     free(lost), free(views), free(alive);
     return rlx__err(RLX_ERR_NOMEM, "rlx_comm_shrink: no memory");
   }
-  pthread_mutex_lock(&c->mtx);
+  rlx__comm_lock(c);
   uint32_t base = c->id * 2654435761u ^ 0x5348524bu ^ ++c->children; /* "SHRK" */
-  pthread_mutex_unlock(&c->mtx);
+  rlx__comm_unlock(c);
   const char *why;
   double limit = rlx__comm_timeout(c, &why);
   uint64_t deadline = rlx__comm_deadline(c, rlx__now_ns(), NULL);
