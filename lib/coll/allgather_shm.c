@@ -8,7 +8,8 @@ static int run(struct rlx__op *op) {
   struct rlx__shm_group *g = op->shm;
   size_t block = op->count * op->esize, cb = g->slot / op->esize * op->esize;
   int rc;
-  rlx__shmg_begin(g, op);
+  if ((rc = rlx__shmg_begin(g, op)) != RLX_OK)
+    return rc;
   for (size_t off = 0; off < block; off += cb) {
     size_t len = block - off < cb ? block - off : cb;
     uint64_t s = ++g->step;

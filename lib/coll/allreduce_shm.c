@@ -129,7 +129,9 @@ static int sliced(struct rlx__op *op, struct rlx__shm_group *g, int all) {
 
 int rlx__shm_reduce_run(struct rlx__op *op, int all) {
   struct rlx__shm_group *g = op->shm;
-  rlx__shmg_begin(g, op);
+  int rc;
+  if ((rc = rlx__shmg_begin(g, op)) != RLX_OK)
+    return rc;
   size_t bytes = op->count * op->esize;
   int flat_ok = bytes <= RLX__SHMG_FLAT_MAX && bytes * (size_t)g->n <= RLX__SHMG_FLAT_READ;
   return flat_ok || bytes <= RLX__SHMG_INLINE ? flat(op, g, all) : sliced(op, g, all);

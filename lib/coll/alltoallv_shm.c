@@ -145,7 +145,8 @@ static int exchange(struct rlx__op *op, int refs_ok) {
   size_t es = op->esize, lo, at, len;
   const char *src = op->src;
   char *dst = op->dst;
-  rlx__shmg_begin(g, op);
+  if ((rc = rlx__shmg_begin(g, op)) != RLX_OK)
+    return rc;
   /* this rank's entries, each sender's entry for this rank, and this
    * rank's header as it goes in the stream (op->tmp) */
   struct entry *ent = op->tmp, *from = ent + n;

@@ -5,7 +5,9 @@
 
 static int run(struct rlx__op *op) {
   struct rlx__shm_group *g = op->shm;
-  rlx__shmg_begin(g, op);
+  int rc;
+  if ((rc = rlx__shmg_begin(g, op)) != RLX_OK)
+    return rc;
   uint64_t s = ++g->step;
   rlx__shmg_arrive(g, s);
   return rlx__shmg_wait_arrived(g, op, -1, s);

@@ -1,7 +1,7 @@
 /* Broadcast in a communicator's shared segment (shm_group.h): the root
  * posts a chunk in its slot, the others copy it out; with two slots the
- * root runs up to a chunk ahead of the slowest reader, and leaves once
- * every rank has entered the call. */
+ * root runs up to a chunk ahead of the slowest reader (a small call: up
+ * to RLX__SHMG_CELLS - 1 calls ahead), and leaves once it has posted. */
 #include <string.h>
 #include "coll.h"
 #include "shm_group.h"
@@ -10,7 +10,8 @@ static int run(struct rlx__op *op) {
   struct rlx__shm_group *g = op->shm;
   size_t total = op->count * op->esize, cb = g->slot / op->esize * op->esize;
   int rc;
-  rlx__shmg_begin(g, op);
+  if ((rc = rlx__shmg_begin(g, op)) != RLX_OK)
+    return rc;
   for (size_t off = 0; off < total; off += cb) {
     size_t len = total - off < cb ? total - off : cb;
     uint64_t s = ++g->step;
@@ -24,13 +25,14 @@ static int run(struct rlx__op *op) {
       memcpy((char *)op->dst + off, rlx__shmg_data(g, op->root, s, total), len);
     }
   }
-  /* The root waits until every rank has entered the call and compares
-   * their calls with its own: nobody else reads every rank's, and a rank
-   * naming another root (which then posts and leaves as well) would go
-   * unseen. A rank that already left with the data fails its next call
-   * (the segment is failed). Past the first chunk this has held already. */
+  /* The root leaves once its last chunk is posted, as an eager root
+   * does, owing the comparison of the others' calls with its own: each of
+   * them compares only with the root it names, and a rank naming itself
+   * root (which then posts and leaves as well) would go unseen. When one
+   * did not match, the root's next call fails, revoked, and so does every
+   * rank's (the segment is failed). */
   if (g->me == op->root)
-    return rlx__shmg_wait_arrived(g, op, -1, g->first);
+    rlx__shmg_owe(g, op);
   return RLX_OK;
 }
 

@@ -5,8 +5,8 @@
  *   gather: every rank posts (a chunk of) its block; the root copies
  *     everyone's out.
  *   scatter: the root posts its p blocks as a broadcast of p x block
- *     bytes would, chunk by chunk; each rank copies out the part of each
- *     chunk that is its block.
+ *     bytes would, chunk by chunk, and leaves; each rank copies out the
+ *     part of each chunk that is its block.
  *   all-to-all: every rank posts its p blocks, chunk by chunk; each rank
  *     copies out the part of every rank's chunk that is its block (at the
  *     same offset in every sender's buffer). */
@@ -32,7 +32,8 @@ static int gather(struct rlx__op *op) {
   struct rlx__shm_group *g = op->shm;
   size_t block = op->count * op->esize, cb = chunk_of(op);
   int rc;
-  rlx__shmg_begin(g, op);
+  if ((rc = rlx__shmg_begin(g, op)) != RLX_OK)
+    return rc;
   for (size_t off = 0; off < block; off += cb) {
     size_t len = block - off < cb ? block - off : cb;
     uint64_t s = ++g->step;
@@ -55,7 +56,8 @@ static int scatter(struct rlx__op *op) {
   struct rlx__shm_group *g = op->shm;
   size_t block = op->count * op->esize, total = block * (size_t)g->n, cb = chunk_of(op);
   int rc, root = g->me == op->root;
-  rlx__shmg_begin(g, op);
+  if ((rc = rlx__shmg_begin(g, op)) != RLX_OK)
+    return rc;
   if (root && op->dst != (const char *)op->src + (size_t)g->me * block) /* (not in place) */
     memcpy(op->dst, (const char *)op->src + (size_t)g->me * block, block);
   for (size_t off = 0; off < total; off += cb) {
@@ -73,18 +75,21 @@ static int scatter(struct rlx__op *op) {
       memcpy((char *)op->dst + (off + at - (size_t)g->me * block),
              rlx__shmg_data(g, op->root, s, total) + at, n);
   }
-  /* The root waits until every rank has entered the call and compares
-   * their calls with its own (as bcast_shm.c's): each other rank compares
-   * only with the root it names, so a second rank naming itself root
-   * would post and leave unseen. */
-  return root ? rlx__shmg_wait_arrived(g, op, -1, g->first) : RLX_OK;
+  /* The root leaves without waiting for the others (as bcast_shm.c's):
+   * each other rank compares its call with the root it names, and the
+   * root owes the comparison of theirs with its own, which catches a
+   * second rank naming itself root. */
+  if (root)
+    rlx__shmg_owe(g, op);
+  return RLX_OK;
 }
 
 static int alltoall(struct rlx__op *op) {
   struct rlx__shm_group *g = op->shm;
   size_t block = op->count * op->esize, total = block * (size_t)g->n, cb = chunk_of(op);
   int rc;
-  rlx__shmg_begin(g, op);
+  if ((rc = rlx__shmg_begin(g, op)) != RLX_OK)
+    return rc;
   for (size_t off = 0; off < total; off += cb) {
     size_t len = total - off < cb ? total - off : cb, at, n;
     uint64_t s = ++g->step;

@@ -10,7 +10,8 @@ static int run(struct rlx__op *op) {
   size_t es = op->esize, block = op->count * es;
   size_t piece = g->slot / (size_t)g->n / es * es; /* bytes of each block per step */
   int rc;
-  rlx__shmg_begin(g, op);
+  if ((rc = rlx__shmg_begin(g, op)) != RLX_OK)
+    return rc;
   for (size_t off = 0; off < block; off += piece) {
     size_t len = block - off < piece ? block - off : piece;
     uint64_t s = ++g->step;

@@ -357,6 +357,12 @@ void rlx__shmg_mark_adopt(struct rlx__shm_group *g) {
   atomic_store(&l->p2p_seq, 0);
   atomic_store(&l->p2p_sig[0], 0);
   atomic_store(&l->p2p_sig[1], 0);
+  /* A comparison still owed (rlx__shmg_owe) would read the joiners' cells,
+   * which never held that call: dropped (the admission's own calls ran
+   * after it, every member at the same step). */
+  memset(g->owed, 0, sizeof(g->owed));
+  g->owing = 0;
+  g->owed_last = 0;
 }
 
 void rlx__shmg_take_over(struct rlx__shm_group *g, int member, uint32_t comm_id, int *world,

@@ -89,6 +89,11 @@ struct rlx__shmg_hdr {
   char why[600];
 };
 
+struct rlx__shmg_owed {
+  uint64_t first, seq; /* the call's first step (0: none) and seq */
+  uint64_t sig[2];     /* and its signature */
+};
+
 struct rlx__shm_group {
   struct rlx__list link; /* in the list of live groups (for peer losses) */
   /* on that list: read by its owner without the lock (its links are not:
@@ -113,6 +118,15 @@ struct rlx__shm_group {
    * read back from the cell, whose line the ranks that read it took
    * away, it missed every call (20% of a 2-rank gather's time) */
   uint64_t cell_sig[RLX__SHMG_CELLS][2];
+  /* Calls this rank left before every rank had arrived (the root of a
+   * small broadcast or scatter only gives, and leaves once its data is
+   * posted, as an eager root does), by the cell of their first step (first
+   * 0: none): their comparison with the others' calls is owed, made once
+   * all have arrived, at the latest before this rank writes that cell's
+   * call again (rlx__shmg_owe). */
+  struct rlx__shmg_owed owed[RLX__SHMG_CELLS];
+  int owing;
+  uint64_t owed_last; /* the first step of the last call owed */
   uint64_t min_seen; /* every other rank has arrived at least here */
   uint64_t lost_seen; /* when this call first saw a member lost (rlx__now_ns), 0: not */
   /* a copy by reference between members failed once (every member saw
@@ -224,9 +238,18 @@ void rlx__shmg_describe_wait(struct rlx__shm_group *g, int which, int r, uint64_
 
 /* ---- steps (shm_wait.c), on the caller's thread -------------------------- */
 
-/* Begin a call: take its first step number (*first) and publish the
- * call's signature. */
-void rlx__shmg_begin(struct rlx__shm_group *g, const struct rlx__op *op);
+/* Begin a call: take its first step number (g->first) and publish the
+ * call's signature; first compare what it owes (rlx__shmg_owe) where the
+ * others have arrived, waiting for them where its cell is that call's.
+ * RLX_OK, or the error that ended the call: a call this rank owed did not
+ * match (RLX_ERR_REVOKED, naming both calls), or the wait's. */
+int rlx__shmg_begin(struct rlx__shm_group *g, struct rlx__op *op);
+/* The call in progress gave all it had to give and leaves without
+ * waiting for the others to arrive: each compares its call with the
+ * root's, and this rank compares theirs with its own later (at its next
+ * call in the segment, or while that call waits), which catches a second
+ * rank naming itself root. */
+void rlx__shmg_owe(struct rlx__shm_group *g, const struct rlx__op *op);
 /* Before writing the slots of step: wait until every rank arrived at
  * step - 1. RLX_OK or the error that ended the call (op->msg says).
  * wait_cell_room: before writing only this rank's cell of step (a

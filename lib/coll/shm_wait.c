@@ -69,13 +69,31 @@ void rlx__shmg_reduced(struct rlx__shm_group *g, uint64_t step) {
   publish(g, &g->line[g->me].reduced, step);
 }
 
-void rlx__shmg_begin(struct rlx__shm_group *g, const struct rlx__op *op) {
+static int settle(struct rlx__shm_group *g, struct rlx__op *op, uint64_t upto);
+static int wait_for(struct rlx__shm_group *g, struct rlx__op *op, int which, int r,
+                    uint64_t step, int calls);
+
+int rlx__shmg_begin(struct rlx__shm_group *g, struct rlx__op *op) {
   uint64_t sig[2];
   memcpy(sig, op->sig, sizeof(sig));
   g->first = g->step + 1;
   g->lost_seen = 0;
   g->sig[0] = sig[0];
   g->sig[1] = sig[1];
+  /* What this rank owes is settled before it writes a cell an owed call
+   * began in, and before a call unlike the last it owes: a loop of small
+   * broadcasts from one root runs up to RLX__SHMG_CELLS - 1 calls ahead
+   * (its comparisons, one line of each rank per call, then come together),
+   * and a mismatch is named by the next call of another kind. */
+  int rc;
+  if (g->owing) {
+    const struct rlx__shmg_owed *last = &g->owed[g->owed_last & (RLX__SHMG_CELLS - 1)];
+    uint64_t cell = g->owed[g->first & (RLX__SHMG_CELLS - 1)].first, upto = cell;
+    if (last->first == 0 || last->sig[0] != sig[0] || last->sig[1] != sig[1])
+      upto = g->owed_last; /* (not the last owed's cell alone: the ranks behind catch up) */
+    if (upto != 0 && (rc = settle(g, op, upto)) != 0)
+      return rc;
+  }
   /* in the cell of the call's first step; a seqlock: first is 0 while the
    * signature changes (check_call) */
   struct rlx__shmg_cell *c = rlx__shmg_cell(g, g->me, g->first);
@@ -89,6 +107,19 @@ void rlx__shmg_begin(struct rlx__shm_group *g, const struct rlx__op *op) {
     mine[1] = sig[1];
   }
   atomic_store_explicit(&c->first, g->first, memory_order_release);
+  return RLX_OK;
+}
+
+void rlx__shmg_owe(struct rlx__shm_group *g, const struct rlx__op *op) {
+  if (g->step < g->first)
+    return; /* (it took no step: nothing posted, nobody to compare with) */
+  struct rlx__shmg_owed *o = &g->owed[g->first & (RLX__SHMG_CELLS - 1)];
+  o->first = g->first; /* (begin settled what the cell owed before) */
+  o->seq = op->seq;
+  o->sig[0] = g->sig[0];
+  o->sig[1] = g->sig[1];
+  g->owed_last = g->first;
+  g->owing++;
 }
 
 static _Atomic uint64_t *field(struct rlx__shm_group *g, int which, int r, uint64_t step) {
@@ -113,27 +144,41 @@ static int end_call(struct rlx__op *op, int err, const char *msg) {
   return op->status;
 }
 
-/* Rank r's call, if it differs from ours; 0 when it matches, or r has
- * moved past ours (then it compared). */
-static int check_call(struct rlx__shm_group *g, struct rlx__op *op, int r) {
-  struct rlx__shmg_cell *l = rlx__shmg_cell(g, r, g->first);
+static void describe_sig(const uint64_t s[2], char *buf, size_t len) {
+  uint8_t sig[RLX__SIG_SIZE];
+  struct rlx__call got;
+  memcpy(sig, s, sizeof(sig));
+  rlx__call_decode(sig, &got);
+  rlx__call_describe(buf, len, NULL, &got);
+}
+
+/* Does rank r's call that began at step first differ from sig? Then
+ * theirs says what r called. Not when r has moved past it (then r
+ * compared). */
+static int call_differs(struct rlx__shm_group *g, int r, uint64_t first, const uint64_t sig[2],
+                        char *theirs, size_t len) {
+  struct rlx__shmg_cell *l = rlx__shmg_cell(g, r, first);
   uint64_t f = atomic_load_explicit(&l->first, memory_order_acquire);
   uint64_t s[2] = {atomic_load_explicit(&l->sig[0], memory_order_relaxed),
                    atomic_load_explicit(&l->sig[1], memory_order_relaxed)};
   atomic_thread_fence(memory_order_acquire);
   /* r past our call (or starting its next one: first 0) compared itself */
-  if (atomic_load_explicit(&l->first, memory_order_relaxed) != f || f == 0 || f > g->first)
+  if (atomic_load_explicit(&l->first, memory_order_relaxed) != f || f == 0 || f > first)
     return 0;
-  if (f == g->first && s[0] == g->sig[0] && s[1] == g->sig[1])
+  if (f == first && s[0] == sig[0] && s[1] == sig[1])
     return 0;
   /* A call with other arguments, or one that began before ours and is
    * still going (it takes more steps): either way not ours. */
-  uint8_t sig[RLX__SIG_SIZE];
-  struct rlx__call got;
+  describe_sig(s, theirs, len);
+  return 1;
+}
+
+/* Rank r's call, if it differs from ours; 0 when it matches, or r has
+ * moved past ours. */
+static int check_call(struct rlx__shm_group *g, struct rlx__op *op, int r) {
   char mine[160], theirs[160], msg[600];
-  memcpy(sig, s, sizeof(sig));
-  rlx__call_decode(sig, &got);
-  rlx__call_describe(theirs, sizeof(theirs), NULL, &got);
+  if (!call_differs(g, r, g->first, g->sig, theirs, sizeof(theirs)))
+    return 0;
   rlx__exec_describe(op, mine, sizeof(mine));
   snprintf(msg, sizeof(msg), "rank %d called %s where rank %d called %s", r, theirs, g->me, mine);
   rlx__shmg_fail(g, RLX_ERR_MISMATCH, -1, op->seq, msg);
@@ -211,17 +256,63 @@ void rlx__shmg_describe_wait(struct rlx__shm_group *g, int which, int r, uint64_
   }
 }
 
+/* End this call with err (the segment failed already) and tell the
+ * ranks in a point-to-point call with an ABORT. */
+static int end_and_tell(struct rlx__shm_group *g, struct rlx__op *op, int err,
+                        const char *msg) {
+  int rc = end_call(op, err, msg);
+  rlx__engine_lock(g->engine);
+  rlx__exec_tell(op);
+  rlx__engine_unlock(g->engine);
+  return rc;
+}
+
 /* This call fails here for a reason of this rank's: the segment fails
  * for the others too, and an ABORT tells any of them in a point-to-point
  * call. */
 static int fail_everywhere(struct rlx__shm_group *g, struct rlx__op *op, int err,
                            const char *msg) {
   rlx__shmg_fail(g, err, -1, op->seq, msg);
-  int rc = end_call(op, err, msg);
-  rlx__engine_lock(g->engine);
-  rlx__exec_tell(op);
-  rlx__engine_unlock(g->engine);
-  return rc;
+  return end_and_tell(g, op, err, msg);
+}
+
+/* Compare what this rank owes (rlx__shmg_owe) where every rank has
+ * arrived at the owed call's first step, having waited for every rank to
+ * arrive at step upto (0: not). A call that did not match fails the
+ * segment (that call's failure, which the others learn as the revocation
+ * of a call they completed) and this one, revoked, naming both calls. */
+static int settle(struct rlx__shm_group *g, struct rlx__op *op, uint64_t upto) {
+  int rc;
+  if (upto > g->min_seen && (rc = wait_for(g, op, ARRIVE, -1, upto, 0)) != 0)
+    return rc; /* (its looks may have settled some already) */
+  for (int i = 0; i < RLX__SHMG_CELLS && g->owing; i++) {
+    struct rlx__shmg_owed *o = &g->owed[i];
+    int from = 0;
+    if (o->first == 0)
+      continue;
+    if (o->first > g->min_seen) {
+      if (!reached(g, ARRIVE, -1, o->first, &from))
+        continue;
+      g->min_seen = o->first;
+    }
+    uint64_t first = o->first;
+    o->first = 0;
+    g->owing--;
+    for (int r = 0; r < g->n; r++) {
+      char theirs[160], mine[160], why[600], msg[1024], call[160];
+      if (r == g->me || !call_differs(g, r, first, o->sig, theirs, sizeof(theirs)))
+        continue;
+      describe_sig(o->sig, mine, sizeof(mine));
+      snprintf(why, sizeof(why), "rank %d called %s where rank %d called %s (call #%llu)", r,
+               theirs, g->me, mine, (unsigned long long)o->seq);
+      rlx__shmg_fail(g, RLX_ERR_MISMATCH, -1, o->seq, why);
+      rlx__exec_describe(op, call, sizeof(call));
+      snprintf(msg, sizeof(msg), "%s on rank %d: the communicator is revoked: %s, which this rank "
+               "had completed as its root, did not match: %s", call, g->me, mine, why);
+      return end_and_tell(g, op, RLX_ERR_REVOKED, msg);
+    }
+  }
+  return 0;
 }
 
 static int timed_out(struct rlx__shm_group *g, struct rlx__op *op, int which, int r,
@@ -328,6 +419,10 @@ static int wait_for(struct rlx__shm_group *g, struct rlx__op *op, int which, int
         break;
       if (turn % 64 != 0)
         continue;
+      /* (a rank that posted an owed call and left is compared with before
+       * its loss is: its posts stay in the segment) */
+      if (g->owing && (rc = settle(g, op, 0)) != 0)
+        break;
       if ((rc = check_failed(g, op)) != 0)
         break;
       uint64_t now = rlx__now_ns();
