@@ -66,6 +66,13 @@ struct rlx__shmg_line {
   _Alignas(64) _Atomic uint64_t reduced; /* the last step whose slice it has reduced */
   _Atomic uint64_t p2p_seq; /* 1 + the seq of its last call run point to point */
   _Atomic uint64_t p2p_sig[2]; /* and that call's signature (RLX__SIG_SIZE bytes) */
+  /* The signature of every call this rank began from step sig_from on
+   * (a seqlock: sig_from 0 while it changes; 0 also: not known), written
+   * only when its calls' signature changes: a root owing comparisons
+   * (rlx__shmg_owe) reads this line, which stays in its cache, instead of
+   * a cell per call, which its owner wrote since. */
+  _Alignas(64) _Atomic uint64_t sig_from;
+  _Atomic uint64_t sig_run[2];
 };
 
 struct rlx__shmg_hdr {
@@ -113,7 +120,9 @@ struct rlx__shm_group {
   unsigned char *result;
   uint64_t step;     /* the last step this rank took */
   uint64_t first;    /* the first step of the call in progress */
+  int first_due;     /* not yet in its cell (rlx__shmg_begin) */
   uint64_t sig[2];   /* and its signature */
+  uint64_t run_sig[2]; /* what this rank's line says its calls' signature is */
   /* the signature this rank last wrote in each of its cells, kept here:
    * read back from the cell, whose line the ranks that read it took
    * away, it missed every call (20% of a 2-rank gather's time) */

@@ -61,7 +61,17 @@ int rlx__shmg_post(struct rlx__shm_group *g, struct rlx__op *op, uint64_t step, 
   return RLX_OK;
 }
 
+/* The call's first step into its cell (rlx__shmg_begin left it due),
+ * right before the arrival that lets the others read it. */
+static void publish_first(struct rlx__shm_group *g) {
+  atomic_store_explicit(&rlx__shmg_cell(g, g->me, g->first)->first, g->first,
+                        memory_order_release);
+  g->first_due = 0;
+}
+
 void rlx__shmg_arrive(struct rlx__shm_group *g, uint64_t step) {
+  if (g->first_due)
+    publish_first(g);
   publish(g, &rlx__shmg_cell(g, g->me, step)->arrive, step);
 }
 
@@ -76,6 +86,8 @@ static int wait_for(struct rlx__shm_group *g, struct rlx__op *op, int which, int
 int rlx__shmg_begin(struct rlx__shm_group *g, struct rlx__op *op) {
   uint64_t sig[2];
   memcpy(sig, op->sig, sizeof(sig));
+  if (g->first_due) /* (a call that never arrived) */
+    publish_first(g);
   g->first = g->step + 1;
   g->lost_seen = 0;
   g->sig[0] = sig[0];
@@ -94,8 +106,22 @@ int rlx__shmg_begin(struct rlx__shm_group *g, struct rlx__op *op) {
     if (upto != 0 && (rc = settle(g, op, upto)) != 0)
       return rc;
   }
+  if (sig[0] != g->run_sig[0] || sig[1] != g->run_sig[1]) {
+    struct rlx__shmg_line *l = &g->line[g->me];
+    atomic_store_explicit(&l->sig_from, 0, memory_order_relaxed);
+    atomic_thread_fence(memory_order_release);
+    atomic_store_explicit(&l->sig_run[0], sig[0], memory_order_relaxed);
+    atomic_store_explicit(&l->sig_run[1], sig[1], memory_order_relaxed);
+    atomic_store_explicit(&l->sig_from, g->first, memory_order_release);
+    g->run_sig[0] = sig[0];
+    g->run_sig[1] = sig[1];
+  }
   /* in the cell of the call's first step; a seqlock: first is 0 while the
-   * signature changes (check_call) */
+   * signature changes (check_call). first itself is stored with the
+   * call's first arrival (rlx__shmg_arrive): the ranks waiting for that
+   * poll the line, and each store to it apart took the line back from
+   * them (a 2-rank scatter's root stored first, its data and its arrival
+   * there, three transfers of the line a call instead of one). */
   struct rlx__shmg_cell *c = rlx__shmg_cell(g, g->me, g->first);
   uint64_t *mine = g->cell_sig[g->first & (RLX__SHMG_CELLS - 1)];
   if (mine[0] != sig[0] || mine[1] != sig[1]) {
@@ -106,7 +132,7 @@ int rlx__shmg_begin(struct rlx__shm_group *g, struct rlx__op *op) {
     mine[0] = sig[0];
     mine[1] = sig[1];
   }
-  atomic_store_explicit(&c->first, g->first, memory_order_release);
+  g->first_due = 1;
   return RLX_OK;
 }
 
@@ -171,6 +197,19 @@ static int call_differs(struct rlx__shm_group *g, int r, uint64_t first, const u
    * still going (it takes more steps): either way not ours. */
   describe_sig(s, theirs, len);
   return 1;
+}
+
+/* Did rank r, arrived at step first or past it, call sig there? Known
+ * from its line when every call it began since a step up to first had
+ * that signature (1); else (0) its cell says. */
+static int run_matches(struct rlx__shm_group *g, int r, uint64_t first, const uint64_t sig[2]) {
+  struct rlx__shmg_line *l = &g->line[r];
+  uint64_t f = atomic_load_explicit(&l->sig_from, memory_order_acquire);
+  uint64_t s[2] = {atomic_load_explicit(&l->sig_run[0], memory_order_relaxed),
+                   atomic_load_explicit(&l->sig_run[1], memory_order_relaxed)};
+  atomic_thread_fence(memory_order_acquire);
+  return f != 0 && f <= first && atomic_load_explicit(&l->sig_from, memory_order_relaxed) == f &&
+         s[0] == sig[0] && s[1] == sig[1];
 }
 
 /* Rank r's call, if it differs from ours; 0 when it matches, or r has
@@ -285,9 +324,12 @@ static int settle(struct rlx__shm_group *g, struct rlx__op *op, uint64_t upto) {
   int rc;
   if (upto > g->min_seen && (rc = wait_for(g, op, ARRIVE, -1, upto, 0)) != 0)
     return rc; /* (its looks may have settled some already) */
+  int from = 0;
+  if (g->owed_last > g->min_seen && reached(g, ARRIVE, -1, g->owed_last, &from))
+    g->min_seen = g->owed_last; /* (one look for every owed call) */
   for (int i = 0; i < RLX__SHMG_CELLS && g->owing; i++) {
     struct rlx__shmg_owed *o = &g->owed[i];
-    int from = 0;
+    from = 0;
     if (o->first == 0)
       continue;
     if (o->first > g->min_seen) {
@@ -300,7 +342,8 @@ static int settle(struct rlx__shm_group *g, struct rlx__op *op, uint64_t upto) {
     g->owing--;
     for (int r = 0; r < g->n; r++) {
       char theirs[160], mine[160], why[600], msg[1024], call[160];
-      if (r == g->me || !call_differs(g, r, first, o->sig, theirs, sizeof(theirs)))
+      if (r == g->me || run_matches(g, r, first, o->sig) ||
+          !call_differs(g, r, first, o->sig, theirs, sizeof(theirs)))
         continue;
       describe_sig(o->sig, mine, sizeof(mine));
       snprintf(why, sizeof(why), "rank %d called %s where rank %d called %s (call #%llu)", r,
