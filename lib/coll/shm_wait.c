@@ -204,10 +204,11 @@ static int call_differs(struct rlx__shm_group *g, int r, uint64_t first, const u
  * that signature (1); else (0) its cell says. */
 static int run_matches(struct rlx__shm_group *g, int r, uint64_t first, const uint64_t sig[2]) {
   struct rlx__shmg_line *l = &g->line[r];
+  /* (acquire loads of the signature keep the second look at sig_from
+   * after them, as a fence would) */
   uint64_t f = atomic_load_explicit(&l->sig_from, memory_order_acquire);
-  uint64_t s[2] = {atomic_load_explicit(&l->sig_run[0], memory_order_relaxed),
-                   atomic_load_explicit(&l->sig_run[1], memory_order_relaxed)};
-  atomic_thread_fence(memory_order_acquire);
+  uint64_t s[2] = {atomic_load_explicit(&l->sig_run[0], memory_order_acquire),
+                   atomic_load_explicit(&l->sig_run[1], memory_order_acquire)};
   return f != 0 && f <= first && atomic_load_explicit(&l->sig_from, memory_order_relaxed) == f &&
          s[0] == sig[0] && s[1] == sig[1];
 }
