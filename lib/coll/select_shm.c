@@ -6,9 +6,12 @@
 #include "coll.h"
 
 const struct rlx__algo *rlx__select_shm(int kind, size_t bytes, int nranks, const char *forced) {
-  int named = forced != NULL && strcmp(forced, "shm") == 0;
-  if (forced != NULL && forced[0] != '\0' && strcmp(forced, "auto") != 0 && !named)
-    return NULL;
+  int named = 0;
+  if (forced != NULL && forced[0] != '\0') { /* (most calls: "", nothing forced) */
+    named = strcmp(forced, "shm") == 0;
+    if (strcmp(forced, "auto") != 0 && !named)
+      return NULL;
+  }
   switch (kind) {
   case RLX__CK_ALLREDUCE:
     return named || nranks != 2 || bytes < RLX__SHMG_P2P_FROM_2 ? &rlx__allreduce_shm : NULL;
