@@ -52,7 +52,7 @@ static void publish(struct rlx__shm_group *g, _Atomic uint64_t *w, uint64_t step
 
 int rlx__shmg_post(struct rlx__shm_group *g, struct rlx__op *op, uint64_t step, const void *src,
                    size_t len, size_t bytes) {
-  int rc = bytes <= RLX__SHMG_INLINE ? rlx__shmg_wait_cell_room(g, op, step)
+  int rc = bytes <= RLX__SHMG_SPILL ? rlx__shmg_wait_cell_room(g, op, step)
                                      : rlx__shmg_wait_room(g, op, step);
   if (rc != RLX_OK)
     return rc;
