@@ -1,5 +1,6 @@
 /* The loop lock: whoever holds it may run the loop and touch the
- * point-to-point layer. A mutex whose release is a plain store.
+ * point-to-point layer. A mutex whose release is a plain store (a
+ * communicator's lock is one too: runtime.h's rlx__comm_lock).
  *
  * Why not a pthread mutex: its release is a locked instruction, and on
  * x86 a locked instruction waits until every store before it has reached
