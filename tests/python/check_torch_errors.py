@@ -10,6 +10,10 @@ way), never returns with the tensors unreduced:
   - AVG of int64 tensors on every rank: ArgumentError (a ValueError) on
     both, and the group still works; on rank 0 only (float32 on rank 1):
     ArgumentError there, Mismatch on rank 1
+  - a broadcast where each rank names itself the source (a small one in
+    shared memory: each root leaves at once, owing the comparison): Mismatch
+    from it, or it returns with each rank's tensor its own and the next call
+    on the group raises Revoked naming both calls
   - rank 1 aborts a group (ProcessGroup.abort: rlx_comm_revoke) while
     rank 0 waits in an all_reduce on it: Revoked on rank 0 at once
   - a barrier rank 1 comes to late, on a group made with a 1 s timeout:
@@ -32,6 +36,7 @@ SCALE = max(1.0, float(os.environ.get("RLX_TEST_TIME_SCALE", "1")))
 # (CHECK_MODES: fewer ways of waiting, where another run covers them all)
 MODES = tuple(os.environ.get("CHECK_MODES", "sync,wait,future").split(","))
 failures = []
+last_error = [""]  # (the message of the last exception expect() caught)
 
 
 def run(mode, fn, *args, **kw):
@@ -49,6 +54,7 @@ def expect(what, exc, call, lo=0.0, hi=None):
         call()
     except rlxcoll.Error as e:
         took = time.monotonic() - t0
+        last_error[0] = str(e)
         ok = isinstance(e, exc) and took >= lo and (hi is None or took <= hi * SCALE)
         print("check_torch_errors: rank %d: %s: %s after %.2f s: %s%s"
               % (dist.get_rank(), what, type(e).__name__, took, e, "" if ok else "  <- WRONG"),
@@ -92,6 +98,25 @@ def a2a_mismatch(r, mode):
     t = torch.ones(2)
     expect("%s: all_to_all_single's part done, the next call" % mode, rlxcoll.Revoked,
            lambda: run(mode, dist.all_reduce, t, group=g))
+
+
+def second_root(r, mode):
+    g = dist.new_group()
+    t = torch.full((4,), float(r + 1))
+    try:
+        run(mode, dist.broadcast, t, src=r, group=g)
+    except rlxcoll.Mismatch as e:
+        print("check_torch_errors: rank %d: %s: broadcast from two sources: Mismatch: %s"
+              % (r, mode, e), flush=True)
+        return
+    if not torch.all(t == r + 1):
+        failures.append("%s: a root's broadcast changed its own tensor: %s" % (mode, t))
+    t = torch.ones(2)
+    expect("%s: two sources' broadcast done, the next call" % mode, rlxcoll.Revoked,
+           lambda: run(mode, dist.all_reduce, t, group=g), hi=1.5)
+    if "rlx_bcast" not in last_error[0]:
+        failures.append("%s: the next call's error does not name the broadcasts: %s"
+                        % (mode, last_error[0]))
 
 
 def avg_of_integers(r, mode):
@@ -169,6 +194,8 @@ def main():
         mismatch(r, mode)
         dist.barrier()
         a2a_mismatch(r, mode)
+        dist.barrier()
+        second_root(r, mode)
         dist.barrier()
         avg_of_integers(r, mode)
         dist.barrier()
