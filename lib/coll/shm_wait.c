@@ -79,6 +79,28 @@ void rlx__shmg_reduced(struct rlx__shm_group *g, uint64_t step) {
   publish(g, &g->line[g->me].reduced, step);
 }
 
+/* A signature beside the step it holds from (a cell's first step, a
+ * line's sig_from), as a seqlock: the step is 0 while the signature
+ * changes. sig_open is the writer's first half; the writer stores the
+ * step (release) when the others may read it. */
+static void sig_open(_Atomic uint64_t *step, _Atomic uint64_t sig[2], const uint64_t s[2]) {
+  atomic_store_explicit(step, 0, memory_order_relaxed);
+  atomic_thread_fence(memory_order_release);
+  atomic_store_explicit(&sig[0], s[0], memory_order_relaxed);
+  atomic_store_explicit(&sig[1], s[1], memory_order_relaxed);
+}
+
+/* The reader's: the step and the signature (s) read as one; 0 while it
+ * changes (or before it was ever written). The signature's acquire loads
+ * keep the second look at the step after them, as a fence would (which
+ * ThreadSanitizer's GCC refuses). */
+static uint64_t sig_read(_Atomic uint64_t *step, _Atomic uint64_t sig[2], uint64_t s[2]) {
+  uint64_t f = atomic_load_explicit(step, memory_order_acquire);
+  s[0] = atomic_load_explicit(&sig[0], memory_order_acquire);
+  s[1] = atomic_load_explicit(&sig[1], memory_order_acquire);
+  return atomic_load_explicit(step, memory_order_relaxed) == f ? f : 0;
+}
+
 static int settle(struct rlx__shm_group *g, struct rlx__op *op, uint64_t upto);
 static int wait_for(struct rlx__shm_group *g, struct rlx__op *op, int which, int r,
                     uint64_t step, int calls);
@@ -108,10 +130,7 @@ int rlx__shmg_begin(struct rlx__shm_group *g, struct rlx__op *op) {
   }
   if (sig[0] != g->run_sig[0] || sig[1] != g->run_sig[1]) {
     struct rlx__shmg_line *l = &g->line[g->me];
-    atomic_store_explicit(&l->sig_from, 0, memory_order_relaxed);
-    atomic_thread_fence(memory_order_release);
-    atomic_store_explicit(&l->sig_run[0], sig[0], memory_order_relaxed);
-    atomic_store_explicit(&l->sig_run[1], sig[1], memory_order_relaxed);
+    sig_open(&l->sig_from, l->sig_run, sig);
     atomic_store_explicit(&l->sig_from, g->first, memory_order_release);
     g->run_sig[0] = sig[0];
     g->run_sig[1] = sig[1];
@@ -125,10 +144,7 @@ int rlx__shmg_begin(struct rlx__shm_group *g, struct rlx__op *op) {
   struct rlx__shmg_cell *c = rlx__shmg_cell(g, g->me, g->first);
   uint64_t *mine = g->cell_sig[g->first & (RLX__SHMG_CELLS - 1)];
   if (mine[0] != sig[0] || mine[1] != sig[1]) {
-    atomic_store_explicit(&c->first, 0, memory_order_relaxed);
-    atomic_thread_fence(memory_order_release);
-    atomic_store_explicit(&c->sig[0], sig[0], memory_order_relaxed);
-    atomic_store_explicit(&c->sig[1], sig[1], memory_order_relaxed);
+    sig_open(&c->first, c->sig, sig);
     mine[0] = sig[0];
     mine[1] = sig[1];
   }
@@ -184,12 +200,9 @@ static void describe_sig(const uint64_t s[2], char *buf, size_t len) {
 static int call_differs(struct rlx__shm_group *g, int r, uint64_t first, const uint64_t sig[2],
                         char *theirs, size_t len) {
   struct rlx__shmg_cell *l = rlx__shmg_cell(g, r, first);
-  uint64_t f = atomic_load_explicit(&l->first, memory_order_acquire);
-  uint64_t s[2] = {atomic_load_explicit(&l->sig[0], memory_order_relaxed),
-                   atomic_load_explicit(&l->sig[1], memory_order_relaxed)};
-  atomic_thread_fence(memory_order_acquire);
+  uint64_t s[2], f = sig_read(&l->first, l->sig, s);
   /* r past our call (or starting its next one: first 0) compared itself */
-  if (atomic_load_explicit(&l->first, memory_order_relaxed) != f || f == 0 || f > first)
+  if (f == 0 || f > first)
     return 0;
   if (f == first && s[0] == sig[0] && s[1] == sig[1])
     return 0;
@@ -204,13 +217,8 @@ static int call_differs(struct rlx__shm_group *g, int r, uint64_t first, const u
  * that signature (1); else (0) its cell says. */
 static int run_matches(struct rlx__shm_group *g, int r, uint64_t first, const uint64_t sig[2]) {
   struct rlx__shmg_line *l = &g->line[r];
-  /* (acquire loads of the signature keep the second look at sig_from
-   * after them, as a fence would) */
-  uint64_t f = atomic_load_explicit(&l->sig_from, memory_order_acquire);
-  uint64_t s[2] = {atomic_load_explicit(&l->sig_run[0], memory_order_acquire),
-                   atomic_load_explicit(&l->sig_run[1], memory_order_acquire)};
-  return f != 0 && f <= first && atomic_load_explicit(&l->sig_from, memory_order_relaxed) == f &&
-         s[0] == sig[0] && s[1] == sig[1];
+  uint64_t s[2], f = sig_read(&l->sig_from, l->sig_run, s);
+  return f != 0 && f <= first && s[0] == sig[0] && s[1] == sig[1];
 }
 
 /* Rank r's call, if it differs from ours; 0 when it matches, or r has

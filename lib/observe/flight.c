@@ -15,7 +15,8 @@
 #include "base/internal.h"
 #include "observe/observe.h"
 
-struct entry {
+/* What rlx__flight_enter writes, under the lock */
+struct entered {
   uint64_t ticket; /* 1 + the call's index since rlx_init; 0 = empty */
   uint32_t comm_id;
   uint64_t seq;
@@ -23,6 +24,10 @@ struct entry {
   unsigned long long count;
   const char *call, *algo;
   uint64_t t0;
+};
+
+struct entry {
+  struct entered in;
   /* Written by rlx__flight_leave without the lock: the ticket of the call
    * that left (its end and status valid when it is this entry's ticket),
    * stored last. A call that left after RLX_FLIGHT later ones entered
@@ -76,18 +81,8 @@ uint64_t rlx__flight_enter(uint32_t comm_id, uint64_t seq, int kind, const char 
   fr_lock();
   ticket = ++fr.calls;
   if (fr.n > 0) {
-    struct entry *e = &fr.ring[ticket % (uint64_t)fr.n];
-    e->ticket = ticket;
-    e->comm_id = comm_id;
-    e->seq = seq;
-    e->kind = kind;
-    e->dt = dt;
-    e->op = op;
-    e->root = root;
-    e->count = count;
-    e->call = call;
-    e->algo = algo;
-    e->t0 = now;
+    fr.ring[ticket % (uint64_t)fr.n].in =
+        (struct entered){ticket, comm_id, seq, kind, dt, op, root, count, call, algo, now};
   }
   fr_unlock();
   return ticket;
@@ -122,19 +117,20 @@ void rlx__flight_dump(const char *reason,
           (unsigned long long)fr.calls);
   for (uint64_t t = first; fr.n > 0 && t <= fr.calls; t++) {
     const struct entry *e = &fr.ring[t % (uint64_t)fr.n];
-    if (e->ticket != t)
+    const struct entered *in = &e->in;
+    if (in->ticket != t)
       continue;
     char call[160], state[40], waiting[400] = "";
     if (fr.describe)
-      fr.describe(call, sizeof(call), e->call, e->kind, e->dt, e->op, e->root, e->count);
+      fr.describe(call, sizeof(call), in->call, in->kind, in->dt, in->op, in->root, in->count);
     else
-      snprintf(call, sizeof(call), "%s", e->call);
+      snprintf(call, sizeof(call), "%s", in->call);
     int left = atomic_load_explicit(&e->left, memory_order_acquire) == t;
     int status = left ? atomic_load_explicit(&e->status, memory_order_relaxed) : 1;
     if (status == 1) {
       snprintf(state, sizeof(state), "in-flight");
       if (waiting_for)
-        waiting_for(e->comm_id, e->seq, waiting, sizeof(waiting));
+        waiting_for(in->comm_id, in->seq, waiting, sizeof(waiting));
     } else if (status == 0) {
       snprintf(state, sizeof(state), "done");
     } else {
@@ -142,8 +138,9 @@ void rlx__flight_dump(const char *reason,
     }
     uint64_t end = status == 1 ? now : atomic_load_explicit(&e->t1, memory_order_relaxed);
     fprintf(stderr, "rlxcoll[%d] flight\t%u\t%llu\t%s\t%.6f\t%.6f\t%s\t%s\t%s\n", fr.rank,
-            e->comm_id, (unsigned long long)e->seq, state, (double)(e->t0 - fr.t_init) / 1e9,
-            (double)(end > e->t0 ? end - e->t0 : 0) / 1e9, call, e->algo ? e->algo : "-", waiting);
+            in->comm_id, (unsigned long long)in->seq, state, (double)(in->t0 - fr.t_init) / 1e9,
+            (double)(end > in->t0 ? end - in->t0 : 0) / 1e9, call, in->algo ? in->algo : "-",
+            waiting);
   }
   fprintf(stderr, "rlxcoll[%d] flight-end\n", fr.rank);
   fflush(stderr);
