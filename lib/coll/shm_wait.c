@@ -85,15 +85,15 @@ void rlx__shmg_reduced(struct rlx__shm_group *g, uint64_t step) {
  * step (release) when the others may read it. */
 static void sig_open(_Atomic uint64_t *step, _Atomic uint64_t sig[2], const uint64_t s[2]) {
   atomic_store_explicit(step, 0, memory_order_relaxed);
-  atomic_thread_fence(memory_order_release);
-  atomic_store_explicit(&sig[0], s[0], memory_order_relaxed);
-  atomic_store_explicit(&sig[1], s[1], memory_order_relaxed);
+  /* (release stores: a reader that sees either new word sees the 0 too;
+   * a release fence would do, but ThreadSanitizer's GCC refuses fences) */
+  atomic_store_explicit(&sig[0], s[0], memory_order_release);
+  atomic_store_explicit(&sig[1], s[1], memory_order_release);
 }
 
 /* The reader's: the step and the signature (s) read as one; 0 while it
  * changes (or before it was ever written). The signature's acquire loads
- * keep the second look at the step after them, as a fence would (which
- * ThreadSanitizer's GCC refuses). */
+ * keep the second look at the step after them, as a fence would. */
 static uint64_t sig_read(_Atomic uint64_t *step, _Atomic uint64_t sig[2], uint64_t s[2]) {
   uint64_t f = atomic_load_explicit(step, memory_order_acquire);
   s[0] = atomic_load_explicit(&sig[0], memory_order_acquire);
