@@ -7,6 +7,7 @@
  * compute queue, so the only waits are the reads the caller needs. */
 #include <clblast_c.h>
 #include <hwloc/opencl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +16,7 @@
 #include "compute/cl_profile.h"
 #include "compute/clblast_tuning.h"
 #include "compute/kernels_cl.h"
+#include "compute/share.h"
 #include "base/internal.h"
 
 enum {
@@ -151,6 +153,59 @@ static float *ocl_host_alloc(struct rlx__backend *b, size_t n) {
   return NULL;
 }
 
+/* One context per device in a process, whatever its models: kernels of
+ * one context run side by side on a GPU, two contexts' time-sliced, and
+ * the models of ranks sharing a device (share.h) all live in the serving
+ * process. Counted by models, so none outlives them (a forked child must
+ * not inherit one). */
+static struct {
+  pthread_mutex_t mu;
+  struct {
+    cl_device_id dev;
+    cl_context ctx;
+    int users;
+  } at[RLX__CL_MAX_DEVICES];
+} contexts = {.mu = PTHREAD_MUTEX_INITIALIZER};
+
+static cl_context ctx_take(cl_platform_id platform, cl_device_id dev, cl_int *e) {
+  cl_context ctx = NULL;
+  *e = CL_SUCCESS;
+  pthread_mutex_lock(&contexts.mu);
+  int free_slot = -1;
+  for (int i = 0; i < RLX__CL_MAX_DEVICES && !ctx; i++) {
+    if (contexts.at[i].users > 0 && contexts.at[i].dev == dev) {
+      ctx = contexts.at[i].ctx;
+      contexts.at[i].users++;
+    } else if (contexts.at[i].users == 0 && free_slot < 0) {
+      free_slot = i;
+    }
+  }
+  if (!ctx) {
+    cl_context_properties props[] = {CL_CONTEXT_PLATFORM, (cl_context_properties)platform, 0};
+    ctx = clCreateContext(props, 1, &dev, NULL, NULL, e);
+    if (*e == CL_SUCCESS && free_slot >= 0) {
+      contexts.at[free_slot].dev = dev;
+      contexts.at[free_slot].ctx = ctx;
+      contexts.at[free_slot].users = 1;
+    } /* (no slot free: this model's own, released by ctx_drop as one) */
+  }
+  pthread_mutex_unlock(&contexts.mu);
+  return ctx;
+}
+
+static void ctx_drop(cl_context ctx) {
+  pthread_mutex_lock(&contexts.mu);
+  for (int i = 0; i < RLX__CL_MAX_DEVICES; i++)
+    if (contexts.at[i].users > 0 && contexts.at[i].ctx == ctx) {
+      if (--contexts.at[i].users == 0)
+        clReleaseContext(ctx);
+      pthread_mutex_unlock(&contexts.mu);
+      return;
+    }
+  pthread_mutex_unlock(&contexts.mu);
+  clReleaseContext(ctx);
+}
+
 static void ocl_destroy(struct rlx__backend *b) {
   struct ocl *o = ocl_of(b);
   for (size_t i = 0; i < RLX__ARRAY_SIZE(o->pinned); i++)
@@ -189,7 +244,7 @@ static void ocl_destroy(struct rlx__backend *b) {
   if (o->tq)
     clReleaseCommandQueue(o->tq);
   if (o->ctx)
-    clReleaseContext(o->ctx);
+    ctx_drop(o->ctx);
   free(o);
 }
 
@@ -1069,6 +1124,9 @@ static cl_mem alloc(struct ocl *o, size_t bytes, int *fail) {
   return e == CL_SUCCESS ? m : NULL;
 }
 
+static int create_at(const struct rlx__layout *lo, float momentum, const struct rlx__cl_device *dv,
+                     const char *note, struct rlx__backend **out, char *why, size_t whylen);
+
 int rlx__opencl_create(const struct rlx__layout *lo, float momentum, int index, int local_rank,
                        struct rlx__backend **out, char *why, size_t whylen) {
   struct rlx__cl_device devs[RLX__CL_MAX_DEVICES];
@@ -1081,6 +1139,50 @@ int rlx__opencl_create(const struct rlx__layout *lo, float momentum, int index, 
     return RLX_ERR_DEVICE;
   rlx__info("compute: local rank %d takes OpenCL device %d of %d (%s)", local_rank, d, n,
             devs[d].name);
+  int rc = rlx__share_join(d, devs[d].name, devs[d].is_gpu, lo, momentum, out, why, whylen);
+  if (rc != RLX__SHARE_SELF)
+    return rc;
+  return create_at(lo, momentum, &devs[d], note, out, why, whylen);
+}
+
+int rlx__opencl_create_on(const struct rlx__layout *lo, float momentum, int d,
+                          struct rlx__backend **out, char *why, size_t whylen) {
+  struct rlx__cl_device devs[RLX__CL_MAX_DEVICES];
+  int n = rlx__cl_list(devs, RLX__CL_MAX_DEVICES, why, whylen);
+  if (n < 0)
+    return RLX_ERR_DEVICE;
+  if (d < 0 || d >= n) {
+    snprintf(why, whylen, "device opencl:%d asked for, but only %d OpenCL device(s)", d, n);
+    return RLX_ERR_DEVICE;
+  }
+  return create_at(lo, momentum, &devs[d], "", out, why, whylen);
+}
+
+int rlx__opencl_finish(struct rlx__backend *b) {
+  struct ocl *o = ocl_of(b);
+  CL_TRY(o, "clFinish", clFinish(o->tq));
+  CL_TRY(o, "clFinish", clFinish(o->q));
+  return RLX_OK;
+}
+
+/* Made one at a time in a process (a serving thread and the rank's own
+ * may both be at it): CLBlast's tuning is process-wide. */
+static pthread_mutex_t creating = PTHREAD_MUTEX_INITIALIZER;
+static int create_locked(const struct rlx__layout *lo, float momentum,
+                         const struct rlx__cl_device *dv, const char *note,
+                         struct rlx__backend **out, char *why, size_t whylen);
+
+static int create_at(const struct rlx__layout *lo, float momentum, const struct rlx__cl_device *dv,
+                     const char *note, struct rlx__backend **out, char *why, size_t whylen) {
+  pthread_mutex_lock(&creating);
+  int rc = create_locked(lo, momentum, dv, note, out, why, whylen);
+  pthread_mutex_unlock(&creating);
+  return rc;
+}
+
+static int create_locked(const struct rlx__layout *lo, float momentum,
+                         const struct rlx__cl_device *dv, const char *note,
+                         struct rlx__backend **out, char *why, size_t whylen) {
   struct ocl *o = calloc(1, sizeof *o);
   if (!o) {
     snprintf(why, whylen, "out of memory");
@@ -1090,11 +1192,9 @@ int rlx__opencl_create(const struct rlx__layout *lo, float momentum, int index, 
   o->base.ops = &ocl_ops;
   o->base.lo = lo;
   o->base.momentum = momentum;
-  snprintf(o->base.name, sizeof o->base.name, "opencl: %s", devs[d].name);
-  o->dev = devs[d].id;
+  snprintf(o->base.name, sizeof o->base.name, "opencl: %s", dv->name);
+  o->dev = dv->id;
   cl_int e;
-  cl_context_properties props[] = {CL_CONTEXT_PLATFORM, (cl_context_properties)devs[d].platform,
-                                   0};
   int profile = rlx__cl_prof_wanted(why, whylen), gemm_choice = gemm_wanted(why, whylen);
   if (profile < 0 || gemm_choice < 0)
     goto fail;
@@ -1103,29 +1203,29 @@ int rlx__opencl_create(const struct rlx__layout *lo, float momentum, int index, 
     goto fail;
   }
   cl_command_queue_properties qp = profile ? CL_QUEUE_PROFILING_ENABLE : 0;
-  o->ctx = clCreateContext(props, 1, &devs[d].id, NULL, NULL, &e);
+  o->ctx = ctx_take(dv->platform, dv->id, &e);
   if (e == CL_SUCCESS)
-    o->q = clCreateCommandQueue(o->ctx, devs[d].id, qp, &e);
+    o->q = clCreateCommandQueue(o->ctx, dv->id, qp, &e);
   if (e == CL_SUCCESS)
-    o->tq = clCreateCommandQueue(o->ctx, devs[d].id, qp, &e);
+    o->tq = clCreateCommandQueue(o->ctx, dv->id, qp, &e);
   if (e != CL_SUCCESS) {
     snprintf(why, whylen, "%s: no context or queue: %s", o->base.name, rlx__cl_errname(e));
     goto fail;
   }
   /* RLX_CLBLAST_TUNING wins (empty: CLBlast's own defaults); else ours. */
   const char *tuning = getenv("RLX_CLBLAST_TUNING");
-  if (!tuning && (tuning = rlx__clblast_known(devs[d].name)))
+  if (!tuning && (tuning = rlx__clblast_known(dv->name)))
     rlx__info("compute: %s: using rlxcoll's CLBlast tuning for it", o->base.name);
-  if (build(o, devs[d].id, why, whylen) || rlx__clblast_tune(devs[d].id, tuning, why, whylen))
+  if (build(o, dv->id, why, whylen) || rlx__clblast_tune(dv->id, tuning, why, whylen))
     goto fail;
   /* The largest power of two the device and our kernels allow, up to 256. */
   size_t maxwg = 1, kwg = 1;
-  clGetDeviceInfo(devs[d].id, CL_DEVICE_MAX_WORK_GROUP_SIZE, sizeof maxwg, &maxwg, NULL);
+  clGetDeviceInfo(dv->id, CL_DEVICE_MAX_WORK_GROUP_SIZE, sizeof maxwg, &maxwg, NULL);
   for (int i = 0; i < K_GEMM_TILES; i++)
-    if (clGetKernelWorkGroupInfo(o->k[i], devs[d].id, CL_KERNEL_WORK_GROUP_SIZE, sizeof kwg, &kwg,
+    if (clGetKernelWorkGroupInfo(o->k[i], dv->id, CL_KERNEL_WORK_GROUP_SIZE, sizeof kwg, &kwg,
                                  NULL) == CL_SUCCESS && kwg < maxwg)
       maxwg = kwg;
-  o->tiles_ok = clGetKernelWorkGroupInfo(o->k[K_GEMM_TILES], devs[d].id,
+  o->tiles_ok = clGetKernelWorkGroupInfo(o->k[K_GEMM_TILES], dv->id,
                                          CL_KERNEL_WORK_GROUP_SIZE, sizeof kwg, &kwg,
                                          NULL) == CL_SUCCESS && kwg >= 256;
   if (gemm_choice == 1)
@@ -1187,7 +1287,7 @@ int rlx__opencl_create(const struct rlx__layout *lo, float momentum, int index, 
    * PoCL's CPU device 784-256-10 at 256: 7.8 ms by CLBlast against 18.7-18.9
    * (bench/results/gemm-choice-pocl-2core-2026-12-01.txt). */
   cl_device_type type = 0;
-  clGetDeviceInfo(devs[d].id, CL_DEVICE_TYPE, sizeof type, &type, NULL);
+  clGetDeviceInfo(dv->id, CL_DEVICE_TYPE, sizeof type, &type, NULL);
   if (gemm_choice == 0 && !(type & CL_DEVICE_TYPE_GPU))
     o->tiles_ok = 0;
   rlx__info("compute: %s: matrix products by %s", o->base.name,

@@ -1,0 +1,470 @@
+/* The ranks' side of a shared device (share.h): which process serves
+ * device D of this job on this host (the first to bind its socket), and
+ * the remote backend, whose every operation is one request there. Host
+ * buffers the model makes (rlx_model_grad_buffer and the rest, through
+ * host_alloc) are memfds both processes map, so a gradient is written
+ * where this rank reads it; any other buffer goes through a staging
+ * region, copied in before the request and out after the reply. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+#include "compute/share.h"
+#include "base/internal.h"
+
+struct remote {
+  struct rlx__backend base;
+  int fd, dead;
+  pid_t server;
+  struct {
+    unsigned char *p;
+    size_t len;
+  } reg[RLX__SH_REGIONS]; /* [0]: staging */
+};
+
+static struct remote *remote_of(struct rlx__backend *b) { return (struct remote *)b; }
+
+static int gone(struct remote *r, const char *how) {
+  r->dead = 1;
+  return rlx__err(RLX_ERR_DEVICE, "%s: the process serving it (pid %d) is gone (%s)", r->base.name,
+                  (int)r->server, how);
+}
+
+/* One request (with fd, if >= 0) and its reply. */
+static int exchange(struct remote *r, const struct rlx__share_req *q, int fd,
+                    struct rlx__share_rep *rep) {
+  if (r->dead)
+    return rlx__err(RLX_ERR_DEVICE, "%s: the process serving it (pid %d) is gone", r->base.name,
+                    (int)r->server);
+  char ctl[CMSG_SPACE(sizeof(int))];
+  memset(ctl, 0, sizeof ctl);
+  struct iovec iov = {(void *)q, sizeof *q};
+  struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1};
+  if (fd >= 0) {
+    mh.msg_control = ctl;
+    mh.msg_controllen = sizeof ctl;
+    struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
+    cm->cmsg_level = SOL_SOCKET;
+    cm->cmsg_type = SCM_RIGHTS;
+    cm->cmsg_len = CMSG_LEN(sizeof(int));
+    memcpy(CMSG_DATA(cm), &fd, sizeof fd);
+  }
+  ssize_t n;
+  do
+    n = sendmsg(r->fd, &mh, MSG_NOSIGNAL);
+  while (n < 0 && errno == EINTR);
+  if (n != (ssize_t)sizeof *q)
+    return gone(r, n < 0 ? strerror(errno) : "a short send");
+  do
+    n = recv(r->fd, rep, sizeof *rep, 0);
+  while (n < 0 && errno == EINTR);
+  if (n != (ssize_t)sizeof *rep)
+    return gone(r, n < 0 ? strerror(errno) : n == 0 ? "it closed the connection" : "a short reply");
+  if (rep->rc != RLX_OK) {
+    rep->msg[sizeof rep->msg - 1] = '\0';
+    return rlx__err(rep->rc, "%s", rep->msg);
+  }
+  return RLX_OK;
+}
+
+/* Region i becomes a fresh memfd of bytes, shared with the server. */
+static int share_region(struct remote *r, int i, size_t bytes) {
+  struct rlx__share_req q = {.op = RLX__SH_MAP, .i = i, .u = {bytes, 0}};
+  struct rlx__share_rep rep;
+  int fd = memfd_create("rlx-compute", MFD_CLOEXEC);
+  if (fd < 0 || ftruncate(fd, (off_t)bytes) != 0) {
+    int e = errno;
+    if (fd >= 0)
+      close(fd);
+    return rlx__err(RLX_ERR_NOMEM, "%s: no shared memory of %zu bytes: %s", r->base.name, bytes,
+                    strerror(e));
+  }
+  void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  int rc = p == MAP_FAILED ? rlx__err(RLX_ERR_NOMEM, "%s: cannot map %zu bytes: %s", r->base.name,
+                                      bytes, strerror(errno))
+                           : exchange(r, &q, fd, &rep);
+  close(fd);
+  if (rc != RLX_OK) {
+    if (p != MAP_FAILED)
+      munmap(p, bytes);
+    return rc;
+  }
+  if (r->reg[i].p)
+    munmap(r->reg[i].p, r->reg[i].len);
+  r->reg[i].p = p;
+  r->reg[i].len = bytes;
+  return RLX_OK;
+}
+
+/* One buffer of a request: its bytes, read before (in) or written after
+ * (out); both NULL for none. */
+struct xfer {
+  const void *in;
+  void *out;
+  size_t bytes;
+};
+
+/* Send q with its buffers where the server can reach them; the reply in
+ * rep. */
+static int call(struct remote *r, struct rlx__share_req *q, const struct xfer *x, int nx,
+                struct rlx__share_rep *rep) {
+  size_t stage[RLX__SH_REFS] = {0}, used = 0;
+  int staged[RLX__SH_REFS] = {0};
+  for (int k = 0; k < RLX__SH_REFS; k++) {
+    const unsigned char *p = k < nx ? (x[k].in ? x[k].in : x[k].out) : NULL;
+    q->ref[k].region = -1;
+    if (!p)
+      continue;
+    for (int i = 1; i < RLX__SH_REGIONS && q->ref[k].region < 0; i++)
+      if (r->reg[i].p && p >= r->reg[i].p && (size_t)(p - r->reg[i].p) <= r->reg[i].len &&
+          x[k].bytes <= r->reg[i].len - (size_t)(p - r->reg[i].p)) {
+        q->ref[k].region = i;
+        q->ref[k].off = (uint64_t)(p - r->reg[i].p);
+      }
+    if (q->ref[k].region < 0) {
+      stage[k] = (used + 63) / 64 * 64;
+      used = stage[k] + x[k].bytes;
+      staged[k] = 1;
+      q->ref[k].region = 0;
+      q->ref[k].off = stage[k];
+    }
+  }
+  if (used > r->reg[0].len) {
+    size_t want = r->reg[0].len * 2 > used ? r->reg[0].len * 2 : used;
+    int rc = share_region(r, 0, want < (1u << 20) ? 1u << 20 : want);
+    if (rc != RLX_OK)
+      return rc;
+  }
+  for (int k = 0; k < nx; k++)
+    if (staged[k] && x[k].in)
+      memcpy(r->reg[0].p + stage[k], x[k].in, x[k].bytes);
+  int rc = exchange(r, q, -1, rep);
+  for (int k = 0; rc == RLX_OK && k < nx; k++)
+    if (staged[k] && x[k].out)
+      memcpy(x[k].out, r->reg[0].p + stage[k], x[k].bytes);
+  return rc;
+}
+
+static size_t param_bytes(struct rlx__backend *b) { return sizeof(float) * b->lo->nparams; }
+static size_t row_bytes(struct rlx__backend *b, int batch) {
+  return sizeof(float) * (size_t)batch * (size_t)b->lo->sizes[0];
+}
+
+static void remote_destroy(struct rlx__backend *b) {
+  struct remote *r = remote_of(b);
+  if (r->fd >= 0)
+    close(r->fd); /* the server frees the model when the connection ends */
+  for (int i = 0; i < RLX__SH_REGIONS; i++)
+    if (r->reg[i].p)
+      munmap(r->reg[i].p, r->reg[i].len);
+  free(r);
+}
+
+static float *remote_host_alloc(struct rlx__backend *b, size_t n) {
+  struct remote *r = remote_of(b);
+  for (int i = 1; i < RLX__SH_REGIONS; i++)
+    if (!r->reg[i].p)
+      return share_region(r, i, n ? n * sizeof(float) : 4) == RLX_OK ? (float *)r->reg[i].p : NULL;
+  return NULL;
+}
+
+static int remote_host_free(struct rlx__backend *b, float *p) {
+  struct remote *r = remote_of(b);
+  for (int i = 1; i < RLX__SH_REGIONS; i++)
+    if (p && r->reg[i].p == (unsigned char *)p) {
+      struct rlx__share_req q = {.op = RLX__SH_UNMAP, .i = i};
+      struct rlx__share_rep rep;
+      exchange(r, &q, -1, &rep); /* (a server gone has nothing to unmap) */
+      munmap(r->reg[i].p, r->reg[i].len);
+      r->reg[i].p = NULL;
+      return 1;
+    }
+  return 0;
+}
+
+static int params_call(struct rlx__backend *b, int op, const float *in, float *out, int set) {
+  struct rlx__share_req q = {.op = (uint32_t)op, .i = set};
+  struct rlx__share_rep rep;
+  struct xfer x[] = {{in, out, param_bytes(b)}};
+  return call(remote_of(b), &q, x, 1, &rep);
+}
+static int remote_set_params(struct rlx__backend *b, const float *p) {
+  return params_call(b, RLX__SH_SET_PARAMS, p, NULL, 0);
+}
+static int remote_get_params(struct rlx__backend *b, float *p) {
+  return params_call(b, RLX__SH_GET_PARAMS, NULL, p, 0);
+}
+static int remote_velocity(struct rlx__backend *b, float *v, int set) {
+  return params_call(b, RLX__SH_VELOCITY, set ? v : NULL, set ? NULL : v, set);
+}
+
+/* grad, grad_half and step: the batch (or none: gathered on the device),
+ * the gradient out (g, of gbytes; NULL for step), the loss and right
+ * answers where asked for. */
+static int batch_call(struct rlx__backend *b, int op, const float *x, const int32_t *y, int batch,
+                      void *g, size_t gbytes, int j, float lr, float *loss, int *correct) {
+  struct rlx__share_req q = {.op = (uint32_t)op, .i = batch, .f = lr,
+                             .j = j | (loss ? 1 : 0) | (correct ? 16 : 0)};
+  struct rlx__share_rep rep;
+  struct xfer xs[] = {{x, NULL, x ? row_bytes(b, batch) : 0},
+                      {y, NULL, y ? sizeof(int32_t) * (size_t)batch : 0},
+                      {NULL, g, gbytes}};
+  int rc = call(remote_of(b), &q, xs, 3, &rep);
+  if (rc == RLX_OK && loss)
+    *loss = rep.loss;
+  if (rc == RLX_OK && correct)
+    *correct = rep.correct;
+  return rc;
+}
+static int remote_grad(struct rlx__backend *b, const float *x, const int32_t *y, int batch,
+                       float *g, float *loss, int *correct) {
+  return batch_call(b, RLX__SH_GRAD, x, y, batch, g, param_bytes(b), 0, 0, loss, correct);
+}
+static int remote_grad_half(struct rlx__backend *b, const float *x, const int32_t *y, int batch,
+                            uint16_t *g, int bf16, float *loss, int *correct) {
+  return batch_call(b, RLX__SH_GRAD, x, y, batch, g, sizeof(uint16_t) * b->lo->nparams,
+                    2 | (bf16 ? 4 : 0), 0, loss, correct);
+}
+static int remote_step(struct rlx__backend *b, const float *x, const int32_t *y, int batch,
+                       float lr, float *loss, int *correct) {
+  return batch_call(b, RLX__SH_STEP, x, y, batch, NULL, 0, 0, lr, loss, correct);
+}
+
+static int apply_call(struct rlx__backend *b, int op, const void *g, size_t bytes, int j, float lr,
+                      size_t off, size_t n) {
+  struct rlx__share_req q = {.op = (uint32_t)op, .f = lr, .u = {off, n},
+                             .j = j | (g == (const void *)b->own_grad ? 8 : 0)};
+  struct rlx__share_rep rep;
+  struct xfer x[] = {{g, NULL, bytes}};
+  return call(remote_of(b), &q, x, 1, &rep);
+}
+static int remote_apply(struct rlx__backend *b, const float *g, float lr) {
+  return apply_call(b, RLX__SH_APPLY, g, param_bytes(b), 0, lr, 0, 0);
+}
+static int remote_apply_half(struct rlx__backend *b, const uint16_t *g, int bf16, float lr) {
+  return apply_call(b, RLX__SH_APPLY, g, sizeof(uint16_t) * b->lo->nparams, 2 | (bf16 ? 4 : 0),
+                    lr, 0, 0);
+}
+static int remote_apply_range(struct rlx__backend *b, const float *g, size_t off, size_t n,
+                              float lr) {
+  return apply_call(b, RLX__SH_APPLY_RANGE, g, param_bytes(b), 0, lr, off, n);
+}
+
+static int remote_eval(struct rlx__backend *b, const float *x, const int32_t *y, int batch,
+                       double *loss_sum, long *correct) {
+  struct rlx__share_req q = {.op = RLX__SH_EVAL, .i = batch};
+  struct rlx__share_rep rep;
+  struct xfer xs[] = {{x, NULL, row_bytes(b, batch)}, {y, NULL, sizeof(int32_t) * (size_t)batch}};
+  int rc = call(remote_of(b), &q, xs, 2, &rep);
+  if (rc == RLX_OK) {
+    *loss_sum = rep.loss_sum;
+    *correct = (long)rep.correct_sum;
+  }
+  return rc;
+}
+
+/* A prefetch names the batch's memory, which the device reads later: only
+ * memory both processes map can be named so (rlx_model_next_input_buffer
+ * is); from any other the step uploads it itself. */
+static int remote_prefetch(struct rlx__backend *b, const float *x, const int32_t *y, int batch) {
+  struct remote *r = remote_of(b);
+  struct rlx__share_req q = {.op = RLX__SH_PREFETCH, .i = batch};
+  struct rlx__share_rep rep;
+  struct xfer xs[] = {{x, NULL, x ? row_bytes(b, batch) : 0},
+                      {y, NULL, y ? sizeof(int32_t) * (size_t)batch : 0}};
+  int shared = 1;
+  for (int k = 0; x && k < 2; k++) {
+    const unsigned char *p = xs[k].in;
+    int in = 0;
+    for (int i = 1; i < RLX__SH_REGIONS; i++)
+      in |= r->reg[i].p && p >= r->reg[i].p && (size_t)(p - r->reg[i].p) <= r->reg[i].len &&
+            xs[k].bytes <= r->reg[i].len - (size_t)(p - r->reg[i].p);
+    shared &= in;
+  }
+  return shared ? call(r, &q, xs, x ? 2 : 0, &rep) : RLX_OK;
+}
+
+static int remote_data_attach(struct rlx__backend *b, const uint8_t *pix, const uint8_t *lab,
+                              size_t count, const float lut[256], size_t limit) {
+  struct rlx__share_req q = {.op = RLX__SH_DATA_ATTACH, .u = {count, limit}};
+  struct rlx__share_rep rep;
+  struct xfer xs[] = {{pix, NULL, count * (size_t)b->lo->sizes[0]},
+                      {lab, NULL, count},
+                      {lut, NULL, 256 * sizeof(float)}};
+  return call(remote_of(b), &q, xs, 3, &rep);
+}
+
+static int remote_data_order(struct rlx__backend *b, const uint32_t *order, size_t n) {
+  struct rlx__share_req q = {.op = RLX__SH_DATA_ORDER, .u = {n, 0}};
+  struct rlx__share_rep rep;
+  struct xfer xs[] = {{order, NULL, sizeof(uint32_t) * n}};
+  return call(remote_of(b), &q, xs, 1, &rep);
+}
+
+static int remote_data_batch(struct rlx__backend *b, size_t first, size_t stride, int batch) {
+  struct rlx__share_req q = {.op = RLX__SH_DATA_BATCH, .i = batch, .u = {first, stride}};
+  struct rlx__share_rep rep;
+  return call(remote_of(b), &q, NULL, 0, &rep);
+}
+
+static int remote_totals(struct rlx__backend *b, double *loss_sum, long *correct) {
+  struct rlx__share_req q = {.op = RLX__SH_TOTALS};
+  struct rlx__share_rep rep;
+  int rc = call(remote_of(b), &q, NULL, 0, &rep);
+  if (rc == RLX_OK) {
+    *loss_sum = rep.loss_sum;
+    *correct = (long)rep.correct_sum;
+  }
+  return rc;
+}
+
+static const struct rlx__backend_ops remote_ops = {
+    .destroy = remote_destroy,
+    .set_params = remote_set_params,
+    .get_params = remote_get_params,
+    .grad = remote_grad,
+    .apply = remote_apply,
+    .eval = remote_eval,
+    .host_alloc = remote_host_alloc,
+    .host_free = remote_host_free,
+    .step = remote_step,
+    .velocity = remote_velocity,
+    .host_state = NULL, /* the device holds them */
+    .grad_half = remote_grad_half,
+    .apply_half = remote_apply_half,
+    .grad_layers = NULL, /* model.c hands layers over after the whole gradient */
+    .apply_range = remote_apply_range,
+    .prefetch = remote_prefetch,
+    .data_attach = remote_data_attach,
+    .data_order = remote_data_order,
+    .data_batch = remote_data_batch,
+    .totals = remote_totals,
+};
+
+/* RLX_DEVICE_SHARE: 1 (any device), 0, or auto (-1: GPUs). */
+static int share_mode(int *mode) {
+  const char *e = getenv("RLX_DEVICE_SHARE");
+  if (!e || !*e || strcmp(e, "auto") == 0)
+    *mode = -1;
+  else if (strcmp(e, "0") == 0 || strcmp(e, "1") == 0)
+    *mode = e[0] - '0';
+  else
+    return rlx__err(RLX_ERR_ARG, "RLX_DEVICE_SHARE=\"%.40s\": expected auto, 0 or 1", e);
+  return RLX_OK;
+}
+
+static int connect_to(struct remote *r, const struct sockaddr_un *sa, int d, const char *name,
+                      const struct rlx__layout *lo, float momentum, char *why, size_t whylen) {
+  struct ucred cr;
+  socklen_t len = sizeof cr;
+  if (getsockopt(r->fd, SOL_SOCKET, SO_PEERCRED, &cr, &len) != 0 || cr.uid != getuid()) {
+    snprintf(why, whylen, "%s: %s is not served by this user", name, sa->sun_path);
+    return RLX_ERR_AUTH;
+  }
+  r->server = cr.pid;
+  r->base.ops = &remote_ops;
+  r->base.lo = lo;
+  r->base.momentum = momentum;
+  snprintf(r->base.name, sizeof r->base.name, "opencl: %s", name);
+  struct rlx__share_req q = {.op = RLX__SH_CREATE, .nsizes = lo->nlayers + 1,
+                             .max_batch = lo->max_batch, .device = d, .momentum = momentum};
+  for (int i = 0; i <= lo->nlayers; i++)
+    q.sizes[i] = lo->sizes[i];
+  struct rlx__share_rep *rep = malloc(sizeof *rep);
+  int rc = rep ? exchange(r, &q, -1, rep) : RLX_ERR_NOMEM;
+  if (rc == RLX_OK) {
+    rep->msg[sizeof rep->msg - 1] = rep->note[sizeof rep->note - 1] = '\0';
+    snprintf(r->base.name, sizeof r->base.name, "%.120s, through pid %d", rep->msg,
+             (int)r->server);
+    snprintf(r->base.note, sizeof r->base.note, "%s", rep->note);
+    rlx__info("compute: OpenCL device %d (%s) is served by pid %d: this rank computes there",
+              d, name, (int)r->server);
+  } else {
+    snprintf(why, whylen, "%s", rc == RLX_ERR_NOMEM ? "out of memory" : rlx_errmsg());
+  }
+  free(rep);
+  return rc;
+}
+
+int rlx__share_join(int d, const char *name, int is_gpu, const struct rlx__layout *lo,
+                    float momentum, struct rlx__backend **out, char *why, size_t whylen) {
+  int mode = -1, rc = share_mode(&mode);
+  if (rc != RLX_OK) {
+    snprintf(why, whylen, "%s", rlx_errmsg());
+    return rc;
+  }
+  const char *dir = getenv("RLX_RUNDIR");
+  if (mode == 0 || (mode < 0 && !is_gpu))
+    return RLX__SHARE_SELF;
+  if (!dir || !*dir) {
+    if (mode < 0)
+      return RLX__SHARE_SELF; /* not started by rlxrun: no job directory to meet in */
+    snprintf(why, whylen, "RLX_DEVICE_SHARE=1, but RLX_RUNDIR is not set (ranks rlxrun starts "
+             "share a device through their job's directory)");
+    return RLX_ERR_ARG;
+  }
+  struct sockaddr_un sa = {.sun_family = AF_UNIX};
+  if ((size_t)snprintf(sa.sun_path, sizeof sa.sun_path, "%s/compute-%d", dir, d) >=
+      sizeof sa.sun_path) {
+    rlx__info("compute: RLX_RUNDIR is too long for a socket: device %d not shared", d);
+    return RLX__SHARE_SELF;
+  }
+  struct remote *r = calloc(1, sizeof *r);
+  if (!r) {
+    snprintf(why, whylen, "out of memory");
+    return RLX_ERR_NOMEM;
+  }
+  r->fd = -1;
+  /* The first to bind serves; the rest connect. A socket left by a server
+   * that died refuses connections: it is removed and bound again, once. */
+  for (int tries = 0; tries < 2; tries++) {
+    r->fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+    if (r->fd < 0)
+      break;
+    if (bind(r->fd, (struct sockaddr *)&sa, sizeof sa) == 0) {
+      if (listen(r->fd, 64) != 0 || (rc = rlx__share_serve(r->fd, d, why, whylen)) != RLX_OK) {
+        close(r->fd);
+        unlink(sa.sun_path);
+        free(r);
+        return RLX__SHARE_SELF;
+      }
+      rlx__info("compute: serving OpenCL device %d (%s) to this job's other ranks on this host",
+                d, name);
+      free(r);
+      return RLX__SHARE_SELF;
+    }
+    close(r->fd);
+    r->fd = -1;
+    if (errno != EADDRINUSE)
+      break;
+    /* bound but not listening yet (a moment), or left behind */
+    for (int i = 0; i < 100; i++) {
+      r->fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+      if (r->fd >= 0 && connect(r->fd, (struct sockaddr *)&sa, sizeof sa) == 0) {
+        rc = connect_to(r, &sa, d, name, lo, momentum, why, whylen);
+        if (rc == RLX_OK) {
+          *out = &r->base;
+          return RLX_OK;
+        }
+        remote_destroy(&r->base);
+        return rc;
+      }
+      int e = errno;
+      if (r->fd >= 0)
+        close(r->fd);
+      r->fd = -1;
+      if (e != ECONNREFUSED && e != EAGAIN)
+        break;
+      nanosleep(&(struct timespec){0, 10 * 1000 * 1000}, NULL);
+    }
+    unlink(sa.sun_path);
+  }
+  rlx__info("compute: device %d not shared: %s", d, strerror(errno));
+  free(r);
+  return RLX__SHARE_SELF;
+}
