@@ -38,6 +38,10 @@ int rlx__share_serve(int fd, int d, char *why, size_t whylen);
 int rlx__opencl_create_on(const struct rlx__layout *lo, float momentum, int d,
                           struct rlx__backend **out, char *why, size_t whylen);
 int rlx__opencl_finish(struct rlx__backend *b);
+/* Pin p's bytes for transfers of b's device (a handle, NULL if it could
+ * not), and let them go. */
+void *rlx__opencl_host_pin(struct rlx__backend *b, void *p, size_t bytes);
+void rlx__opencl_host_unpin(void *pin);
 
 /* ---- the wire (a SOCK_SEQPACKET socket: one message a request, one a reply) */
 

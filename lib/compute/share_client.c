@@ -261,9 +261,9 @@ static int remote_eval(struct rlx__backend *b, const float *x, const int32_t *y,
   struct rlx__share_rep rep;
   struct xfer xs[] = {{x, NULL, row_bytes(b, batch)}, {y, NULL, sizeof(int32_t) * (size_t)batch}};
   int rc = call(remote_of(b), &q, xs, 2, &rep);
-  if (rc == RLX_OK) {
-    *loss_sum = rep.loss_sum;
-    *correct = (long)rep.correct_sum;
+  if (rc == RLX_OK) { /* added to, as every backend's eval does (the server's start at 0) */
+    *loss_sum += rep.loss_sum;
+    *correct += (long)rep.correct_sum;
   }
   return rc;
 }
@@ -317,7 +317,7 @@ static int remote_totals(struct rlx__backend *b, double *loss_sum, long *correct
   struct rlx__share_rep rep;
   int rc = call(remote_of(b), &q, NULL, 0, &rep);
   if (rc == RLX_OK) {
-    *loss_sum = rep.loss_sum;
+    *loss_sum += rep.loss_sum;
     *correct = (long)rep.correct_sum;
   }
   return rc;

@@ -7,8 +7,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include "compute/backend.h"
+#include "compute/share.h"
 #include "base/half.h"
 #include "compute/cl_devices.h"
 #include "base/internal.h"
@@ -822,6 +827,204 @@ START_TEST(gradient_buckets) {
 }
 END_TEST
 
+/* Ranks sharing one OpenCL device (share.h), on PoCL's device with
+ * RLX_DEVICE_SHARE=1 in a fresh run directory:
+ * - a model whose serving process dies fails its next call with
+ *   RLX_ERR_DEVICE naming that process (no hang), and the next model made
+ *   serves the device itself;
+ * - a second model in a serving process computes through its own socket
+ *   ("through pid N") bit for bit as the first, on every operation: steps
+ *   from the caller's memory (copied through the staging region) and from
+ *   the model's shared buffers, grad and apply, 16-bit gradients, a range,
+ *   momentum, the training set on the device with its totals, and eval
+ *   adding to what it is given;
+ * - corrupt requests (a short message, an unknown operation, a model of
+ *   another device, memory never shared, a region without its memfd) are
+ *   answered RLX_ERR_CORRUPT or cut off, and serving goes on. */
+static rlx_model_t *shared_model(const int *sizes, int ns, int batch) {
+  rlx_model_t *m = make(sizes, ns, batch, "opencl", 0.9f);
+  if (strncmp(rlx_model_backend(m), "opencl", 6) != 0)
+    rlx_model_free(&m);
+  return m;
+}
+
+static int raw_connect(const char *dir) {
+  struct sockaddr_un sa = {.sun_family = AF_UNIX};
+  snprintf(sa.sun_path, sizeof sa.sun_path, "%s/compute-0", dir);
+  int fd = socket(AF_UNIX, SOCK_SEQPACKET, 0);
+  ck_assert_int_ge(fd, 0);
+  ck_assert_int_eq(connect(fd, (struct sockaddr *)&sa, sizeof sa), 0);
+  return fd;
+}
+
+/* Send q; the reply's rc, or 1 when the server closed the connection. */
+static int raw_ask(int fd, const void *q, size_t len) {
+  static struct rlx__share_rep rep;
+  ck_assert_int_eq(send(fd, q, len, 0), (ssize_t)len);
+  ssize_t n = recv(fd, &rep, sizeof rep, 0);
+  if (n == 0)
+    return 1;
+  ck_assert_int_eq(n, (ssize_t)sizeof rep);
+  return rep.rc;
+}
+
+START_TEST(shared_device) {
+  const int sizes[] = {13, 9, 3};
+  enum { B = 10, N = 120 };
+  char dir[] = "/tmp/rlx-share-test-XXXXXX";
+  ck_assert_ptr_nonnull(mkdtemp(dir));
+  setenv("RLX_RUNDIR", dir, 1);
+  setenv("RLX_DEVICE_SHARE", "1", 1);
+  /* a serving process that dies (forked before this one touches OpenCL) */
+  int ready[2];
+  ck_assert_int_eq(pipe(ready), 0);
+  pid_t child = fork();
+  if (child == 0) {
+    rlx_model_t *m = shared_model(sizes, 3, B);
+    char c = m ? 'y' : 'n';
+    (void)!write(ready[1], &c, 1);
+    pause();
+    _exit(0);
+  }
+  char c = 0;
+  ck_assert_int_eq(read(ready[0], &c, 1), 1);
+  if (c != 'y') { /* no OpenCL here */
+    kill(child, SIGKILL);
+    waitpid(child, NULL, 0);
+    return;
+  }
+  float x[B * 13], *g;
+  int32_t y[B];
+  fill(x, B * 13, 3, 1.0);
+  for (int i = 0; i < B; i++)
+    y[i] = i % 3;
+  rlx_model_t *a = shared_model(sizes, 3, B), *b = NULL;
+  char through[64];
+  snprintf(through, sizeof through, ", through pid %d", (int)child);
+  ck_assert_msg(strstr(rlx_model_backend(a), through), "%s", rlx_model_backend(a));
+  ck_assert_int_eq(rlx_model_step(a, x, y, B, 0.05f, NULL, NULL), RLX_OK);
+  kill(child, SIGKILL);
+  waitpid(child, NULL, 0);
+  ck_assert_int_eq(rlx_model_step(a, x, y, B, 0.05f, NULL, NULL), RLX_ERR_DEVICE);
+  snprintf(through, sizeof through, "the process serving it (pid %d) is gone", (int)child);
+  ck_assert_msg(strstr(rlx_errmsg(), through), "%s", rlx_errmsg());
+  rlx_model_free(&a);
+
+  /* this process serves now: a computes here, b through the socket */
+  a = shared_model(sizes, 3, B);
+  b = shared_model(sizes, 3, B);
+  ck_assert_ptr_null(strstr(rlx_model_backend(a), "through"));
+  snprintf(through, sizeof through, ", through pid %d", (int)getpid());
+  ck_assert_msg(strstr(rlx_model_backend(b), through), "%s", rlx_model_backend(b));
+  size_t n = rlx_model_nparams(a);
+  float *pa = malloc(n * 4), *pb = malloc(n * 4), *own = malloc(n * 4);
+  uint16_t *h = malloc(n * 2);
+  ck_assert(pa && pb && own && h);
+  rlx_model_t *ab[2] = {a, b};
+  float loss[2];
+  int ok[2];
+  rlx_dataset_t *ds = NULL;
+  ck_assert_int_eq(rlx_dataset_synthetic(N, 13, 3, 5, "train", &ds), RLX_OK);
+  uint32_t perm[N];
+  ck_assert_int_eq(rlx_dataset_shuffle(perm, N, 42, 0), RLX_OK);
+  double tl[2] = {0, 0}, el[2] = {0, 0};
+  long tc[2] = {0, 0}, ec[2] = {0, 0};
+  for (int w = 0; w < 2; w++) {
+    rlx_model_t *m = ab[w];
+    float *in = rlx_model_input_buffer(m);
+    g = rlx_model_grad_buffer(m);
+    ck_assert(in && g);
+    memcpy(in, x, sizeof x);
+    ck_assert_int_eq(rlx_model_step(m, x, y, B, 0.05f, &loss[w], &ok[w]), RLX_OK);
+    ck_assert_int_eq(rlx_model_grad(m, in, y, B, g, NULL, NULL), RLX_OK);
+    ck_assert_int_eq(rlx_model_apply(m, g, 0.05f), RLX_OK);
+    ck_assert_int_eq(rlx_model_grad(m, x, y, B, own, NULL, NULL), RLX_OK);
+    ck_assert_int_eq(rlx_model_apply_range(m, own, 0, n / 2, 0.05f), RLX_OK);
+    ck_assert_int_eq(rlx_model_grad_half(m, x, y, B, h, 1, NULL, NULL), RLX_OK);
+    ck_assert_int_eq(rlx_model_apply_half(m, h, 1, 0.05f), RLX_OK);
+    ck_assert_int_eq(rlx_model_get_momentum(m, own), RLX_OK);
+    own[0] += 0.5f;
+    ck_assert_int_eq(rlx_model_set_momentum(m, own), RLX_OK);
+    ck_assert_int_eq(rlx_model_data_attach(m, ds, N), RLX_OK);
+    ck_assert_int_eq(rlx_model_data_order(m, perm, N), RLX_OK);
+    for (int s = 0; s < 4; s++) {
+      ck_assert_int_eq(rlx_model_data_batch(m, (size_t)s * 2 * B + 1, 2, B), RLX_OK);
+      ck_assert_int_eq(rlx_model_step(m, NULL, NULL, B, 0.05f, NULL, NULL), RLX_OK);
+    }
+    ck_assert_int_eq(rlx_model_totals(m, &tl[w], &tc[w]), RLX_OK);
+    ck_assert_int_eq(rlx_model_eval(m, x, y, B, &el[w], &ec[w]), RLX_OK);
+    ck_assert_int_eq(rlx_model_eval(m, x, y, B, &el[w], &ec[w]), RLX_OK); /* adds */
+  }
+  ck_assert_msg(loss[0] == loss[1] && ok[0] == ok[1], "loss %g against %g", (double)loss[1],
+                (double)loss[0]);
+  ck_assert_msg(tl[0] == tl[1] && tc[0] == tc[1] && tc[0] > 0, "totals %g, %ld against %g, %ld",
+                tl[1], tc[1], tl[0], tc[0]);
+  ck_assert_msg(el[0] == el[1] && ec[0] == ec[1] && el[1] > 0, "eval %g, %ld against %g, %ld",
+                el[1], ec[1], el[0], ec[0]);
+  double one = 0;
+  long one_c = 0;
+  ck_assert_int_eq(rlx_model_eval(b, x, y, B, &one, &one_c), RLX_OK);
+  ck_assert_msg(fabs(2 * one - el[1]) <= 1e-9 * el[1] && 2 * one_c == ec[1],
+                "eval does not add: %g twice is not %g", one, el[1]);
+  ck_assert_int_eq(rlx_model_get_params(a, pa), RLX_OK);
+  ck_assert_int_eq(rlx_model_get_params(b, pb), RLX_OK);
+  ck_assert_msg(memcmp(pa, pb, n * 4) == 0, "parameters differ by %g", rel(pa, pb, n));
+  ck_assert_int_eq(rlx_model_get_momentum(a, pa), RLX_OK);
+  ck_assert_int_eq(rlx_model_get_momentum(b, pb), RLX_OK);
+  ck_assert_msg(memcmp(pa, pb, n * 4) == 0, "momentum differs by %g", rel(pa, pb, n));
+
+  /* corrupt requests, each on a connection of its own */
+  struct rlx__share_req q;
+  int fd = raw_connect(dir);
+  ck_assert_int_eq(raw_ask(fd, "short", 5), 1);
+  close(fd);
+  fd = raw_connect(dir);
+  memset(&q, 0, sizeof q);
+  q.op = 999;
+  ck_assert_int_eq(raw_ask(fd, &q, sizeof q), RLX_ERR_CORRUPT);
+  ck_assert_int_eq(recv(fd, &q, sizeof q, 0), 0); /* and cut off */
+  close(fd);
+  fd = raw_connect(dir);
+  memset(&q, 0, sizeof q);
+  q.op = RLX__SH_CREATE;
+  q.nsizes = 3;
+  q.max_batch = B;
+  q.sizes[0] = 13, q.sizes[1] = 9, q.sizes[2] = 3;
+  q.device = 5;
+  ck_assert_int_eq(raw_ask(fd, &q, sizeof q), RLX_ERR_CORRUPT);
+  close(fd);
+  fd = raw_connect(dir);
+  q.device = 0;
+  ck_assert_int_eq(raw_ask(fd, &q, sizeof q), RLX_OK);
+  struct rlx__share_req gq = {.op = RLX__SH_GRAD, .i = B};
+  gq.ref[0] = (struct rlx__share_ref){.region = 3};
+  gq.ref[1] = (struct rlx__share_ref){.region = 3, .off = 1000};
+  gq.ref[2] = (struct rlx__share_ref){.region = 3};
+  ck_assert_int_eq(raw_ask(fd, &gq, sizeof gq), RLX_ERR_CORRUPT);
+  close(fd);
+  fd = raw_connect(dir);
+  ck_assert_int_eq(raw_ask(fd, &q, sizeof q), RLX_OK);
+  struct rlx__share_req mq = {.op = RLX__SH_MAP, .i = 1, .u = {4096, 0}};
+  ck_assert_int_eq(raw_ask(fd, &mq, sizeof mq), RLX_ERR_CORRUPT);
+  close(fd);
+  ck_assert_int_eq(rlx_model_step(b, x, y, B, 0.05f, NULL, NULL), RLX_OK); /* still served */
+  rlx_model_t *c2 = shared_model(sizes, 3, B);
+  ck_assert_int_eq(rlx_model_step(c2, x, y, B, 0.05f, NULL, NULL), RLX_OK);
+  rlx_model_free(&c2);
+
+  rlx_dataset_free(&ds);
+  free(pa), free(pb), free(own), free(h);
+  rlx_model_free(&b);
+  rlx_model_free(&a);
+  unsetenv("RLX_DEVICE_SHARE");
+  unsetenv("RLX_RUNDIR");
+  char path[128];
+  snprintf(path, sizeof path, "%s/compute-0", dir);
+  unlink(path);
+  rmdir(dir);
+}
+END_TEST
+
 /* RLX_DEVICE=gpu where OpenCL lists no GPU (PoCL's CPU device here): a
  * clear error naming the devices there are, and, when a GPU vendor's
  * OpenCL library is on disk (RLX_GPU_OPENCL_LIBS stands in for NVIDIA's
@@ -907,6 +1110,7 @@ Suite *compute_suite(void) {
   tcase_add_test(t, epoch_order);
   tcase_add_test(t, half_gradients);
   tcase_add_test(t, gradient_buckets);
+  tcase_add_test(t, shared_device);
   tcase_add_test(t, gpu_placement);
   tcase_add_test(t, opencl_matches_cpu_on_awkward_shapes);
   suite_add_tcase(s, t);
