@@ -317,7 +317,7 @@ static int remote_totals(struct rlx__backend *b, double *loss_sum, long *correct
   struct rlx__share_rep rep;
   int rc = call(remote_of(b), &q, NULL, 0, &rep);
   if (rc == RLX_OK) {
-    *loss_sum += rep.loss_sum;
+    *loss_sum = rep.loss_sum;
     *correct = (long)rep.correct_sum;
   }
   return rc;

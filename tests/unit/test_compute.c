@@ -927,8 +927,8 @@ START_TEST(shared_device) {
   ck_assert_int_eq(rlx_dataset_synthetic(N, 13, 3, 5, "train", &ds), RLX_OK);
   uint32_t perm[N];
   ck_assert_int_eq(rlx_dataset_shuffle(perm, N, 42, 0), RLX_OK);
-  double tl[2] = {0, 0}, el[2] = {0, 0};
-  long tc[2] = {0, 0}, ec[2] = {0, 0};
+  double tl[2] = {7, 7}, el[2] = {0, 0}; /* (totals are read, not added to) */
+  long tc[2] = {7, 7}, ec[2] = {0, 0};
   for (int w = 0; w < 2; w++) {
     rlx_model_t *m = ab[w];
     float *in = rlx_model_input_buffer(m);
