@@ -1,0 +1,64 @@
+#!/bin/sh
+# Ranks sharing one OpenCL device (RLX_DEVICE_SHARE=1 on PoCL's device):
+# the first rank to take it serves it, the others compute in its process
+# through their socket. train ends with the same parameters, bit for bit,
+# and the same loss and accuracy lines as with a context per rank
+# (RLX_DEVICE_SHARE=0), at 2 and 3 ranks, with the data on the device
+# (the default) and on the host, 16-bit gradients and buckets; n-1 ranks
+# say they compute through the server's pid. A bad RLX_DEVICE_SHARE, or
+# RLX_DEVICE_SHARE=1 outside rlxrun (no RLX_RUNDIR), is named in the
+# fallback's reason. Killing the serving rank ends the job with an
+# error, not a hang.
+. "$(dirname "$0")/lib.sh"
+export TMPDIR="$TMP"
+common="--backend opencl --epochs 2 --train-limit 1536 --batch 32 --hidden 24"
+run() { # NAME RANKS SHARE ARGS...: train, its output in $TMP/NAME.out, parameters in $TMP/NAME
+  _name=$1 _n=$2 _share=$3
+  shift 3
+  RLX_DEVICE_SHARE=$_share timeout 300 "$RLXRUN" -n "$_n" --timeout 290 "$TRAIN" "$@" \
+    --dump-params "$TMP/$_name" >"$TMP/$_name.out" 2>&1 || { cat "$TMP/$_name.out"; fail "$_name: train $*"; }
+}
+lines() { # the epochs' loss and accuracy
+  sed -n 's/.*\(epoch [0-9]*\/[0-9]*: loss [0-9.]*, train [0-9.]*%, test loss [0-9.]*, test [0-9.]*%\).*/\1/p' "$1"
+}
+run probe 1 0 $common --steps 1
+grep -q "computes on opencl" "$TMP/probe.out" || { cat "$TMP/probe.out"; echo "skipped: no OpenCL device"; exit 77; }
+for n in 2 3; do
+  [ $n = 2 ] && extras="plain --data-on-device=0 --grad-precision=bf16 --bucket-kb=1" || extras=plain
+  for extra in $extras; do
+    extra=$(echo "$extra" | sed 's/^plain$//; s/=/ /')
+    run own $n 0 $common $extra
+    run shared $n 1 $common $extra
+    cmp -s "$TMP/own" "$TMP/shared" || fail "n=$n $extra: parameters differ with the device shared"
+    lines "$TMP/own.out" >"$TMP/own.lines"
+    lines "$TMP/shared.out" >"$TMP/shared.lines"
+    [ -s "$TMP/shared.lines" ] && cmp -s "$TMP/own.lines" "$TMP/shared.lines" ||
+      { cat "$TMP/own.out" "$TMP/shared.out"; fail "n=$n $extra: the epochs' numbers differ"; }
+    through=$(grep -c "computes on opencl: .*, through pid" "$TMP/shared.out")
+    [ "$through" = $((n - 1)) ] || { cat "$TMP/shared.out"; fail "n=$n: $through ranks computed through another, want $((n - 1))"; }
+    grep -q "through pid" "$TMP/own.out" && fail "n=$n: RLX_DEVICE_SHARE=0 shared"
+    echo "n=$n ${extra:-(plain)}: the same parameters and epoch numbers, $through rank(s) through another"
+  done
+done
+
+# (as for every bad OpenCL setting: train falls back to C and says why)
+RLX_DEVICE_SHARE=sometimes timeout 120 "$RLXRUN" -n 1 "$TRAIN" $common --steps 2 >"$TMP/out" 2>&1
+grep -q 'computes on cpu; fallback: opencl: RLX_DEVICE_SHARE="sometimes": expected auto, 0 or 1' "$TMP/out" ||
+  { cat "$TMP/out"; fail "bad RLX_DEVICE_SHARE not named"; }
+RLX_DEVICE_SHARE=1 RLX_DEVICE=opencl timeout 120 "$TRAIN" $common --steps 2 >"$TMP/out" 2>&1
+grep -q "RLX_DEVICE_SHARE=1, but RLX_RUNDIR is not set" "$TMP/out" || { cat "$TMP/out"; fail "no RLX_RUNDIR: not said"; }
+
+# the serving rank killed: the job ends with an error, in bounded time
+RLX_DEVICE_SHARE=1 RLX_LOG=info timeout 200 "$RLXRUN" -n 2 --timeout 150 "$TRAIN" --backend opencl --epochs 50 \
+  --train-limit 4096 --batch 32 --hidden 24 >"$TMP/job" 2>&1 &
+job=$!
+wait_for "$TMP/job" "epoch 1/50" 1 120
+server=$(sed -n 's/.*train: rank [0-9]* (pid \([0-9]*\)) computes on opencl: [^,]*$/\1/p' "$TMP/job" | head -1)
+[ -n "$server" ] || { cat "$TMP/job"; fail "no serving rank's pid"; }
+kill -9 "$server"
+wait $job
+rc=$?
+[ $rc != 0 ] && [ $rc != 124 ] || { cat "$TMP/job"; fail "the job exited $rc with its device's server killed"; }
+grep -q -E "the process serving it \(pid $server\) is gone|peer lost|rank [0-9]* .*lost" "$TMP/job" ||
+  { cat "$TMP/job"; fail "the survivor did not say what it lost"; }
+echo "train device share: ok"
