@@ -346,15 +346,15 @@ static const struct rlx__backend_ops remote_ops = {
     .totals = remote_totals,
 };
 
-/* RLX_DEVICE_SHARE: 1 (any device), 0, or auto (-1: GPUs). */
+/* RLX_DEVICE_SHARE: 1 (share), 0 (the default: a context per process). */
 static int share_mode(int *mode) {
   const char *e = getenv("RLX_DEVICE_SHARE");
-  if (!e || !*e || strcmp(e, "auto") == 0)
-    *mode = -1;
-  else if (strcmp(e, "0") == 0 || strcmp(e, "1") == 0)
-    *mode = e[0] - '0';
+  if (!e || !*e || strcmp(e, "0") == 0)
+    *mode = 0;
+  else if (strcmp(e, "1") == 0)
+    *mode = 1;
   else
-    return rlx__err(RLX_ERR_ARG, "RLX_DEVICE_SHARE=\"%.40s\": expected auto, 0 or 1", e);
+    return rlx__err(RLX_ERR_ARG, "RLX_DEVICE_SHARE=\"%.40s\": expected 0 or 1", e);
   return RLX_OK;
 }
 
@@ -391,19 +391,17 @@ static int connect_to(struct remote *r, const struct sockaddr_un *sa, int d, con
   return rc;
 }
 
-int rlx__share_join(int d, const char *name, int is_gpu, const struct rlx__layout *lo,
+int rlx__share_join(int d, const char *name, const struct rlx__layout *lo,
                     float momentum, struct rlx__backend **out, char *why, size_t whylen) {
-  int mode = -1, rc = share_mode(&mode);
+  int mode = 0, rc = share_mode(&mode);
   if (rc != RLX_OK) {
     snprintf(why, whylen, "%s", rlx_errmsg());
     return rc;
   }
   const char *dir = getenv("RLX_RUNDIR");
-  if (mode == 0 || (mode < 0 && !is_gpu))
+  if (mode == 0)
     return RLX__SHARE_SELF;
   if (!dir || !*dir) {
-    if (mode < 0)
-      return RLX__SHARE_SELF; /* not started by rlxrun: no job directory to meet in */
     snprintf(why, whylen, "RLX_DEVICE_SHARE=1, but RLX_RUNDIR is not set (ranks rlxrun starts "
              "share a device through their job's directory)");
     return RLX_ERR_ARG;
