@@ -6,6 +6,7 @@
  * where this rank reads it; any other buffer goes through a staging
  * region, copied in before the request and out after the reply. */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,13 +42,16 @@ static int exchange(struct remote *r, const struct rlx__share_req *q, int fd,
   if (r->dead)
     return rlx__err(RLX_ERR_DEVICE, "%s: the process serving it (pid %d) is gone", r->base.name,
                     (int)r->server);
-  char ctl[CMSG_SPACE(sizeof(int))];
-  memset(ctl, 0, sizeof ctl);
+  union {
+    char buf[CMSG_SPACE(sizeof(int))];
+    struct cmsghdr align;
+  } ctl;
+  memset(&ctl, 0, sizeof ctl);
   struct iovec iov = {(void *)q, sizeof *q};
   struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1};
   if (fd >= 0) {
-    mh.msg_control = ctl;
-    mh.msg_controllen = sizeof ctl;
+    mh.msg_control = ctl.buf;
+    mh.msg_controllen = sizeof ctl.buf;
     struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
     cm->cmsg_level = SOL_SOCKET;
     cm->cmsg_type = SCM_RIGHTS;
@@ -72,12 +76,14 @@ static int exchange(struct remote *r, const struct rlx__share_req *q, int fd,
   return RLX_OK;
 }
 
-/* Region i becomes a fresh memfd of bytes, shared with the server. */
+/* Region i becomes a fresh memfd of bytes, shared with the server; sealed
+ * against shrinking, so that the server's mapping can never fault. */
 static int share_region(struct remote *r, int i, size_t bytes) {
   struct rlx__share_req q = {.op = RLX__SH_MAP, .i = i, .u = {bytes, 0}};
   struct rlx__share_rep rep;
-  int fd = memfd_create("rlx-compute", MFD_CLOEXEC);
-  if (fd < 0 || ftruncate(fd, (off_t)bytes) != 0) {
+  int fd = memfd_create("rlx-compute", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+  if (fd < 0 || ftruncate(fd, (off_t)bytes) != 0 ||
+      fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_SEAL) != 0) {
     int e = errno;
     if (fd >= 0)
       close(fd);
@@ -101,6 +107,16 @@ static int share_region(struct remote *r, int i, size_t bytes) {
   return RLX_OK;
 }
 
+/* The shared region (1..) holding p's bytes, or 0. */
+static int region_of(const struct remote *r, const void *p, size_t bytes) {
+  const unsigned char *c = p;
+  for (int i = 1; p && i < RLX__SH_REGIONS; i++)
+    if (r->reg[i].p && c >= r->reg[i].p && (size_t)(c - r->reg[i].p) <= r->reg[i].len &&
+        bytes <= r->reg[i].len - (size_t)(c - r->reg[i].p))
+      return i;
+  return 0;
+}
+
 /* One buffer of a request: its bytes, read before (in) or written after
  * (out); both NULL for none. */
 struct xfer {
@@ -120,13 +136,11 @@ static int call(struct remote *r, struct rlx__share_req *q, const struct xfer *x
     q->ref[k].region = -1;
     if (!p)
       continue;
-    for (int i = 1; i < RLX__SH_REGIONS && q->ref[k].region < 0; i++)
-      if (r->reg[i].p && p >= r->reg[i].p && (size_t)(p - r->reg[i].p) <= r->reg[i].len &&
-          x[k].bytes <= r->reg[i].len - (size_t)(p - r->reg[i].p)) {
-        q->ref[k].region = i;
-        q->ref[k].off = (uint64_t)(p - r->reg[i].p);
-      }
-    if (q->ref[k].region < 0) {
+    int i = region_of(r, p, x[k].bytes);
+    if (i > 0) {
+      q->ref[k].region = i;
+      q->ref[k].off = (uint64_t)(p - r->reg[i].p);
+    } else {
       stage[k] = (used + 63) / 64 * 64;
       used = stage[k] + x[k].bytes;
       staged[k] = 1;
@@ -277,16 +291,9 @@ static int remote_prefetch(struct rlx__backend *b, const float *x, const int32_t
   struct rlx__share_rep rep;
   struct xfer xs[] = {{x, NULL, x ? row_bytes(b, batch) : 0},
                       {y, NULL, y ? sizeof(int32_t) * (size_t)batch : 0}};
-  int shared = 1;
-  for (int k = 0; x && k < 2; k++) {
-    const unsigned char *p = xs[k].in;
-    int in = 0;
-    for (int i = 1; i < RLX__SH_REGIONS; i++)
-      in |= r->reg[i].p && p >= r->reg[i].p && (size_t)(p - r->reg[i].p) <= r->reg[i].len &&
-            xs[k].bytes <= r->reg[i].len - (size_t)(p - r->reg[i].p);
-    shared &= in;
-  }
-  return shared ? call(r, &q, xs, x ? 2 : 0, &rep) : RLX_OK;
+  if (x && !(region_of(r, x, xs[0].bytes) && region_of(r, y, xs[1].bytes)))
+    return RLX_OK;
+  return call(r, &q, xs, x ? 2 : 0, &rep);
 }
 
 static int remote_data_attach(struct rlx__backend *b, const uint8_t *pix, const uint8_t *lab,

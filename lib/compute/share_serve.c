@@ -6,6 +6,7 @@
  * reaches the device: a corrupt one ends that connection alone
  * (RLX_ERR_CORRUPT, told to the client). */
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -113,9 +114,12 @@ static void unmap_region(struct conn *c, int i) {
 
 static int map_region(struct conn *c, const struct rlx__share_req *q, int fd) {
   struct stat st;
+  int seals = fd < 0 ? -1 : fcntl(fd, F_GET_SEALS);
+  /* sealed against shrinking: a mapping past the file's end would fault
+   * (SIGBUS) in this process */
   if (fd < 0 || q->i < 0 || q->i >= RLX__SH_REGIONS || q->u[0] == 0 || fstat(fd, &st) != 0 ||
-      (uint64_t)st.st_size < q->u[0])
-    return bad(c, "a region it did not pass");
+      (uint64_t)st.st_size < q->u[0] || seals < 0 || !(seals & F_SEAL_SHRINK))
+    return bad(c, "a region it did not pass, or one it could shrink");
   void *p = mmap(NULL, q->u[0], PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
   if (p == MAP_FAILED)
     return rlx__err(RLX_ERR_NOMEM, "device share: cannot map %zu bytes of pid %d: %s",
@@ -263,10 +267,13 @@ static int run(struct conn *c, const struct rlx__share_req *q, int fd, struct rl
 /* A request and the descriptor that may come with it: 1, 0 at the end
  * (or on a message that is not a request), -1 on an error. */
 static int receive(int s, struct rlx__share_req *q, int *fd) {
-  char ctl[CMSG_SPACE(sizeof(int))];
+  union {
+    char buf[CMSG_SPACE(sizeof(int))];
+    struct cmsghdr align;
+  } ctl;
   struct iovec iov = {q, sizeof *q};
-  struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl,
-                      .msg_controllen = sizeof ctl};
+  struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.buf,
+                      .msg_controllen = sizeof ctl.buf};
   ssize_t n;
   *fd = -1;
   do

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <signal.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <sys/wait.h>
@@ -857,16 +858,34 @@ static int raw_connect(const char *dir) {
   return fd;
 }
 
-/* Send q; the reply's rc, or 1 when the server closed the connection. */
-static int raw_ask(int fd, const void *q, size_t len) {
+/* Send q (with the descriptor pass, if >= 0); the reply's rc, or 1 when
+ * the server closed the connection. */
+static int raw_ask_fd(int fd, const void *q, size_t len, int pass) {
   static struct rlx__share_rep rep;
-  ck_assert_int_eq(send(fd, q, len, 0), (ssize_t)len);
+  union {
+    char buf[CMSG_SPACE(sizeof(int))];
+    struct cmsghdr align;
+  } ctl;
+  memset(&ctl, 0, sizeof ctl);
+  struct iovec iov = {(void *)q, len};
+  struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1};
+  if (pass >= 0) {
+    mh.msg_control = ctl.buf;
+    mh.msg_controllen = sizeof ctl.buf;
+    struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
+    cm->cmsg_level = SOL_SOCKET;
+    cm->cmsg_type = SCM_RIGHTS;
+    cm->cmsg_len = CMSG_LEN(sizeof(int));
+    memcpy(CMSG_DATA(cm), &pass, sizeof pass);
+  }
+  ck_assert_int_eq(sendmsg(fd, &mh, 0), (ssize_t)len);
   ssize_t n = recv(fd, &rep, sizeof rep, 0);
   if (n == 0)
     return 1;
   ck_assert_int_eq(n, (ssize_t)sizeof rep);
   return rep.rc;
 }
+static int raw_ask(int fd, const void *q, size_t len) { return raw_ask_fd(fd, q, len, -1); }
 
 START_TEST(shared_device) {
   const int sizes[] = {13, 9, 3};
@@ -1005,7 +1024,14 @@ START_TEST(shared_device) {
   fd = raw_connect(dir);
   ck_assert_int_eq(raw_ask(fd, &q, sizeof q), RLX_OK);
   struct rlx__share_req mq = {.op = RLX__SH_MAP, .i = 1, .u = {4096, 0}};
-  ck_assert_int_eq(raw_ask(fd, &mq, sizeof mq), RLX_ERR_CORRUPT);
+  ck_assert_int_eq(raw_ask(fd, &mq, sizeof mq), RLX_ERR_CORRUPT); /* no memfd */
+  close(fd);
+  fd = raw_connect(dir); /* a memfd it could shrink under the server's mapping */
+  ck_assert_int_eq(raw_ask(fd, &q, sizeof q), RLX_OK);
+  int mfd = memfd_create("unsealed", 0);
+  ck_assert_int_eq(ftruncate(mfd, 4096), 0);
+  ck_assert_int_eq(raw_ask_fd(fd, &mq, sizeof mq, mfd), RLX_ERR_CORRUPT);
+  close(mfd);
   close(fd);
   ck_assert_int_eq(rlx_model_step(b, x, y, B, 0.05f, NULL, NULL), RLX_OK); /* still served */
   rlx_model_t *c2 = shared_model(sizes, 3, B);
