@@ -65,6 +65,9 @@ struct run {
   uint32_t *perm;
   double held_loss;
   long held_ok;
+  /* every rank computes in one context (RLX_DEVICE_SHARE=1 on one
+   * device): the step averages the gradients there */
+  int shared_step;
 };
 
 /* --log-json: the leader's file, opened when first needed (a leader
@@ -568,6 +571,7 @@ static void device_batch(struct run *r) {
 static int use_cpu(struct run *r) {
   if (!runs_auto(r) || !strcmp(rlx_model_backend(r->m), "cpu"))
     return RLX_OK;
+  r->shared_step = 0; /* (the C model's context is nobody's) */
   size_t np = rlx_model_nparams(r->m);
   float *p = malloc(sizeof(float) * np * 2);
   int rc;
@@ -683,6 +687,8 @@ static void say_backend(const struct run *r, int joining) {
   fflush(stdout);
 }
 
+static int one_context(struct run *r);
+
 static void setup(struct run *r) {
   int ns = r->desc.nsizes, rc;
   /* a joiner agrees with the members in hello(), and said what it computes
@@ -708,6 +714,30 @@ static void setup(struct run *r) {
     welcome(r, v);
   else if (!rlx_joined())
     start_identical(r);
+  if (!r->o.elastic && r->o.bucket_kb == 0 && !r->o.grad_half && r->size > 1 &&
+      (rc = one_context(r)) != RLX_OK)
+    fail(r, "comparing the ranks' contexts", rc);
+}
+
+/* Whether every rank's model computes in one context (the same key): then
+ * each step's gradients are averaged on the device (rlx_model_step_shared)
+ * and never cross the host. Not under --elastic (a lost rank would end the
+ * group, not shrink it), and not with buckets or 16-bit gradients, which
+ * are ways of crossing the host. Every rank asks, the same arguments. */
+static int one_context(struct run *r) {
+  uint64_t key, *keys = malloc(sizeof *keys * (size_t)r->size);
+  int rc = keys ? rlx_model_share_key(r->m, &key) : RLX_ERR_NOMEM;
+  if (rc == RLX_OK)
+    rc = rlx_allgather(&key, keys, 1, RLX_UINT64, r->w);
+  int same = rc == RLX_OK;
+  for (int i = 1; same && i < r->size; i++)
+    same = keys[i] == keys[0];
+  r->shared_step = same && strncmp(rlx_model_backend(r->m), "opencl", 6) == 0;
+  if (r->shared_step && r->rank == r->leader)
+    printf("train: the %d ranks compute in one context: gradients averaged on the device\n",
+           r->size);
+  free(keys);
+  return rc;
 }
 
 /* This rank's batch of the step that starts at position off of the
@@ -878,6 +908,10 @@ int main(int argc, char **argv) {
     if (r.size == 1 && r.o.bucket_kb == 0) { /* nothing to average: it stays on the device */
       if ((rc = rlx_model_step(r.m, x, yb, r.o.batch, r.lr, lp, okp)) != RLX_OK)
         fail(&r, "computing the step", rc);
+    } else if (r.shared_step) { /* averaged where every rank computes */
+      if ((rc = rlx_model_step_shared(r.m, x, yb, r.o.batch, r.rank, r.size, r.lr, lp, okp)) !=
+          RLX_OK)
+        fail(&r, "computing the step with the ranks sharing the device", rc);
     } else if (bucketed) {
       if ((rc = bucketed_step(&r, x, yb, lp, okp, ctl)) != RLX_OK) {
         step_failed(&r, &creq, rc, "the gradient's buckets", st);

@@ -109,6 +109,20 @@ RLX_API int rlx_model_apply_half(rlx_model_t *m, const uint16_t *grad, int bf16,
  * back to the host but the loss and the count. */
 RLX_API int rlx_model_step(rlx_model_t *m, const float *x, const int32_t *labels, int batch,
                            float lr, float *loss, int *correct);
+/* Models computing in one context (ranks sharing a device with
+ * RLX_DEVICE_SHARE=1) have the same key; any other model a key of its
+ * own. */
+RLX_API int rlx_model_share_key(rlx_model_t *m, uint64_t *key);
+/* A data-parallel step among the members models of one context, each
+ * called once a step with its own index 0 .. members-1: each computes its
+ * gradient, the gradients are averaged on the device once all have
+ * arrived ((g0 + g1 + ...) / members, in index order) and each applies
+ * the average. Returns once its update is queued. A member gone fails the
+ * others with RLX_ERR_PEER_LOST; members or index that disagree,
+ * RLX_ERR_MISMATCH; a model whose context is its own, RLX_ERR_STATE. */
+RLX_API int rlx_model_step_shared(rlx_model_t *m, const float *x, const int32_t *labels,
+                                  int batch, int index, int members, float lr, float *loss,
+                                  int *correct);
 /* Start moving a later step's batch to the device now, while this step
  * runs (the OpenCL backend: on its transfer queue, into a second input
  * buffer). The next rlx_model_step, _grad, _grad_half or _eval called with

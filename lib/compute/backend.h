@@ -40,6 +40,10 @@ struct rlx__backend {
    * the device has read it, since the model's next write to it (a
    * gradient's download) is ordered after that read */
   const float *own_grad;
+  /* Equal for models computing in one context (rlx_model_share_key): the
+   * process holding it and the device; 0 where none is shared (C). */
+  uint64_t share_key;
+  char owner[48]; /* whose model, where another process's: "pid N" */
 };
 
 struct rlx__backend_ops {
@@ -93,6 +97,10 @@ struct rlx__backend_ops {
   /* Steps given loss and correct NULL add them to totals kept here; read
    * and zero them (NULL: model.c keeps the totals on the host). */
   int (*totals)(struct rlx__backend *b, double *loss_sum, long *correct);
+  /* rlx_model_step_shared: a step whose gradient is averaged on the
+   * device with the other members' of one context (NULL: not offered). */
+  int (*step_shared)(struct rlx__backend *b, const float *x, const int32_t *y, int batch,
+                     int index, int members, float lr, float *loss, int *correct);
 };
 
 int rlx__cpu_create(const struct rlx__layout *lo, float momentum, struct rlx__backend **out);

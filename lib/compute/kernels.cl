@@ -60,6 +60,18 @@ __kernel void sgd(__global float *p, __global float *v, __global const float *g,
   p[i] -= lr * u;
 }
 
+/* rlx_model_step_shared: acc = g (first), or acc + g; then times scale
+ * (the last member's: 1 / members, exact for a power of two), so acc ends
+ * ((g0 + g1) + g2 ...) / members in the members' order. */
+__kernel void group_sum(__global float *acc, __global const float *g, uint n, uint first,
+                        float scale) {
+  uint i = get_global_id(0);
+  if (i >= n)
+    return;
+  float v = first ? g[i] : acc[i] + g[i];
+  acc[i] = scale != 0.0f ? v * scale : v;
+}
+
 /* Half-width gradients (rlx_model_grad_half / _apply_half): g[off..off+n)
  * rounded to nearest even into h as IEEE half (bf16 0) or bfloat16 (1),
  * bit for bit as the host's conversion (lib/half.c) rounds; and back. */

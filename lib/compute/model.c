@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "compute/backend.h"
 #include "base/half.h"
 #include "base/internal.h"
@@ -409,6 +410,30 @@ int rlx_model_step(rlx_model_t *m, const float *x, const int32_t *y, int batch, 
       RLX_OK)
     return rc;
   return m->be->ops->apply(m->be, g, lr);
+}
+
+int rlx_model_share_key(rlx_model_t *m, uint64_t *key) {
+  if (!m || !key)
+    return rlx__err(RLX_ERR_ARG, "rlx_model_share_key: NULL argument");
+  *key = m->be->share_key ? m->be->share_key : (uint64_t)getpid() << 8 | 0xff;
+  return RLX_OK;
+}
+
+int rlx_model_step_shared(rlx_model_t *m, const float *x, const int32_t *y, int batch, int index,
+                          int members, float lr, float *loss, int *correct) {
+  int rc = check_batch(m, "rlx_model_step_shared", x, y, batch);
+  if (rc != RLX_OK)
+    return rc;
+  if (members < 1 || members > 64 || index < 0 || index >= members)
+    return rlx__err(RLX_ERR_ARG, "rlx_model_step_shared: index %d of %d members (1..64)", index,
+                    members);
+  if (!m->be->ops->step_shared)
+    return rlx__err(RLX_ERR_STATE, "rlx_model_step_shared: %s computes in no context shared "
+                    "with other ranks (RLX_DEVICE_SHARE=1, an OpenCL device)", m->be->name);
+  struct tally t;
+  tally_begin(m, &loss, &correct, &t);
+  return tally_end(m, m->be->ops->step_shared(m->be, x, y, batch, index, members, lr, loss,
+                                              correct), batch, &t);
 }
 
 int rlx_model_prefetch(rlx_model_t *m, const float *x, const int32_t *y, int batch) {

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "compute/backend.h"
 #include "compute/cl_devices.h"
 #include "compute/cl_profile.h"
@@ -21,12 +22,13 @@
 
 enum {
   K_BIAS_ACT, K_SOFTMAX_XENT, K_RELU_BACK, K_SGD, K_TO_HALF, K_FROM_HALF, K_COL_SUMS,
-  K_WGRAD_SMALL, K_SUM_PARTS, K_GATHER, K_ADD_TOTALS,
+  K_WGRAD_SMALL, K_SUM_PARTS, K_GATHER, K_ADD_TOTALS, K_GROUP_SUM,
   K_GEMM_TILES, K_COUNT /* (gemm_tiles last: its own work-group size) */
 };
 static const char *const kernel_names[K_COUNT] = {
     "bias_act", "softmax_xent", "relu_back", "sgd",          "to_half",   "from_half",
-    "col_sums", "wgrad_small",  "sum_parts", "gather_batch", "add_totals", "gemm_tiles"};
+    "col_sums", "wgrad_small",  "sum_parts", "gather_batch", "add_totals", "group_sum",
+    "gemm_tiles"};
 /* gemm_tiles' shape (16 x 16 work-items) and wgrad_small's limit on a
  * layer's outputs: kernels.cl takes them from the build options. */
 #define TILE 64
@@ -79,6 +81,26 @@ struct ocl {
     cl_mem pix, lab, order, lut, x, y;
   } data;
   cl_mem totals; /* loss, right answers, the loss's compensation: add_totals */
+  struct group *grp; /* the models of this context that step together, or NULL */
+};
+
+/* rlx_model_step_shared: the models of one context (ranks sharing a
+ * device, share.h) meet here each step; the last to arrive averages
+ * their gradients on the device into avg, the rest wait for it. */
+#define GROUP_MAX 64
+struct group {
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  int members, arrived;             /* of the step being gathered */
+  unsigned long gen;                /* steps averaged */
+  struct ocl *who[GROUP_MAX];       /* by index, this step */
+  cl_event ready[GROUP_MAX];        /* their gradients computed */
+  cl_event done;                    /* the last step's average computed */
+  cl_mem avg;
+  size_t n;
+  struct ocl *joined[GROUP_MAX];    /* every model that took part */
+  int njoined;
+  char lost[96];                    /* who left, once one did */
 };
 
 static struct ocl *ocl_of(struct rlx__backend *b) { return (struct ocl *)b; }
@@ -164,17 +186,33 @@ static struct {
     cl_device_id dev;
     cl_context ctx;
     int users;
+    struct group *grp;
   } at[RLX__CL_MAX_DEVICES];
 } contexts = {.mu = PTHREAD_MUTEX_INITIALIZER};
 
-static cl_context ctx_take(cl_platform_id platform, cl_device_id dev, cl_int *e) {
+static void group_free(struct group *g) {
+  if (!g)
+    return;
+  if (g->done)
+    clReleaseEvent(g->done);
+  if (g->avg)
+    clReleaseMemObject(g->avg);
+  pthread_mutex_destroy(&g->mu);
+  pthread_cond_destroy(&g->cv);
+  free(g);
+}
+
+static cl_context ctx_take(cl_platform_id platform, cl_device_id dev, cl_int *e,
+                           struct group **grp) {
   cl_context ctx = NULL;
+  *grp = NULL;
   *e = CL_SUCCESS;
   pthread_mutex_lock(&contexts.mu);
   int free_slot = -1;
   for (int i = 0; i < RLX__CL_MAX_DEVICES && !ctx; i++) {
     if (contexts.at[i].users > 0 && contexts.at[i].dev == dev) {
       ctx = contexts.at[i].ctx;
+      *grp = contexts.at[i].grp;
       contexts.at[i].users++;
     } else if (contexts.at[i].users == 0 && free_slot < 0) {
       free_slot = i;
@@ -184,9 +222,15 @@ static cl_context ctx_take(cl_platform_id platform, cl_device_id dev, cl_int *e)
     cl_context_properties props[] = {CL_CONTEXT_PLATFORM, (cl_context_properties)platform, 0};
     ctx = clCreateContext(props, 1, &dev, NULL, NULL, e);
     if (*e == CL_SUCCESS && free_slot >= 0) {
+      struct group *g = calloc(1, sizeof *g);
+      if (g) {
+        pthread_mutex_init(&g->mu, NULL);
+        pthread_cond_init(&g->cv, NULL);
+      }
       contexts.at[free_slot].dev = dev;
       contexts.at[free_slot].ctx = ctx;
       contexts.at[free_slot].users = 1;
+      contexts.at[free_slot].grp = *grp = g;
     } /* (no slot free: this model's own, released by ctx_drop as one) */
   }
   pthread_mutex_unlock(&contexts.mu);
@@ -197,8 +241,11 @@ static void ctx_drop(cl_context ctx) {
   pthread_mutex_lock(&contexts.mu);
   for (int i = 0; i < RLX__CL_MAX_DEVICES; i++)
     if (contexts.at[i].users > 0 && contexts.at[i].ctx == ctx) {
-      if (--contexts.at[i].users == 0)
+      if (--contexts.at[i].users == 0) {
+        group_free(contexts.at[i].grp);
+        contexts.at[i].grp = NULL;
         clReleaseContext(ctx);
+      }
       pthread_mutex_unlock(&contexts.mu);
       return;
     }
@@ -206,8 +253,11 @@ static void ctx_drop(cl_context ctx) {
   clReleaseContext(ctx);
 }
 
+static void group_leave(struct ocl *o);
+
 static void ocl_destroy(struct rlx__backend *b) {
   struct ocl *o = ocl_of(b);
+  group_leave(o);
   for (size_t i = 0; i < RLX__ARRAY_SIZE(o->pinned); i++)
     if (o->pinned[i].ptr)
       ocl_host_free(b, o->pinned[i].ptr);
@@ -744,16 +794,19 @@ static int ocl_grad_half(struct rlx__backend *b, const float *x, const int32_t *
 
 /* The SGD kernel on o->grad, enqueued. */
 /* (on parameters [off, off + n): the kernel stops at index off + n) */
-static int sgd(struct ocl *o, float lr, size_t off, size_t n) {
+static int sgd_from(struct ocl *o, cl_mem grad, float lr, size_t off, size_t n) {
   cl_uint end = (cl_uint)(off + n);
   float mu = o->base.momentum;
   ARG(o, K_SGD, 0, o->params);
   ARG(o, K_SGD, 1, o->velocity);
-  ARG(o, K_SGD, 2, o->grad);
+  ARG(o, K_SGD, 2, grad);
   ARG(o, K_SGD, 3, lr);
   ARG(o, K_SGD, 4, mu);
   ARG(o, K_SGD, 5, end);
   return launch_at(o, K_SGD, off, n, -1);
+}
+static int sgd(struct ocl *o, float lr, size_t off, size_t n) {
+  return sgd_from(o, o->grad, lr, off, n);
 }
 
 static int ocl_apply(struct rlx__backend *b, const float *g, float lr) {
@@ -857,6 +910,172 @@ static int ocl_step(struct rlx__backend *b, const float *x, const int32_t *y, in
   int rc = backprop(o, x, y, batch, NULL, 0, NULL);
   if (rc == RLX_OK)
     rc = sgd(o, lr, 0, o->base.lo->nparams);
+  float stats[2];
+  if (rc == RLX_OK)
+    rc = step_stats(o, loss || correct, stats);
+  if (rc == RLX_OK && !(loss || correct)) {
+    cl_int e = x != NULL ? clFinish(o->q) : clFlush(o->q);
+    if (e != CL_SUCCESS)
+      rc = cl_fail(o, "the step", e);
+  }
+  rlx__cl_prof_collect(o->prof, 0);
+  if (rc != RLX_OK)
+    return rc;
+  if (loss)
+    *loss = stats[0] / (float)batch;
+  if (correct)
+    *correct = (int)stats[1];
+  return RLX_OK;
+}
+
+/* Leave the group for good: the rest are told (their waits and later
+ * steps fail naming this model's owner) until every member has left. */
+static void group_leave(struct ocl *o) {
+  struct group *g = o->grp;
+  if (!g)
+    return;
+  pthread_mutex_lock(&g->mu);
+  for (int i = 0; i < g->njoined; i++)
+    if (g->joined[i] == o) {
+      g->joined[i] = g->joined[--g->njoined];
+      if (g->njoined == 0)
+        g->lost[0] = '\0'; /* nobody left to tell: a fresh start */
+      else if (!g->lost[0])
+        snprintf(g->lost, sizeof g->lost, "%s",
+                 o->base.owner[0] ? o->base.owner : "this process's own");
+      pthread_cond_broadcast(&g->cv);
+      break;
+    }
+  pthread_mutex_unlock(&g->mu);
+}
+
+/* The last member to arrive: the average of every member's gradient into
+ * g->avg, on this model's queue once all are computed; g->done says when. */
+static int group_average(struct ocl *o, struct group *g) {
+  cl_uint n = (cl_uint)g->n;
+  CL_TRY(o, "wait for the members' gradients",
+         clEnqueueBarrierWithWaitList(o->q, (cl_uint)g->members, g->ready, NULL));
+  for (int j = 0; j < g->members; j++) {
+    cl_uint first = j == 0;
+    float scale = j == g->members - 1 ? 1.0f / (float)g->members : 0.0f;
+    ARG(o, K_GROUP_SUM, 0, g->avg);
+    ARG(o, K_GROUP_SUM, 1, g->who[j]->grad);
+    ARG(o, K_GROUP_SUM, 2, n);
+    ARG(o, K_GROUP_SUM, 3, first);
+    ARG(o, K_GROUP_SUM, 4, scale);
+    int rc = launch(o, K_GROUP_SUM, n, -1);
+    if (rc != RLX_OK)
+      return rc;
+  }
+  cl_event done;
+  CL_TRY(o, "mark the average", clEnqueueMarkerWithWaitList(o->q, 0, NULL, &done));
+  CL_TRY(o, "clFlush", clFlush(o->q));
+  if (g->done)
+    clReleaseEvent(g->done);
+  g->done = done;
+  return RLX_OK;
+}
+
+/* Arrive with this step's gradient computed (ready); return with the
+ * average's event (retained) in *done, once every member has arrived. */
+static int group_meet(struct ocl *o, struct group *g, int index, int members, cl_event ready,
+                      cl_event *done) {
+  int rc = RLX_OK;
+  pthread_mutex_lock(&g->mu);
+  if (g->lost[0])
+    rc = rlx__err(RLX_ERR_PEER_LOST, "%s: rlx_model_step_shared: a model stepping with this one "
+                  "(%s) is gone", o->base.name, g->lost);
+  else if (g->arrived > 0 && members != g->members)
+    rc = rlx__err(RLX_ERR_MISMATCH, "%s: rlx_model_step_shared: %d members, where another member "
+                  "said %d", o->base.name, members, g->members);
+  else if (g->who[index])
+    rc = rlx__err(RLX_ERR_MISMATCH, "%s: rlx_model_step_shared: two members gave index %d",
+                  o->base.name, index);
+  else if (g->n && g->n != o->base.lo->nparams)
+    rc = rlx__err(RLX_ERR_MISMATCH, "%s: rlx_model_step_shared: a model of %zu parameters "
+                  "where the others have %zu", o->base.name, o->base.lo->nparams, g->n);
+  if (rc != RLX_OK) {
+    pthread_mutex_unlock(&g->mu);
+    clReleaseEvent(ready);
+    return rc;
+  }
+  int seen = 0;
+  for (int i = 0; i < g->njoined; i++)
+    seen |= g->joined[i] == o;
+  if (!seen)
+    g->joined[g->njoined++] = o;
+  g->members = members;
+  g->who[index] = o;
+  g->ready[index] = ready;
+  unsigned long gen = g->gen;
+  if (++g->arrived == members) {
+    if (!g->avg) {
+      cl_int e;
+      g->n = o->base.lo->nparams;
+      g->avg = clCreateBuffer(o->ctx, CL_MEM_READ_WRITE, sizeof(float) * g->n, NULL, &e);
+      if (e != CL_SUCCESS) {
+        g->avg = NULL;
+        g->n = 0;
+        rc = cl_fail(o, "allocate the average", e);
+      }
+    }
+    if (rc == RLX_OK)
+      rc = group_average(o, g);
+    for (int j = 0; j < members; j++) {
+      clReleaseEvent(g->ready[j]);
+      g->who[j] = NULL;
+    }
+    g->arrived = 0;
+    g->gen++;
+    if (rc != RLX_OK) { /* the others cannot go on either */
+      if (g->done)
+        clReleaseEvent(g->done);
+      g->done = NULL;
+      if (!g->lost[0])
+        snprintf(g->lost, sizeof g->lost, "the average failed on %s's model",
+                 o->base.owner[0] ? o->base.owner : "this process");
+    }
+    pthread_cond_broadcast(&g->cv);
+  } else {
+    while (g->gen == gen && !g->lost[0])
+      pthread_cond_wait(&g->cv, &g->mu);
+    if (g->gen == gen) { /* a member left while this one waited */
+      g->who[index] = NULL;
+      clReleaseEvent(g->ready[index]);
+      g->arrived--;
+      rc = rlx__err(RLX_ERR_PEER_LOST, "%s: rlx_model_step_shared: a model stepping with this one "
+                    "(%s) is gone", o->base.name, g->lost);
+    }
+  }
+  if (rc == RLX_OK && g->done && clRetainEvent(g->done) == CL_SUCCESS)
+    *done = g->done;
+  else if (rc == RLX_OK) /* the last member's average failed */
+    rc = rlx__err(RLX_ERR_DEVICE, "%s: rlx_model_step_shared: %s", o->base.name, g->lost);
+  pthread_mutex_unlock(&g->mu);
+  return rc;
+}
+
+static int ocl_step_shared(struct rlx__backend *b, const float *x, const int32_t *y, int batch,
+                           int index, int members, float lr, float *loss, int *correct) {
+  struct ocl *o = ocl_of(b);
+  if (!o->grp)
+    return rlx__err(RLX_ERR_STATE, "%s: rlx_model_step_shared: this model's context is its own",
+                    o->base.name);
+  int rc = backprop(o, x, y, batch, NULL, 0, NULL);
+  cl_event ready, done;
+  if (rc == RLX_OK) {
+    cl_int e = clEnqueueMarkerWithWaitList(o->q, 0, NULL, &ready);
+    if (e == CL_SUCCESS)
+      e = clFlush(o->q);
+    if (e != CL_SUCCESS)
+      rc = cl_fail(o, "mark the gradient", e);
+  }
+  if (rc == RLX_OK && (rc = group_meet(o, o->grp, index, members, ready, &done)) == RLX_OK) {
+    cl_int e = clEnqueueBarrierWithWaitList(o->q, 1, &done, NULL);
+    clReleaseEvent(done);
+    rc = e != CL_SUCCESS ? cl_fail(o, "wait for the average", e)
+                         : sgd_from(o, o->grp->avg, lr, 0, b->lo->nparams);
+  }
   float stats[2];
   if (rc == RLX_OK)
     rc = step_stats(o, loss || correct, stats);
@@ -1014,6 +1233,7 @@ static const struct rlx__backend_ops ocl_ops = {
     .data_order = ocl_data_order,
     .data_batch = ocl_data_batch,
     .totals = ocl_totals,
+    .step_shared = ocl_step_shared,
 };
 
 /* Choose the device: index given, or GPUs (nearest this process's cores
@@ -1125,7 +1345,7 @@ static cl_mem alloc(struct ocl *o, size_t bytes, int *fail) {
 }
 
 static int create_at(const struct rlx__layout *lo, float momentum, const struct rlx__cl_device *dv,
-                     const char *note, struct rlx__backend **out, char *why, size_t whylen);
+                     int d, const char *note, struct rlx__backend **out, char *why, size_t whylen);
 
 int rlx__opencl_create(const struct rlx__layout *lo, float momentum, int index, int local_rank,
                        struct rlx__backend **out, char *why, size_t whylen) {
@@ -1142,7 +1362,7 @@ int rlx__opencl_create(const struct rlx__layout *lo, float momentum, int index, 
   int rc = rlx__share_join(d, devs[d].name, lo, momentum, out, why, whylen);
   if (rc != RLX__SHARE_SELF)
     return rc;
-  return create_at(lo, momentum, &devs[d], note, out, why, whylen);
+  return create_at(lo, momentum, &devs[d], d, note, out, why, whylen);
 }
 
 int rlx__opencl_create_on(const struct rlx__layout *lo, float momentum, int d,
@@ -1155,7 +1375,7 @@ int rlx__opencl_create_on(const struct rlx__layout *lo, float momentum, int d,
     snprintf(why, whylen, "device opencl:%d asked for, but only %d OpenCL device(s)", d, n);
     return RLX_ERR_DEVICE;
   }
-  return create_at(lo, momentum, &devs[d], "", out, why, whylen);
+  return create_at(lo, momentum, &devs[d], d, "", out, why, whylen);
 }
 
 int rlx__opencl_finish(struct rlx__backend *b) {
@@ -1201,9 +1421,12 @@ static int create_locked(const struct rlx__layout *lo, float momentum,
                          struct rlx__backend **out, char *why, size_t whylen);
 
 static int create_at(const struct rlx__layout *lo, float momentum, const struct rlx__cl_device *dv,
-                     const char *note, struct rlx__backend **out, char *why, size_t whylen) {
+                     int d, const char *note, struct rlx__backend **out, char *why,
+                     size_t whylen) {
   pthread_mutex_lock(&creating);
   int rc = create_locked(lo, momentum, dv, note, out, why, whylen);
+  if (rc == RLX_OK) /* models of this process on device d share its context */
+    (*out)->share_key = (uint64_t)getpid() << 8 | (uint64_t)(d & 0xff);
   pthread_mutex_unlock(&creating);
   return rc;
 }
@@ -1231,7 +1454,7 @@ static int create_locked(const struct rlx__layout *lo, float momentum,
     goto fail;
   }
   cl_command_queue_properties qp = profile ? CL_QUEUE_PROFILING_ENABLE : 0;
-  o->ctx = ctx_take(dv->platform, dv->id, &e);
+  o->ctx = ctx_take(dv->platform, dv->id, &e, &o->grp);
   if (e == CL_SUCCESS)
     o->q = clCreateCommandQueue(o->ctx, dv->id, qp, &e);
   if (e == CL_SUCCESS)

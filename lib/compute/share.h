@@ -66,6 +66,7 @@ enum rlx__share_op {
   RLX__SH_DATA_ORDER, /* u[0] n */
   RLX__SH_DATA_BATCH, /* u[0] first, u[1] stride, i = batch */
   RLX__SH_TOTALS,
+  RLX__SH_STEP_SHARED, /* as STEP, u[0] index, u[1] members */
   RLX__SH_OPS
 };
 

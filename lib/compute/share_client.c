@@ -221,8 +221,9 @@ static int remote_velocity(struct rlx__backend *b, float *v, int set) {
  * the gradient out (g, of gbytes; NULL for step), the loss and right
  * answers where asked for. */
 static int batch_call(struct rlx__backend *b, int op, const float *x, const int32_t *y, int batch,
-                      void *g, size_t gbytes, int j, float lr, float *loss, int *correct) {
-  struct rlx__share_req q = {.op = (uint32_t)op, .i = batch, .f = lr,
+                      void *g, size_t gbytes, int j, float lr, float *loss, int *correct,
+                      uint64_t u0, uint64_t u1) {
+  struct rlx__share_req q = {.op = (uint32_t)op, .i = batch, .f = lr, .u = {u0, u1},
                              .j = j | (loss ? 1 : 0) | (correct ? 16 : 0)};
   struct rlx__share_rep rep;
   struct xfer xs[] = {{x, NULL, x ? row_bytes(b, batch) : 0},
@@ -237,16 +238,21 @@ static int batch_call(struct rlx__backend *b, int op, const float *x, const int3
 }
 static int remote_grad(struct rlx__backend *b, const float *x, const int32_t *y, int batch,
                        float *g, float *loss, int *correct) {
-  return batch_call(b, RLX__SH_GRAD, x, y, batch, g, param_bytes(b), 0, 0, loss, correct);
+  return batch_call(b, RLX__SH_GRAD, x, y, batch, g, param_bytes(b), 0, 0, loss, correct, 0, 0);
 }
 static int remote_grad_half(struct rlx__backend *b, const float *x, const int32_t *y, int batch,
                             uint16_t *g, int bf16, float *loss, int *correct) {
   return batch_call(b, RLX__SH_GRAD, x, y, batch, g, sizeof(uint16_t) * b->lo->nparams,
-                    2 | (bf16 ? 4 : 0), 0, loss, correct);
+                    2 | (bf16 ? 4 : 0), 0, loss, correct, 0, 0);
 }
 static int remote_step(struct rlx__backend *b, const float *x, const int32_t *y, int batch,
                        float lr, float *loss, int *correct) {
-  return batch_call(b, RLX__SH_STEP, x, y, batch, NULL, 0, 0, lr, loss, correct);
+  return batch_call(b, RLX__SH_STEP, x, y, batch, NULL, 0, 0, lr, loss, correct, 0, 0);
+}
+static int remote_step_shared(struct rlx__backend *b, const float *x, const int32_t *y, int batch,
+                              int index, int members, float lr, float *loss, int *correct) {
+  return batch_call(b, RLX__SH_STEP_SHARED, x, y, batch, NULL, 0, 0, lr, loss, correct,
+                    (uint64_t)index, (uint64_t)members);
 }
 
 static int apply_call(struct rlx__backend *b, int op, const void *g, size_t bytes, int j, float lr,
@@ -351,6 +357,7 @@ static const struct rlx__backend_ops remote_ops = {
     .data_order = remote_data_order,
     .data_batch = remote_data_batch,
     .totals = remote_totals,
+    .step_shared = remote_step_shared,
 };
 
 /* RLX_DEVICE_SHARE: 1 (share), 0 (the default: a context per process). */
@@ -374,6 +381,7 @@ static int connect_to(struct remote *r, const struct sockaddr_un *sa, int d, con
     return RLX_ERR_AUTH;
   }
   r->server = cr.pid;
+  r->base.share_key = (uint64_t)cr.pid << 8 | (uint64_t)(d & 0xff);
   r->base.ops = &remote_ops;
   r->base.lo = lo;
   r->base.momentum = momentum;

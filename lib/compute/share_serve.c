@@ -94,6 +94,7 @@ static int create(struct conn *c, const struct rlx__share_req *q, struct rlx__sh
   rc = rlx__opencl_create_on(&c->lo, q->momentum, c->d, &c->be, why, sizeof why);
   if (rc != RLX_OK)
     return rlx__err(rc, "%s", why);
+  snprintf(c->be->owner, sizeof c->be->owner, "pid %d", (int)c->peer);
   snprintf(r->msg, sizeof r->msg, "%s", c->be->name);
   snprintf(r->note, sizeof r->note, "%s", c->be->note);
   rlx__info("compute: device %d: computing a model for pid %d here (%s)", c->d, (int)c->peer,
@@ -190,9 +191,14 @@ static int run(struct conn *c, const struct rlx__share_req *q, int fd, struct rl
     }
     return half ? ops->apply_half(b, p0, bf16, q->f) : ops->apply(b, p0, q->f);
   case RLX__SH_STEP:
+  case RLX__SH_STEP_SHARED:
     if ((rc = batch_refs(c, q, &x, &y)) != RLX_OK)
       return rc;
-    return ops->step(b, x, y, q->i, q->f, loss, correct);
+    if (q->op == RLX__SH_STEP)
+      return ops->step(b, x, y, q->i, q->f, loss, correct);
+    if (q->u[1] < 1 || q->u[1] > 64 || q->u[0] >= q->u[1])
+      return bad(c, "a member's index or count out of range");
+    return ops->step_shared(b, x, y, q->i, (int)q->u[0], (int)q->u[1], q->f, loss, correct);
   case RLX__SH_EVAL: {
     if ((rc = batch_refs(c, q, &x, &y)) != RLX_OK)
       return rc;

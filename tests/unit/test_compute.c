@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <pthread.h>
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
@@ -887,6 +888,26 @@ static int raw_ask_fd(int fd, const void *q, size_t len, int pass) {
 }
 static int raw_ask(int fd, const void *q, size_t len) { return raw_ask_fd(fd, q, len, -1); }
 
+/* rlx_model_step_shared on a thread of its own (the other member runs on
+ * the test's), retrying once with index 1 if its index was taken. */
+struct member {
+  rlx_model_t *m;
+  const float *x;
+  const int32_t *y;
+  int batch, index, members, rc, mismatches;
+  pthread_t t;
+};
+static void *member_step(void *arg) {
+  struct member *s = arg;
+  s->rc = rlx_model_step_shared(s->m, s->x, s->y, s->batch, s->index, s->members, 0.05f, NULL,
+                                NULL);
+  if (s->rc == RLX_ERR_MISMATCH) {
+    s->mismatches++;
+    s->rc = rlx_model_step_shared(s->m, s->x, s->y, s->batch, 1, s->members, 0.05f, NULL, NULL);
+  }
+  return NULL;
+}
+
 START_TEST(shared_device) {
   const int sizes[] = {13, 9, 3};
   enum { B = 10, N = 120 };
@@ -1036,6 +1057,65 @@ START_TEST(shared_device) {
   ck_assert_int_eq(rlx_model_step(b, x, y, B, 0.05f, NULL, NULL), RLX_OK); /* still served */
   rlx_model_t *c2 = shared_model(sizes, 3, B);
   ck_assert_int_eq(rlx_model_step(c2, x, y, B, 0.05f, NULL, NULL), RLX_OK);
+
+  /* rlx_model_step_shared: a (here) and b (through the socket) average on
+   * the device, bit for bit the host's (ga + gb) / 2 applied to both of a
+   * reference pair (c2 and r, from the same parameters) */
+  rlx_model_t *r = shared_model(sizes, 3, B);
+  float x2[B * 13], *ga = malloc(n * 4), *gb = malloc(n * 4);
+  fill(x2, B * 13, 4, 1.0);
+  ck_assert_int_eq(rlx_model_get_params(a, pa), RLX_OK);
+  ck_assert_int_eq(rlx_model_get_momentum(a, own), RLX_OK);
+  rlx_model_t *all[] = {b, c2, r};
+  for (int w = 0; w < 3; w++) {
+    ck_assert_int_eq(rlx_model_set_params(all[w], pa), RLX_OK);
+    ck_assert_int_eq(rlx_model_set_momentum(all[w], own), RLX_OK);
+  }
+  for (int s = 0; s < 3; s++) {
+    struct member t = {.m = b, .x = x2, .y = y, .batch = B, .index = 1, .members = 2};
+    ck_assert_int_eq(pthread_create(&t.t, NULL, member_step, &t), 0);
+    ck_assert_int_eq(rlx_model_step_shared(a, x, y, B, 0, 2, 0.05f, NULL, NULL), RLX_OK);
+    pthread_join(t.t, NULL);
+    ck_assert_msg(t.rc == RLX_OK, "b's shared step: %d", t.rc);
+    ck_assert_int_eq(rlx_model_grad(c2, x, y, B, ga, NULL, NULL), RLX_OK);
+    ck_assert_int_eq(rlx_model_grad(r, x2, y, B, gb, NULL, NULL), RLX_OK);
+    for (size_t i = 0; i < n; i++)
+      ga[i] = (ga[i] + gb[i]) / 2;
+    ck_assert_int_eq(rlx_model_apply(c2, ga, 0.05f), RLX_OK);
+    ck_assert_int_eq(rlx_model_apply(r, ga, 0.05f), RLX_OK);
+  }
+  rlx_model_t *cmp[] = {a, b, r};
+  ck_assert_int_eq(rlx_model_get_params(c2, pb), RLX_OK);
+  for (int w = 0; w < 3; w++) {
+    ck_assert_int_eq(rlx_model_get_params(cmp[w], pa), RLX_OK);
+    ck_assert_msg(memcmp(pa, pb, n * 4) == 0, "model %d: the device's average differs by %g", w,
+                  rel(pa, pb, n));
+  }
+  /* an index two members give: one is told, tries index 1, both go on */
+  struct member t = {.m = b, .x = x2, .y = y, .batch = B, .index = 0, .members = 2};
+  ck_assert_int_eq(pthread_create(&t.t, NULL, member_step, &t), 0);
+  struct member self = {.m = a, .x = x, .y = y, .batch = B, .index = 0, .members = 2};
+  member_step(&self);
+  pthread_join(t.t, NULL);
+  ck_assert_msg(self.rc == RLX_OK && t.rc == RLX_OK && self.mismatches + t.mismatches == 1,
+                "rc %d, %d; %d mismatches", self.rc, t.rc, self.mismatches + t.mismatches);
+  ck_assert_int_eq(rlx_model_step_shared(a, x, y, B, 2, 2, 0.05f, NULL, NULL), RLX_ERR_ARG);
+  /* a member gone (b freed: its process's connection ends) while a waits:
+   * a is told, naming it; so is every later shared step; plain steps go on */
+  t = (struct member){.m = a, .x = x, .y = y, .batch = B, .index = 0, .members = 2};
+  ck_assert_int_eq(pthread_create(&t.t, NULL, member_step, &t), 0);
+  rlx_model_free(&b);
+  pthread_join(t.t, NULL);
+  ck_assert_int_eq(t.rc, RLX_ERR_PEER_LOST);
+  snprintf(through, sizeof through, "(pid %d) is gone", (int)getpid());
+  ck_assert_int_eq(rlx_model_step_shared(a, x, y, B, 0, 2, 0.05f, NULL, NULL), RLX_ERR_PEER_LOST);
+  ck_assert_msg(strstr(rlx_errmsg(), through), "%s", rlx_errmsg());
+  ck_assert_int_eq(rlx_model_step(a, x, y, B, 0.05f, NULL, NULL), RLX_OK);
+  rlx_model_t *cpu = make(sizes, 3, B, "cpu", 0.9f);
+  ck_assert_int_eq(rlx_model_step_shared(cpu, x, y, B, 0, 1, 0.05f, NULL, NULL), RLX_ERR_STATE);
+  rlx_model_free(&cpu);
+  free(ga), free(gb);
+  rlx_model_free(&r);
   rlx_model_free(&c2);
 
   rlx_dataset_free(&ds);
