@@ -772,6 +772,11 @@ int main(int argc, char **argv) {
     return prc < 0 ? 2 : 0;
   if (r.o.wire)
     setenv("RLX_WIRE", r.o.wire, 1);
+  /* --elastic: a rank's model computes in its own process unless asked
+   * otherwise (RLX_DEVICE_SHARE), so that losing one rank loses no other's
+   * model with it */
+  if (r.o.elastic)
+    setenv("RLX_DEVICE_SHARE", "0", 0);
   signal(SIGINT, on_int);
   signal(SIGHUP, on_hup);
   const char *join = getenv("RLX_JOIN");

@@ -1359,7 +1359,7 @@ int rlx__opencl_create(const struct rlx__layout *lo, float momentum, int index, 
     return RLX_ERR_DEVICE;
   rlx__info("compute: local rank %d takes OpenCL device %d of %d (%s)", local_rank, d, n,
             devs[d].name);
-  int rc = rlx__share_join(d, devs[d].name, lo, momentum, out, why, whylen);
+  int rc = rlx__share_join(d, devs[d].name, devs[d].is_gpu, lo, momentum, out, why, whylen);
   if (rc != RLX__SHARE_SELF)
     return rc;
   return create_at(lo, momentum, &devs[d], d, note, out, why, whylen);

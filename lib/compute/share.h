@@ -10,12 +10,13 @@
  * SCM_RIGHTS), run in the serving process by a thread of its own with an
  * OpenCL backend in that process's one context (share_serve.c).
  *
- * RLX_DEVICE_SHARE=1 asks for it (ranks started by rlxrun, any OpenCL
- * device); 0, the default, keeps a context per process. Not the default
- * because on the H200 it measures no faster yet: two ranks' step there is
- * the host's allreduce of the gradient (1.7 ms for 7.5 MB) and its trips,
- * not the switches; what one context makes possible, the ranks on a
- * device reducing their gradients there, is still to come (README). */
+ * One context also lets the ranks on a device average their gradients
+ * there (rlx_model_step_shared) instead of through the host, where two
+ * ranks' step on the H200 was the gradient's allreduce (1.7 ms for 7.5 MB)
+ * and its trips.
+ *
+ * RLX_DEVICE_SHARE: auto (the default: GPUs, for ranks started by rlxrun),
+ * 1 (any OpenCL device, PoCL's too: tests), 0 (a context per process). */
 #ifndef RLX_COMPUTE_SHARE_H
 #define RLX_COMPUTE_SHARE_H
 
@@ -27,12 +28,19 @@
  * itself (it serves the device, or nothing is shared). */
 #define RLX__SHARE_SELF 1
 
-/* Device d (named name) was chosen for a model of
+/* Device d (named name, a GPU when is_gpu) was chosen for a model of
  * layout lo: RLX_OK with *out a backend computing in the process that
  * serves d, or RLX__SHARE_SELF (this process serves it now, or sharing is
  * off), or an error with the reason in why. */
-int rlx__share_join(int d, const char *name, const struct rlx__layout *lo,
+int rlx__share_join(int d, const char *name, int is_gpu, const struct rlx__layout *lo,
                     float momentum, struct rlx__backend **out, char *why, size_t whylen);
+
+/* Before a blocking receive on fd: poll it for a while first where cores
+ * allow (a thread woken from a socket read costs 35-60 us on these
+ * virtual machines, twice a request). RLX_SPIN_US sets the budget;
+ * unset: 50 us where the host has twice as many CPUs as the job has ranks
+ * on it (RLX_LOCAL_SIZE), else none. */
+void rlx__share_spin(int fd);
 
 /* Start serving device d on the socket bound to fd (share_serve.c). */
 int rlx__share_serve(int fd, int d, char *why, size_t whylen);

@@ -7,6 +7,8 @@
  * region, copied in before the request and out after the reply. */
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,6 +31,29 @@ struct remote {
 };
 
 static struct remote *remote_of(struct rlx__backend *b) { return (struct remote *)b; }
+
+static long spin_budget_us(void) {
+  long v, ranks = 1;
+  const char *e = getenv("RLX_SPIN_US"), *n = getenv("RLX_LOCAL_SIZE");
+  if (e && *e && rlx__parse_long(e, 0, 1000000, &v) == RLX_OK)
+    return v;
+  if (n && *n && rlx__parse_long(n, 1, 1 << 20, &v) == RLX_OK)
+    ranks = v;
+  return sysconf(_SC_NPROCESSORS_ONLN) >= 2 * ranks ? 50 : 0;
+}
+
+void rlx__share_spin(int fd) {
+  static _Atomic long known = -1; /* (every thread computes the same) */
+  long budget = atomic_load_explicit(&known, memory_order_relaxed);
+  if (budget < 0)
+    atomic_store_explicit(&known, budget = spin_budget_us(), memory_order_relaxed);
+  if (budget == 0)
+    return;
+  struct pollfd p = {.fd = fd, .events = POLLIN};
+  uint64_t until = rlx__now_ns() + (uint64_t)budget * 1000;
+  while (poll(&p, 1, 0) == 0 && rlx__now_ns() < until)
+    ;
+}
 
 static int gone(struct remote *r, const char *how) {
   r->dead = 1;
@@ -64,6 +89,7 @@ static int exchange(struct remote *r, const struct rlx__share_req *q, int fd,
   while (n < 0 && errno == EINTR);
   if (n != (ssize_t)sizeof *q)
     return gone(r, n < 0 ? strerror(errno) : "a short send");
+  rlx__share_spin(r->fd);
   do
     n = recv(r->fd, rep, sizeof *rep, 0);
   while (n < 0 && errno == EINTR);
@@ -360,15 +386,16 @@ static const struct rlx__backend_ops remote_ops = {
     .step_shared = remote_step_shared,
 };
 
-/* RLX_DEVICE_SHARE: 1 (share), 0 (the default: a context per process). */
+/* RLX_DEVICE_SHARE: 1 (any device), 0, or auto (-1, the default: GPUs,
+ * which run two processes' contexts time-sliced; a CPU device does not). */
 static int share_mode(int *mode) {
   const char *e = getenv("RLX_DEVICE_SHARE");
-  if (!e || !*e || strcmp(e, "0") == 0)
-    *mode = 0;
-  else if (strcmp(e, "1") == 0)
-    *mode = 1;
+  if (!e || !*e || strcmp(e, "auto") == 0)
+    *mode = -1;
+  else if (strcmp(e, "0") == 0 || strcmp(e, "1") == 0)
+    *mode = e[0] - '0';
   else
-    return rlx__err(RLX_ERR_ARG, "RLX_DEVICE_SHARE=\"%.40s\": expected 0 or 1", e);
+    return rlx__err(RLX_ERR_ARG, "RLX_DEVICE_SHARE=\"%.40s\": expected auto, 0 or 1", e);
   return RLX_OK;
 }
 
@@ -406,17 +433,19 @@ static int connect_to(struct remote *r, const struct sockaddr_un *sa, int d, con
   return rc;
 }
 
-int rlx__share_join(int d, const char *name, const struct rlx__layout *lo,
+int rlx__share_join(int d, const char *name, int is_gpu, const struct rlx__layout *lo,
                     float momentum, struct rlx__backend **out, char *why, size_t whylen) {
-  int mode = 0, rc = share_mode(&mode);
+  int mode = -1, rc = share_mode(&mode);
   if (rc != RLX_OK) {
     snprintf(why, whylen, "%s", rlx_errmsg());
     return rc;
   }
   const char *dir = getenv("RLX_RUNDIR");
-  if (mode == 0)
+  if (mode == 0 || (mode < 0 && !is_gpu))
     return RLX__SHARE_SELF;
   if (!dir || !*dir) {
+    if (mode < 0)
+      return RLX__SHARE_SELF; /* not started by rlxrun: no job directory to meet in */
     snprintf(why, whylen, "RLX_DEVICE_SHARE=1, but RLX_RUNDIR is not set (ranks rlxrun starts "
              "share a device through their job's directory)");
     return RLX_ERR_ARG;

@@ -282,6 +282,7 @@ static int receive(int s, struct rlx__share_req *q, int *fd) {
                       .msg_controllen = sizeof ctl.buf};
   ssize_t n;
   *fd = -1;
+  rlx__share_spin(s);
   do
     n = recvmsg(s, &mh, MSG_CMSG_CLOEXEC);
   while (n < 0 && errno == EINTR);

@@ -57,7 +57,7 @@ done
 
 # (as for every bad OpenCL setting: train falls back to C and says why)
 RLX_DEVICE_SHARE=sometimes timeout 120 "$RLXRUN" -n 1 "$TRAIN" $common --steps 2 >"$TMP/out" 2>&1
-grep -q 'computes on cpu; fallback: opencl: RLX_DEVICE_SHARE="sometimes": expected 0 or 1' "$TMP/out" ||
+grep -q 'computes on cpu; fallback: opencl: RLX_DEVICE_SHARE="sometimes": expected auto, 0 or 1' "$TMP/out" ||
   { cat "$TMP/out"; fail "bad RLX_DEVICE_SHARE not named"; }
 RLX_DEVICE_SHARE=1 RLX_DEVICE=opencl timeout 120 "$TRAIN" $common --steps 2 >"$TMP/out" 2>&1
 grep -q "RLX_DEVICE_SHARE=1, but RLX_RUNDIR is not set" "$TMP/out" || { cat "$TMP/out"; fail "no RLX_RUNDIR: not said"; }

@@ -5,6 +5,7 @@
 # says what happened, and the job exits 0.
 . "$(dirname "$0")/lib.sh"
 for victim in other leader; do
+  : >"$TMP/out" # (now: the job's own redirection may come after the first grep below)
   timeout 120 "$RLXRUN" -n 4 --enable-recovery "$TRAIN" --elastic --backend cpu --epochs 3 \
     --train-limit 16384 >"$TMP/out" 2>&1 &
   job=$!
