@@ -5,9 +5,11 @@
 # 1024:
 #   rlx-dev    rlxrun -n 1 train --backend gpu (the data on the device, the default)
 #   rlx-host   the same with --data-on-device 0 (each batch built and uploaded)
-#   rlx-2      rlxrun -n 2 train --backend gpu: two ranks sharing the one GPU
-#              (one context: the second computes in the first's process)
-#   rlx-2x     the same with a context each (RLX_DEVICE_SHARE=0: time-sliced)
+#   rlx-2      rlxrun -n 2 train --backend gpu with RLX_DEVICE_SHARE=1: two
+#              ranks sharing the one GPU in one context (the second computes
+#              in the first's process), gradients averaged on the device
+#   rlx-2x     the same with a context each (RLX_DEVICE_SHARE=0: time-sliced,
+#              the gradients averaged on the host)
 #   rlx-2b     the same with --bucket-kb 64 (buckets allreduced as backward makes them)
 #   torch      bench/torch_train_loop.py graph: the data on the GPU, the
 #              whole step (its gather included) in one CUDA graph
@@ -37,7 +39,7 @@ for r in $(seq 1 "$ROUNDS"); do
         case $k in
         rlx-dev) s=$(train 1 "$h" "$b" --data-on-device 1) ;;
         rlx-host) s=$(train 1 "$h" "$b" --data-on-device 0) ;;
-        rlx-2) s=$(train 2 "$h" "$b") ;;
+        rlx-2) s=$(RLX_DEVICE_SHARE=1 train 2 "$h" "$b") ;;
         rlx-2x) s=$(RLX_DEVICE_SHARE=0 train 2 "$h" "$b") ;;
         rlx-2b) s=$(train 2 "$h" "$b" --bucket-kb 64) ;;
         torch)
