@@ -13,6 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "compute/backend.h"
+#include "compute/cl_context.h"
 #include "compute/cl_devices.h"
 #include "compute/cl_profile.h"
 #include "compute/clblast_tuning.h"
@@ -81,26 +82,7 @@ struct ocl {
     cl_mem pix, lab, order, lut, x, y;
   } data;
   cl_mem totals; /* loss, right answers, the loss's compensation: add_totals */
-  struct group *grp; /* the models of this context that step together, or NULL */
-};
-
-/* rlx_model_step_shared: the models of one context (ranks sharing a
- * device, share.h) meet here each step; the last to arrive averages
- * their gradients on the device into avg, the rest wait for it. */
-#define GROUP_MAX 64
-struct group {
-  pthread_mutex_t mu;
-  pthread_cond_t cv;
-  int members, arrived;             /* of the step being gathered */
-  unsigned long gen;                /* steps averaged */
-  struct ocl *who[GROUP_MAX];       /* by index, this step */
-  cl_event ready[GROUP_MAX];        /* their gradients computed */
-  cl_event done;                    /* the last step's average computed */
-  cl_mem avg;
-  size_t n;
-  struct ocl *joined[GROUP_MAX];    /* every model that took part */
-  int njoined;
-  char lost[96];                    /* who left, once one did */
+  struct rlx__cl_group *grp; /* this context's models that step together, or NULL */
 };
 
 static struct ocl *ocl_of(struct rlx__backend *b) { return (struct ocl *)b; }
@@ -175,89 +157,12 @@ static float *ocl_host_alloc(struct rlx__backend *b, size_t n) {
   return NULL;
 }
 
-/* One context per device in a process, whatever its models: kernels of
- * one context run side by side on a GPU, two contexts' time-sliced, and
- * the models of ranks sharing a device (share.h) all live in the serving
- * process. Counted by models, so none outlives them (a forked child must
- * not inherit one). */
-static struct {
-  pthread_mutex_t mu;
-  struct {
-    cl_device_id dev;
-    cl_context ctx;
-    int users;
-    struct group *grp;
-  } at[RLX__CL_MAX_DEVICES];
-} contexts = {.mu = PTHREAD_MUTEX_INITIALIZER};
-
-static void group_free(struct group *g) {
-  if (!g)
-    return;
-  if (g->done)
-    clReleaseEvent(g->done);
-  if (g->avg)
-    clReleaseMemObject(g->avg);
-  pthread_mutex_destroy(&g->mu);
-  pthread_cond_destroy(&g->cv);
-  free(g);
-}
-
-static cl_context ctx_take(cl_platform_id platform, cl_device_id dev, cl_int *e,
-                           struct group **grp) {
-  cl_context ctx = NULL;
-  *grp = NULL;
-  *e = CL_SUCCESS;
-  pthread_mutex_lock(&contexts.mu);
-  int free_slot = -1;
-  for (int i = 0; i < RLX__CL_MAX_DEVICES && !ctx; i++) {
-    if (contexts.at[i].users > 0 && contexts.at[i].dev == dev) {
-      ctx = contexts.at[i].ctx;
-      *grp = contexts.at[i].grp;
-      contexts.at[i].users++;
-    } else if (contexts.at[i].users == 0 && free_slot < 0) {
-      free_slot = i;
-    }
-  }
-  if (!ctx) {
-    cl_context_properties props[] = {CL_CONTEXT_PLATFORM, (cl_context_properties)platform, 0};
-    ctx = clCreateContext(props, 1, &dev, NULL, NULL, e);
-    if (*e == CL_SUCCESS && free_slot >= 0) {
-      struct group *g = calloc(1, sizeof *g);
-      if (g) {
-        pthread_mutex_init(&g->mu, NULL);
-        pthread_cond_init(&g->cv, NULL);
-      }
-      contexts.at[free_slot].dev = dev;
-      contexts.at[free_slot].ctx = ctx;
-      contexts.at[free_slot].users = 1;
-      contexts.at[free_slot].grp = *grp = g;
-    } /* (no slot free: this model's own, released by ctx_drop as one) */
-  }
-  pthread_mutex_unlock(&contexts.mu);
-  return ctx;
-}
-
-static void ctx_drop(cl_context ctx) {
-  pthread_mutex_lock(&contexts.mu);
-  for (int i = 0; i < RLX__CL_MAX_DEVICES; i++)
-    if (contexts.at[i].users > 0 && contexts.at[i].ctx == ctx) {
-      if (--contexts.at[i].users == 0) {
-        group_free(contexts.at[i].grp);
-        contexts.at[i].grp = NULL;
-        clReleaseContext(ctx);
-      }
-      pthread_mutex_unlock(&contexts.mu);
-      return;
-    }
-  pthread_mutex_unlock(&contexts.mu);
-  clReleaseContext(ctx);
-}
-
-static void group_leave(struct ocl *o);
+static struct rlx__cl_member member_of(struct ocl *o);
 
 static void ocl_destroy(struct rlx__backend *b) {
   struct ocl *o = ocl_of(b);
-  group_leave(o);
+  struct rlx__cl_member me = member_of(o);
+  rlx__cl_group_leave(o->grp, &me);
   for (size_t i = 0; i < RLX__ARRAY_SIZE(o->pinned); i++)
     if (o->pinned[i].ptr)
       ocl_host_free(b, o->pinned[i].ptr);
@@ -294,7 +199,7 @@ static void ocl_destroy(struct rlx__backend *b) {
   if (o->tq)
     clReleaseCommandQueue(o->tq);
   if (o->ctx)
-    ctx_drop(o->ctx);
+    rlx__cl_ctx_drop(o->ctx);
   free(o);
 }
 
@@ -928,38 +833,23 @@ static int ocl_step(struct rlx__backend *b, const float *x, const int32_t *y, in
   return RLX_OK;
 }
 
-/* Leave the group for good: the rest are told (their waits and later
- * steps fail naming this model's owner) until every member has left. */
-static void group_leave(struct ocl *o) {
-  struct group *g = o->grp;
-  if (!g)
-    return;
-  pthread_mutex_lock(&g->mu);
-  for (int i = 0; i < g->njoined; i++)
-    if (g->joined[i] == o) {
-      g->joined[i] = g->joined[--g->njoined];
-      if (g->njoined == 0)
-        g->lost[0] = '\0'; /* nobody left to tell: a fresh start */
-      else if (!g->lost[0])
-        snprintf(g->lost, sizeof g->lost, "%s",
-                 o->base.owner[0] ? o->base.owner : "this process's own");
-      pthread_cond_broadcast(&g->cv);
-      break;
-    }
-  pthread_mutex_unlock(&g->mu);
+static struct rlx__cl_member member_of(struct ocl *o) {
+  return (struct rlx__cl_member){.self = o, .name = o->base.name, .owner = o->base.owner,
+                                 .ctx = o->ctx, .grad = o->grad, .n = o->base.lo->nparams};
 }
 
-/* The last member to arrive: the average of every member's gradient into
- * g->avg, on this model's queue once all are computed; g->done says when. */
-static int group_average(struct ocl *o, struct group *g) {
-  cl_uint n = (cl_uint)g->n;
+/* rlx__cl_average_fn: the members' average on this model's queue. */
+static int ocl_average(const struct rlx__cl_member *me, cl_mem avg, int members,
+                       const cl_mem *grads, const cl_event *ready, cl_event *done) {
+  struct ocl *o = (struct ocl *)me->self;
+  cl_uint n = (cl_uint)me->n;
   CL_TRY(o, "wait for the members' gradients",
-         clEnqueueBarrierWithWaitList(o->q, (cl_uint)g->members, g->ready, NULL));
-  for (int j = 0; j < g->members; j++) {
+         clEnqueueBarrierWithWaitList(o->q, (cl_uint)members, ready, NULL));
+  for (int j = 0; j < members; j++) {
     cl_uint first = j == 0;
-    float scale = j == g->members - 1 ? 1.0f / (float)g->members : 0.0f;
-    ARG(o, K_GROUP_SUM, 0, g->avg);
-    ARG(o, K_GROUP_SUM, 1, g->who[j]->grad);
+    float scale = j == members - 1 ? 1.0f / (float)members : 0.0f;
+    ARG(o, K_GROUP_SUM, 0, avg);
+    ARG(o, K_GROUP_SUM, 1, grads[j]);
     ARG(o, K_GROUP_SUM, 2, n);
     ARG(o, K_GROUP_SUM, 3, first);
     ARG(o, K_GROUP_SUM, 4, scale);
@@ -967,92 +857,9 @@ static int group_average(struct ocl *o, struct group *g) {
     if (rc != RLX_OK)
       return rc;
   }
-  cl_event done;
-  CL_TRY(o, "mark the average", clEnqueueMarkerWithWaitList(o->q, 0, NULL, &done));
+  CL_TRY(o, "mark the average", clEnqueueMarkerWithWaitList(o->q, 0, NULL, done));
   CL_TRY(o, "clFlush", clFlush(o->q));
-  if (g->done)
-    clReleaseEvent(g->done);
-  g->done = done;
   return RLX_OK;
-}
-
-/* Arrive with this step's gradient computed (ready); return with the
- * average's event (retained) in *done, once every member has arrived. */
-static int group_meet(struct ocl *o, struct group *g, int index, int members, cl_event ready,
-                      cl_event *done) {
-  int rc = RLX_OK;
-  pthread_mutex_lock(&g->mu);
-  if (g->lost[0])
-    rc = rlx__err(RLX_ERR_PEER_LOST, "%s: rlx_model_step_shared: a model stepping with this one "
-                  "(%s) is gone", o->base.name, g->lost);
-  else if (g->arrived > 0 && members != g->members)
-    rc = rlx__err(RLX_ERR_MISMATCH, "%s: rlx_model_step_shared: %d members, where another member "
-                  "said %d", o->base.name, members, g->members);
-  else if (g->who[index])
-    rc = rlx__err(RLX_ERR_MISMATCH, "%s: rlx_model_step_shared: two members gave index %d",
-                  o->base.name, index);
-  else if (g->n && g->n != o->base.lo->nparams)
-    rc = rlx__err(RLX_ERR_MISMATCH, "%s: rlx_model_step_shared: a model of %zu parameters "
-                  "where the others have %zu", o->base.name, o->base.lo->nparams, g->n);
-  if (rc != RLX_OK) {
-    pthread_mutex_unlock(&g->mu);
-    clReleaseEvent(ready);
-    return rc;
-  }
-  int seen = 0;
-  for (int i = 0; i < g->njoined; i++)
-    seen |= g->joined[i] == o;
-  if (!seen)
-    g->joined[g->njoined++] = o;
-  g->members = members;
-  g->who[index] = o;
-  g->ready[index] = ready;
-  unsigned long gen = g->gen;
-  if (++g->arrived == members) {
-    if (!g->avg) {
-      cl_int e;
-      g->n = o->base.lo->nparams;
-      g->avg = clCreateBuffer(o->ctx, CL_MEM_READ_WRITE, sizeof(float) * g->n, NULL, &e);
-      if (e != CL_SUCCESS) {
-        g->avg = NULL;
-        g->n = 0;
-        rc = cl_fail(o, "allocate the average", e);
-      }
-    }
-    if (rc == RLX_OK)
-      rc = group_average(o, g);
-    for (int j = 0; j < members; j++) {
-      clReleaseEvent(g->ready[j]);
-      g->who[j] = NULL;
-    }
-    g->arrived = 0;
-    g->gen++;
-    if (rc != RLX_OK) { /* the others cannot go on either */
-      if (g->done)
-        clReleaseEvent(g->done);
-      g->done = NULL;
-      if (!g->lost[0])
-        snprintf(g->lost, sizeof g->lost, "the average failed on %s's model",
-                 o->base.owner[0] ? o->base.owner : "this process");
-    }
-    pthread_cond_broadcast(&g->cv);
-  } else {
-    while (g->gen == gen && !g->lost[0])
-      pthread_cond_wait(&g->cv, &g->mu);
-    if (g->gen == gen) { /* a member left while this one waited */
-      g->who[index] = NULL;
-      clReleaseEvent(g->ready[index]);
-      g->arrived--;
-      rc = rlx__err(RLX_ERR_PEER_LOST, "%s: rlx_model_step_shared: a model stepping with this one "
-                    "(%s) is gone", o->base.name, g->lost);
-    }
-  }
-  if (rc == RLX_OK && g->done && clRetainEvent(g->done) == CL_SUCCESS)
-    *done = g->done;
-  else if (rc == RLX_OK) /* the last member's average failed */
-    rc = rlx__err(RLX_ERR_DEVICE, "%s: rlx_model_step_shared: %s", o->base.name, g->lost);
-  pthread_mutex_unlock(&g->mu);
-  return rc;
 }
 
 static int ocl_step_shared(struct rlx__backend *b, const float *x, const int32_t *y, int batch,
@@ -1070,11 +877,14 @@ static int ocl_step_shared(struct rlx__backend *b, const float *x, const int32_t
     if (e != CL_SUCCESS)
       rc = cl_fail(o, "mark the gradient", e);
   }
-  if (rc == RLX_OK && (rc = group_meet(o, o->grp, index, members, ready, &done)) == RLX_OK) {
+  struct rlx__cl_member me = member_of(o);
+  cl_mem avg;
+  if (rc == RLX_OK && (rc = rlx__cl_group_meet(o->grp, &me, index, members, ready, ocl_average,
+                                               &avg, &done)) == RLX_OK) {
     cl_int e = clEnqueueBarrierWithWaitList(o->q, 1, &done, NULL);
     clReleaseEvent(done);
     rc = e != CL_SUCCESS ? cl_fail(o, "wait for the average", e)
-                         : sgd_from(o, o->grp->avg, lr, 0, b->lo->nparams);
+                         : sgd_from(o, avg, lr, 0, b->lo->nparams);
   }
   float stats[2];
   if (rc == RLX_OK)
@@ -1454,7 +1264,7 @@ static int create_locked(const struct rlx__layout *lo, float momentum,
     goto fail;
   }
   cl_command_queue_properties qp = profile ? CL_QUEUE_PROFILING_ENABLE : 0;
-  o->ctx = ctx_take(dv->platform, dv->id, &e, &o->grp);
+  o->ctx = rlx__cl_ctx_take(dv->platform, dv->id, &e, &o->grp);
   if (e == CL_SUCCESS)
     o->q = clCreateCommandQueue(o->ctx, dv->id, qp, &e);
   if (e == CL_SUCCESS)

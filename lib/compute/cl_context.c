@@ -1,0 +1,212 @@
+/* The process's OpenCL contexts, one per device, and the group of each
+ * context's models that step together (cl_context.h): a barrier in host
+ * memory that the last member to arrive ends by queuing the average. */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include "compute/cl_context.h"
+#include "compute/cl_devices.h"
+#include "base/internal.h"
+
+#define GROUP_MAX 64
+
+struct rlx__cl_group {
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  int members, arrived;            /* of the step being gathered */
+  unsigned long gen;               /* steps averaged */
+  const void *who[GROUP_MAX];      /* by index, this step */
+  cl_mem grads[GROUP_MAX];
+  cl_event ready[GROUP_MAX];       /* their gradients computed */
+  cl_event done;                   /* the last step's average computed */
+  cl_mem avg;
+  size_t n;
+  const void *joined[GROUP_MAX];   /* every model that took part */
+  int njoined;
+  char lost[96];                   /* who left, once one did */
+};
+
+static struct {
+  pthread_mutex_t mu;
+  struct {
+    cl_device_id dev;
+    cl_context ctx;
+    int users;
+    struct rlx__cl_group *grp;
+  } at[RLX__CL_MAX_DEVICES];
+} contexts = {.mu = PTHREAD_MUTEX_INITIALIZER};
+
+static struct rlx__cl_group *group_new(void) {
+  struct rlx__cl_group *g = calloc(1, sizeof *g);
+  if (g) {
+    pthread_mutex_init(&g->mu, NULL);
+    pthread_cond_init(&g->cv, NULL);
+  }
+  return g;
+}
+
+static void group_free(struct rlx__cl_group *g) {
+  if (!g)
+    return;
+  if (g->done)
+    clReleaseEvent(g->done);
+  if (g->avg)
+    clReleaseMemObject(g->avg);
+  pthread_mutex_destroy(&g->mu);
+  pthread_cond_destroy(&g->cv);
+  free(g);
+}
+
+cl_context rlx__cl_ctx_take(cl_platform_id platform, cl_device_id dev, cl_int *e,
+                            struct rlx__cl_group **grp) {
+  cl_context ctx = NULL;
+  *grp = NULL;
+  *e = CL_SUCCESS;
+  pthread_mutex_lock(&contexts.mu);
+  int free_slot = -1;
+  for (int i = 0; i < RLX__CL_MAX_DEVICES && !ctx; i++) {
+    if (contexts.at[i].users > 0 && contexts.at[i].dev == dev) {
+      ctx = contexts.at[i].ctx;
+      *grp = contexts.at[i].grp;
+      contexts.at[i].users++;
+    } else if (contexts.at[i].users == 0 && free_slot < 0) {
+      free_slot = i;
+    }
+  }
+  if (!ctx) {
+    cl_context_properties props[] = {CL_CONTEXT_PLATFORM, (cl_context_properties)platform, 0};
+    ctx = clCreateContext(props, 1, &dev, NULL, NULL, e);
+    if (*e == CL_SUCCESS && free_slot >= 0) {
+      contexts.at[free_slot].dev = dev;
+      contexts.at[free_slot].ctx = ctx;
+      contexts.at[free_slot].users = 1;
+      contexts.at[free_slot].grp = *grp = group_new();
+    } /* (no slot free: this model's own, released by rlx__cl_ctx_drop as one) */
+  }
+  pthread_mutex_unlock(&contexts.mu);
+  return ctx;
+}
+
+void rlx__cl_ctx_drop(cl_context ctx) {
+  pthread_mutex_lock(&contexts.mu);
+  for (int i = 0; i < RLX__CL_MAX_DEVICES; i++)
+    if (contexts.at[i].users > 0 && contexts.at[i].ctx == ctx) {
+      if (--contexts.at[i].users == 0) {
+        group_free(contexts.at[i].grp);
+        contexts.at[i].grp = NULL;
+        clReleaseContext(ctx);
+      }
+      pthread_mutex_unlock(&contexts.mu);
+      return;
+    }
+  pthread_mutex_unlock(&contexts.mu);
+  clReleaseContext(ctx);
+}
+
+static const char *whose(const struct rlx__cl_member *me) {
+  return me->owner[0] ? me->owner : "this process's own";
+}
+
+void rlx__cl_group_leave(struct rlx__cl_group *g, const struct rlx__cl_member *me) {
+  if (!g)
+    return;
+  pthread_mutex_lock(&g->mu);
+  for (int i = 0; i < g->njoined; i++)
+    if (g->joined[i] == me->self) {
+      g->joined[i] = g->joined[--g->njoined];
+      if (g->njoined == 0)
+        g->lost[0] = '\0'; /* nobody left to tell: a fresh start */
+      else if (!g->lost[0])
+        snprintf(g->lost, sizeof g->lost, "%s", whose(me));
+      pthread_cond_broadcast(&g->cv);
+      break;
+    }
+  pthread_mutex_unlock(&g->mu);
+}
+
+/* The last to arrive: the average (its buffer made at the first step),
+ * then the step is over for everyone. */
+static int finish_step(struct rlx__cl_group *g, const struct rlx__cl_member *me,
+                       rlx__cl_average_fn average) {
+  int rc = RLX_OK;
+  if (!g->avg) {
+    cl_int e;
+    g->avg = clCreateBuffer(me->ctx, CL_MEM_READ_WRITE, sizeof(float) * me->n, NULL, &e);
+    if (e == CL_SUCCESS)
+      g->n = me->n;
+    else
+      rc = rlx__err(RLX_ERR_DEVICE, "%s: no device memory for the members' average (%d)",
+                    me->name, (int)e);
+  }
+  cl_event done = NULL;
+  if (rc == RLX_OK)
+    rc = average(me, g->avg, g->members, g->grads, g->ready, &done);
+  for (int j = 0; j < g->members; j++) {
+    clReleaseEvent(g->ready[j]);
+    g->who[j] = NULL;
+  }
+  if (g->done)
+    clReleaseEvent(g->done);
+  g->done = rc == RLX_OK ? done : NULL;
+  if (rc != RLX_OK && !g->lost[0]) /* the others cannot go on either */
+    snprintf(g->lost, sizeof g->lost, "the average failed on %s model", whose(me));
+  g->arrived = 0;
+  g->gen++;
+  pthread_cond_broadcast(&g->cv);
+  return rc;
+}
+
+int rlx__cl_group_meet(struct rlx__cl_group *g, const struct rlx__cl_member *me, int index,
+                       int members, cl_event ready, rlx__cl_average_fn average, cl_mem *avg,
+                       cl_event *done) {
+  int rc = RLX_OK;
+  pthread_mutex_lock(&g->mu);
+  if (g->lost[0])
+    rc = rlx__err(RLX_ERR_PEER_LOST, "%s: rlx_model_step_shared: a model stepping with this one "
+                  "(%s) is gone", me->name, g->lost);
+  else if (members > GROUP_MAX || (g->arrived > 0 && members != g->members))
+    rc = rlx__err(RLX_ERR_MISMATCH, "%s: rlx_model_step_shared: %d members, where another member "
+                  "said %d", me->name, members, g->members);
+  else if (g->who[index])
+    rc = rlx__err(RLX_ERR_MISMATCH, "%s: rlx_model_step_shared: two members gave index %d",
+                  me->name, index);
+  else if (g->n && g->n != me->n)
+    rc = rlx__err(RLX_ERR_MISMATCH, "%s: rlx_model_step_shared: a model of %zu parameters "
+                  "where the others have %zu", me->name, me->n, g->n);
+  if (rc != RLX_OK) {
+    pthread_mutex_unlock(&g->mu);
+    clReleaseEvent(ready);
+    return rc;
+  }
+  int seen = 0;
+  for (int i = 0; i < g->njoined; i++)
+    seen |= g->joined[i] == me->self;
+  if (!seen)
+    g->joined[g->njoined++] = me->self;
+  g->members = members;
+  g->who[index] = me->self;
+  g->grads[index] = me->grad;
+  g->ready[index] = ready;
+  unsigned long gen = g->gen;
+  if (++g->arrived == members) {
+    rc = finish_step(g, me, average);
+  } else {
+    while (g->gen == gen && !g->lost[0])
+      pthread_cond_wait(&g->cv, &g->mu);
+    if (g->gen == gen) { /* a member left while this one waited */
+      g->who[index] = NULL;
+      clReleaseEvent(g->ready[index]);
+      g->arrived--;
+      rc = rlx__err(RLX_ERR_PEER_LOST, "%s: rlx_model_step_shared: a model stepping with this one "
+                    "(%s) is gone", me->name, g->lost);
+    }
+  }
+  if (rc == RLX_OK && g->done && clRetainEvent(g->done) == CL_SUCCESS) {
+    *done = g->done;
+    *avg = g->avg;
+  } else if (rc == RLX_OK) { /* the last member's average failed */
+    rc = rlx__err(RLX_ERR_DEVICE, "%s: rlx_model_step_shared: %s", me->name, g->lost);
+  }
+  pthread_mutex_unlock(&g->mu);
+  return rc;
+}
