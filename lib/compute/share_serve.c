@@ -337,6 +337,8 @@ static void *listen_loop(void *arg) {
   for (;;) {
     int s = accept4(l->fd, NULL, NULL, SOCK_CLOEXEC);
     if (s < 0) {
+      if (errno == EMFILE || errno == ENFILE) /* out of descriptors: a while, not a spin */
+        nanosleep(&(struct timespec){0, 10 * 1000 * 1000}, NULL);
       if (errno == EINTR || errno == ECONNABORTED || errno == EMFILE || errno == ENFILE)
         continue;
       rlx__warn("compute: device %d: no longer serving other ranks: %s", l->d, strerror(errno));
