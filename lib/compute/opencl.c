@@ -803,18 +803,10 @@ static int ocl_apply_half(struct rlx__backend *b, const uint16_t *g, int bf16, f
   return RLX_OK;
 }
 
-/* One rank's step: the gradient never leaves the device; the loss and the
- * count, read last, are the one wait. Without them, and with a batch
- * gathered on the device (x NULL), nothing waits: the host returns while
- * the device computes, and the next step queues behind this one. A batch
- * from the host is uploaded from x, which the caller may reuse at once:
- * that upload is waited for. */
-static int ocl_step(struct rlx__backend *b, const float *x, const int32_t *y, int batch, float lr,
-                    float *loss, int *correct) {
-  struct ocl *o = ocl_of(b);
-  int rc = backprop(o, x, y, batch, NULL, 0, NULL);
-  if (rc == RLX_OK)
-    rc = sgd(o, lr, 0, o->base.lo->nparams);
+/* A step's end, its update queued (rc so far): its loss and count read
+ * when asked for, else added to the totals on the device; the wait for an
+ * upload from the caller's x. */
+static int step_end(struct ocl *o, int rc, const float *x, int batch, float *loss, int *correct) {
   float stats[2];
   if (rc == RLX_OK)
     rc = step_stats(o, loss || correct, stats);
@@ -831,6 +823,21 @@ static int ocl_step(struct rlx__backend *b, const float *x, const int32_t *y, in
   if (correct)
     *correct = (int)stats[1];
   return RLX_OK;
+}
+
+/* One rank's step: the gradient never leaves the device; the loss and the
+ * count, read last, are the one wait. Without them, and with a batch
+ * gathered on the device (x NULL), nothing waits: the host returns while
+ * the device computes, and the next step queues behind this one. A batch
+ * from the host is uploaded from x, which the caller may reuse at once:
+ * that upload is waited for. */
+static int ocl_step(struct rlx__backend *b, const float *x, const int32_t *y, int batch, float lr,
+                    float *loss, int *correct) {
+  struct ocl *o = ocl_of(b);
+  int rc = backprop(o, x, y, batch, NULL, 0, NULL);
+  if (rc == RLX_OK)
+    rc = sgd(o, lr, 0, o->base.lo->nparams);
+  return step_end(o, rc, x, batch, loss, correct);
 }
 
 static struct rlx__cl_member member_of(struct ocl *o) {
@@ -886,22 +893,7 @@ static int ocl_step_shared(struct rlx__backend *b, const float *x, const int32_t
     rc = e != CL_SUCCESS ? cl_fail(o, "wait for the average", e)
                          : sgd_from(o, avg, lr, 0, b->lo->nparams);
   }
-  float stats[2];
-  if (rc == RLX_OK)
-    rc = step_stats(o, loss || correct, stats);
-  if (rc == RLX_OK && !(loss || correct)) {
-    cl_int e = x != NULL ? clFinish(o->q) : clFlush(o->q);
-    if (e != CL_SUCCESS)
-      rc = cl_fail(o, "the step", e);
-  }
-  rlx__cl_prof_collect(o->prof, 0);
-  if (rc != RLX_OK)
-    return rc;
-  if (loss)
-    *loss = stats[0] / (float)batch;
-  if (correct)
-    *correct = (int)stats[1];
-  return RLX_OK;
+  return step_end(o, rc, x, batch, loss, correct);
 }
 
 static int ocl_eval(struct rlx__backend *b, const float *x, const int32_t *y, int batch,

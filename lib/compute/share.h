@@ -22,6 +22,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 #include "compute/backend.h"
 
 /* rlx__share_join's answer when this process computes on the device
@@ -41,6 +42,10 @@ int rlx__share_join(int d, const char *name, int is_gpu, const struct rlx__layou
  * unset: 50 us where the host has twice as many CPUs as the job has ranks
  * on it (RLX_LOCAL_SIZE), else none. */
 void rlx__share_spin(int fd);
+
+/* One message on s, with the descriptor fd (SCM_RIGHTS) if fd >= 0:
+ * sendmsg's answer. */
+ssize_t rlx__share_send(int s, const void *msg, size_t len, int fd);
 
 /* Start serving device d on the socket bound to fd (share_serve.c). */
 int rlx__share_serve(int fd, int d, char *why, size_t whylen);

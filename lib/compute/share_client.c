@@ -61,18 +61,13 @@ static int gone(struct remote *r, const char *how) {
                   (int)r->server, how);
 }
 
-/* One request (with fd, if >= 0) and its reply. */
-static int exchange(struct remote *r, const struct rlx__share_req *q, int fd,
-                    struct rlx__share_rep *rep) {
-  if (r->dead)
-    return rlx__err(RLX_ERR_DEVICE, "%s: the process serving it (pid %d) is gone", r->base.name,
-                    (int)r->server);
+ssize_t rlx__share_send(int s, const void *msg, size_t len, int fd) {
   union {
     char buf[CMSG_SPACE(sizeof(int))];
     struct cmsghdr align;
   } ctl;
   memset(&ctl, 0, sizeof ctl);
-  struct iovec iov = {(void *)q, sizeof *q};
+  struct iovec iov = {(void *)msg, len};
   struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1};
   if (fd >= 0) {
     mh.msg_control = ctl.buf;
@@ -85,8 +80,18 @@ static int exchange(struct remote *r, const struct rlx__share_req *q, int fd,
   }
   ssize_t n;
   do
-    n = sendmsg(r->fd, &mh, MSG_NOSIGNAL);
+    n = sendmsg(s, &mh, MSG_NOSIGNAL);
   while (n < 0 && errno == EINTR);
+  return n;
+}
+
+/* One request (with fd, if >= 0) and its reply. */
+static int exchange(struct remote *r, const struct rlx__share_req *q, int fd,
+                    struct rlx__share_rep *rep) {
+  if (r->dead)
+    return rlx__err(RLX_ERR_DEVICE, "%s: the process serving it (pid %d) is gone", r->base.name,
+                    (int)r->server);
+  ssize_t n = rlx__share_send(r->fd, q, sizeof *q, fd);
   if (n != (ssize_t)sizeof *q)
     return gone(r, n < 0 ? strerror(errno) : "a short send");
   rlx__share_spin(r->fd);

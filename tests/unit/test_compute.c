@@ -863,23 +863,7 @@ static int raw_connect(const char *dir) {
  * the server closed the connection. */
 static int raw_ask_fd(int fd, const void *q, size_t len, int pass) {
   static struct rlx__share_rep rep;
-  union {
-    char buf[CMSG_SPACE(sizeof(int))];
-    struct cmsghdr align;
-  } ctl;
-  memset(&ctl, 0, sizeof ctl);
-  struct iovec iov = {(void *)q, len};
-  struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1};
-  if (pass >= 0) {
-    mh.msg_control = ctl.buf;
-    mh.msg_controllen = sizeof ctl.buf;
-    struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
-    cm->cmsg_level = SOL_SOCKET;
-    cm->cmsg_type = SCM_RIGHTS;
-    cm->cmsg_len = CMSG_LEN(sizeof(int));
-    memcpy(CMSG_DATA(cm), &pass, sizeof pass);
-  }
-  ck_assert_int_eq(sendmsg(fd, &mh, 0), (ssize_t)len);
+  ck_assert_int_eq(rlx__share_send(fd, q, len, pass), (ssize_t)len);
   ssize_t n = recv(fd, &rep, sizeof rep, 0);
   if (n == 0)
     return 1;
