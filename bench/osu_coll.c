@@ -100,7 +100,7 @@ int main(int argc, char **argv) {
       run(coll, s, r, n);
     double avg = max_double((now_us() - t0) / (double)iters);
     if (osu_rank == 0)
-      printf("%s %zu %.2f\n", LIB, bytes, avg);
+      printf("%s %zu %.3f\n", LIB, bytes, avg);
     fflush(stdout);
   }
   free(s);

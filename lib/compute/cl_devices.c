@@ -1,6 +1,7 @@
 /* OpenCL devices: list them GPUs first, and place a rank on the GPU
  * nearest its cores (hwloc), local rank i taking the i-th mod count. */
 #include <hwloc/opencl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -50,7 +51,12 @@ static void add_devices(cl_platform_id p, cl_device_type type, struct rlx__cl_de
   }
 }
 
-int rlx__cl_list(struct rlx__cl_device *out, int max, char *why, size_t whylen) {
+/* One thread lists at a time: PoCL answers a second thread that asks while
+ * the first one's call sets the driver up with no device at all (two
+ * threads making their models at once: one fell back to the CPU). */
+static pthread_mutex_t listing = PTHREAD_MUTEX_INITIALIZER;
+
+static int list(struct rlx__cl_device *out, int max, char *why, size_t whylen) {
   cl_platform_id plats[16];
   cl_uint np = 0;
   cl_int e = clGetPlatformIDs(16, plats, &np);
@@ -68,6 +74,13 @@ int rlx__cl_list(struct rlx__cl_device *out, int max, char *why, size_t whylen) 
     snprintf(why, whylen, "%u OpenCL platform(s) but no device", (unsigned)np);
     return -1;
   }
+  return n;
+}
+
+int rlx__cl_list(struct rlx__cl_device *out, int max, char *why, size_t whylen) {
+  pthread_mutex_lock(&listing);
+  int n = list(out, max, why, whylen);
+  pthread_mutex_unlock(&listing);
   return n;
 }
 

@@ -1180,6 +1180,37 @@ START_TEST(out_of_memory_while_creating) {
 }
 END_TEST
 
+/* Models made on two threads at once, as a program with a model per
+ * thread does: both compute on OpenCL. PoCL answered the second thread
+ * asking for devices while the first one's call set the driver up with
+ * none (it fell back to the CPU) until the listing took turns. */
+static pthread_barrier_t made_at_once;
+
+static void *make_one(void *arg) {
+  static const int sizes[] = {784, 16, 10};
+  pthread_barrier_wait(&made_at_once);
+  *(rlx_model_t **)arg = make(sizes, 3, 8, "opencl", 0.0f);
+  return NULL;
+}
+
+START_TEST(models_made_at_once) {
+  rlx_model_t *m[2] = {NULL, NULL};
+  pthread_t th[2];
+  pthread_barrier_init(&made_at_once, NULL, 2);
+  for (int i = 0; i < 2; i++)
+    ck_assert_int_eq(pthread_create(&th[i], NULL, make_one, &m[i]), 0);
+  for (int i = 0; i < 2; i++)
+    pthread_join(th[i], NULL);
+  for (int i = 0; i < 2; i++) {
+    ck_assert_ptr_nonnull(m[i]);
+    ck_assert_msg(strncmp(rlx_model_backend(m[i]), "opencl", 6) == 0, "model %d: %s (%s)", i,
+                  rlx_model_backend(m[i]), rlx_model_fallback(m[i]) ? rlx_model_fallback(m[i]) : "");
+    rlx_model_free(&m[i]);
+  }
+  pthread_barrier_destroy(&made_at_once);
+}
+END_TEST
+
 Suite *compute_suite(void) {
   Suite *s = suite_create("compute");
   TCase *t = tcase_create("model");
@@ -1201,6 +1232,7 @@ Suite *compute_suite(void) {
   tcase_add_test(t, half_gradients);
   tcase_add_test(t, gradient_buckets);
   tcase_add_test(t, shared_device);
+  tcase_add_test(t, models_made_at_once);
   tcase_add_test(t, gpu_placement);
   tcase_add_test(t, opencl_matches_cpu_on_awkward_shapes);
   suite_add_tcase(s, t);
