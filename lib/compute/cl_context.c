@@ -14,11 +14,10 @@ struct rlx__cl_group {
   pthread_mutex_t mu;
   pthread_cond_t cv;
   int members, arrived;            /* of the step being gathered */
-  unsigned long gen;               /* steps averaged */
-  const void *who[GROUP_MAX];      /* by index, this step */
-  cl_mem grads[GROUP_MAX];
-  cl_event ready[GROUP_MAX];       /* their gradients computed */
-  cl_event done;                   /* the last step's average computed */
+  unsigned long gen;               /* steps run */
+  struct rlx__cl_member at[GROUP_MAX]; /* by index, this step (self NULL: not arrived) */
+  int rc[GROUP_MAX];               /* the last step's outcome for each */
+  char why[GROUP_MAX][320];        /* and its message */
   cl_mem avg;
   size_t n;
   const void *joined[GROUP_MAX];   /* every model that took part */
@@ -48,8 +47,6 @@ static struct rlx__cl_group *group_new(void) {
 static void group_free(struct rlx__cl_group *g) {
   if (!g)
     return;
-  if (g->done)
-    clReleaseEvent(g->done);
   if (g->avg)
     clReleaseMemObject(g->avg);
   pthread_mutex_destroy(&g->mu);
@@ -124,12 +121,39 @@ void rlx__cl_group_leave(struct rlx__cl_group *g, const struct rlx__cl_member *m
   pthread_mutex_unlock(&g->mu);
 }
 
-/* The last to arrive: the average (its buffer made at the first step),
- * then the step is over for everyone. */
-static int finish_step(struct rlx__cl_group *g, const struct rlx__cl_member *me,
-                       rlx__cl_average_fn average) {
-  int rc = RLX_OK;
-  if (!g->avg) {
+/* Member j's outcome: rc, and the message its thread will raise. */
+static void outcome(struct rlx__cl_group *g, int j, int rc, const char *why) {
+  g->rc[j] = rc;
+  snprintf(g->why[j], sizeof g->why[j], "%.319s", rc == RLX_OK ? "" : why);
+}
+
+/* The last to arrive (me): every member's gradient, the average (its
+ * buffer made at the first step), every member's update; then the step
+ * is over for everyone. A part that fails ends the group (lost): its
+ * member's model is left between two states. */
+static void run_step(struct rlx__cl_group *g, const struct rlx__cl_member *me,
+                     rlx__cl_average_fn average) {
+  int m = g->members, got = 0, rc = RLX_OK;
+  cl_event ready[GROUP_MAX], done = NULL;
+  cl_mem grads[GROUP_MAX];
+  for (int j = 0; j < m; j++)
+    outcome(g, j, RLX_OK, NULL);
+  for (; got < m && rc == RLX_OK; got++) {
+    grads[got] = g->at[got].grad;
+    if ((rc = g->at[got].gradient(&g->at[got], &ready[got])) != RLX_OK)
+      break;
+  }
+  char why[512];
+  if (rc != RLX_OK) {
+    outcome(g, got, rc, rlx_errmsg());
+    snprintf(why, sizeof why, "rlx_model_step_shared: the gradient of member %d (%s model) "
+             "failed: %.150s", got, whose(&g->at[got]), rlx_errmsg());
+    snprintf(g->lost, sizeof g->lost, "member %d's gradient failed", got);
+    for (int j = 0; j < m; j++)
+      if (j != got)
+        outcome(g, j, RLX_ERR_DEVICE, why);
+  }
+  if (rc == RLX_OK && !g->avg) {
     cl_int e;
     g->avg = clCreateBuffer(me->ctx, CL_MEM_READ_WRITE, sizeof(float) * me->n, NULL, &e);
     if (e == CL_SUCCESS)
@@ -138,27 +162,30 @@ static int finish_step(struct rlx__cl_group *g, const struct rlx__cl_member *me,
       rc = rlx__err(RLX_ERR_DEVICE, "%s: no device memory for the members' average (%d)",
                     me->name, (int)e);
   }
-  cl_event done = NULL;
-  if (rc == RLX_OK)
-    rc = average(me, g->avg, g->members, g->grads, g->ready, &done);
-  for (int j = 0; j < g->members; j++) {
-    clReleaseEvent(g->ready[j]);
-    g->who[j] = NULL;
-  }
-  if (g->done)
-    clReleaseEvent(g->done);
-  g->done = rc == RLX_OK ? done : NULL;
-  if (rc != RLX_OK && !g->lost[0]) /* the others cannot go on either */
+  if (rc == RLX_OK && (rc = average(me, g->avg, m, grads, ready, &done)) != RLX_OK) {
     snprintf(g->lost, sizeof g->lost, "the average failed on %s model", whose(me));
+    for (int j = 0; j < m; j++)
+      outcome(g, j, rc, rlx_errmsg());
+  }
+  for (int j = 0; j < got; j++)
+    clReleaseEvent(ready[j]);
+  for (int j = 0; rc == RLX_OK && j < m; j++) /* (each member's own: the others' are queued) */
+    if (g->at[j].update(&g->at[j], g->avg, done) != RLX_OK) {
+      outcome(g, j, RLX_ERR_DEVICE, rlx_errmsg());
+      if (!g->lost[0])
+        snprintf(g->lost, sizeof g->lost, "member %d's update failed", j);
+    }
+  if (done)
+    clReleaseEvent(done);
+  for (int j = 0; j < m; j++)
+    g->at[j].self = NULL;
   g->arrived = 0;
   g->gen++;
   pthread_cond_broadcast(&g->cv);
-  return rc;
 }
 
-int rlx__cl_group_meet(struct rlx__cl_group *g, const struct rlx__cl_member *me, int index,
-                       int members, cl_event ready, rlx__cl_average_fn average, cl_mem *avg,
-                       cl_event *done) {
+int rlx__cl_group_step(struct rlx__cl_group *g, const struct rlx__cl_member *me, int index,
+                       int members, rlx__cl_average_fn average) {
   int rc = RLX_OK;
   pthread_mutex_lock(&g->mu);
   if (g->lost[0])
@@ -167,7 +194,7 @@ int rlx__cl_group_meet(struct rlx__cl_group *g, const struct rlx__cl_member *me,
   else if (members > GROUP_MAX || (g->arrived > 0 && members != g->members))
     rc = rlx__err(RLX_ERR_MISMATCH, "%s: rlx_model_step_shared: %d members, where another member "
                   "said %d", me->name, members, g->members);
-  else if (g->who[index])
+  else if (g->at[index].self)
     rc = rlx__err(RLX_ERR_MISMATCH, "%s: rlx_model_step_shared: two members gave index %d",
                   me->name, index);
   else if (g->n && g->n != me->n)
@@ -175,7 +202,6 @@ int rlx__cl_group_meet(struct rlx__cl_group *g, const struct rlx__cl_member *me,
                   "where the others have %zu", me->name, me->n, g->n);
   if (rc != RLX_OK) {
     pthread_mutex_unlock(&g->mu);
-    clReleaseEvent(ready);
     return rc;
   }
   int seen = 0;
@@ -184,29 +210,22 @@ int rlx__cl_group_meet(struct rlx__cl_group *g, const struct rlx__cl_member *me,
   if (!seen)
     g->joined[g->njoined++] = me->self;
   g->members = members;
-  g->who[index] = me->self;
-  g->grads[index] = me->grad;
-  g->ready[index] = ready;
+  g->at[index] = *me;
   unsigned long gen = g->gen;
   if (++g->arrived == members) {
-    rc = finish_step(g, me, average);
+    run_step(g, me, average);
   } else {
     while (g->gen == gen && !g->lost[0])
       pthread_cond_wait(&g->cv, &g->mu);
     if (g->gen == gen) { /* a member left while this one waited */
-      g->who[index] = NULL;
-      clReleaseEvent(g->ready[index]);
+      g->at[index].self = NULL;
       g->arrived--;
       rc = rlx__err(RLX_ERR_PEER_LOST, "%s: rlx_model_step_shared: a model stepping with this one "
                     "(%s) is gone", me->name, g->lost);
     }
   }
-  if (rc == RLX_OK && g->done && clRetainEvent(g->done) == CL_SUCCESS) {
-    *done = g->done;
-    *avg = g->avg;
-  } else if (rc == RLX_OK) { /* the last member's average failed */
-    rc = rlx__err(RLX_ERR_DEVICE, "%s: rlx_model_step_shared: %s", me->name, g->lost);
-  }
+  if (g->gen != gen && g->rc[index] != RLX_OK)
+    rc = rlx__err(g->rc[index], "%s", g->why[index]);
   pthread_mutex_unlock(&g->mu);
   return rc;
 }

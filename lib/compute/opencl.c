@@ -869,30 +869,44 @@ static int ocl_average(const struct rlx__cl_member *me, cl_mem avg, int members,
   return RLX_OK;
 }
 
+/* A member's parts of a shared step (rlx__cl_group_step), queued by the
+ * member that arrives last, on this member's queue. */
+static int shared_gradient(const struct rlx__cl_member *me, cl_event *ready) {
+  struct ocl *o = (struct ocl *)me->self;
+  if (rlx__fault_compute("gradient")) /* (test builds: a driver failing the step) */
+    return rlx__err(RLX_ERR_DEVICE, "%s: injected fault: no gradient", o->base.name);
+  int rc = backprop(o, me->x, me->y, me->batch, NULL, 0, NULL);
+  if (rc != RLX_OK)
+    return rc;
+  CL_TRY(o, "mark the gradient", clEnqueueMarkerWithWaitList(o->q, 0, NULL, ready));
+  cl_int e = clFlush(o->q); /* (the device starts on it while the next member's is queued) */
+  if (e != CL_SUCCESS) {
+    clReleaseEvent(*ready);
+    return cl_fail(o, "clFlush", e);
+  }
+  return RLX_OK;
+}
+
+static int shared_update(const struct rlx__cl_member *me, cl_mem avg, cl_event done) {
+  struct ocl *o = (struct ocl *)me->self;
+  CL_TRY(o, "wait for the average", clEnqueueBarrierWithWaitList(o->q, 1, &done, NULL));
+  return sgd_from(o, avg, me->lr, 0, o->base.lo->nparams);
+}
+
 static int ocl_step_shared(struct rlx__backend *b, const float *x, const int32_t *y, int batch,
                            int index, int members, float lr, float *loss, int *correct) {
   struct ocl *o = ocl_of(b);
   if (!o->grp)
     return rlx__err(RLX_ERR_STATE, "%s: rlx_model_step_shared: this model's context is its own",
                     o->base.name);
-  int rc = backprop(o, x, y, batch, NULL, 0, NULL);
-  cl_event ready, done;
-  if (rc == RLX_OK) {
-    cl_int e = clEnqueueMarkerWithWaitList(o->q, 0, NULL, &ready);
-    if (e == CL_SUCCESS)
-      e = clFlush(o->q);
-    if (e != CL_SUCCESS)
-      rc = cl_fail(o, "mark the gradient", e);
-  }
   struct rlx__cl_member me = member_of(o);
-  cl_mem avg;
-  if (rc == RLX_OK && (rc = rlx__cl_group_meet(o->grp, &me, index, members, ready, ocl_average,
-                                               &avg, &done)) == RLX_OK) {
-    cl_int e = clEnqueueBarrierWithWaitList(o->q, 1, &done, NULL);
-    clReleaseEvent(done);
-    rc = e != CL_SUCCESS ? cl_fail(o, "wait for the average", e)
-                         : sgd_from(o, avg, lr, 0, b->lo->nparams);
-  }
+  me.x = x;
+  me.y = y;
+  me.batch = batch;
+  me.lr = lr;
+  me.gradient = shared_gradient;
+  me.update = shared_update;
+  int rc = rlx__cl_group_step(o->grp, &me, index, members, ocl_average);
   return step_end(o, rc, x, batch, loss, correct);
 }
 

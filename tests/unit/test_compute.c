@@ -879,6 +879,7 @@ struct member {
   const float *x;
   const int32_t *y;
   int batch, index, members, rc, mismatches;
+  char why[600]; /* rlx_errmsg() of its last call */
   pthread_t t;
 };
 static void *member_step(void *arg) {
@@ -889,6 +890,7 @@ static void *member_step(void *arg) {
     s->mismatches++;
     s->rc = rlx_model_step_shared(s->m, s->x, s->y, s->batch, 1, s->members, 0.05f, NULL, NULL);
   }
+  snprintf(s->why, sizeof s->why, "%s", rlx_errmsg());
   return NULL;
 }
 
@@ -1180,6 +1182,43 @@ START_TEST(out_of_memory_while_creating) {
 }
 END_TEST
 
+/* A shared step whose gradient fails (RLX_FAULT_COMPUTE=gradient, test
+ * builds): the member arriving last queues every member's part, so each
+ * member is told: the first member's own error, the other's naming it;
+ * the group is over (later shared steps fail), plain steps go on. */
+START_TEST(shared_step_fails) {
+#ifdef RLX_FAULT_INJECTION
+  const int sizes[] = {13, 9, 3};
+  enum { B = 4 };
+  rlx_model_t *a, *b;
+  if (!models_on("opencl", sizes, 3, B, &a, &b))
+    return;
+  float x[B * 13];
+  int32_t y[B] = {0, 1, 2, 1};
+  fill(x, B * 13, 3, 1.0);
+  setenv("RLX_FAULT_COMPUTE", "gradient", 1);
+  struct member t = {.m = b, .x = x, .y = y, .batch = B, .index = 1, .members = 2};
+  ck_assert_int_eq(pthread_create(&t.t, NULL, member_step, &t), 0);
+  int rc = rlx_model_step_shared(a, x, y, B, 0, 2, 0.05f, NULL, NULL);
+  char mine[600];
+  snprintf(mine, sizeof mine, "%s", rlx_errmsg());
+  pthread_join(t.t, NULL);
+  unsetenv("RLX_FAULT_COMPUTE");
+  ck_assert_int_eq(rc, RLX_ERR_DEVICE);
+  ck_assert_int_eq(t.rc, RLX_ERR_DEVICE);
+  ck_assert_msg(strstr(mine, "injected fault: no gradient") && !strstr(mine, "member 0"), "%s",
+                mine);
+  ck_assert_msg(strstr(t.why, "the gradient of member 0 (this process's own model) failed: "
+                              "opencl") && strstr(t.why, "injected fault"), "%s", t.why);
+  ck_assert_int_eq(rlx_model_step_shared(a, x, y, B, 0, 2, 0.05f, NULL, NULL), RLX_ERR_PEER_LOST);
+  ck_assert_msg(strstr(rlx_errmsg(), "member 0's gradient failed"), "%s", rlx_errmsg());
+  ck_assert_int_eq(rlx_model_step(a, x, y, B, 0.05f, NULL, NULL), RLX_OK);
+  rlx_model_free(&a);
+  rlx_model_free(&b);
+#endif
+}
+END_TEST
+
 /* Models made on two threads at once, as a program with a model per
  * thread does: both compute on OpenCL. PoCL answered the second thread
  * asking for devices while the first one's call set the driver up with
@@ -1233,6 +1272,7 @@ Suite *compute_suite(void) {
   tcase_add_test(t, gradient_buckets);
   tcase_add_test(t, shared_device);
   tcase_add_test(t, models_made_at_once);
+  tcase_add_test(t, shared_step_fails);
   tcase_add_test(t, gpu_placement);
   tcase_add_test(t, opencl_matches_cpu_on_awkward_shapes);
   suite_add_tcase(s, t);
