@@ -31,11 +31,9 @@ struct rlx__cl_member {
   const int32_t *y;  /* labels, size and learning rate */
   int batch;
   float lr;
-  int totals;        /* its loss and count added to its totals on the device */
   /* its gradient on its own queue; *ready: when it is computed */
   int (*gradient)(const struct rlx__cl_member *me, cl_event *ready);
-  /* its update from avg once done completes (and its totals), on its own
-   * queue */
+  /* its update from avg once done completes, on its own queue */
   int (*update)(const struct rlx__cl_member *me, cl_mem avg, cl_event done);
 };
 

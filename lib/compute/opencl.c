@@ -80,11 +80,6 @@ struct ocl {
    * are gathered into (model.c keeps what was given and checks calls) */
   struct {
     cl_mem pix, lab, order, lut, x, y;
-    /* rlx_model_data_batch's batch, gathered by the step that takes it
-     * (queued there: one driver call less on the caller's thread, where
-     * members of a shared step each took theirs beside the one queuing) */
-    size_t first, stride;
-    int batch, pending;
   } data;
   cl_mem totals; /* loss, right answers, the loss's compensation: add_totals */
   struct rlx__cl_group *grp; /* this context's models that step together, or NULL */
@@ -332,25 +327,6 @@ static int upload(struct ocl *o, cl_command_queue q, int s, const float *x, cons
   return RLX_OK;
 }
 
-/* The batch rlx_model_data_batch asked for, gathered into the data slot
- * now. */
-static int gather(struct ocl *o) {
-  cl_uint f = (cl_uint)o->data.first, s = (cl_uint)o->data.stride;
-  cl_uint dim = (cl_uint)o->base.lo->sizes[0], total = dim * (cl_uint)o->data.batch;
-  o->data.pending = 0;
-  ARG(o, K_GATHER, 0, o->data.pix);
-  ARG(o, K_GATHER, 1, o->data.lab);
-  ARG(o, K_GATHER, 2, o->data.order);
-  ARG(o, K_GATHER, 3, f);
-  ARG(o, K_GATHER, 4, s);
-  ARG(o, K_GATHER, 5, dim);
-  ARG(o, K_GATHER, 6, o->data.lut);
-  ARG(o, K_GATHER, 7, total);
-  ARG(o, K_GATHER, 8, o->data.x);
-  ARG(o, K_GATHER, 9, o->data.y);
-  return launch(o, K_GATHER, total, -1);
-}
-
 /* The batch on the device: the slot rlx_model_prefetch moved it into
  * (the compute queue waits for that upload), else uploaded now into a slot
  * no prefetched batch waits in. act[0] and ycur then name it. */
@@ -359,7 +335,7 @@ static int batch_in(struct ocl *o, const float *x, const int32_t *y, int batch) 
   if (x == NULL) { /* gathered here by rlx_model_data_batch (model.c checked the size) */
     o->act[0] = o->data.x;
     o->ycur = o->data.y;
-    return o->data.pending ? gather(o) : RLX_OK;
+    return RLX_OK;
   }
   for (int s = 0; s < 2; s++)
     if (o->pf[s].ev && o->pf[s].x == x && o->pf[s].y == y && o->pf[s].batch == batch &&
@@ -913,14 +889,8 @@ static int shared_gradient(const struct rlx__cl_member *me, cl_event *ready) {
 
 static int shared_update(const struct rlx__cl_member *me, cl_mem avg, cl_event done) {
   struct ocl *o = (struct ocl *)me->self;
-  float unread[2];
   CL_TRY(o, "wait for the average", clEnqueueBarrierWithWaitList(o->q, 1, &done, NULL));
-  int rc = sgd_from(o, avg, me->lr, 0, o->base.lo->nparams);
-  if (rc == RLX_OK && me->totals)
-    rc = step_stats(o, 0, unread);
-  if (rc == RLX_OK)
-    CL_TRY(o, "clFlush", clFlush(o->q));
-  return rc;
+  return sgd_from(o, avg, me->lr, 0, o->base.lo->nparams);
 }
 
 static int ocl_step_shared(struct rlx__backend *b, const float *x, const int32_t *y, int batch,
@@ -934,16 +904,10 @@ static int ocl_step_shared(struct rlx__backend *b, const float *x, const int32_t
   me.y = y;
   me.batch = batch;
   me.lr = lr;
-  me.totals = !(loss || correct);
   me.gradient = shared_gradient;
   me.update = shared_update;
   int rc = rlx__cl_group_step(o->grp, &me, index, members, ocl_average);
-  if (!me.totals)
-    return step_end(o, rc, x, batch, loss, correct);
-  /* the totals queued with the update: only an upload from x to wait for */
-  cl_int e = rc == RLX_OK && x != NULL ? clFinish(o->q) : CL_SUCCESS;
-  rlx__cl_prof_collect(o->prof, 0);
-  return e != CL_SUCCESS ? cl_fail(o, "the step", e) : rc;
+  return step_end(o, rc, x, batch, loss, correct);
 }
 
 static int ocl_eval(struct rlx__backend *b, const float *x, const int32_t *y, int batch,
@@ -1025,7 +989,6 @@ static int ocl_data_attach(struct rlx__backend *b, const uint8_t *pix, const uin
  * once an epoch, and the caller's array is free when it returns). */
 static int ocl_data_order(struct rlx__backend *b, const uint32_t *order, size_t n) {
   struct ocl *o = ocl_of(b);
-  o->data.pending = 0; /* (a batch asked for from the old order is dropped: model.c) */
   CL_TRY(o, "write the epoch's order",
          clEnqueueWriteBuffer(o->q, o->data.order, CL_TRUE, 0, sizeof(uint32_t) * n, order, 0,
                               NULL, PEV(o, "write order", -1)));
@@ -1033,15 +996,22 @@ static int ocl_data_order(struct rlx__backend *b, const uint32_t *order, size_t 
 }
 
 /* rlx_model_data_batch: the batch of positions first, first + stride, ...
- * of the order, gathered into the data slot by the step, evaluation or
- * gradient that takes it (model.c checked the range). */
+ * of the order, gathered into the data slot (model.c checked the range). */
 static int ocl_data_batch(struct rlx__backend *b, size_t first, size_t stride, int batch) {
   struct ocl *o = ocl_of(b);
-  o->data.first = first;
-  o->data.stride = stride;
-  o->data.batch = batch;
-  o->data.pending = 1;
-  return RLX_OK;
+  cl_uint f = (cl_uint)first, s = (cl_uint)stride, dim = (cl_uint)b->lo->sizes[0];
+  cl_uint total = dim * (cl_uint)batch;
+  ARG(o, K_GATHER, 0, o->data.pix);
+  ARG(o, K_GATHER, 1, o->data.lab);
+  ARG(o, K_GATHER, 2, o->data.order);
+  ARG(o, K_GATHER, 3, f);
+  ARG(o, K_GATHER, 4, s);
+  ARG(o, K_GATHER, 5, dim);
+  ARG(o, K_GATHER, 6, o->data.lut);
+  ARG(o, K_GATHER, 7, total);
+  ARG(o, K_GATHER, 8, o->data.x);
+  ARG(o, K_GATHER, 9, o->data.y);
+  return launch(o, K_GATHER, total, -1);
 }
 
 /* rlx_model_totals: what add_totals summed since the last call (a wait
