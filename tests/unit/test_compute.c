@@ -518,6 +518,15 @@ START_TEST(data_on_device) {
       right += ok;
       if (d == 1) {
         ck_assert_int_eq(rlx_model_data_batch(t.a, (size_t)s * 2 * B + 1, 2, B), RLX_OK);
+        if (s == 3) { /* a new order drops the batch asked for: asked again, it is the same */
+          uint32_t other[N];
+          ck_assert_int_eq(rlx_dataset_shuffle(other, N, 43, 0), RLX_OK);
+          ck_assert_int_eq(rlx_model_data_order(t.a, other, N), RLX_OK);
+          ck_assert_int_eq(rlx_model_step(t.a, NULL, NULL, B, 0.05f, NULL, NULL), RLX_ERR_ARG);
+          ck_assert_int_eq(rlx_model_data_batch(t.a, 0, 1, B), RLX_OK); /* (then another) */
+          ck_assert_int_eq(rlx_model_data_order(t.a, perm, N), RLX_OK);
+          ck_assert_int_eq(rlx_model_data_batch(t.a, (size_t)s * 2 * B + 1, 2, B), RLX_OK);
+        }
         ck_assert_int_eq(rlx_model_step(t.a, NULL, NULL, B, 0.05f, NULL, NULL), RLX_OK);
       } else {
         ck_assert_int_eq(rlx_model_step(t.a, x, y, B, 0.05f, NULL, NULL), RLX_OK);
