@@ -36,6 +36,13 @@
 int rlx__share_join(int d, const char *name, int is_gpu, const struct rlx__layout *lo,
                     float momentum, struct rlx__backend **out, char *why, size_t whylen);
 
+/* The remote backend on fd, a socket connected to path, which serves
+ * device d (share_client.c): the server checked to be this user's, the
+ * model made there. RLX_OK with *out; else the reason in why (fd closed). */
+int rlx__share_remote(int fd, const char *path, int d, const char *name,
+                      const struct rlx__layout *lo, float momentum, struct rlx__backend **out,
+                      char *why, size_t whylen);
+
 /* Before a blocking receive on fd: poll it for a while first where cores
  * allow (a thread woken from a socket read costs 35-60 us on these
  * virtual machines, twice a request). RLX_SPIN_US sets the budget;

@@ -1,7 +1,7 @@
-/* The ranks' side of a shared device (share.h): which process serves
- * device D of this job on this host (the first to bind its socket), and
- * the remote backend, whose every operation is one request there. Host
- * buffers the model makes (rlx_model_grad_buffer and the rest, through
+/* The remote backend (share.h): a model of a rank that computes on a
+ * device another process of its job serves, every operation one request
+ * there (rlx__share_join finds that process: share_join.c). Host buffers
+ * the model makes (rlx_model_grad_buffer and the rest, through
  * host_alloc) are memfds both processes map, so a gradient is written
  * where this rank reads it; any other buffer goes through a staging
  * region, copied in before the request and out after the reply. */
@@ -14,8 +14,6 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
-#include <sys/un.h>
-#include <time.h>
 #include <unistd.h>
 #include "compute/share.h"
 #include "base/internal.h"
@@ -391,25 +389,12 @@ static const struct rlx__backend_ops remote_ops = {
     .step_shared = remote_step_shared,
 };
 
-/* RLX_DEVICE_SHARE: 1 (any device), 0, or auto (-1, the default: GPUs,
- * which run two processes' contexts time-sliced; a CPU device does not). */
-static int share_mode(int *mode) {
-  const char *e = getenv("RLX_DEVICE_SHARE");
-  if (!e || !*e || strcmp(e, "auto") == 0)
-    *mode = -1;
-  else if (strcmp(e, "0") == 0 || strcmp(e, "1") == 0)
-    *mode = e[0] - '0';
-  else
-    return rlx__err(RLX_ERR_ARG, "RLX_DEVICE_SHARE=\"%.40s\": expected auto, 0 or 1", e);
-  return RLX_OK;
-}
-
-static int connect_to(struct remote *r, const struct sockaddr_un *sa, int d, const char *name,
+static int connect_to(struct remote *r, const char *path, int d, const char *name,
                       const struct rlx__layout *lo, float momentum, char *why, size_t whylen) {
   struct ucred cr;
   socklen_t len = sizeof cr;
   if (getsockopt(r->fd, SOL_SOCKET, SO_PEERCRED, &cr, &len) != 0 || cr.uid != getuid()) {
-    snprintf(why, whylen, "%s: %s is not served by this user", name, sa->sun_path);
+    snprintf(why, whylen, "%s: %s is not served by this user", name, path);
     return RLX_ERR_AUTH;
   }
   r->server = cr.pid;
@@ -438,80 +423,21 @@ static int connect_to(struct remote *r, const struct sockaddr_un *sa, int d, con
   return rc;
 }
 
-int rlx__share_join(int d, const char *name, int is_gpu, const struct rlx__layout *lo,
-                    float momentum, struct rlx__backend **out, char *why, size_t whylen) {
-  int mode = -1, rc = share_mode(&mode);
-  if (rc != RLX_OK) {
-    snprintf(why, whylen, "%s", rlx_errmsg());
-    return rc;
-  }
-  const char *dir = getenv("RLX_RUNDIR");
-  if (mode == 0 || (mode < 0 && !is_gpu))
-    return RLX__SHARE_SELF;
-  if (!dir || !*dir) {
-    if (mode < 0)
-      return RLX__SHARE_SELF; /* not started by rlxrun: no job directory to meet in */
-    snprintf(why, whylen, "RLX_DEVICE_SHARE=1, but RLX_RUNDIR is not set (ranks rlxrun starts "
-             "share a device through their job's directory)");
-    return RLX_ERR_ARG;
-  }
-  struct sockaddr_un sa = {.sun_family = AF_UNIX};
-  if ((size_t)snprintf(sa.sun_path, sizeof sa.sun_path, "%s/compute-%d", dir, d) >=
-      sizeof sa.sun_path) {
-    rlx__info("compute: RLX_RUNDIR is too long for a socket: device %d not shared", d);
-    return RLX__SHARE_SELF;
-  }
+int rlx__share_remote(int fd, const char *path, int d, const char *name,
+                      const struct rlx__layout *lo, float momentum, struct rlx__backend **out,
+                      char *why, size_t whylen) {
   struct remote *r = calloc(1, sizeof *r);
   if (!r) {
+    close(fd);
     snprintf(why, whylen, "out of memory");
     return RLX_ERR_NOMEM;
   }
-  r->fd = -1;
-  /* The first to bind serves; the rest connect. A socket left by a server
-   * that died refuses connections: it is removed and bound again, once. */
-  for (int tries = 0; tries < 2; tries++) {
-    r->fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-    if (r->fd < 0)
-      break;
-    if (bind(r->fd, (struct sockaddr *)&sa, sizeof sa) == 0) {
-      if (listen(r->fd, 64) != 0 || (rc = rlx__share_serve(r->fd, d, why, whylen)) != RLX_OK) {
-        close(r->fd);
-        unlink(sa.sun_path);
-        free(r);
-        return RLX__SHARE_SELF;
-      }
-      rlx__info("compute: serving OpenCL device %d (%s) to this job's other ranks on this host",
-                d, name);
-      free(r);
-      return RLX__SHARE_SELF;
-    }
-    close(r->fd);
-    r->fd = -1;
-    if (errno != EADDRINUSE)
-      break;
-    /* bound but not listening yet (a moment), or left behind */
-    for (int i = 0; i < 100; i++) {
-      r->fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-      if (r->fd >= 0 && connect(r->fd, (struct sockaddr *)&sa, sizeof sa) == 0) {
-        rc = connect_to(r, &sa, d, name, lo, momentum, why, whylen);
-        if (rc == RLX_OK) {
-          *out = &r->base;
-          return RLX_OK;
-        }
-        remote_destroy(&r->base);
-        return rc;
-      }
-      int e = errno;
-      if (r->fd >= 0)
-        close(r->fd);
-      r->fd = -1;
-      if (e != ECONNREFUSED && e != EAGAIN)
-        break;
-      nanosleep(&(struct timespec){0, 10 * 1000 * 1000}, NULL);
-    }
-    unlink(sa.sun_path);
+  r->fd = fd;
+  int rc = connect_to(r, path, d, name, lo, momentum, why, whylen);
+  if (rc != RLX_OK) {
+    remote_destroy(&r->base);
+    return rc;
   }
-  rlx__info("compute: device %d not shared: %s", d, strerror(errno));
-  free(r);
-  return RLX__SHARE_SELF;
+  *out = &r->base;
+  return RLX_OK;
 }
