@@ -225,7 +225,9 @@ static int msg_finish(struct rlx__msg_req *m, rlx_status_t *st) {
                     rlx_dtype_name(m->dt));
   case RLX_ERR_CORRUPT:
     if (m->recv)
-      return rlx__err(rc, "%s: the message from rank %d failed its checksum", call, from);
+      return rlx__err(rc, "%s: the message from rank %d came corrupt (a checksum that did not "
+                      "match, or a frame by reference naming another process's memory)", call,
+                      from);
     /* a send: the peer broke the protocol (the reason names how) */
     /* fall through */
   case RLX_ERR_PEER_LOST:

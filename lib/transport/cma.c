@@ -37,7 +37,12 @@ int rlx__cma_prepare(struct rlx__p2p *p, struct rlx__xfer *x) {
   x->ref = RLX__REF_WAIT_ACK;
   x->hdr.flags = RLX__FF_CMA;
   rlx__put64(x->cma_desc, (uint64_t)(uintptr_t)x->buf);
-  rlx__put64(x->cma_desc + 8, (uint64_t)getpid());
+  uint64_t pid = (uint64_t)getpid();
+#ifdef RLX_FAULT_INJECTION
+  if (rlx__fault_cma_desc_pid())
+    pid = 1;
+#endif
+  rlx__put64(x->cma_desc + 8, pid);
   x->hdr.payload_crc = rlx__crc32c(x->cma_desc, RLX__CMA_DESC_SIZE);
   return 1;
 }
@@ -88,6 +93,20 @@ int rlx__cma_read(int pid, uint64_t addr, void *dst, size_t len) {
 /* A spoilt address is not one to read from. The stream itself is in
  * step, so this is a corrupt payload: the receive fails (its ABORT tells
  * the sender why) and the acknowledgement releases the sender. */
+/* The pid of the process at the other end of c's socket (a Unix socket:
+ * copies by reference go only over those), or -1; asked once. */
+static int peer_pid(struct rlx__p2p_conn *c) {
+  struct ucred cred;
+  socklen_t clen = sizeof(cred);
+  uv_os_fd_t fd;
+  if (c->cred_pid == 0)
+    c->cred_pid = uv_fileno(&c->h.handle, &fd) != 0 ||
+                          getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &clen) != 0
+                      ? -1
+                      : (int)cred.pid;
+  return c->cred_pid;
+}
+
 static void bad_descriptor(struct rlx__p2p_conn *c, const struct rlx__frame_hdr *h,
                            struct rlx__xfer *x) {
   c->p->corrupt++;
@@ -216,16 +235,6 @@ void rlx__cma_split_cancel(struct rlx__p2p *p, struct rlx__xfer *x) {
   rlx__peer_fail(p, from, RLX_ERR_PEER_LOST, "a receive was abandoned while its sender wrote into it");
 }
 
-/* The pid of the process at the other end of c's socket (a Unix socket:
- * copies by reference go only over those), or -1. */
-static int peer_pid(struct rlx__p2p_conn *c) {
-  struct ucred cred;
-  socklen_t clen = sizeof(cred);
-  uv_os_fd_t fd;
-  if (uv_fileno(&c->h.handle, &fd) != 0 || getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &clen) != 0)
-    return -1;
-  return (int)cred.pid;
-}
 
 /* The receiver asks for our part of a split copy: write it, and say so.
  * Only into the process at the other end of the connection: a peer that
@@ -379,6 +388,12 @@ void rlx__cma_desc_done(struct rlx__p2p_conn *c) {
   struct rlx__xfer *x = rlx__match_posted(c, h);
   rlx__read_next(c);
   if (rlx__crc32c(c->cma_in, RLX__CMA_DESC_SIZE) != h->payload_crc) {
+    bad_descriptor(c, h, x);
+    return;
+  }
+  if ((int)pid != peer_pid(c)) { /* only the peer's own memory is read */
+    rlx__warn("rank %d's frame by reference names pid %d, not its own (%d): refused as corrupt",
+              c->peer, (int)pid, peer_pid(c));
     bad_descriptor(c, h, x);
     return;
   }

@@ -12,7 +12,9 @@
  *     sides make (the receiver reads it instead); =diepush: a sender asked
  *     for its part exits at once (the receiver must fail, naming it);
  *     =wrongpid: a receiver names pid 1 as its own when it asks for the
- *     sender's part (the sender must refuse and fail the connection). */
+ *     sender's part (the sender must refuse and fail the connection);
+ *     =descpid: a sender names pid 1 as the memory's in its frames by
+ *     reference (the receiver must refuse them as corrupt). */
 #ifdef RLX_FAULT_INJECTION
 #include <stdio.h>
 #include <stdlib.h>
@@ -102,6 +104,8 @@ int rlx__fault_cma_denied(void) {
 }
 
 int rlx__fault_cma_wrong_pid(void) { return strcmp(cma_fault(), "wrongpid") == 0; }
+
+int rlx__fault_cma_desc_pid(void) { return strcmp(cma_fault(), "descpid") == 0; }
 
 int rlx__fault_cma_push(void) {
   static int push = -1;

@@ -78,6 +78,7 @@ struct rlx__p2p_conn {
   uint8_t hs_out[2][RLX__HS_CHALLENGE_SIZE];
   uint8_t hdr_in[RLX__FRAME_HDR_SIZE];
   uint8_t cma_in[RLX__CMA_DESC_SIZE];
+  int cred_pid; /* the peer's pid from its socket (SO_PEERCRED; 0: not asked yet, -1: none) */
   unsigned char *stage; /* RLX__STAGE_SIZE bytes once the connection is ready */
   size_t stage_len, stage_off;
   int reading_stage;
@@ -286,8 +287,10 @@ int rlx__fault_cma_denied(void);
 /* A sender's write of its part of a split copy: 0, -EPERM (deny,
  * denypush), or the process exits (diepush). */
 int rlx__fault_cma_push(void);
-/* RLX_FAULT_CMA=wrongpid: a split copy's request names pid 1. */
+/* RLX_FAULT_CMA=wrongpid: a split copy's request names pid 1; =descpid: a
+ * sender's frames by reference name pid 1 as the memory's. */
 int rlx__fault_cma_wrong_pid(void);
+int rlx__fault_cma_desc_pid(void);
 void rlx__fault_free(void);
 #endif
 

@@ -144,4 +144,20 @@ grep -q "p2p_check: rank 0: PASS" "$TMP/out" || { cat "$TMP/out"; fail "wrongpid
 grep -q "rank 1: the send returned .*asked us to write into pid 1, not its own" "$TMP/out" ||
   { cat "$TMP/out"; fail "wrongpid: the sender did not refuse"; }
 echo "a receiver naming another process for the sender's part: refused, the connection failed"
+# A sender naming another process as its memory's in its frames by
+# reference (RLX_FAULT_CMA=descpid: pid 1): the receiver reads nothing of
+# that process; the receive fails as corrupt within 5 s and the next
+# message comes whole (over the socket and through shared memory, the
+# receive posted first or late: the frame kept first).
+for c in unix shm late:unix late:shm; do
+  late=
+  case $c in late:*) late=1 c=${c#late:} ;; esac
+  FAULT_LATE=$late RLX_LOG=warn RLX_TRANSPORT=$c RLX_CMA=on RLX_FAULT_CMA=descpid timeout 60 "$RLXRUN" -n 2 \
+    --grace 10 "$P2P" frame corrupt >"$TMP/out" 2>&1
+  grep -q "WRONG DATA" "$TMP/out" && { cat "$TMP/out"; fail "descpid $c: wrong data"; }
+  grep -q "p2p_check: rank 1: PASS" "$TMP/out" || { cat "$TMP/out"; fail "descpid $c: not corrupt"; }
+  grep -q "rank 0's frame by reference names pid 1, not its own ([0-9]*): refused as corrupt" \
+    "$TMP/out" || { cat "$TMP/out"; fail "descpid $c: not named"; }
+  echo "a sender naming pid 1 as its memory's, $c${late:+, the receiver late}: refused, corrupt"
+done
 echo "frame faults: ok"
