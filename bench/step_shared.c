@@ -19,6 +19,7 @@
 #include <string.h>
 #include <time.h>
 #include <rlxcoll/compute.h>
+#include "mlp_sizes.h"
 
 static const char *backend = "auto", *hidden = "256";
 static int batch = 64, members = 1, own = 0, serial = 0, steps = 2000, warmup = 200;
@@ -56,12 +57,7 @@ struct member {
 };
 
 static void make(struct member *me) {
-  int sizes[18] = {784}, ns = 1;
-  char buf[256];
-  snprintf(buf, sizeof buf, "%s", hidden);
-  for (char *s, *t = strtok_r(buf, ",", &s); t && ns < 16; t = strtok_r(NULL, ",", &s))
-    sizes[ns++] = atoi(t);
-  sizes[ns++] = 10;
+  int sizes[18], ns = mlp_sizes(hidden, sizes);
   rlx_model_desc_t d = {.nsizes = ns, .sizes = sizes, .max_batch = batch, .seed = 1,
                         .momentum = 0.9f, .device = backend, .local_rank = -1};
   if (rlx_model_create(&d, &me->m) != RLX_OK)

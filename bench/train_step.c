@@ -16,6 +16,7 @@
 #include <string.h>
 #include <time.h>
 #include <rlxcoll/compute.h>
+#include "mlp_sizes.h"
 
 static double now_us(void) {
   struct timespec t;
@@ -50,12 +51,7 @@ int main(int argc, char **argv) {
     else { fprintf(stderr, "train_step: unknown flag %s\n", argv[i]); return 2; }
   }
   if (batch < 1 || steps < 1 || warmup < 0) { fprintf(stderr, "train_step: bad numbers\n"); return 2; }
-  int sizes[18] = {784}, ns = 1;
-  char buf[256];
-  snprintf(buf, sizeof buf, "%s", hidden);
-  for (char *s, *t = strtok_r(buf, ",", &s); t && ns < 16; t = strtok_r(NULL, ",", &s))
-    sizes[ns++] = atoi(t);
-  sizes[ns++] = 10;
+  int sizes[18], ns = mlp_sizes(hidden, sizes);
   rlx_model_desc_t d = {.nsizes = ns, .sizes = sizes, .max_batch = batch, .seed = 1,
                         .momentum = 0.9f, .device = backend, .local_rank = -1};
   rlx_model_t *m;
