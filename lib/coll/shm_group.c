@@ -363,6 +363,7 @@ void rlx__shmg_mark_adopt(struct rlx__shm_group *g) {
   memset(g->owed, 0, sizeof(g->owed));
   g->owing = 0;
   g->owed_last = 0;
+  g->owed_next = 0;
 }
 
 void rlx__shmg_take_over(struct rlx__shm_group *g, int member, uint32_t comm_id, int *world,

@@ -18,7 +18,9 @@
  * g - RLX__SHMG_CELLS + 1: a rank that only gives (a gather's senders, a
  * scatter's or bcast's root) runs that many small calls ahead, as an
  * eager protocol would (2 ranks here, 8-byte gathers: 0.43 us a call with
- * two cells, vader's 0.10).
+ * two cells, vader's 0.10). Out of room, it waits until the others are
+ * half the cells further (rlx__shmg_wait_cell_room), so that it looks at
+ * their lines once per RLX__SHMG_CELLS / 2 calls, not once a call.
  * Each process keeps its own copy of the sizes it maps: a member writing
  * nonsense into the header cannot make another read outside its mapping.
  *
@@ -48,7 +50,13 @@ struct rlx__op;
  * writer's next step goes to the next cell, so it does not take the
  * lines from a reader still on this one. */
 #define RLX__SHMG_INLINE 96
-#define RLX__SHMG_CELLS 8 /* a power of two */
+/* 64, not 8: with 8 a sender ahead of its reader waited at every call for
+ * the reader's last one, a miss on a line the reader had just written,
+ * whose next store then waited for the line to come back; the two ranks
+ * went in step (bench/cell_micro.c alone, 2 cores: 0.075 us a step with
+ * 8 cells, 0.04-0.057 with 64 and the wait for half of them;
+ * bench/results/small-gather-stalls-2core-2026-12-04.txt). */
+#define RLX__SHMG_CELLS 64 /* a power of two */
 struct rlx__shmg_cell {
   _Alignas(128) _Atomic uint64_t arrive; /* the last step of this cell whose data is posted */
   _Atomic uint64_t first;  /* the first step of the call that began in this cell */
@@ -61,7 +69,7 @@ _Static_assert(sizeof(struct rlx__shmg_cell) == 128, "a cell is a pair of cache 
  * goes in the rank's spill area of the step's cell, under the cell's
  * rule (posted once every rank arrived at step - RLX__SHMG_CELLS + 1)
  * instead of a data slot's (every rank at step - 1): a small call's root
- * or senders run up to seven calls ahead there too (2 ranks, 64-128 B
+ * or senders run as many calls ahead there too (2 ranks, 64-128 B
  * scatter blocks: the root one step ahead of its reader was 0.42-0.44 us
  * a call against 0.30 inline). */
 #define RLX__SHMG_SPILL 512
@@ -147,6 +155,7 @@ struct rlx__shm_group {
   struct rlx__shmg_owed owed[RLX__SHMG_CELLS];
   int owing;
   uint64_t owed_last; /* the first step of the last call owed */
+  uint64_t owed_next; /* no call owed began before this step (settle walks on from it) */
   uint64_t min_seen; /* every other rank has arrived at least here */
   uint64_t lost_seen; /* when this call first saw a member lost (rlx__now_ns), 0: not */
   /* a copy by reference between members failed once (every member saw

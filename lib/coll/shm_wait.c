@@ -156,6 +156,8 @@ void rlx__shmg_owe(struct rlx__shm_group *g, const struct rlx__op *op) {
   if (g->step < g->first)
     return; /* (it took no step: nothing posted, nobody to compare with) */
   struct rlx__shmg_owed *o = &g->owed[g->first & (RLX__SHMG_CELLS - 1)];
+  if (g->owing == 0)
+    g->owed_next = g->first;
   o->first = g->first; /* (begin settled what the cell owed before) */
   o->seq = op->seq;
   o->sig[0] = g->sig[0];
@@ -336,14 +338,19 @@ static int settle(struct rlx__shm_group *g, struct rlx__op *op, uint64_t upto) {
   int from = 0;
   if (g->owed_last > g->min_seen && reached(g, ARRIVE, -1, g->owed_last, &from))
     g->min_seen = g->owed_last; /* (one look for every owed call) */
-  for (int i = 0; i < RLX__SHMG_CELLS && g->owing; i++) {
-    struct rlx__shmg_owed *o = &g->owed[i];
-    from = 0;
-    if (o->first == 0)
-      continue;
+  /* The owed calls every rank has arrived at, oldest first: a walk over
+   * the steps since the last settle (each step walked once), not over
+   * every cell at every call. The first one not every rank has reached
+   * ends it (nor have they any later one); it stays owed until a later
+   * settle, at the latest before its cell is written again. */
+  for (; g->owing; g->owed_next++) {
+    struct rlx__shmg_owed *o = &g->owed[g->owed_next & (RLX__SHMG_CELLS - 1)];
+    if (o->first != g->owed_next)
+      continue; /* (no call owed began at this step) */
     if (o->first > g->min_seen) {
+      from = 0;
       if (!reached(g, ARRIVE, -1, o->first, &from))
-        continue;
+        break;
       g->min_seen = o->first;
     }
     uint64_t first = o->first;
@@ -549,5 +556,11 @@ int rlx__shmg_wait_cell_room(struct rlx__shm_group *g, struct rlx__op *op, uint6
     g->min_seen = step - 1;
     return RLX_OK;
   }
-  return wait_for(g, op, ARRIVE, -1, need, 0); /* (sets min_seen) */
+  /* Out of room: wait until every rank is half the cells further (at most
+   * at step - 1, where all that this rank posted lets them be), so that
+   * the next posts need no look at their lines: a look a call kept both
+   * ranks in step, each waiting for the line the other had just written
+   * (shm_group.h). */
+  uint64_t want = need + RLX__SHMG_CELLS / 2;
+  return wait_for(g, op, ARRIVE, -1, want < step ? want : step - 1, 0); /* (sets min_seen) */
 }
