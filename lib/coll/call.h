@@ -25,7 +25,8 @@
   XX(ALLTOALL, 11, "rlx_alltoall", ARG_COUNT | ARG_DTYPE)                      \
   XX(GATHERV, 12, "rlx_gatherv", ARG_DTYPE | ARG_ROOT)                         \
   XX(SCATTERV, 13, "rlx_scatterv", ARG_DTYPE | ARG_ROOT)                       \
-  XX(ALLGATHERV, 14, "rlx_allgatherv", ARG_DTYPE)                              \
+  /* (allgatherv as reduce_scatterv below: every rank passes every count) */  \
+  XX(ALLGATHERV, 14, "rlx_allgatherv", ARG_COUNT | ARG_COUNTS | ARG_DTYPE)    \
   XX(ALLTOALLV, 15, "rlx_alltoallv", ARG_DTYPE)                               \
   /* (count: the total of recvcounts; root: a hash of recvcounts, which every \
    * rank must pass alike, so that any difference fails the call at once) */  \

@@ -198,10 +198,10 @@ static int allgatherv_round(struct rlx__op *op, int lane, int k, struct rlx__rou
   (void)lane;
   if (k == 0) {
     char *into = (char *)op->dst + op->displs[me] * es;
-    if (op->count > 0 && (const char *)op->src != into) {
+    if (op->counts[me] > 0 && (const char *)op->src != into) { /* (count: the total) */
       r->copy_dst = into;
       r->copy_src = op->src;
-      r->copy_len = op->count * es;
+      r->copy_len = op->counts[me] * es;
     }
     return 1;
   }

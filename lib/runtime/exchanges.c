@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "base/hash.h"
 #include "base/tuning.h"
 #include "runtime/calls.h"
 
@@ -241,10 +242,19 @@ static int allgatherv(const char *call, const void *sendbuf, size_t sendcount, v
   if (sendbuf == NULL && sendcount > 0)
     return rlx__err(RLX_ERR_ARG, "%s: sendbuf is NULL", call);
   const void *src = sendbuf == RLX_IN_PLACE ? (char *)recvbuf + displs[c->rank] * es : sendbuf;
-  rlx__call_fill(&rq, RLX__CK_ALLGATHERV, call, dt, RLX_SUM, sendcount, es, 0, src, recvbuf);
+  /* The call's count is the total and its root the counts' hash (call.h):
+   * ranks that disagree on any count fail at once, on every rank, and
+   * the shared segment's steps, counted from the counts, agree. */
+  size_t total = 0;
+  uint32_t hash = RLX__FNV_START;
+  for (int i = 0; i < c->size; i++) {
+    total += recvcounts[i];
+    hash = rlx__fnv1a(hash, recvcounts[i], 8);
+  }
+  rlx__call_fill(&rq, RLX__CK_ALLGATHERV, call, dt, RLX_SUM, total, es, (int)hash, src, recvbuf);
   rq.op.counts = recvcounts;
   rq.op.displs = displs;
-  if ((rc = rlx__call_pick(&rq.op, c, sendcount * es, "", req == NULL)) != RLX_OK)
+  if ((rc = rlx__call_pick(&rq.op, c, total * es, "", req == NULL)) != RLX_OK)
     return rc;
   return rlx__call_launch(c, &rq, req);
 }

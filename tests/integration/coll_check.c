@@ -431,19 +431,27 @@ static void check_uneven(rlx_dtype_t dt, size_t base, int root, int nb) {
   out = malloc(tot * es + 1);
   for (size_t i = 0; i < rc[rank]; i++)
     store(in, i, dt, xvalue(rank, -2, i));
-  rcode = nb ? rlx_iallgatherv(in, rc[rank], out, rc, rd, dt, w, &req)
-             : rlx_allgatherv(in, rc[rank], out, rc, rd, dt, w);
-  if (rcode == RLX_OK && nb)
-    rcode = rlx_wait(&req);
-  checks++;
-  if (rcode != RLX_OK)
-    FAIL("%sallgatherv(%s, base %zu): %s", how, rlx_dtype_name(dt), base, rlx_errmsg());
-  else
-    for (int r = 0; r < size; r++)
-      if (!block_ok(out + rd[r] * es, rc[r], dt, r, -2)) {
-        FAIL("%sallgatherv(%s, base %zu): block %d wrong", how, rlx_dtype_name(dt), base, r);
-        break;
-      }
+  /* (then in place, blocking: this rank's block already where it goes) */
+  for (int inplace = 0; inplace <= !nb; inplace++) {
+    memset(out, 0x5a, tot * es);
+    if (inplace)
+      memcpy(out + rd[rank] * es, in, rc[rank] * es);
+    rcode = nb ? rlx_iallgatherv(in, rc[rank], out, rc, rd, dt, w, &req)
+               : rlx_allgatherv(inplace ? RLX_IN_PLACE : in, rc[rank], out, rc, rd, dt, w);
+    if (rcode == RLX_OK && nb)
+      rcode = rlx_wait(&req);
+    checks++;
+    if (rcode != RLX_OK)
+      FAIL("%sallgatherv(%s, base %zu%s): %s", how, rlx_dtype_name(dt), base,
+           inplace ? ", in place" : "", rlx_errmsg());
+    else
+      for (int r = 0; r < size; r++)
+        if (!block_ok(out + rd[r] * es, rc[r], dt, r, -2) || out[rd[r] * es - 1] != 0x5a) {
+          FAIL("%sallgatherv(%s, base %zu%s): block %d wrong, or the gap before it written",
+               how, rlx_dtype_name(dt), base, inplace ? ", in place" : "", r);
+          break;
+        }
+  }
   free(in);
   free(out);
   /* alltoallv: vcount(me, j) to rank j; vcount(i, me) from rank i */

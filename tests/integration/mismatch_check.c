@@ -13,9 +13,10 @@
  * of 12 back-to-back scatters: a root that leaves at once, owing the
  * comparison, must still name it within them or at the barrier after), a2av (rlx_alltoallv: the odd rank
  * sends 2 elements to each where they expect 1), rsv (rlx_reduce_scatterv:
- * the odd rank's recvcounts differ, with the same total).
+ * the odd rank's recvcounts differ, with the same total), agv
+ * (rlx_allgatherv: the same, the odd rank sending what its counts say).
  * exit: the odd rank finalizes and exits right after its call.
- * The first five kinds, a2a and rsv fail the call itself on every rank with
+ * The first five kinds, a2a, rsv and agv fail the call itself on every rank with
  * RLX_ERR_MISMATCH; in roots, rroots, bcastreduce, gather, scatter, sroots, sloop and a2av a rank whose part was
  * done may return RLX_OK, and then its next call fails (revoked) at once
  * (rarely the call after that one);
@@ -102,6 +103,14 @@ static int call(const char *kind, int odd, rlx_comm_t *w, int rank) {
     for (int r = 0; r < size && r < 8; r++)
       counts[r] = 2 + (me && r == 0 ? 1 : 0) - (me && r == 1 ? 1 : 0);
     return rlx_reduce_scatterv(big, bout, counts, RLX_FLOAT64, RLX_SUM, w);
+  }
+  if (strcmp(kind, "agv") == 0) {
+    size_t counts[8], displs[8];
+    for (int r = 0; r < size && r < 8; r++) {
+      counts[r] = 2 + (me && r == 0 ? 1 : 0) - (me && r == 1 ? 1 : 0);
+      displs[r] = (size_t)r * 3;
+    }
+    return rlx_allgatherv(big, counts[rank], bout, counts, displs, RLX_FLOAT64, w);
   }
   fprintf(stderr, "mismatch_check: unknown kind %s\n", kind);
   exit(2);

@@ -18,7 +18,7 @@
 . "$(dirname "$0")/lib.sh"
 CHECK="$top_builddir/tests/integration/mismatch_check"
 i=0 k=0
-for kind in ${MISMATCH_KINDS:-dtype op count rs split roots rroots bcastreduce argcheck argsym a2a gather scatter sroots sloop a2av rsv}; do
+for kind in ${MISMATCH_KINDS:-dtype op count rs split roots rroots bcastreduce argcheck argsym a2a gather scatter sroots sloop a2av rsv agv}; do
   k=$((k + 1))
   for n in ${MISMATCH_NS:-2 3 5 8}; do
     odds=$(seq 0 $((n - 1)))
