@@ -3,7 +3,7 @@
  * and against MPI (-DUSE_MPI), so the two run identical work.
  *   osu_coll COLL [max_bytes [min_bytes]]
  * COLL: alltoall, alltoallv (every count equal), gather, scatter,
- * allgatherv, bcast. bytes is one block: what one rank sends one other, as the
+ * allgatherv, bcast, gatherv, scatterv. bytes is one block: what one rank sends one other, as the
  * size of osu_alltoall and osu_gather is (bcast: the message, as osu_bcast's). Prints "lib bytes avg_us": the
  * slowest rank's average per call. */
 #include <stdio.h>
@@ -11,15 +11,16 @@
 #include <string.h>
 #include "osu_lib.h"
 
-enum { ALLTOALL, ALLTOALLV, GATHER, SCATTER, ALLGATHERV, BCAST };
+enum { ALLTOALL, ALLTOALLV, GATHER, SCATTER, ALLGATHERV, BCAST, GATHERV, SCATTERV };
 static const char *const names[] = {"alltoall", "alltoallv", "gather", "scatter", "allgatherv",
-                                    "bcast"};
+                                    "bcast", "gatherv", "scatterv"};
+#define V_FORM(c) ((c) == ALLTOALLV || (c) == ALLGATHERV || (c) == GATHERV || (c) == SCATTERV)
 
 #ifdef USE_MPI
 static int *cnt, *dsp; /* (the v-forms' counts and displacements, in elements) */
 static void run(int coll, const float *s, float *r, size_t n) {
   MPI_Comm w = MPI_COMM_WORLD;
-  for (int i = 0; coll == ALLTOALLV || coll == ALLGATHERV ? i < osu_size : 0; i++) {
+  for (int i = 0; V_FORM(coll) ? i < osu_size : 0; i++) {
     cnt[i] = (int)n;
     dsp[i] = (int)n * i;
   }
@@ -29,6 +30,8 @@ static void run(int coll, const float *s, float *r, size_t n) {
   case GATHER: MPI_Gather(s, (int)n, MPI_FLOAT, r, (int)n, MPI_FLOAT, 0, w); break;
   case SCATTER: MPI_Scatter(s, (int)n, MPI_FLOAT, r, (int)n, MPI_FLOAT, 0, w); break;
   case BCAST: MPI_Bcast(osu_rank == 0 ? (void *)s : r, (int)n, MPI_FLOAT, 0, w); break;
+  case GATHERV: MPI_Gatherv(s, (int)n, MPI_FLOAT, r, cnt, dsp, MPI_FLOAT, 0, w); break;
+  case SCATTERV: MPI_Scatterv(s, cnt, dsp, MPI_FLOAT, r, (int)n, MPI_FLOAT, 0, w); break;
   default: MPI_Allgatherv(s, (int)n, MPI_FLOAT, r, cnt, dsp, MPI_FLOAT, w); break;
   }
 }
@@ -37,7 +40,7 @@ static size_t *cnt, *dsp;
 static void run(int coll, const float *s, float *r, size_t n) {
   rlx_comm_t *w = rlx_comm_world();
   int rc;
-  for (int i = 0; coll == ALLTOALLV || coll == ALLGATHERV ? i < osu_size : 0; i++) {
+  for (int i = 0; V_FORM(coll) ? i < osu_size : 0; i++) {
     cnt[i] = n;
     dsp[i] = n * (size_t)i;
   }
@@ -47,6 +50,8 @@ static void run(int coll, const float *s, float *r, size_t n) {
   case GATHER: rc = rlx_gather(s, r, n, RLX_FLOAT32, 0, w); break;
   case SCATTER: rc = rlx_scatter(s, r, n, RLX_FLOAT32, 0, w); break;
   case BCAST: rc = rlx_bcast(osu_rank == 0 ? (void *)s : r, n, RLX_FLOAT32, 0, w); break;
+  case GATHERV: rc = rlx_gatherv(s, n, r, cnt, dsp, RLX_FLOAT32, 0, w); break;
+  case SCATTERV: rc = rlx_scatterv(s, cnt, dsp, r, n, RLX_FLOAT32, 0, w); break;
   default: rc = rlx_allgatherv(s, n, r, cnt, dsp, RLX_FLOAT32, w); break;
   }
   if (rc != RLX_OK) {
@@ -61,7 +66,7 @@ int main(int argc, char **argv) {
   for (int i = 0; argc > 1 && i < (int)(sizeof names / sizeof names[0]); i++)
     coll = strcmp(argv[1], names[i]) == 0 ? i : coll;
   if (coll < 0) {
-    fprintf(stderr, "usage: osu_coll alltoall|alltoallv|gather|scatter|allgatherv|bcast [max [min]]\n");
+    fprintf(stderr, "usage: osu_coll alltoall|alltoallv|gather|scatter|allgatherv|bcast|gatherv|scatterv [max [min]]\n");
     return 2;
   }
   if (init(&argc, &argv) != 0) {

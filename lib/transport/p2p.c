@@ -187,6 +187,8 @@ int rlx__p2p_init(struct rlx__p2p *p, uv_loop_t *loop, int rank, int size, const
   snprintf(p->job_key, sizeof(p->job_key), "%s", job_key);
   rlx__list_init(&p->conns);
   rlx__list_init(&p->pool);
+  for (int k = 0; k < RLX__UMSG_CLASSES; k++)
+    rlx__list_init(&p->pool_class[k]);
   rlx__list_init(&p->msg_posted);
   rlx__list_init(&p->msg_unexpected);
   /* the peers' tables, as for a job that grew from none (a joining rank
@@ -209,6 +211,8 @@ int rlx__p2p_init_alone(struct rlx__p2p *p) {
   memset(p, 0, sizeof(*p));
   rlx__list_init(&p->conns);
   rlx__list_init(&p->pool);
+  for (int k = 0; k < RLX__UMSG_CLASSES; k++)
+    rlx__list_init(&p->pool_class[k]);
   rlx__list_init(&p->msg_posted);
   rlx__list_init(&p->msg_unexpected);
   return rlx__p2p_grow(p, 1);

@@ -62,6 +62,10 @@ struct rlx__p2p_listener {
   int open;
 };
 
+/* Early frames' buffers of up to 64 KiB come in these many power-of-two
+ * sizes from 256 bytes (match.c). */
+#define RLX__UMSG_CLASSES 9
+
 struct rlx__p2p {
   uv_loop_t *loop;
   int rank, size;
@@ -75,6 +79,9 @@ struct rlx__p2p {
   struct rlx__list conns;
   struct rlx__list pool; /* spare buffers for early frames */
   int npool;
+  /* and for frames up to 64 KiB, by size class (match.c) */
+  struct rlx__list pool_class[RLX__UMSG_CLASSES];
+  int npool_class[RLX__UMSG_CLASSES];
   /* The early frames on the peers' unexpected lists by (communicator,
    * sequence), RLX__EARLY_BUCKETS chains (match.c; NULL until the first,
    * or when there was no memory for it: then the lists are scanned), so
