@@ -295,5 +295,44 @@ static size_t setup_even(struct rlx__op *op) {
   return setup(op) + 2 * (size_t)op->size * sizeof(size_t);
 }
 
+/* rlx_gatherv and rlx_scatterv: the same exchange with the blocks that do
+ * not move counted 0 (a sender of gatherv sends only to the root, the
+ * root of scatterv only sends), so that no rank needs to know the others'
+ * sizes to take the call's steps, and a block whose sender and receiver
+ * disagree on its size is caught as alltoallv's are (the counts made in
+ * op->tmp, after the entries). */
+static int rooted_v(struct rlx__op *op, int to_root) {
+  int n = op->size, root = op->root;
+  size_t *sc = (size_t *)((char *)op->tmp + setup(op)), *sd = sc + n, *rc = sd + n, *rd = rc + n;
+  memset(sc, 0, 4 * (size_t)n * sizeof(size_t)); /* (displacements 0: the block is the buffer) */
+  if (to_root) { /* every rank's block to the root (the root's own: a copy) */
+    sc[root] = op->count;
+    if (op->rank == root) {
+      memcpy(rc, op->counts, (size_t)n * sizeof(size_t));
+      memcpy(rd, op->displs, (size_t)n * sizeof(size_t));
+    }
+  } else { /* every rank's block from the root */
+    rc[root] = op->count;
+    if (op->rank == root) {
+      memcpy(sc, op->scounts, (size_t)n * sizeof(size_t));
+      memcpy(sd, op->sdispls, (size_t)n * sizeof(size_t));
+    }
+  }
+  op->scounts = sc;
+  op->sdispls = sd;
+  op->counts = rc;
+  op->displs = rd;
+  return alltoallv(op);
+}
+
+static int gatherv(struct rlx__op *op) { return rooted_v(op, 1); }
+static int scatterv(struct rlx__op *op) { return rooted_v(op, 0); }
+
+static size_t setup_rooted(struct rlx__op *op) {
+  return setup(op) + 4 * (size_t)op->size * sizeof(size_t);
+}
+
 const struct rlx__algo rlx__alltoallv_shm = {"shm", NULL, setup, NULL, alltoallv};
 const struct rlx__algo rlx__alltoall_shm_big = {"shm", NULL, setup_even, NULL, alltoall};
+const struct rlx__algo rlx__gatherv_shm = {"shm", NULL, setup_rooted, NULL, gatherv};
+const struct rlx__algo rlx__scatterv_shm = {"shm", NULL, setup_rooted, NULL, scatterv};

@@ -285,6 +285,8 @@ extern const struct rlx__algo rlx__bcast_shm;
 extern const struct rlx__algo rlx__reduce_shm;
 extern const struct rlx__algo rlx__allgather_shm;
 extern const struct rlx__algo rlx__allgatherv_shm;
+extern const struct rlx__algo rlx__gatherv_shm;
+extern const struct rlx__algo rlx__scatterv_shm;
 extern const struct rlx__algo rlx__reduce_scatter_shm;
 extern const struct rlx__algo rlx__barrier_shm;
 extern const struct rlx__algo rlx__gather_linear;

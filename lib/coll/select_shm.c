@@ -19,6 +19,8 @@ const struct rlx__algo *rlx__select_shm(int kind, size_t bytes, int nranks, cons
   case RLX__CK_REDUCE: return &rlx__reduce_shm;
   case RLX__CK_ALLGATHER: return &rlx__allgather_shm;
   case RLX__CK_ALLGATHERV: return &rlx__allgatherv_shm;
+  case RLX__CK_GATHERV: return &rlx__gatherv_shm;
+  case RLX__CK_SCATTERV: return &rlx__scatterv_shm;
   case RLX__CK_REDUCE_SCATTER: return &rlx__reduce_scatter_shm;
   case RLX__CK_BARRIER: return &rlx__barrier_shm;
   case RLX__CK_GATHER: return &rlx__gather_shm;

@@ -25,6 +25,7 @@ for n in ${COLL_RANKS:-1 2 3 4 5 6 7 8}; do
     grep -q "communicator 0: $n ranks, collectives in shared memory" "$TMP/err" ||
       fail "n=$n: no shared segment for the world"
     for call in rlx_allreduce rlx_reduce rlx_bcast rlx_allgather rlx_allgatherv rlx_reduce_scatter rlx_barrier \
+      rlx_gatherv rlx_scatterv \
       rlx_alltoallv; do
       grep -q "$call: .* bytes on $n ranks: shm" "$TMP/err" || fail "n=$n: $call not in shared memory"
     done

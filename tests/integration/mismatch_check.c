@@ -14,10 +14,12 @@
  * comparison, must still name it within them or at the barrier after), a2av (rlx_alltoallv: the odd rank
  * sends 2 elements to each where they expect 1), rsv (rlx_reduce_scatterv:
  * the odd rank's recvcounts differ, with the same total), agv
- * (rlx_allgatherv: the same, the odd rank sending what its counts say).
+ * (rlx_allgatherv: the same, the odd rank sending what its counts say),
+ * gv (rlx_gatherv: the odd rank sends 2 elements where the root expects
+ * 1; the root is the next rank, or rank 0 when the odd rank is last).
  * exit: the odd rank finalizes and exits right after its call.
  * The first five kinds, a2a, rsv and agv fail the call itself on every rank with
- * RLX_ERR_MISMATCH; in roots, rroots, bcastreduce, gather, scatter, sroots, sloop and a2av a rank whose part was
+ * RLX_ERR_MISMATCH; in roots, rroots, bcastreduce, gather, scatter, sroots, sloop, a2av and gv a rank whose part was
  * done may return RLX_OK, and then its next call fails (revoked) at once
  * (rarely the call after that one);
  * there, when the odd rank left at once, a rank still sending to it may
@@ -104,6 +106,15 @@ static int call(const char *kind, int odd, rlx_comm_t *w, int rank) {
       counts[r] = 2 + (me && r == 0 ? 1 : 0) - (me && r == 1 ? 1 : 0);
     return rlx_reduce_scatterv(big, bout, counts, RLX_FLOAT64, RLX_SUM, w);
   }
+  if (strcmp(kind, "gv") == 0) {
+    size_t counts[8], displs[8];
+    int root = (odd + 1) % size;
+    for (int r = 0; r < size && r < 8; r++) {
+      counts[r] = 1;
+      displs[r] = (size_t)r * 2;
+    }
+    return rlx_gatherv(big, me ? 2 : 1, bout, counts, displs, RLX_FLOAT64, root, w);
+  }
   if (strcmp(kind, "agv") == 0) {
     size_t counts[8], displs[8];
     for (int r = 0; r < size && r < 8; r++) {
@@ -132,7 +143,7 @@ int main(int argc, char **argv) {
   int loose = strcmp(kind, "roots") == 0 || strcmp(kind, "rroots") == 0 ||
               strcmp(kind, "bcastreduce") == 0 || strcmp(kind, "gather") == 0 ||
               strcmp(kind, "scatter") == 0 || strcmp(kind, "sroots") == 0 ||
-              strcmp(kind, "sloop") == 0 ||
+              strcmp(kind, "sloop") == 0 || strcmp(kind, "gv") == 0 ||
               strcmp(kind, "a2av") == 0; /* (the odd rank's own receives may be right) */
   double t0 = now();
   int rc = call(kind, odd, w, rank);
@@ -178,7 +189,8 @@ int main(int argc, char **argv) {
      * sloop: a later call of the loop fails, revoked) */
     ok = (rc == RLX_ERR_MISMATCH || (rc == RLX_ERR_REVOKED && strcmp(kind, "sloop") == 0)) &&
          took < bound(1.0) &&
-         strstr(msg, strcmp(kind, "a2av") == 0 ? " expected " : " called ") != NULL;
+         strstr(msg, strcmp(kind, "a2av") == 0 || strcmp(kind, "gv") == 0 ? " expected " : " called ") !=
+             NULL;
   }
   printf("mismatch_check: rank %d: %s %s after %.2f s: %s\n", rank, kind, rlx_strerror(rc), took,
          msg);
