@@ -137,6 +137,20 @@ static int mismatch(struct rlx__op *op, struct rlx__shm_group *g, int from, uint
   return op->status;
 }
 
+/* Rank from's stream names process pid for its blocks by reference, not
+ * the one it is (rlx__shmg_pid: want): corrupt; nothing is read. */
+static int corrupt(struct rlx__op *op, struct rlx__shm_group *g, int from, uint32_t pid, int want) {
+  char mine[160], msg[400];
+  rlx__exec_describe(op, mine, sizeof(mine));
+  snprintf(msg, sizeof(msg),
+           "rank %d's blocks by reference in %s name process %u, where rank %d is process %d: "
+           "the shared segment is corrupt",
+           from, mine, pid, from, want);
+  rlx__shmg_fail(g, RLX_ERR_CORRUPT, -1, op->seq, msg);
+  rlx__exec_end(op, RLX_ERR_CORRUPT, msg);
+  return op->status;
+}
+
 #define AGAIN 1 /* a copy by reference failed somewhere: stream everything */
 
 static int exchange(struct rlx__op *op, int refs_ok) {
@@ -176,6 +190,10 @@ static int exchange(struct rlx__op *op, int refs_ok) {
   size_t hb = header_bytes(n, wide);
   if (wide) {
     struct head_wide h = {(uint32_t)steps | WIDE, mine ? (uint32_t)getpid() : 0, mine};
+#ifdef RLX_FAULT_INJECTION
+    if (mine && rlx__fault_cma_desc_pid())
+      h.pid = 1;
+#endif
     memcpy(hdr, &h, sizeof(h));
     memcpy(hdr + sizeof(h), ent, (size_t)n * sizeof(struct entry));
   } else {
@@ -227,7 +245,10 @@ static int exchange(struct rlx__op *op, int refs_ok) {
         if (from[r].len != want)
           return mismatch(op, g, r, from[r].len, me, want);
         if (by_ref(rh.refs, from[r].len)) {
-          failed |= rlx__cma_read((int)rh.pid, from[r].off, dst + op->displs[r] * es,
+          int pid = rlx__shmg_pid(g, r);
+          if (pid <= 0 || rh.pid != (uint32_t)pid)
+            return corrupt(op, g, r, rh.pid, pid);
+          failed |= rlx__cma_read(pid, from[r].off, dst + op->displs[r] * es,
                                   from[r].len) != 0;
           from[r].len = 0; /* (nothing of it in the stream) */
         }

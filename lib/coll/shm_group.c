@@ -209,6 +209,10 @@ static struct rlx__shm_group *new_group(struct rlx__engine *e, struct rlx__p2p *
   g->len = seg_len(g->cap, g->slot);
   g->engine = e;
   g->p2p = p;
+  if ((g->pids = calloc((size_t)g->cap, sizeof(int))) == NULL) {
+    free(g);
+    return NULL;
+  }
   static _Atomic uint64_t serials;
   g->serial = atomic_fetch_add(&serials, 1) + 1;
   return g;
@@ -245,6 +249,8 @@ struct rlx__shm_group *rlx__shmg_setup(struct rlx__engine *e, struct rlx__p2p *p
   if ((*err = run_agree(ctx, &ok)) != 0 || !ok)
     goto none;
   ok = me == 0 ? send_all(g, memfd, peers, npeers, deadline) : take(g, g->world[0], 1, deadline);
+  if (ok) /* (before the agreement: every rank's is there once it is done) */
+    atomic_store(&g->line[me].pid, (int32_t)getpid());
   if ((*err = run_agree(ctx, &ok)) != 0 || !ok)
     goto none;
   /* The mappings keep it; nothing of it outlives the processes. Rank 0
@@ -277,6 +283,7 @@ static void join_line(struct rlx__shm_group *g, uint64_t step) {
   for (uint64_t k = 0; k < RLX__SHMG_CELLS; k++) /* (steps step - CELLS + 1 .. step) */
     atomic_store(&l->cell[(step - k) & (RLX__SHMG_CELLS - 1)].arrive, step >= k ? step - k : 0);
   atomic_store(&l->reduced, step);
+  atomic_store(&l->pid, (int32_t)getpid());
   g->step = g->min_seen = step;
 }
 
@@ -398,6 +405,7 @@ void rlx__shmg_free(struct rlx__shm_group *g) {
   if (g->memfd >= 0)
     close(g->memfd);
   free(g->world);
+  free(g->pids);
   free(g);
 }
 
@@ -413,6 +421,25 @@ void rlx__shmg_unmap_all(void) {
       close(g->memfd);
     g->memfd = -1;
   }
+}
+
+int rlx__shmg_pid(struct rlx__shm_group *g, int r) {
+  if (g->pids[r] != 0)
+    return g->pids[r];
+  /* (read after r's arrival at a step of this call: written before its
+   * first arrival in the segment) */
+  int pid = atomic_load_explicit(&g->line[r].pid, memory_order_acquire);
+  rlx__engine_lock(g->engine);
+  int cred = rlx__p2p_peer_pid(g->p2p, g->world[r]);
+  rlx__engine_unlock(g->engine);
+  if (pid <= 0 || (cred > 0 && cred != pid)) {
+    rlx__warn("shared segment of communicator %u: rank %d's line names process %d, %s%d: "
+              "nothing of it is read by reference", g->comm_id, r, pid,
+              cred > 0 ? "its socket's other end is " : "", cred > 0 ? cred : pid);
+    pid = -1;
+  }
+  g->pids[r] = pid;
+  return pid;
 }
 
 void rlx__shmg_fail(struct rlx__shm_group *g, int err, int lost, uint64_t seq, const char *why) {

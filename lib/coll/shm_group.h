@@ -84,6 +84,7 @@ struct rlx__shmg_line {
   _Alignas(64) _Atomic uint64_t reduced; /* the last step whose slice it has reduced */
   _Atomic uint64_t p2p_seq; /* 1 + the seq of its last call run point to point */
   _Atomic uint64_t p2p_sig[2]; /* and that call's signature (RLX__SIG_SIZE bytes) */
+  _Atomic int32_t pid; /* its process, written once it has mapped the segment */
   /* The signature of every call this rank began from step sig_from on
    * (a seqlock: sig_from 0 while it changes; 0 also: not known), written
    * only when its calls' signature changes: a root owing comparisons
@@ -161,6 +162,10 @@ struct rlx__shm_group {
   /* a copy by reference between members failed once (every member saw
    * it in the same step): the segment's alltoallv streams every block */
   int no_refs;
+  /* per rank, the process its blocks by reference are read from: its
+   * line's pid at the first read, checked against its socket's other end
+   * where we have one (rlx__shmg_pid); 0 not yet, -1 none to trust */
+  int *pids;
   struct rlx__engine *engine;
   struct rlx__p2p *p2p;
   /* What the caller's thread waits for now, for the flight recorder (read
@@ -257,6 +262,11 @@ void rlx__shmg_unmap_all(void);
  * call that failed (its seq; UINT64_MAX: whichever is in progress), why.
  * The first failure stays. */
 void rlx__shmg_fail(struct rlx__shm_group *g, int err, int lost, uint64_t seq, const char *why);
+/* The process rank r's blocks by reference are read from (its line's pid
+ * at the first call, then that one), or -1 when it cannot be trusted: 0
+ * or less, or another than the pid of our socket to r (SO_PEERCRED, when
+ * we have one; warned once). A stream naming another process is corrupt. */
+int rlx__shmg_pid(struct rlx__shm_group *g, int r);
 /* Wake the members sleeping on the group's futex. */
 void rlx__shmg_wake(struct rlx__shm_group *g);
 /* p2p's on_lost: every live group with that world rank fails. Under the

@@ -107,6 +107,12 @@ static int peer_pid(struct rlx__p2p_conn *c) {
   return c->cred_pid;
 }
 
+int rlx__p2p_peer_pid(struct rlx__p2p *p, int peer) {
+  struct rlx__p2p_conn *c = peer >= 0 && peer < p->size ? p->peers[peer].conn : NULL;
+  int pid = c != NULL ? peer_pid(c) : -1;
+  return pid > 0 ? pid : 0;
+}
+
 static void bad_descriptor(struct rlx__p2p_conn *c, const struct rlx__frame_hdr *h,
                            struct rlx__xfer *x) {
   c->p->corrupt++;

@@ -14,7 +14,8 @@
  *     =wrongpid: a receiver names pid 1 as its own when it asks for the
  *     sender's part (the sender must refuse and fail the connection);
  *     =descpid: a sender names pid 1 as the memory's in its frames by
- *     reference (the receiver must refuse them as corrupt). */
+ *     reference, and in its stream's header in the shared segment's
+ *     exchange (the receiver must refuse them as corrupt). */
 #ifdef RLX_FAULT_INJECTION
 #include <stdio.h>
 #include <stdlib.h>

@@ -182,6 +182,16 @@ static inline int rlx__p2p_by_ref(const struct rlx__p2p *p) {
  * rules, a sandbox; RLX_FAULT_CMA=deny in fault-injection builds) or the
  * range is not mapped there. */
 int rlx__cma_read(int pid, uint64_t addr, void *dst, size_t len);
+/* The pid of the process at the other end of our ready Unix-socket
+ * connection to world rank peer (SO_PEERCRED), or 0 when there is none
+ * to ask (no connection yet, or not over a Unix socket). Under the loop
+ * lock. */
+int rlx__p2p_peer_pid(struct rlx__p2p *p, int peer);
+#ifdef RLX_FAULT_INJECTION
+/* RLX_FAULT_CMA=descpid (test builds): a sender names pid 1 as its
+ * memory's in what it sends by reference. */
+int rlx__fault_cma_desc_pid(void);
+#endif
 /* The transport a peer is reached by ("shm"/"unix"/"tcp"), and why a lost peer
  * was lost (NULL when it is not). */
 const char *rlx__p2p_transport_of(struct rlx__p2p *p, int peer);

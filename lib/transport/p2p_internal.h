@@ -287,10 +287,9 @@ int rlx__fault_cma_denied(void);
 /* A sender's write of its part of a split copy: 0, -EPERM (deny,
  * denypush), or the process exits (diepush). */
 int rlx__fault_cma_push(void);
-/* RLX_FAULT_CMA=wrongpid: a split copy's request names pid 1; =descpid: a
- * sender's frames by reference name pid 1 as the memory's. */
+/* RLX_FAULT_CMA=wrongpid: a split copy's request names pid 1 (=descpid:
+ * p2p.h). */
 int rlx__fault_cma_wrong_pid(void);
-int rlx__fault_cma_desc_pid(void);
 void rlx__fault_free(void);
 #endif
 

@@ -15,6 +15,10 @@
  *   FAULT_DONE_DIR/done.RANK when it has said all)
  *   fault_check frame corrupt|lost   (RLX_FAULT_FRAME spoils a frame: every
  *   rank must fail with that error, and none may return wrong data)
+ *   fault_check segref   (an alltoallv of 64 KiB blocks in the shared
+ *   segment, read by reference; with RLX_FAULT_CMA=descpid every sender
+ *   names pid 1 as its memory's: every rank must fail with
+ *   RLX_ERR_CORRUPT within 5 s, none return wrong data)
  *   fault_check revoke   (a rank that completed a call another failed finds
  *   its next call revoked at once)
  *   fault_check commtimeout   (as timeout, with the world's own limit set
@@ -370,6 +374,39 @@ int main(int argc, char **argv) {
     printf("fault_check: rank %d: %s%s\n", rank, ok ? "PASS" : "FAIL",
            rc1 == RLX_OK ? " (completed the failed call, then revoked)" : "");
     fflush(stdout);
+    rlx_finalize();
+    return ok ? 0 : 1;
+  }
+  if (argc > 1 && strcmp(argv[1], "segref") == 0) {
+    int size = rlx_comm_size(w);
+    size_t blk = 8192, *cnt = malloc(sizeof(size_t) * (size_t)size),
+           *dsp = malloc(sizeof(size_t) * (size_t)size); /* (64 KiB of doubles a block) */
+    double *in = malloc(sizeof(double) * blk * (size_t)size),
+           *out = malloc(sizeof(double) * blk * (size_t)size), t0 = now();
+    for (int r = 0; r < size; r++) {
+      cnt[r] = blk;
+      dsp[r] = blk * (size_t)r;
+    }
+    for (size_t i = 0; i < blk * (size_t)size; i++)
+      in[i] = (double)(rank * 1000003 + (int)i);
+    int rc = rlx_alltoallv(in, cnt, dsp, out, cnt, dsp, RLX_FLOAT64, w);
+    double took = now() - t0;
+    int ok = rc == RLX_ERR_CORRUPT && took < bound(5.0);
+    for (int r = 0; rc == RLX_OK && r < size; r++) /* (then it must be right) */
+      for (size_t i = 0; i < blk; i++)
+        if (out[(size_t)r * blk + i] != (double)(r * 1000003 + (int)((size_t)rank * blk + i))) {
+          printf("fault_check: rank %d: WRONG DATA from rank %d at %zu\n", rank, r, i);
+          r = size;
+          break;
+        }
+    printf("fault_check: rank %d: %s after %.2f s: %s\n", rank, rlx_strerror(rc), took,
+           rc == RLX_OK ? "" : rlx_errmsg());
+    printf("fault_check: rank %d: %s\n", rank, ok ? "PASS" : "FAIL");
+    fflush(stdout);
+    free(in);
+    free(out);
+    free(cnt);
+    free(dsp);
     rlx_finalize();
     return ok ? 0 : 1;
   }

@@ -160,4 +160,17 @@ for c in unix shm late:unix late:shm; do
     "$TMP/out" || { cat "$TMP/out"; fail "descpid $c: not named"; }
   echo "a sender naming pid 1 as its memory's, $c${late:+, the receiver late}: refused, corrupt"
 done
+# The same in the shared segment's exchange (alltoallv, gatherv, scatterv,
+# large all-to-all): a stream whose header names another process than the
+# rank's own for its blocks by reference is refused before any read, and
+# every rank's call fails as corrupt (without the check the read of pid 1
+# failed, the call streamed its blocks again and succeeded).
+RLX_LOG=warn RLX_CMA=on RLX_FAULT_CMA=descpid timeout 60 "$RLXRUN" -n 3 --grace 10 "$FAULT" segref \
+  >"$TMP/out" 2>&1
+grep -q "WRONG DATA" "$TMP/out" && { cat "$TMP/out"; fail "segref: wrong data"; }
+[ "$(grep -c 'fault_check: rank [0-9]*: PASS' "$TMP/out")" -eq 3 ] ||
+  { cat "$TMP/out"; fail "segref: not every rank failed as corrupt"; }
+grep -q "rank [0-9]*'s blocks by reference in rlx_alltoallv(float64) name process 1, where rank [0-9]* is process [0-9]*: the shared segment is corrupt" \
+  "$TMP/out" || { cat "$TMP/out"; fail "segref: not named"; }
+echo "a stream in the shared segment naming pid 1 for its blocks by reference: refused, corrupt on every rank"
 echo "frame faults: ok"

@@ -8,8 +8,9 @@
  *              see RLX_ERR_PEER_LOST and shrink
  * After every change of size the leader tells everyone (joiners too) the
  * step it is at, and all check allreduce (small and 100003 floats),
- * bcast, reduce, allgather, reduce_scatter and barrier, and agree on the
- * leader. Prints "grow_check: rank R: PASS at size N" at the end. */
+ * bcast, reduce, allgather, reduce_scatter, alltoallv (64 KiB blocks: read
+ * by reference in the shared segment, from the joiners too) and barrier,
+ * and agree on the leader. Prints "grow_check: rank R: PASS at size N" at the end. */
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -81,6 +82,23 @@ static void verify(rlx_comm_t *c) {
   if ((rc = rlx_reduce(&s, &t, 1, RLX_INT64, RLX_SUM, n - 1, c)) != RLX_OK)
     die("reduce", rc);
   check(r != n - 1 || t == (long)n * (n - 1) / 2, "reduce");
+  size_t blk = 16384, *cnt = malloc(sizeof(size_t) * (size_t)n),
+         *dsp = malloc(sizeof(size_t) * (size_t)n);
+  float *in = malloc(sizeof(float) * blk * (size_t)n), *out = malloc(sizeof(float) * blk * (size_t)n);
+  for (int i = 0; i < n; i++) {
+    cnt[i] = blk;
+    dsp[i] = blk * (size_t)i;
+  }
+  for (size_t i = 0; i < blk * (size_t)n; i++)
+    in[i] = (float)(r * 100 + (int)(i / blk)) + (float)(i % 8) / 8;
+  if ((rc = rlx_alltoallv(in, cnt, dsp, out, cnt, dsp, RLX_FLOAT32, c)) != RLX_OK)
+    die("alltoallv", rc);
+  for (size_t i = 0; i < blk * (size_t)n; i++)
+    check(out[i] == (float)((int)(i / blk) * 100 + r) + (float)(i % 8) / 8, "alltoallv");
+  free(in);
+  free(out);
+  free(cnt);
+  free(dsp);
   if ((rc = rlx_barrier(c)) != RLX_OK)
     die("barrier", rc);
   free(all);
