@@ -12,6 +12,10 @@ int rlx__call_check_comm(const char *call, rlx_comm_t *c);
 int rlx__call_check_type(const char *call, rlx_dtype_t dt, size_t count, size_t *esize);
 int rlx__call_check_root(const char *call, int root, rlx_comm_t *c);
 int rlx__call_not_in_place(const char *call, const char *name, const void *buf);
+/* The total of p counts and their hash (FNV-1a, 32 bits): what the
+ * signature of a call every rank passes all counts to carries (count and
+ * root: call.h), so that ranks whose counts differ fail at once. */
+uint32_t rlx__call_counts_hash(const size_t *counts, int p, size_t *total);
 void rlx__call_fill(struct rlx_request *rq, int kind, const char *call, rlx_dtype_t dt,
                     rlx_op_t op, size_t count, size_t es, int root, const void *src, void *dst);
 /* blocking: the call may run in the communicator's shared segment. */

@@ -93,6 +93,16 @@ int rlx__call_check_root(const char *call, int root, rlx_comm_t *c) {
 
 /* RLX_IN_PLACE goes in sendbuf only (or rlx_reduce's on the root): as a
  * destination it is no buffer at all. */
+uint32_t rlx__call_counts_hash(const size_t *counts, int p, size_t *total) {
+  uint32_t h = RLX__FNV_START;
+  *total = 0;
+  for (int i = 0; i < p; i++) {
+    *total += counts[i];
+    h = rlx__fnv1a(h, counts[i], 8);
+  }
+  return h;
+}
+
 int rlx__call_not_in_place(const char *call, const char *name, const void *buf) {
   if (buf == RLX_IN_PLACE)
     return rlx__err(RLX_ERR_ARG, "%s: %s cannot be RLX_IN_PLACE (only sendbuf can)", call, name);
@@ -524,16 +534,11 @@ static int check_recvcounts(const char *call, const size_t *recvcounts, int p, s
                             size_t *total, uint32_t *hash) {
   if (recvcounts == NULL)
     return rlx__err(RLX_ERR_ARG, "%s: recvcounts is NULL", call);
-  uint32_t h = RLX__FNV_START;
-  *total = 0;
-  for (int i = 0; i < p; i++) {
+  for (int i = 0; i < p; i++)
     if (recvcounts[i] > (size_t)RLX__UNEVEN_BLOCK_MAX / es)
       return rlx__err(RLX_ERR_ARG, "%s: recvcounts[%d] is over 1 GiB (a block of an uneven call "
                       "is at most that)", call, i);
-    *total += recvcounts[i];
-    h = rlx__fnv1a(h, recvcounts[i], 8);
-  }
-  *hash = h;
+  *hash = rlx__call_counts_hash(recvcounts, p, total);
   return RLX_OK;
 }
 

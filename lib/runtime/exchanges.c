@@ -4,7 +4,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "base/hash.h"
 #include "base/tuning.h"
 #include "runtime/calls.h"
 
@@ -245,12 +244,8 @@ static int allgatherv(const char *call, const void *sendbuf, size_t sendcount, v
   /* The call's count is the total and its root the counts' hash (call.h):
    * ranks that disagree on any count fail at once, on every rank, and
    * the shared segment's steps, counted from the counts, agree. */
-  size_t total = 0;
-  uint32_t hash = RLX__FNV_START;
-  for (int i = 0; i < c->size; i++) {
-    total += recvcounts[i];
-    hash = rlx__fnv1a(hash, recvcounts[i], 8);
-  }
+  size_t total;
+  uint32_t hash = rlx__call_counts_hash(recvcounts, c->size, &total);
   rlx__call_fill(&rq, RLX__CK_ALLGATHERV, call, dt, RLX_SUM, total, es, (int)hash, src, recvbuf);
   rq.op.counts = recvcounts;
   rq.op.displs = displs;
