@@ -64,6 +64,17 @@ static double bound(double s) {
   return s * (k >= 1.0 ? k : 1.0);
 }
 
+/* A one-call case's end: what the call returned and how long it took,
+ * PASS or FAIL, and the exit status after rlx_finalize. */
+static int report(int rank, int rc, double took, int ok) {
+  printf("fault_check: rank %d: %s after %.2f s: %s\n", rank, rlx_strerror(rc), took,
+         rc == RLX_OK ? "" : rlx_errmsg());
+  printf("fault_check: rank %d: %s\n", rank, ok ? "PASS" : "FAIL");
+  fflush(stdout);
+  rlx_finalize();
+  return ok ? 0 : 1;
+}
+
 /* FAULT_DONE_DIR (set by faults.sh): each survivor leaves a file there
  * once its part is done, so that the faulty rank 1 (asleep or stopped)
  * needs to last only as long as the survivors need it, not a fixed nap. */
@@ -399,16 +410,11 @@ int main(int argc, char **argv) {
           r = size;
           break;
         }
-    printf("fault_check: rank %d: %s after %.2f s: %s\n", rank, rlx_strerror(rc), took,
-           rc == RLX_OK ? "" : rlx_errmsg());
-    printf("fault_check: rank %d: %s\n", rank, ok ? "PASS" : "FAIL");
-    fflush(stdout);
     free(in);
     free(out);
     free(cnt);
     free(dsp);
-    rlx_finalize();
-    return ok ? 0 : 1;
+    return report(rank, rc, took, ok);
   }
   if (argc > 2 && strcmp(argv[1], "frame") == 0) {
     int want = strcmp(argv[2], "corrupt") == 0 ? RLX_ERR_CORRUPT : RLX_ERR_PEER_LOST;
@@ -429,13 +435,8 @@ int main(int argc, char **argv) {
           break;
         }
     }
-    printf("fault_check: rank %d: %s after %.2f s: %s\n", rank, rlx_strerror(rc), took,
-           rc == RLX_OK ? "" : rlx_errmsg());
-    printf("fault_check: rank %d: %s\n", rank, ok ? "PASS" : "FAIL");
-    fflush(stdout);
     free(v);
-    rlx_finalize();
-    return ok ? 0 : 1;
+    return report(rank, rc, took, ok);
   }
   if (argc > 1 && strcmp(argv[1], "quorum") == 0) {
     if (rank > 0) { /* vanished: no exit, no closed socket; ended once rank 0 is done */
