@@ -73,7 +73,7 @@ _Static_assert(sizeof(struct rlx__shmg_cell) == 128, "a cell is a pair of cache 
  * scatter blocks: the root one step ahead of its reader was 0.42-0.44 us
  * a call against 0.30 inline). */
 #define RLX__SHMG_SPILL 512
-#define RLX__SHMG_LINE (RLX__SHMG_CELLS * (128 + RLX__SHMG_SPILL) + 128) /* a rank's cells, \
+#define RLX__SHMG_LINE (RLX__SHMG_CELLS * (128 + RLX__SHMG_SPILL) + 256) /* a rank's cells, \
                                                                           * spills, counters */
 /* The most ranks a layout holds ahead of growth: 64 x two 256 KiB slots
  * is 32 MiB of address space per communicator, none of it memory until
@@ -85,6 +85,14 @@ struct rlx__shmg_line {
   _Atomic uint64_t p2p_seq; /* 1 + the seq of its last call run point to point */
   _Atomic uint64_t p2p_sig[2]; /* and that call's signature (RLX__SIG_SIZE bytes) */
   _Atomic int32_t pid; /* its process, written once it has mapped the segment */
+  /* a gatherv sender's blocks too big for its step: the chunks it has
+   * fed through its slots, ever (gatherv_shm.c) */
+  _Atomic uint64_t fed;
+  /* ... and the chunks the roots took, ever, written by them; refused:
+   * the step of the call whose block by reference the root could not
+   * read (then fed) */
+  _Alignas(64) _Atomic uint64_t taken;
+  _Atomic uint64_t refused;
   /* The signature of every call this rank began from step sig_from on
    * (a seqlock: sig_from 0 while it changes; 0 also: not known), written
    * only when its calls' signature changes: a root owing comparisons
@@ -170,7 +178,8 @@ struct rlx__shm_group {
   struct rlx__p2p *p2p;
   /* What the caller's thread waits for now, for the flight recorder (read
    * by the loop's thread): the call's seq + 1 (0: not waiting), then the
-   * counter (0 arrive, 1 reduced), the rank (-1 every rank) and the step. */
+   * counter (0 arrive, 1 reduced, 2 fed, 3 taken: shm_wait.c), the rank
+   * (-1 every rank) and the step. */
   _Atomic uint64_t w_seq, w_step;
   _Atomic int w_which, w_rank;
 };
@@ -316,5 +325,13 @@ void rlx__shmg_reduced(struct rlx__shm_group *g, uint64_t step);
 /* Wait until rank r (-1: every rank) has arrived at / reduced step. */
 int rlx__shmg_wait_arrived(struct rlx__shm_group *g, struct rlx__op *op, int r, uint64_t step);
 int rlx__shmg_wait_reduced(struct rlx__shm_group *g, struct rlx__op *op, int r, uint64_t step);
+/* gatherv's chunks fed through the sender's slots (gatherv_shm.c): the
+ * root waits until rank r has fed `chunks` in all (its line's fed), the
+ * sender until the root (rank root) has taken that many of its own. */
+int rlx__shmg_wait_fed(struct rlx__shm_group *g, struct rlx__op *op, int r, uint64_t chunks);
+int rlx__shmg_wait_taken(struct rlx__shm_group *g, struct rlx__op *op, int root, uint64_t chunks);
+/* Publish a counter of this rank's (or, for taken, the root's of a
+ * sender's line) as rlx__shmg_arrive does a step. */
+void rlx__shmg_publish(struct rlx__shm_group *g, _Atomic uint64_t *w, uint64_t v);
 
 #endif

@@ -22,14 +22,19 @@
 #include "coll.h"
 #include "shm_group.h"
 
-enum { ARRIVE, REDUCED };
+enum { ARRIVE, REDUCED, FED, TAKEN };
+/* what a rank waited for has not done (describe_wait), and what is
+ * waited for (trace_wait) */
+static const char *const not_done[] = {"has not arrived", "has not reduced its slice",
+                                       "has not fed its block", "has not taken our block"};
+static const char *const waited[] = {"data of", "slice of", "block of", "taking by"};
 
 void rlx__shmg_wake(struct rlx__shm_group *g) {
   atomic_fetch_add(&g->hdr->bell, 1);
   syscall(SYS_futex, &g->hdr->bell, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
 }
 
-static void publish(struct rlx__shm_group *g, _Atomic uint64_t *w, uint64_t step) {
+void rlx__shmg_publish(struct rlx__shm_group *g, _Atomic uint64_t *w, uint64_t step) {
   if (g->engine->yield) {
     /* Ranks outnumber cores: waiters sleep often. Sequentially consistent,
      * so the look at sleepers cannot pass the store, and a waiter that
@@ -72,11 +77,11 @@ static void publish_first(struct rlx__shm_group *g) {
 void rlx__shmg_arrive(struct rlx__shm_group *g, uint64_t step) {
   if (g->first_due)
     publish_first(g);
-  publish(g, &rlx__shmg_cell(g, g->me, step)->arrive, step);
+  rlx__shmg_publish(g, &rlx__shmg_cell(g, g->me, step)->arrive, step);
 }
 
 void rlx__shmg_reduced(struct rlx__shm_group *g, uint64_t step) {
-  publish(g, &g->line[g->me].reduced, step);
+  rlx__shmg_publish(g, &g->line[g->me].reduced, step);
 }
 
 /* A signature beside the step it holds from (a cell's first step, a
@@ -166,8 +171,15 @@ void rlx__shmg_owe(struct rlx__shm_group *g, const struct rlx__op *op) {
   g->owing++;
 }
 
+/* The counter of rank r's that says whether it did it (for TAKEN, r the
+ * root: it writes the count in this rank's line). */
 static _Atomic uint64_t *field(struct rlx__shm_group *g, int which, int r, uint64_t step) {
-  return which == ARRIVE ? &rlx__shmg_cell(g, r, step)->arrive : &g->line[r].reduced;
+  switch (which) {
+  case ARRIVE: return &rlx__shmg_cell(g, r, step)->arrive;
+  case REDUCED: return &g->line[r].reduced;
+  case FED: return &g->line[r].fed;
+  default: return &g->line[g->me].taken;
+  }
 }
 
 /* Has rank r (every rank from *from on, for r < 0) reached step? */
@@ -299,7 +311,7 @@ void rlx__shmg_describe_wait(struct rlx__shm_group *g, int which, int r, uint64_
     if (k == g->me || atomic_load(field(g, which, k, step)) >= step)
       continue;
     int n = snprintf(buf + used, len - used, "%srank %d (%s)", used ? ", " : "", k,
-                     which == ARRIVE ? "has not arrived" : "has not reduced its slice");
+                     not_done[which]);
     if (n < 0 || (size_t)n >= len - used)
       return;
     used += (size_t)n;
@@ -449,7 +461,7 @@ static void trace_wait(struct rlx__shm_group *g, struct rlx__op *op, int which, 
                        uint64_t step, uint64_t t0) {
   char name[48], args[160];
   if (r >= 0)
-    snprintf(name, sizeof(name), "%s rank %d", which == ARRIVE ? "data of" : "slice of", r);
+    snprintf(name, sizeof(name), "%s rank %d", waited[which], r);
   else
     snprintf(name, sizeof(name), "%s every rank", which == ARRIVE ? "data of" : "slices of");
   snprintf(args, sizeof(args), "\"comm\":%u,\"seq\":%llu,\"step\":%llu,\"shm\":1",
@@ -538,6 +550,15 @@ int rlx__shmg_wait_arrived(struct rlx__shm_group *g, struct rlx__op *op, int r, 
 
 int rlx__shmg_wait_reduced(struct rlx__shm_group *g, struct rlx__op *op, int r, uint64_t step) {
   return wait_for(g, op, REDUCED, r, step, 0);
+}
+
+int rlx__shmg_wait_fed(struct rlx__shm_group *g, struct rlx__op *op, int r, uint64_t chunks) {
+  return wait_for(g, op, FED, r, chunks, 0);
+}
+
+int rlx__shmg_wait_taken(struct rlx__shm_group *g, struct rlx__op *op, int root,
+                         uint64_t chunks) {
+  return wait_for(g, op, TAKEN, root, chunks, 0);
 }
 
 int rlx__shmg_wait_room(struct rlx__shm_group *g, struct rlx__op *op, uint64_t step) {

@@ -15,10 +15,13 @@
  *   FAULT_DONE_DIR/done.RANK when it has said all)
  *   fault_check frame corrupt|lost   (RLX_FAULT_FRAME spoils a frame: every
  *   rank must fail with that error, and none may return wrong data)
- *   fault_check segref   (an alltoallv of 64 KiB blocks in the shared
- *   segment, read by reference; with RLX_FAULT_CMA=descpid every sender
+ *   fault_check segref [alltoallv|gatherv|scatterv]   (an alltoallv of
+ *   64 KiB blocks in the shared segment, or a gatherv or scatterv of 512
+ *   KiB ones, read by reference; with RLX_FAULT_CMA=descpid every sender
  *   names pid 1 as its memory's: every rank must fail with
- *   RLX_ERR_CORRUPT within 5 s, none return wrong data)
+ *   RLX_ERR_CORRUPT within 5 s, none return wrong data; with SEGREF_OK
+ *   set, as for RLX_FAULT_CMA=deny, every rank must succeed with the
+ *   right data)
  *   fault_check revoke   (a rank that completed a call another failed finds
  *   its next call revoked at once)
  *   fault_check commtimeout   (as timeout, with the world's own limit set
@@ -390,8 +393,12 @@ int main(int argc, char **argv) {
   }
   if (argc > 1 && strcmp(argv[1], "segref") == 0) {
     int size = rlx_comm_size(w);
-    size_t blk = 8192, *cnt = malloc(sizeof(size_t) * (size_t)size),
-           *dsp = malloc(sizeof(size_t) * (size_t)size); /* (64 KiB of doubles a block) */
+    const char *call = argc > 2 ? argv[2] : "alltoallv";
+    /* (64 KiB of doubles a block; 512 KiB for gatherv and scatterv, whose
+     * blocks go by reference only past what one step streams) */
+    size_t blk = strcmp(call, "alltoallv") == 0 ? 8192 : 65536,
+           *cnt = malloc(sizeof(size_t) * (size_t)size),
+           *dsp = malloc(sizeof(size_t) * (size_t)size);
     double *in = malloc(sizeof(double) * blk * (size_t)size),
            *out = malloc(sizeof(double) * blk * (size_t)size), t0 = now();
     for (int r = 0; r < size; r++) {
@@ -400,16 +407,30 @@ int main(int argc, char **argv) {
     }
     for (size_t i = 0; i < blk * (size_t)size; i++)
       in[i] = (double)(rank * 1000003 + (int)i);
-    int rc = rlx_alltoallv(in, cnt, dsp, out, cnt, dsp, RLX_FLOAT64, w);
+    int rc;
+    if (strcmp(call, "gatherv") == 0) /* (rank r's block k at k + r * blk: as alltoallv's from r) */
+      rc = rlx_gatherv(in + (size_t)rank * blk, blk, out, cnt, dsp, RLX_FLOAT64, 0, w);
+    else if (strcmp(call, "scatterv") == 0)
+      rc = rlx_scatterv(in, cnt, dsp, out + (size_t)rank * blk, blk, RLX_FLOAT64, 0, w);
+    else
+      rc = rlx_alltoallv(in, cnt, dsp, out, cnt, dsp, RLX_FLOAT64, w);
     double took = now() - t0;
-    int ok = rc == RLX_ERR_CORRUPT && took < bound(5.0);
-    for (int r = 0; rc == RLX_OK && r < size; r++) /* (then it must be right) */
-      for (size_t i = 0; i < blk; i++)
-        if (out[(size_t)r * blk + i] != (double)(r * 1000003 + (int)((size_t)rank * blk + i))) {
-          printf("fault_check: rank %d: WRONG DATA from rank %d at %zu\n", rank, r, i);
-          r = size;
-          break;
+    /* (SEGREF_OK: the copies are refused instead, and the call must
+     * succeed, its blocks streamed or fed) */
+    int want_ok = getenv("SEGREF_OK") != NULL, wrong = 0;
+    for (int r = 0; rc == RLX_OK && r < size && !wrong; r++) {
+      /* what rank r's block here holds: its sender's values for this rank */
+      int from = strcmp(call, "scatterv") == 0 ? 0 : r;
+      size_t at = strcmp(call, "gatherv") == 0 ? (size_t)r * blk : (size_t)rank * blk;
+      if ((strcmp(call, "gatherv") == 0 && rank != 0) || (strcmp(call, "scatterv") == 0 && r != rank))
+        continue;
+      for (size_t i = 0; i < blk && !wrong; i++)
+        if (out[(size_t)r * blk + i] != (double)(from * 1000003 + (int)(at + i))) {
+          printf("fault_check: rank %d: WRONG DATA from rank %d at %zu\n", rank, from, i);
+          wrong = 1;
         }
+    }
+    int ok = (want_ok ? rc == RLX_OK : rc == RLX_ERR_CORRUPT) && !wrong && took < bound(5.0);
     free(in);
     free(out);
     free(cnt);

@@ -16,10 +16,12 @@
  * the odd rank's recvcounts differ, with the same total), agv
  * (rlx_allgatherv: the same, the odd rank sending what its counts say),
  * gv (rlx_gatherv: the odd rank sends 2 elements where the root expects
- * 1; the root is the next rank, or rank 0 when the odd rank is last).
+ * 1; the root is the next rank, or rank 0 when the odd rank is last), sv
+ * (rlx_scatterv: the odd rank expects 2 elements where the root sends 1;
+ * the root as for gv).
  * exit: the odd rank finalizes and exits right after its call.
  * The first five kinds, a2a, rsv and agv fail the call itself on every rank with
- * RLX_ERR_MISMATCH; in roots, rroots, bcastreduce, gather, scatter, sroots, sloop, a2av and gv a rank whose part was
+ * RLX_ERR_MISMATCH; in roots, rroots, bcastreduce, gather, scatter, sroots, sloop, a2av, gv and sv a rank whose part was
  * done may return RLX_OK, and then its next call fails (revoked) at once
  * (rarely the call after that one);
  * there, when the odd rank left at once, a rank still sending to it may
@@ -115,6 +117,15 @@ static int call(const char *kind, int odd, rlx_comm_t *w, int rank) {
     }
     return rlx_gatherv(big, me ? 2 : 1, bout, counts, displs, RLX_FLOAT64, root, w);
   }
+  if (strcmp(kind, "sv") == 0) {
+    size_t counts[8], displs[8];
+    int root = (odd + 1) % size;
+    for (int r = 0; r < size && r < 8; r++) {
+      counts[r] = 1;
+      displs[r] = (size_t)r * 2;
+    }
+    return rlx_scatterv(big, counts, displs, bout, me ? 2 : 1, RLX_FLOAT64, root, w);
+  }
   if (strcmp(kind, "agv") == 0) {
     size_t counts[8], displs[8];
     for (int r = 0; r < size && r < 8; r++) {
@@ -143,7 +154,7 @@ int main(int argc, char **argv) {
   int loose = strcmp(kind, "roots") == 0 || strcmp(kind, "rroots") == 0 ||
               strcmp(kind, "bcastreduce") == 0 || strcmp(kind, "gather") == 0 ||
               strcmp(kind, "scatter") == 0 || strcmp(kind, "sroots") == 0 ||
-              strcmp(kind, "sloop") == 0 || strcmp(kind, "gv") == 0 ||
+              strcmp(kind, "sloop") == 0 || strcmp(kind, "gv") == 0 || strcmp(kind, "sv") == 0 ||
               strcmp(kind, "a2av") == 0; /* (the odd rank's own receives may be right) */
   double t0 = now();
   int rc = call(kind, odd, w, rank);
@@ -189,7 +200,9 @@ int main(int argc, char **argv) {
      * sloop: a later call of the loop fails, revoked) */
     ok = (rc == RLX_ERR_MISMATCH || (rc == RLX_ERR_REVOKED && strcmp(kind, "sloop") == 0)) &&
          took < bound(1.0) &&
-         strstr(msg, strcmp(kind, "a2av") == 0 || strcmp(kind, "gv") == 0 ? " expected " : " called ") !=
+         strstr(msg, strcmp(kind, "a2av") == 0 || strcmp(kind, "gv") == 0 || strcmp(kind, "sv") == 0
+                         ? " expected "
+                         : " called ") !=
              NULL;
   }
   printf("mismatch_check: rank %d: %s %s after %.2f s: %s\n", rank, kind, rlx_strerror(rc), took,

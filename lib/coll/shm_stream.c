@@ -1,0 +1,172 @@
+/* Streams in the shared segment: their layout over a call's steps and
+ * their header (shm_stream.h). */
+#include <stdio.h>
+#include <string.h>
+#include "base/internal.h"
+#include "base/tuning.h"
+#include "coll.h"
+#include "shm_group.h"
+#include "shm_stream.h"
+
+#define INL RLX__SHMG_INLINE
+#define CELL (RLX__SHMG_INLINE + RLX__SHMG_SPILL) /* step 0's bytes in the cell */
+
+#define WIDE 0x80000000u
+struct head_compact {
+  uint32_t steps; /* (WIDE clear) */
+  uint32_t zero;
+};
+struct head_wide {
+  uint32_t steps; /* | WIDE */
+  uint32_t pid;
+  uint64_t refs;
+};
+struct entry_compact {
+  uint32_t off, len;
+};
+
+size_t rlx__shms_span(const struct rlx__shm_group *g, uint64_t k, size_t *lo) {
+  *lo = k == 0 ? 0 : CELL + (size_t)k * g->slot;
+  return k == 0 ? CELL + g->slot : g->slot;
+}
+
+uint64_t rlx__shms_steps(const struct rlx__shm_group *g, uint64_t total) {
+  size_t first = CELL + g->slot;
+  return total <= first ? 1 : 1 + (total - first + g->slot - 1) / g->slot;
+}
+
+int rlx__shms_room(struct rlx__shm_group *g, struct rlx__op *op, uint64_t s, uint64_t k,
+                   uint64_t total) {
+  return k == 0 && total <= CELL ? rlx__shmg_wait_cell_room(g, op, s)
+                                 : rlx__shmg_wait_room(g, op, s);
+}
+
+void rlx__shms_move(struct rlx__shm_group *g, int r, uint64_t s, uint64_t k, size_t off,
+                    void *buf, size_t len, int out) {
+  size_t lo;
+  rlx__shms_span(g, k, &lo);
+  off -= lo;
+  while (len > 0) {
+    unsigned char *at;
+    size_t room;
+    if (k == 0 && off < INL) {
+      at = rlx__shmg_cell(g, r, s)->small + off;
+      room = INL - off;
+    } else if (k == 0 && off < CELL) {
+      at = g->line[r].spill[s & (RLX__SHMG_CELLS - 1)] + (off - INL);
+      room = CELL - off;
+    } else {
+      size_t in = off - (k == 0 ? CELL : 0);
+      at = rlx__shmg_slot(g, r, s) + in;
+      room = g->slot - in;
+    }
+    size_t n = len < room ? len : room;
+    if (out)
+      memcpy(buf, at, n);
+    else
+      memcpy(at, buf, n);
+    buf = (char *)buf + n;
+    off += n;
+    len -= n;
+  }
+}
+
+size_t rlx__shms_overlap(size_t a, size_t alen, size_t b, size_t blen, size_t *at) {
+  size_t lo = a > b ? a : b, hi = a + alen < b + blen ? a + alen : b + blen;
+  *at = lo;
+  return hi > lo ? hi - lo : 0;
+}
+
+int rlx__shms_by_ref(uint64_t refs, uint64_t len) {
+  return refs > 0 && len >= RLX__SHMG_REF_MIN;
+}
+
+size_t rlx__shms_header_bytes(int n, int wide) {
+  return wide ? sizeof(struct head_wide) + (size_t)n * sizeof(struct rlx__shms_entry)
+              : sizeof(struct head_compact) + (size_t)n * sizeof(struct entry_compact);
+}
+
+size_t rlx__shms_header_put(unsigned char *hdr, int n, const struct rlx__shms_entry *ent,
+                            const struct rlx__shms_head *h, int wide) {
+  if (wide || h->refs > 0) {
+    struct head_wide w = {(uint32_t)h->steps | WIDE, h->pid, h->refs};
+    memcpy(hdr, &w, sizeof(w));
+    memcpy(hdr + sizeof(w), ent, (size_t)n * sizeof(*ent));
+    return rlx__shms_header_bytes(n, 1);
+  }
+  struct head_compact c = {(uint32_t)h->steps, 0};
+  memcpy(hdr, &c, sizeof(c));
+  for (int j = 0; j < n; j++) {
+    struct entry_compact e = {(uint32_t)ent[j].off, (uint32_t)ent[j].len};
+    memcpy(hdr + sizeof(c) + (size_t)j * sizeof(e), &e, sizeof(e));
+  }
+  return rlx__shms_header_bytes(n, 0);
+}
+
+void rlx__shms_header_get(struct rlx__shm_group *g, int r, uint64_t s0, int j,
+                          struct rlx__shms_head *h, struct rlx__shms_entry *e) {
+  struct head_wide w = {0, 0, 0};
+  rlx__shms_move(g, r, s0, 0, 0, &w, sizeof(struct head_compact), 1);
+  if (w.steps & WIDE) {
+    rlx__shms_move(g, r, s0, 0, 0, &w, sizeof(w), 1);
+    rlx__shms_move(g, r, s0, 0, sizeof(w) + (size_t)j * sizeof(*e), e, sizeof(*e), 1);
+  } else {
+    struct entry_compact c;
+    rlx__shms_move(g, r, s0, 0, sizeof(struct head_compact) + (size_t)j * sizeof(c), &c,
+                   sizeof(c), 1);
+    e->off = c.off;
+    e->len = c.len;
+  }
+  h->steps = w.steps & ~WIDE;
+  h->refs = w.refs;
+  h->pid = w.pid;
+}
+
+int rlx__shms_mismatch(struct rlx__op *op, struct rlx__shm_group *g, int from, uint64_t sent,
+                       int to, uint64_t expected) {
+  char mine[160], msg[400];
+  rlx__exec_describe(op, mine, sizeof(mine));
+  snprintf(msg, sizeof(msg),
+           "rank %d sent %llu bytes where rank %d expected %llu in %s: their counts for that "
+           "block differ",
+           from, (unsigned long long)sent, to, (unsigned long long)expected, mine);
+  rlx__shmg_fail(g, RLX_ERR_MISMATCH, -1, op->seq, msg);
+  rlx__exec_end(op, RLX_ERR_MISMATCH, msg);
+  return op->status;
+}
+
+int rlx__shms_corrupt(struct rlx__op *op, struct rlx__shm_group *g, int from, uint32_t pid,
+                      int want) {
+  char mine[160], msg[400];
+  rlx__exec_describe(op, mine, sizeof(mine));
+  snprintf(msg, sizeof(msg),
+           "rank %d's blocks by reference in %s name process %u, where rank %d is process %d: "
+           "the shared segment is corrupt",
+           from, mine, pid, from, want);
+  rlx__shmg_fail(g, RLX_ERR_CORRUPT, -1, op->seq, msg);
+  rlx__exec_end(op, RLX_ERR_CORRUPT, msg);
+  return op->status;
+}
+
+int rlx__shms_ref_pid(struct rlx__op *op, struct rlx__shm_group *g, int r, uint32_t named,
+                      int *rc) {
+  int pid = rlx__shmg_pid(g, r);
+  if (pid > 0 && named == (uint32_t)pid)
+    return pid;
+  *rc = rlx__shms_corrupt(op, g, r, named, pid);
+  return -1;
+}
+
+int rlx__shms_refs_done(struct rlx__shm_group *g, struct rlx__op *op, int failed) {
+  uint64_t s = ++g->step, bad = (uint64_t)failed;
+  int rc;
+  if ((rc = rlx__shmg_post(g, op, s, &bad, sizeof(bad), sizeof(bad))) != RLX_OK ||
+      (rc = rlx__shmg_wait_arrived(g, op, -1, s)) != RLX_OK)
+    return rc;
+  for (int r = 0; r < g->n; r++) {
+    memcpy(&bad, rlx__shmg_data(g, r, s, sizeof(bad)), sizeof(bad));
+    if (bad)
+      return RLX__SHMS_AGAIN;
+  }
+  return RLX_OK;
+}

@@ -1,0 +1,94 @@
+/* A rank's stream in a communicator's shared segment (shm_group.h): the
+ * bytes one call of alltoallv, gatherv or scatterv posts, laid over the
+ * call's steps, with a header that tells the readers the rest (no reader
+ * knows the sender's sizes before the call).
+ *
+ * Step k of a call carries stream bytes [lo_k, lo_k + cap_k): step 0 the
+ * first RLX__SHMG_INLINE bytes in the rank's cell (they come with the
+ * miss on its step, as a small call's data do), the next RLX__SHMG_SPILL
+ * in the cell's spill area (both under the cell's rule: a small call's
+ * poster may run calls ahead) and the next slot's worth in its data slot;
+ * every later step a slot's worth.
+ *
+ * The header: the steps the stream takes, then per rank j the offset of
+ * its block for j in the stream (or its address, when it goes by
+ * reference) and that block's bytes. Compact (8 + 8 n bytes) while the
+ * stream is under 4 GiB and nothing goes by reference; else wide, with
+ * the sender's pid and how many of its blocks go by reference. */
+#ifndef RLX_SHM_STREAM_H
+#define RLX_SHM_STREAM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct rlx__shm_group;
+struct rlx__op;
+
+/* a compact header's stream stays below */
+#define RLX__SHMS_COMPACT_MAX 0x80000000u
+
+struct rlx__shms_entry {
+  uint64_t off, len; /* in the stream (or the sender's address), bytes */
+};
+struct rlx__shms_head {
+  uint64_t steps; /* the steps the stream takes */
+  uint64_t refs;  /* its blocks that go by reference (0: a compact header) */
+  uint32_t pid;   /* the sender, for the reads by reference */
+};
+
+/* The stream offsets step k covers, [*lo, *lo + return). */
+size_t rlx__shms_span(const struct rlx__shm_group *g, uint64_t k, size_t *lo);
+/* The steps a stream of total bytes takes. */
+uint64_t rlx__shms_steps(const struct rlx__shm_group *g, uint64_t total);
+/* Before posting step k of a stream of total bytes at segment step s:
+ * the cell's rule while the stream ends before the slot, else the
+ * slot's. RLX_OK or the error that ended the call. */
+int rlx__shms_room(struct rlx__shm_group *g, struct rlx__op *op, uint64_t s, uint64_t k,
+                   uint64_t total);
+/* Copy stream bytes [off, off + len) of rank r's step k (at segment step
+ * s, within the step's span) out to buf (out) or in from it. */
+void rlx__shms_move(struct rlx__shm_group *g, int r, uint64_t s, uint64_t k, size_t off,
+                    void *buf, size_t len, int out);
+
+/* The part of [a, a + alen) in [b, b + blen): its start, its length. */
+size_t rlx__shms_overlap(size_t a, size_t alen, size_t b, size_t blen, size_t *at);
+
+/* Whether a block of len bytes from a rank whose header says refs goes
+ * by reference (the sender's rule, which the receiver applies alike). */
+int rlx__shms_by_ref(uint64_t refs, uint64_t len);
+/* A header's bytes for n ranks, compact or wide. */
+size_t rlx__shms_header_bytes(int n, int wide);
+/* Write a header into hdr (rlx__shms_header_bytes(n, h->refs > 0 ||
+ * wide)): h, then ent[0..n). Returns its bytes. */
+size_t rlx__shms_header_put(unsigned char *hdr, int n, const struct rlx__shms_entry *ent,
+                            const struct rlx__shms_head *h, int wide);
+/* Read rank r's header from its stream's step 0 (at segment step s0):
+ * its head and its entry for rank j. */
+void rlx__shms_header_get(struct rlx__shm_group *g, int r, uint64_t s0, int j,
+                          struct rlx__shms_head *h, struct rlx__shms_entry *e);
+
+/* Fail the call and the segment: rank from sent `sent` bytes where rank
+ * to expected `expected` (RLX_ERR_MISMATCH, both sizes named). */
+int rlx__shms_mismatch(struct rlx__op *op, struct rlx__shm_group *g, int from, uint64_t sent,
+                       int to, uint64_t expected);
+/* Fail the call and the segment: rank from's blocks by reference name
+ * process pid where it is process want (rlx__shmg_pid): corrupt, nothing
+ * read. */
+int rlx__shms_corrupt(struct rlx__op *op, struct rlx__shm_group *g, int from, uint32_t pid,
+                      int want);
+/* The process to read rank r's blocks by reference from, checked against
+ * what r's stream names (RLX_ERR_CORRUPT when they differ: *rc set, -1
+ * returned). */
+int rlx__shms_ref_pid(struct rlx__op *op, struct rlx__shm_group *g, int r, uint32_t named,
+                      int *rc);
+
+/* After a call whose blocks went by reference (some rank's header said
+ * refs): one more step, every rank posting whether its copies failed and
+ * waiting for all (the senders' buffers are then free). RLX_OK,
+ * RLX__SHMS_AGAIN when a copy failed anywhere (every rank sees it: the
+ * call runs again streaming every block), or the error that ended the
+ * call. */
+#define RLX__SHMS_AGAIN 1
+int rlx__shms_refs_done(struct rlx__shm_group *g, struct rlx__op *op, int failed);
+
+#endif
