@@ -2,7 +2,9 @@
 # The rlxcoll Python module through numpy (tests/python/check_numpy.py):
 # every dtype x op x count against numpy's reference on 1, 2 and 4 ranks,
 # the results bitwise equal on every rank, the other collectives, bad
-# arguments; a mismatched count raises Mismatch on every rank; a killed
+# arguments; a mismatched count raises Mismatch on every rank (allreduce,
+# allgatherv; in gatherv and scatterv on the rank that reads the block,
+# the others raising it or finding their next call revoked); a killed
 # rank raises PeerLost on every survivor within 2 s; the minority side of
 # a partition stops in shrink(); Ctrl-C (SIGINT) at a
 # rank stuck in a barrier raises KeyboardInterrupt there and fails the
@@ -23,7 +25,7 @@ for n in 1 3; do
 done
 timeout 60 "$RLXRUN" -n 3 "$PYTHON" "$PYTESTS/check_numpy.py" mismatch >"$TMP/out" 2>&1
 [ "$(grep -c 'check_numpy: rank [0-9]*: PASS' "$TMP/out")" = 3 ] || { cat "$TMP/out"; fail "mismatch"; }
-echo "a mismatched count: rlxcoll.Mismatch on all 3 ranks"
+echo "a mismatched count: rlxcoll.Mismatch on all 3 ranks (allreduce, allgatherv; gatherv and scatterv: the reader, the others then)"
 timeout 60 "$RLXRUN" -n 3 --enable-recovery "$PYTHON" "$PYTESTS/check_numpy.py" kill >"$TMP/out" 2>&1 ||
   { cat "$TMP/out"; fail "kill: the job failed"; }
 [ "$(grep -c 'check_numpy: rank [02]: PASS' "$TMP/out")" = 2 ] || { cat "$TMP/out"; fail "kill"; }

@@ -10,7 +10,9 @@
                                  names the sender), a truncated receive
                                  raises Truncated, bad arguments raise
     check_numpy.py mismatch      one rank passes another count: Mismatch,
-                                 naming both calls, on every rank
+                                 naming both calls, on every rank; counts
+                                 that disagree in allgatherv, gatherv and
+                                 scatterv (uneven_mismatch)
     check_numpy.py kill          rank 1 dies: PeerLost on every survivor
                                  within 2 s, and shrink() goes on
     check_numpy.py interrupt     SIGINT (Ctrl-C) at rank 0 stuck in a
@@ -349,6 +351,7 @@ def messages(w):
 
 
 def mismatch(w):
+    uneven_mismatch(w)
     try:
         w.allreduce(np.zeros(3 if w.rank == w.size - 1 else 2, dtype=np.float32))
     except rlxcoll.Mismatch as e:
@@ -356,6 +359,47 @@ def mismatch(w):
             fail(w, "Mismatch does not name both calls: %s" % e)
         return
     fail(w, "no Mismatch")
+
+
+def uneven_mismatch(w):
+    """Counts that disagree in the uneven calls (each on a dup of its own,
+    in the shared segment on one host): allgatherv whose last rank passes
+    other counts (same total): Mismatch on every rank; gatherv whose last
+    rank sends 2 items where the root (rank 0) expects 1, scatterv whose
+    last rank expects 2 where the root sends 1: Mismatch on the rank that
+    reads the block, naming both sizes; a rank whose part was done raises
+    Mismatch or finds its next call revoked."""
+    n, r, odd = w.size, w.rank, w.size - 1
+    c = w.dup()
+    cnt = [2] * n if r != odd else [3] + [2] * (n - 2) + [1]
+    try:
+        c.allgatherv(np.zeros(cnt[r], dtype=np.float64), np.zeros(sum(cnt)), cnt)
+        fail(w, "allgatherv with counts that disagree: no Mismatch")
+    except rlxcoll.Mismatch as e:
+        if "recvcounts" not in str(e):
+            fail(w, "allgatherv's Mismatch does not name the counts: %s" % e)
+    for call in ("gatherv", "scatterv"):
+        c = w.dup()
+        two = np.zeros(2 if r == odd else 1)
+        try:
+            if call == "gatherv":
+                c.gatherv(two, np.zeros(n) if r == 0 else None, [1] * n if r == 0 else None, root=0)
+            else:
+                c.scatterv(np.zeros(n) if r == 0 else None, [1] * n if r == 0 else None, two, root=0)
+        except rlxcoll.Mismatch as e:
+            if " expected " not in str(e) or "rlx_" + call not in str(e):
+                fail(w, "%s's Mismatch does not name both sizes: %s" % (call, e))
+            continue
+        reader = 0 if call == "gatherv" else odd
+        if r == reader:
+            fail(w, "%s: the rank reading the wrong size returned" % call)
+            continue
+        try:  # its part was done: the next call learns it
+            c.barrier()
+            c.barrier()
+            fail(w, "%s: the next calls after a mismatch succeeded" % call)
+        except (rlxcoll.Revoked, rlxcoll.Mismatch):
+            pass
 
 
 def kill(w):
