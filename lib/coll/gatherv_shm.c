@@ -90,9 +90,12 @@ static int send_block(struct rlx__shm_group *g, struct rlx__op *op, uint64_t s) 
     return RLX_OK;
   }
   int ref = !g->no_refs && rlx__p2p_by_ref(g->p2p);
+  /* (fed == taken between calls; the larger, should a failed call have
+   * left them apart) */
+  uint64_t fed = atomic_load_explicit(&g->line[g->me].fed, memory_order_relaxed),
+           taken = atomic_load_explicit(&g->line[g->me].taken, memory_order_acquire);
   struct desc d = {bytes | (uint64_t)(ref ? BY_REF : FED) << MODE_SHIFT,
-                   (uint64_t)(uintptr_t)op->src,
-                   atomic_load_explicit(&g->line[g->me].fed, memory_order_relaxed),
+                   (uint64_t)(uintptr_t)op->src, fed > taken ? fed : taken,
                    ref ? (uint64_t)getpid() : 0};
 #ifdef RLX_FAULT_INJECTION
   if (ref && rlx__fault_cma_desc_pid())

@@ -3,9 +3,10 @@
  * fails with RLX_ERR_PEER_LOST naming the lost rank, quickly; one where a
  * rank passes another count fails on every rank with RLX_ERR_MISMATCH
  * naming both calls; later calls see RLX_ERR_REVOKED.
- *   fault_check timeout|kill|killbig|killa2a|mismatch|stop   (rank 1 is the
- *   faulty one; killbig: it dies 30 ms into a 64 MiB allreduce; killa2a:
- *   30 ms into a run of alltoallv calls (a2a_loop); stop: it stops
+ *   fault_check timeout|kill|killbig|killa2a|killgv|killsv|mismatch|stop
+ *   (rank 1 is the faulty one; killbig: it dies 30 ms into a 64 MiB
+ *   allreduce; killa2a, killgv, killsv: 30 ms into a run of alltoallv,
+ *   gatherv or scatterv calls (a2a_loop); stop: it stops
  *   itself, sockets open, and must be found by missing heartbeats)
  *   fault_check cut   (a partition: every rank waits until the test has
  *   cut one host's link and says so in FAULT_DONE_DIR/cut, then calls; each
@@ -311,7 +312,10 @@ static void *call_big(void *arg) {
 
 /* killa2a: rlx_alltoallv over and over until one fails (its code), blocks
  * of 7 floats (streamed through the segment) and of 300007 and 600007
- * (read by reference) by pair; RLX_OK after 100000 calls. */
+ * (read by reference) by pair; RLX_OK after 100000 calls. killgv,
+ * killsv: the same with rlx_gatherv to rank 0 (the blocks rank r sends it)
+ * and rlx_scatterv from rank 0 (those it sends rank r). */
+static const char *loop_kind = "killa2a";
 static int a2a_loop(rlx_comm_t *w) {
   int n = rlx_comm_size(w), me = rlx_comm_rank(w), rc = RLX_OK;
   size_t c[64], d[64], tot = 0;
@@ -321,8 +325,14 @@ static int a2a_loop(rlx_comm_t *w) {
     tot += c[j];
   }
   float *in = calloc(tot, sizeof(float)), *out = calloc(tot, sizeof(float));
-  for (int i = 0; i < 100000 && rc == RLX_OK && in && out; i++)
-    rc = rlx_alltoallv(in, c, d, out, c, d, RLX_FLOAT32, w);
+  for (int i = 0; i < 100000 && rc == RLX_OK && in && out; i++) {
+    if (strcmp(loop_kind, "killgv") == 0)
+      rc = rlx_gatherv(in, c[0], out, c, d, RLX_FLOAT32, 0, w);
+    else if (strcmp(loop_kind, "killsv") == 0)
+      rc = rlx_scatterv(in, c, d, out, c[0], RLX_FLOAT32, 0, w);
+    else
+      rc = rlx_alltoallv(in, c, d, out, c, d, RLX_FLOAT32, w);
+  }
   free(in);
   free(out);
   return rc;
@@ -335,7 +345,10 @@ static void *call_a2a(void *arg) {
 
 int main(int argc, char **argv) {
   int big_mode = argc > 1 && strcmp(argv[1], "killbig") == 0;
-  int a2a_mode = argc > 1 && strcmp(argv[1], "killa2a") == 0;
+  int a2a_mode = argc > 1 && (strcmp(argv[1], "killa2a") == 0 || strcmp(argv[1], "killgv") == 0 ||
+                              strcmp(argv[1], "killsv") == 0);
+  if (a2a_mode)
+    loop_kind = argv[1];
   int kill_mode = big_mode || a2a_mode || (argc > 1 && strcmp(argv[1], "kill") == 0);
   size_t big_count = (size_t)16 << 20; /* 64 MiB of float32 */
   float *big = big_mode ? calloc(big_count, sizeof(float)) : NULL;

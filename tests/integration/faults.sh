@@ -127,12 +127,16 @@ done
 # Killed 30 ms into a call: a 64 MiB allreduce (killbig: the survivors'
 # call began with rank 1's), or a run of alltoallv calls (killa2a: in the
 # shared segment, small blocks streamed, big ones read from the senders'
-# buffers, the dead one's too): the survivors' call fails within 2 s of
-# the kill, naming rank 1 and the call.
-for case in "killbig:rlx_allreduce(count=16777216, float32, sum)" "killa2a:rlx_alltoallv"; do
-  mode=${case%%:*} call=${case#*:}
+# buffers, the dead one's too), of gatherv calls to rank 0 (killgv; big
+# blocks read by reference, and with RLX_CMA=off fed through the senders'
+# slots), of scatterv calls from rank 0 (killsv): the survivors' call
+# fails within 2 s of the kill, naming rank 1 and the call.
+for case in "killbig:rlx_allreduce(count=16777216, float32, sum)" "killa2a:rlx_alltoallv" \
+    "killgv:rlx_gatherv" "killgv:rlx_gatherv:off" "killsv:rlx_scatterv"; do
+  mode=${case%%:*} call=${case#*:} cma=auto
+  case $call in *:off) call=${call%:off} cma=off ;; esac
   for n in 2 4; do
-    timeout 60 "$RLXRUN" -n $n --grace 10 "$FAULT" $mode >"$TMP/out" 2>&1
+    RLX_CMA=$cma timeout 60 "$RLXRUN" -n $n --grace 10 "$FAULT" $mode >"$TMP/out" 2>&1
     cat "$TMP/out"
     [ "$(grep -c 'fault_check: rank [0-9]*: PASS' "$TMP/out")" -eq $((n - 1)) ] || fail "$mode n=$n"
     grep -qF "lost rank 1 during $call" "$TMP/out" ||
