@@ -8,8 +8,9 @@
  * carries: a word with its block's bytes and how the block comes, then
  *   inline: the block itself, in its cell, spill area and slot (up to
  *     RLX__SHMG_INLINE + RLX__SHMG_SPILL + a slot, less the word): the
- *     sender leaves at once, as a small gather's senders do, and may run
- *     as many calls ahead;
+ *     sender leaves at once, as a small gather's senders do (up to
+ *     RLX__SHMG_CELLS - 1 calls ahead while its blocks fit the cell, one
+ *     once they take the slot);
  *   by reference (bigger, copies by reference on: RLX_CMA): its address
  *     and pid; the root reads it with process_vm_readv and says so in the
  *     sender's line (taken), which the sender waits for;
@@ -25,9 +26,9 @@
  * segment failed: a sender that left learns it at its next call, one
  * still waiting at once), and takes the blocks.
  *
- * The counters only grow (fed == taken between calls): a sender's word
- * carries its count, so the root, whichever rank it is, knows where the
- * chunks of this call start. */
+ * The counters only grow (fed == taken between calls): what a sender
+ * posts for a block that does not come inline carries its count, so the
+ * root, whichever rank it is, knows where the chunks of this call start. */
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
