@@ -35,6 +35,11 @@
  * page faults every message); bench/p2p_vs_vader.sh. RLX_CMA_HOLD_MS
  * overrides it. */
 #define RLX__CMA_HOLD_MS 1
+/* A call that ends (revoked, failed) with sends by reference its
+ * receivers have not acknowledged waits this long for them (they come
+ * within RLX__CMA_HOLD_MS of the frame's arrival), then drops those
+ * peers (lib/coll/exec.c). */
+#define RLX__DRAIN_MS 2000
 
 /* ---- shared-memory rings (lib/transport/shm.c) -----------------------------
  * Each way between two ranks of a host. Payloads from RLX__CMA_MIN go by

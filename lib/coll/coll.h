@@ -168,6 +168,12 @@ struct rlx__op {
   struct rlx__list active; /* in exec.c's list of operations in flight */
   uv_timer_t *settle;      /* a lost connection, waiting briefly for an ABORT that explains it */
   int settle_err;
+  /* A call that ended with sends by reference still unacknowledged (a
+   * revoked or failed call): their receivers may still read the
+   * caller's buffer, so the call is done only once they said they have
+   * (exec.c's drain), or at RLX__DRAIN_MS, when the peer is dropped */
+  int draining;
+  uv_timer_t *drain;
   uint64_t t_start, t_done; /* rlx__now_ns() when started and when finished */
   /* ... or rlx__tick_ceil_ns() (coarse, never early) when nobody times
    * the call (no RLX_TRACE, no RLX_STATS): the flight recorder and the

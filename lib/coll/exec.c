@@ -33,6 +33,49 @@ uint64_t rlx__op_now(const struct rlx__op *op) {
   return op->coarse_clock ? rlx__tick_ceil_ns() : rlx__now_ns();
 }
 
+/* The call's end, once no receiver may read its buffers any more. */
+static void complete(struct rlx__op *op) {
+  if (op->active.next != NULL) {
+    rlx__list_remove(&op->active);
+    op->active.next = op->active.prev = NULL;
+  }
+  rlx__exec_bump(&op->progress);
+  if (op->on_done)
+    op->on_done(op);
+  /* (op is the caller's again once done is set: read nothing of it after) */
+  struct rlx__engine *e = op->engine;
+  atomic_store_explicit(&op->done, 1, memory_order_release);
+  if (e != NULL) /* a caller sleeping until another drives */
+    rlx__engine_notify(e);
+}
+
+/* Whether a transfer left at a call's end is a send by reference whose
+ * receiver has not yet said it read it (or will not). */
+static int unacked(const struct rlx__xfer *x) {
+  return x->is_send && x->ref == RLX__REF_WAIT_ACK;
+}
+
+/* Receivers that never acknowledged: dropped (their connection closed:
+ * none can read the buffer once the call is done); the call is done. */
+static void drop_unacked(struct rlx__op *op) {
+  for (int l = 0; l < op->nlanes; l++)
+    for (int i = 0; i < RLX__ROUND_MAX; i++)
+      if (op->lane[l].active[i]) {
+        rlx__p2p_cancel(op->p2p, &op->lane[l].xf[i]);
+        op->lane[l].active[i] = 0;
+      }
+  op->draining = 0;
+  complete(op);
+}
+
+/* RLX__DRAIN_MS passed before every acknowledgement came. */
+static void drain_expired(uv_timer_t *t) {
+  struct rlx__op *op = t->data;
+  uv_close((uv_handle_t *)t, settle_closed);
+  op->drain = NULL;
+  drop_unacked(op);
+}
+
 void rlx__exec_finish(struct rlx__op *op, int status) {
   if (op->finished)
     return;
@@ -48,27 +91,39 @@ void rlx__exec_finish(struct rlx__op *op, int status) {
     uv_close((uv_handle_t *)op->settle, settle_closed);
     op->settle = NULL;
   }
-  if (op->active.next != NULL) {
-    rlx__list_remove(&op->active);
-    op->active.next = op->active.prev = NULL;
-  }
+  /* The transfers still going are cancelled, but a send by reference
+   * whose receiver may be reading the buffer right now: the call waits
+   * for its acknowledgement (it comes once the receiver read it, or
+   * within RLX_CMA_HOLD_MS of its arrival when no receive wants it: a
+   * revoked call's), where cancelling it had to drop the peer, and a
+   * revocation then lost ranks that were alive. */
   for (int l = 0; l < op->nlanes; l++) {
     struct rlx__lane *ln = &op->lane[l];
     for (int i = 0; i < RLX__ROUND_MAX; i++) {
-      if (ln->active[i]) {
-        rlx__p2p_cancel(op->p2p, &ln->xf[i]);
-        ln->active[i] = 0;
+      if (!ln->active[i])
+        continue;
+      if (unacked(&ln->xf[i]) && op->p2p->loop != NULL) {
+        op->draining++;
+        continue;
       }
+      rlx__p2p_cancel(op->p2p, &ln->xf[i]);
+      ln->active[i] = 0;
     }
   }
-  rlx__exec_bump(&op->progress);
-  if (op->on_done)
-    op->on_done(op);
-  /* (op is the caller's again once done is set: read nothing of it after) */
-  struct rlx__engine *e = op->engine;
-  atomic_store_explicit(&op->done, 1, memory_order_release);
-  if (e != NULL) /* a caller sleeping until another drives */
-    rlx__engine_notify(e);
+  if (op->draining > 0)
+    rlx__debug("%s ended (%s) with %d send(s) by reference unacknowledged: done once their "
+               "receivers acknowledge", op->call, rlx_strerror(status), op->draining);
+  if (op->draining > 0 && (op->drain = malloc(sizeof(*op->drain))) != NULL) {
+    uv_timer_init(op->p2p->loop, op->drain);
+    op->drain->data = op;
+    uv_timer_start(op->drain, drain_expired, RLX__DRAIN_MS, 0);
+    return;
+  }
+  if (op->draining > 0) { /* (no memory for the timer: drop them now) */
+    drop_unacked(op);
+    return;
+  }
+  complete(op);
 }
 
 
@@ -105,8 +160,18 @@ static void xfer_done(struct rlx__xfer *x) {
   ln->active[x - ln->xf] = 0;
   if (RLX__TRACING() && ln->posted[x - ln->xf] && !(op->seq & RLX__SEQ_INTERNAL))
     trace_wait(op, l, (int)(x - ln->xf));
-  if (op->finished)
+  if (op->finished) {
+    /* a send the call's end waited for: acknowledged (or its peer lost) */
+    if (op->draining > 0 && --op->draining == 0) {
+      if (op->drain) {
+        uv_timer_stop(op->drain);
+        uv_close((uv_handle_t *)op->drain, settle_closed);
+        op->drain = NULL;
+      }
+      complete(op);
+    }
     return;
+  }
   assert(ln->pending > 0 && !ln->finished);
   if (x->status != RLX_OK) {
     rlx__exec_fail_xfer(op, x);

@@ -39,6 +39,13 @@
  *   its descriptors; rank 1's message to it fails with RLX_ERR_SYS naming
  *   the likely limit there, not RLX_ERR_PEER_LOST; once rank 0 has
  *   descriptors again, a barrier works: it was not counted lost)
+ *   fault_check revokeref   (2 ranks, point to point, copies by reference
+ *   on: rank 0 in a 4 MiB allreduce whose half goes to rank 1 by
+ *   reference while rank 1 is stopped (300 ms), so that nobody reads it;
+ *   rank 0 revokes the communicator from another thread: its call fails
+ *   revoked, done once rank 1, resumed, acknowledged the frame (not by
+ *   dropping rank 1), rank 1's allreduce fails revoked, and
+ *   rlx_comm_shrink gives both a communicator of both ranks that works)
  *   fault_check finrace   (rlx_finalize while another thread is in a 64 MiB
  *   allreduce on a dup: refused with RLX_ERR_STATE, the call ends well,
  *   then rlx_finalize works; never a crash) */
@@ -272,6 +279,66 @@ static int revokes(rlx_comm_t *w, int rank) {
   return bad == 0 ? 0 : 1;
 }
 
+/* revokeref: see the top. */
+struct ref_call {
+  rlx_comm_t *c;
+  float *a;
+  size_t n;
+  int rc;
+};
+
+static void *ref_allreduce(void *arg) {
+  struct ref_call *r = arg;
+  r->rc = rlx_allreduce(RLX_IN_PLACE, r->a, r->n, RLX_FLOAT32, RLX_SUM, r->c);
+  return NULL;
+}
+
+static int revoke_by_ref(rlx_comm_t *w, int rank) {
+  struct ref_call r = {NULL, calloc((size_t)1 << 20, sizeof(float)), (size_t)1 << 20, -1};
+  rlx_comm_t *s = NULL;
+  float x = 1;
+  pthread_t th;
+  if (r.a == NULL || rlx_comm_dup(w, &r.c) != RLX_OK || rlx_barrier(r.c) != RLX_OK) {
+    printf("fault_check: rank %d: set-up: %s\n", rank, rlx_errmsg());
+    return 1;
+  }
+  double t0 = now();
+  if (rank == 1) {
+    /* stopped for 300 ms: the frame by reference rank 0 sends meanwhile
+     * stays unread, unacknowledged, while rank 0 revokes */
+    pid_t me = getpid();
+    if (fork() == 0) {
+      struct timespec ts = {0, 300 * 1000 * 1000};
+      nanosleep(&ts, NULL);
+      kill(me, SIGCONT);
+      _exit(0);
+    }
+    raise(SIGSTOP);
+    ref_allreduce(&r);
+  } else {
+    struct timespec ts = {0, 100 * 1000 * 1000};
+    pthread_create(&th, NULL, ref_allreduce, &r);
+    nanosleep(&ts, NULL);
+    if (rlx_comm_revoke(r.c) != RLX_OK)
+      printf("fault_check: rank 0: rlx_comm_revoke: %s\n", rlx_errmsg());
+    pthread_join(th, NULL);
+  }
+  double took = now() - t0;
+  int src = rlx_comm_shrink(r.c, &s);
+  int arc = src == RLX_OK ? rlx_allreduce(RLX_IN_PLACE, &x, 1, RLX_FLOAT32, RLX_SUM, s) : src;
+  int ok = r.rc == RLX_ERR_REVOKED && took < bound(3.0) && src == RLX_OK &&
+           rlx_comm_size(s) == rlx_comm_size(w) && arc == RLX_OK && x == rlx_comm_size(w);
+  printf("fault_check: rank %d: %s after %.2f s; shrink %s (%d ranks), then allreduce %s "
+         "(%g)\nfault_check: rank %d: %s\n", rank, rlx_strerror(r.rc), took, rlx_strerror(src),
+         src == RLX_OK ? rlx_comm_size(s) : 0, rlx_strerror(arc), x, rank, ok ? "PASS" : "FAIL");
+  fflush(stdout);
+  rlx_comm_free(&s);
+  rlx_comm_free(&r.c);
+  free(r.a);
+  rlx_finalize();
+  return ok ? 0 : 1;
+}
+
 /* finrace: see the top. The call is certainly under way when rlx_finalize
  * comes (2-10 ms after it began; it takes 50 ms or more), so finalize must
  * refuse, and the call must end well on every rank; then finalize works. */
@@ -373,6 +440,8 @@ int main(int argc, char **argv) {
     return finalize_race(w, rank);
   if (argc > 1 && strcmp(argv[1], "revokes") == 0)
     return revokes(w, rank);
+  if (argc > 1 && strcmp(argv[1], "revokeref") == 0)
+    return revoke_by_ref(w, rank);
   if (argc > 1 && strcmp(argv[1], "commtimeout") == 0) {
     double got = 0;
     if (rlx_comm_set_timeout(w, 0.0 / 0.0) != RLX_ERR_ARG || rlx_comm_set_timeout(w, 2.0) ||
