@@ -35,10 +35,10 @@
  * page faults every message); bench/p2p_vs_vader.sh. RLX_CMA_HOLD_MS
  * overrides it. */
 #define RLX__CMA_HOLD_MS 1
-/* A call that ends (revoked, failed) with sends by reference its
- * receivers have not acknowledged waits this long for them (they come
- * within RLX__CMA_HOLD_MS of the frame's arrival), then drops those
- * peers (lib/coll/exec.c). */
+/* A collective that ends (revoked, failed) with sends by reference its
+ * receivers have not acknowledged waits this long for them (a live
+ * receiver reads a collective's frame as it comes and acknowledges),
+ * then drops those peers (lib/coll/exec.c). */
 #define RLX__DRAIN_MS 2000
 
 /* ---- shared-memory rings (lib/transport/shm.c) -----------------------------

@@ -93,10 +93,11 @@ void rlx__exec_finish(struct rlx__op *op, int status) {
   }
   /* The transfers still going are cancelled, but a send by reference
    * whose receiver may be reading the buffer right now: the call waits
-   * for its acknowledgement (it comes once the receiver read it, or
-   * within RLX_CMA_HOLD_MS of its arrival when no receive wants it: a
-   * revoked call's), where cancelling it had to drop the peer, and a
-   * revocation then lost ranks that were alive. */
+   * for its acknowledgement (a receiver reads a collective's frame as
+   * it comes, into the receive or, early, a buffer of its own, then
+   * acknowledges; only a stopped or hung one keeps it waiting), where
+   * cancelling it had to drop the peer, and a revocation then lost
+   * ranks that were alive. */
   for (int l = 0; l < op->nlanes; l++) {
     struct rlx__lane *ln = &op->lane[l];
     for (int i = 0; i < RLX__ROUND_MAX; i++) {
