@@ -34,7 +34,6 @@
  * as the point-to-point algorithm does. */
 #include <stdio.h>
 #include <string.h>
-#include <unistd.h>
 #include "base/internal.h"
 #include "base/tuning.h"
 #include "transport/p2p.h"
@@ -46,7 +45,6 @@ static int exchange(struct rlx__op *op, int refs_ok) {
   struct rlx__shm_group *g = op->shm;
   int n = g->n, me = g->me, rc, failed = 0;
   size_t es = op->esize, lo, at, len;
-  const char *src = op->src;
   char *dst = op->dst;
   if ((rc = rlx__shmg_begin(g, op)) != RLX_OK)
     return rc;
@@ -54,46 +52,14 @@ static int exchange(struct rlx__op *op, int refs_ok) {
    * rank's header as it goes in the stream (op->tmp) */
   struct rlx__shms_entry *ent = op->tmp, *from = ent + n;
   unsigned char *hdr = (unsigned char *)(from + n);
-  /* blocks by reference (this rank's, everyone's), bytes streamed */
-  uint64_t mine = 0, refs = 0, streamed = 0, total;
-  for (int j = 0; j < n; j++) {
-    uint64_t b = j == me ? 0 : op->scounts[j] * es;
-    if (refs_ok && rlx__shms_by_ref(1, b))
-      mine++;
-    else
-      streamed += b;
-  }
-  /* (wide: references, or streamed gigabytes whose offsets pass 32 bits) */
-  int wide = mine > 0 || rlx__shms_header_bytes(n, 0) + streamed >= RLX__SHMS_COMPACT_MAX;
-  total = rlx__shms_header_bytes(n, wide);
-  for (int j = 0; j < n; j++) {
-    ent[j].len = j == me ? 0 : op->scounts[j] * es;
-    if (rlx__shms_by_ref(mine, ent[j].len)) {
-      ent[j].off = (uint64_t)(uintptr_t)(src + op->sdispls[j] * es);
-    } else {
-      ent[j].off = total;
-      total += ent[j].len;
-    }
-  }
-  uint64_t steps = rlx__shms_steps(g, total), s0 = g->step + 1;
-  struct rlx__shms_head h = {steps, mine, mine ? (uint32_t)getpid() : 0};
-#ifdef RLX_FAULT_INJECTION
-  if (mine && rlx__fault_cma_desc_pid())
-    h.pid = 1;
-#endif
-  size_t hb = rlx__shms_header_put(hdr, n, ent, &h, wide);
+  struct rlx__shms_plan plan;
+  rlx__shms_plan(g, op, refs_ok, ent, hdr, &plan);
+  uint64_t mine = plan.h.refs, refs = 0, steps = plan.h.steps, s0 = g->step + 1;
   for (uint64_t k = 0; k < steps; k++) {
     uint64_t s = ++g->step;
     size_t cap = rlx__shms_span(g, k, &lo);
-    if ((rc = rlx__shms_room(g, op, s, k, total)) != RLX_OK)
+    if ((rc = rlx__shms_post(g, op, s, k, ent, hdr, &plan)) != RLX_OK)
       return rc;
-    if (k == 0) /* (the header is all in step 0) */
-      rlx__shms_move(g, me, s, 0, 0, hdr, hb, 0);
-    for (int j = 0; j < n; j++)
-      if (!rlx__shms_by_ref(mine, ent[j].len) &&
-          (len = rlx__shms_overlap(ent[j].off, ent[j].len, lo, cap, &at)) > 0)
-        rlx__shms_move(g, me, s, k, at, (void *)(src + op->sdispls[j] * es + (at - ent[j].off)),
-                       len, 0);
     rlx__shmg_arrive(g, s);
     if ((rc = rlx__shmg_wait_arrived(g, op, -1, s)) != RLX_OK)
       return rc;
@@ -140,14 +106,7 @@ static int alltoallv(struct rlx__op *op) {
                                 (const char *)op->src + op->sdispls[me] * es)
     memcpy((char *)op->dst + op->displs[me] * es, (const char *)op->src + op->sdispls[me] * es,
            op->counts[me] * es);
-  int rc = exchange(op, !g->no_refs && rlx__p2p_by_ref(g->p2p));
-  if (rc != RLX__SHMS_AGAIN)
-    return rc;
-  /* (every rank saw the failure at the same step: all stream from now on) */
-  rlx__debug("rlx_alltoallv: a copy by reference failed in the shared segment: every block "
-             "streamed from now on");
-  g->no_refs = 1;
-  return exchange(op, 0);
+  return rlx__shms_run(op, "rlx_alltoallv", exchange);
 }
 
 static size_t setup(struct rlx__op *op) {

@@ -18,7 +18,6 @@
  * expects fails the call with RLX_ERR_MISMATCH naming both sizes, and the
  * segment: the root learns it at its next call (revoked). */
 #include <string.h>
-#include <unistd.h>
 #include "base/internal.h"
 #include "transport/p2p.h"
 #include "coll.h"
@@ -28,55 +27,23 @@
 /* The root's stream (its entries and header in op->tmp). */
 static int post_stream(struct rlx__shm_group *g, struct rlx__op *op, int refs_ok,
                        uint64_t *refs) {
-  int n = g->n, me = g->me;
-  size_t es = op->esize, lo, at, len;
-  const char *src = op->src;
   struct rlx__shms_entry *ent = op->tmp;
-  unsigned char *hdr = (unsigned char *)(ent + n);
-  uint64_t mine = 0, streamed = 0, all = rlx__shms_header_bytes(n, 0);
-  for (int j = 0; j < n; j++)
-    all += ent[j].len = j == me ? 0 : op->scounts[j] * es;
+  unsigned char *hdr = (unsigned char *)(ent + g->n);
+  uint64_t all = rlx__shms_header_bytes(g->n, 0);
+  for (int j = 0; j < g->n; j++)
+    all += j == g->me ? 0 : op->scounts[j] * op->esize;
   /* (a call whose stream fits in one step streams it all: the root then
    * leaves at once, where the readers by reference would keep it a step) */
-  refs_ok = refs_ok && rlx__shms_steps(g, all) > 1;
-  for (int j = 0; j < n; j++) {
-    if (refs_ok && rlx__shms_by_ref(1, ent[j].len))
-      mine++;
-    else
-      streamed += ent[j].len;
-  }
-  int wide = mine > 0 || rlx__shms_header_bytes(n, 0) + streamed >= RLX__SHMS_COMPACT_MAX;
-  uint64_t total = rlx__shms_header_bytes(n, wide);
-  for (int j = 0; j < n; j++) {
-    if (rlx__shms_by_ref(mine, ent[j].len)) {
-      ent[j].off = (uint64_t)(uintptr_t)(src + op->sdispls[j] * es);
-    } else {
-      ent[j].off = total;
-      total += ent[j].len;
-    }
-  }
-  struct rlx__shms_head h = {rlx__shms_steps(g, total), mine, mine ? (uint32_t)getpid() : 0};
-#ifdef RLX_FAULT_INJECTION
-  if (mine && rlx__fault_cma_desc_pid())
-    h.pid = 1;
-#endif
-  size_t hb = rlx__shms_header_put(hdr, n, ent, &h, wide);
-  for (uint64_t k = 0; k < h.steps; k++) {
+  struct rlx__shms_plan plan;
+  rlx__shms_plan(g, op, refs_ok && rlx__shms_steps(g, all) > 1, ent, hdr, &plan);
+  for (uint64_t k = 0; k < plan.h.steps; k++) {
     uint64_t s = ++g->step;
-    size_t cap = rlx__shms_span(g, k, &lo);
-    int rc = rlx__shms_room(g, op, s, k, total);
+    int rc = rlx__shms_post(g, op, s, k, ent, hdr, &plan);
     if (rc != RLX_OK)
       return rc;
-    if (k == 0)
-      rlx__shms_move(g, me, s, 0, 0, hdr, hb, 0);
-    for (int j = 0; j < n; j++)
-      if (!rlx__shms_by_ref(mine, ent[j].len) &&
-          (len = rlx__shms_overlap(ent[j].off, ent[j].len, lo, cap, &at)) > 0)
-        rlx__shms_move(g, me, s, k, at, (void *)(src + op->sdispls[j] * es + (at - ent[j].off)),
-                       len, 0);
     rlx__shmg_arrive(g, s);
   }
-  *refs = mine;
+  *refs = plan.h.refs;
   return RLX_OK;
 }
 
@@ -139,14 +106,7 @@ static int scatterv(struct rlx__op *op) {
     if (own != op->dst) /* (in place: the root's block is there) */
       memcpy(op->dst, own, op->count * es);
   }
-  int rc = stream(op, !g->no_refs && rlx__p2p_by_ref(g->p2p));
-  if (rc != RLX__SHMS_AGAIN)
-    return rc;
-  /* (every rank saw the failure at the same step: all stream from now on) */
-  rlx__debug("rlx_scatterv: a copy by reference failed in the shared segment: every block "
-             "streamed from now on");
-  g->no_refs = 1;
-  return stream(op, 0);
+  return rlx__shms_run(op, "rlx_scatterv", stream);
 }
 
 static size_t setup(struct rlx__op *op) {

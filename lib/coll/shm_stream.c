@@ -2,8 +2,10 @@
  * their header (shm_stream.h). */
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 #include "base/internal.h"
 #include "base/tuning.h"
+#include "transport/p2p.h"
 #include "coll.h"
 #include "shm_group.h"
 #include "shm_stream.h"
@@ -169,4 +171,66 @@ int rlx__shms_refs_done(struct rlx__shm_group *g, struct rlx__op *op, int failed
       return RLX__SHMS_AGAIN;
   }
   return RLX_OK;
+}
+
+void rlx__shms_plan(struct rlx__shm_group *g, const struct rlx__op *op, int refs_ok,
+                    struct rlx__shms_entry *ent, unsigned char *hdr, struct rlx__shms_plan *p) {
+  int n = g->n;
+  size_t es = op->esize;
+  uint64_t mine = 0, streamed = 0;
+  for (int j = 0; j < n; j++) {
+    ent[j].len = j == g->me ? 0 : op->scounts[j] * es;
+    if (refs_ok && rlx__shms_by_ref(1, ent[j].len))
+      mine++;
+    else
+      streamed += ent[j].len;
+  }
+  /* (wide: references, or streamed gigabytes whose offsets pass 32 bits) */
+  int wide = mine > 0 || rlx__shms_header_bytes(n, 0) + streamed >= RLX__SHMS_COMPACT_MAX;
+  p->total = rlx__shms_header_bytes(n, wide);
+  for (int j = 0; j < n; j++) {
+    if (rlx__shms_by_ref(mine, ent[j].len)) {
+      ent[j].off = (uint64_t)(uintptr_t)((const char *)op->src + op->sdispls[j] * es);
+    } else {
+      ent[j].off = p->total;
+      p->total += ent[j].len;
+    }
+  }
+  p->h.steps = rlx__shms_steps(g, p->total);
+  p->h.refs = mine;
+  p->h.pid = mine ? (uint32_t)getpid() : 0;
+#ifdef RLX_FAULT_INJECTION
+  if (mine && rlx__fault_cma_desc_pid())
+    p->h.pid = 1;
+#endif
+  p->hb = rlx__shms_header_put(hdr, n, ent, &p->h, wide);
+}
+
+int rlx__shms_post(struct rlx__shm_group *g, struct rlx__op *op, uint64_t s, uint64_t k,
+                   const struct rlx__shms_entry *ent, const unsigned char *hdr,
+                   const struct rlx__shms_plan *p) {
+  size_t lo, at, len, cap = rlx__shms_span(g, k, &lo), es = op->esize;
+  int rc = rlx__shms_room(g, op, s, k, p->total);
+  if (rc != RLX_OK)
+    return rc;
+  if (k == 0) /* (the header is all in step 0) */
+    rlx__shms_move(g, g->me, s, 0, 0, (void *)hdr, p->hb, 0);
+  for (int j = 0; j < g->n; j++)
+    if (!rlx__shms_by_ref(p->h.refs, ent[j].len) &&
+        (len = rlx__shms_overlap(ent[j].off, ent[j].len, lo, cap, &at)) > 0)
+      rlx__shms_move(g, g->me, s, k, at,
+                     (char *)op->src + op->sdispls[j] * es + (at - ent[j].off), len, 0);
+  return RLX_OK;
+}
+
+int rlx__shms_run(struct rlx__op *op, const char *name,
+                  int (*run)(struct rlx__op *op, int refs_ok)) {
+  struct rlx__shm_group *g = op->shm;
+  int rc = run(op, !g->no_refs && rlx__p2p_by_ref(g->p2p));
+  if (rc != RLX__SHMS_AGAIN)
+    return rc;
+  rlx__debug("%s: a copy by reference failed in the shared segment: every block streamed from "
+             "now on", name);
+  g->no_refs = 1;
+  return run(op, 0);
 }

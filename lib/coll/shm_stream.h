@@ -82,6 +82,31 @@ int rlx__shms_corrupt(struct rlx__op *op, struct rlx__shm_group *g, int from, ui
 int rlx__shms_ref_pid(struct rlx__op *op, struct rlx__shm_group *g, int r, uint32_t named,
                       int *rc);
 
+/* This rank's stream for a call whose block for rank j is
+ * op->scounts[j] elements at op->sdispls[j] of op->src (none for this
+ * rank itself): blocks from RLX__SHMG_REF_MIN bytes by reference when
+ * refs_ok. Fills ent[0..n) and the header in hdr (room for
+ * rlx__shms_header_bytes(n, 1)); plan says the rest. */
+struct rlx__shms_plan {
+  struct rlx__shms_head h; /* steps, blocks by reference (h.refs), pid */
+  uint64_t total;          /* the stream's bytes */
+  size_t hb;               /* the header's */
+};
+void rlx__shms_plan(struct rlx__shm_group *g, const struct rlx__op *op, int refs_ok,
+                    struct rlx__shms_entry *ent, unsigned char *hdr, struct rlx__shms_plan *p);
+/* Post step k of that stream at segment step s, once there is room: the
+ * header (step 0) and the streamed blocks' parts of the step (the caller
+ * arrives). RLX_OK or the error that ended the call. */
+int rlx__shms_post(struct rlx__shm_group *g, struct rlx__op *op, uint64_t s, uint64_t k,
+                   const struct rlx__shms_entry *ent, const unsigned char *hdr,
+                   const struct rlx__shms_plan *p);
+/* Run a streaming call (run: one attempt, blocks by reference where
+ * refs_ok) with copies by reference where the segment allows them; when
+ * one failed anywhere (RLX__SHMS_AGAIN, seen by every rank at the same
+ * step), say so and run it again streamed, as the segment's later calls
+ * will be. name: the call, for the message. */
+int rlx__shms_run(struct rlx__op *op, const char *name, int (*run)(struct rlx__op *op, int refs_ok));
+
 /* After a call whose blocks went by reference (some rank's header said
  * refs): one more step, every rank posting whether its copies failed and
  * waiting for all (the senders' buffers are then free). RLX_OK,
