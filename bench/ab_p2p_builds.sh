@@ -2,7 +2,7 @@
 # Builds side by side with Open MPI's shared memory (vader), interleaved
 # round by round: point-to-point ping-pong and 64-message windows at 2
 # ranks (bench/osu_p2p.c; MODES="" leaves them out) and the collectives
-# COLLS (default alltoallv; bench/osu_coll.c's names) at NS ranks,
+# COLLS (default alltoallv, "" none; bench/osu_coll.c's names) at NS ranks,
 # MINB - MAXB (default 8 B - 64 KiB; P2P_MINB: the messages' smallest). Each BUILD is a folder from
 # bench/pack_build.sh; DEPS holds runtime libraries the machine may lack
 # (for our binaries only: Open MPI's mpirun must not see them). Prints a
@@ -30,7 +30,7 @@ for r in $(seq 1 "${ROUNDS:-4}"); do
     timeout 120 "$MPIRUN" --allow-run-as-root --oversubscribe --bind-to core --mca pml ob1 \
       --mca btl vader,self -n 2 "$out/p2p_mpi" $mode "$MAXB" "${P2P_MINB:-8}" | sed "s|^[A-Za-z_]*|p2p $mode vader 2|"
   done
-  for coll in ${COLLS:-alltoallv}; do
+  for coll in ${COLLS-alltoallv}; do
     for n in ${NS:-4 8 16}; do
       for b in "$@"; do
         rlx timeout 120 "$b/bin/rlxrun" -n $n --no-tag-output "$b/bin/osu_coll_rlx" $coll "$MAXB" \

@@ -128,8 +128,8 @@ __kernel void col_sums(__global const float *m, uint rows, uint cols, __global f
  * batch) too little parallelism: 69 us for 10 x 256 over 1024 rows on the
  * H200. Here a work-group takes 8 inputs i, its work-items in lanes that
  * stride the rows, each holding every output's sum; a tree over the lanes
- * in local memory (8 x lanes x SMALL_OUT floats) ends it. SMALL_OUT,
- * TILE and CHUNK come from opencl.c's build options. */
+ * in local memory (8 x lanes x SMALL_OUT floats) ends it. SMALL_OUT
+ * comes from opencl.c's build options. */
 __kernel void wgrad_small(__global const float *dz, __global const float *a, uint rows, uint out,
                           uint in, __global float *g, uint woff, __local float *l) {
   uint lid = get_local_id(0), ii = lid % 8, lane = lid / 8, lanes = get_local_size(0) / 8;
@@ -167,56 +167,67 @@ __kernel void wgrad_small(__global const float *dz, __global const float *a, uin
  * is a[k * lda + i] when a_k (k-major: a weight gradient's output gradient)
  * else a[i * lda + k]; B(k, j) is b[k * ldb + j] when b_k else
  * b[j * ldb + k] (a layer's weights, out x in, used transposed). Tiles of
- * TILE x TILE outputs, 16 x 16 work-items each holding 4 x 4 contiguous
- * ones (rows ty*4.., columns tx*4..), so that each k step reads its 4 A
- * and 4 B values from local memory as one float4 each; k taken CHUNK at a
- * time through local memory (rows padded by 4, keeping float4s aligned,
- * against bank conflicts when a k-minor operand is stored transposed),
- * the next chunk's global loads issued before this chunk's multiply-adds.
- * (8 x 8 per work-item, double-buffered local memory: slower on the H200,
+ * TM x TN outputs (TM = WY x RM rows, TN = 16 x RN columns), 16 x WY
+ * work-items each holding RM x RN contiguous ones (rows ty*RM..,
+ * columns tx*RN..), so that each k step reads its A and B values from
+ * local memory as float4s; k taken CHUNK at a time through local memory
+ * (rows padded by 4, keeping float4s aligned, against bank conflicts when
+ * a k-minor operand is stored transposed), the next chunk's global loads
+ * issued before this chunk's multiply-adds. Every output is summed in k's
+ * order whatever the tile, so the shapes give the same bits. (Double-
+ * buffered local memory: slower on the H200,
  * bench/results/gemm-*-h200-2026-12-03.txt.) The k range may be split over
  * get_num_groups(2) groups (a small product has too few tiles to fill
  * the device): each then writes its partial tile to part, and sum_parts
  * adds them. Else bias (when bias_on) and ReLU (when relu) end it here:
- * the forward pass's bias_act folded in. */
-#if TILE != 64 || CHUNK != 16
-#error "gemm_tiles is written for 64 x 64 tiles (4 x 4 per work-item) and k 16 at a time"
+ * the forward pass's bias_act folded in. RM, RN, WY and CHUNK come from
+ * opencl.c's build options. */
+#if (RM != 4 && RM != 8) || (RN != 4 && RN != 8) || (WY != 8 && WY != 16) || \
+    (CHUNK != 8 && CHUNK != 16 && CHUNK != 32) || (CHUNK * WY * RM) % (16 * WY) ||             \
+    (CHUNK * 16 * RN) % (16 * WY)
+#error "gemm_tiles: RM and RN 4 or 8, WY 8 or 16, CHUNK 8, 16 or 32"
 #endif
-#define LOADS 4      /* elements of each operand a work-item moves per chunk: 16 x 64 / 256 */
-#define LDW (TILE + 4) /* a local row's length */
-__kernel __attribute__((reqd_work_group_size(16, 16, 1))) void gemm_tiles(
+#define TM (WY * RM)
+#define TN (16 * RN)
+#define NWI (16 * WY)              /* work-items in a group */
+#define LOADS_A (CHUNK * TM / NWI) /* elements of each operand a work-item moves per chunk */
+#define LOADS_B (CHUNK * TN / NWI)
+#define LDA_L (TM + 4) /* a local row's length */
+#define LDB_L (TN + 4)
+__kernel __attribute__((reqd_work_group_size(16, WY, 1))) void gemm_tiles(
     __global const float *a, uint a_off, uint lda, int a_k, __global const float *b, uint b_off,
     uint ldb, int b_k, uint m, uint n, uint k, __global float *c, uint coff, __global float *part,
     uint k_per_split, __global const float *bias, uint boff, int bias_on, int relu) {
-  __local float4 la4[CHUNK * LDW / 4], lb4[CHUNK * LDW / 4];
+  __local float4 la4[CHUNK * LDA_L / 4], lb4[CHUNK * LDB_L / 4];
   __local float *la = (__local float *)la4, *lb = (__local float *)lb4;
   uint tx = get_local_id(0), ty = get_local_id(1), lid = ty * 16 + tx;
-  uint j0 = get_group_id(0) * TILE, i0 = get_group_id(1) * TILE, z = get_group_id(2);
+  uint j0 = get_group_id(0) * TN, i0 = get_group_id(1) * TM, z = get_group_id(2);
   uint k_start = z * k_per_split, k_end = min(k, k_start + k_per_split);
-  float acc[4][4], ra[LOADS], rb[LOADS];
+  float acc[RM][RN], ra[LOADS_A], rb[LOADS_B];
   a += a_off;
   b += b_off;
 #pragma unroll
-  for (uint r = 0; r < 4; r++)
+  for (uint r = 0; r < RM; r++)
 #pragma unroll
-    for (uint q = 0; q < 4; q++)
+    for (uint q = 0; q < RN; q++)
       acc[r][q] = 0.0f;
   /* Where element t of this work-item's share lies: k-major operands
-   * along the row of TILE (consecutive work-items, consecutive addresses),
+   * along the tile's row (consecutive work-items, consecutive addresses),
    * others along the CHUNK of k that one row holds contiguously. */
-#define A_KK(e) (a_k ? (e) / TILE : (e) % CHUNK)
-#define A_II(e) (a_k ? (e) % TILE : (e) / CHUNK)
-#define B_KK(e) (b_k ? (e) / TILE : (e) % CHUNK)
-#define B_JJ(e) (b_k ? (e) % TILE : (e) / CHUNK)
+#define A_KK(e) (a_k ? (e) / TM : (e) % CHUNK)
+#define A_II(e) (a_k ? (e) % TM : (e) / CHUNK)
+#define B_KK(e) (b_k ? (e) / TN : (e) % CHUNK)
+#define B_JJ(e) (b_k ? (e) % TN : (e) / CHUNK)
   /* the chunk at k0 from global memory into registers */
 #define FETCH(k0)                                                                          \
-  for (uint t = 0; t < LOADS; t++) {                                                       \
-    uint e = lid + t * 256, kq = (k0) + A_KK(e), ii = A_II(e);                             \
+  for (uint t = 0; t < LOADS_A; t++) {                                                     \
+    uint e = lid + t * NWI, kq = (k0) + A_KK(e), ii = A_II(e);                             \
     ra[t] = kq < k_end && i0 + ii < m                                                      \
                 ? a[a_k ? (size_t)kq * lda + i0 + ii : (size_t)(i0 + ii) * lda + kq]       \
                 : 0.0f;                                                                    \
-    kq = (k0) + B_KK(e);                                                                   \
-    uint jj = B_JJ(e);                                                                     \
+  }                                                                                        \
+  for (uint t = 0; t < LOADS_B; t++) {                                                     \
+    uint e = lid + t * NWI, kq = (k0) + B_KK(e), jj = B_JJ(e);                             \
     rb[t] = kq < k_end && j0 + jj < n                                                      \
                 ? b[b_k ? (size_t)kq * ldb + j0 + jj : (size_t)(j0 + jj) * ldb + kq]       \
                 : 0.0f;                                                                    \
@@ -224,22 +235,35 @@ __kernel __attribute__((reqd_work_group_size(16, 16, 1))) void gemm_tiles(
   FETCH(k_start)
   for (uint k0 = k_start; k0 < k_end; k0 += CHUNK) {
 #pragma unroll
-    for (uint t = 0; t < LOADS; t++) {
-      uint e = lid + t * 256;
-      la[A_KK(e) * LDW + A_II(e)] = ra[t];
-      lb[B_KK(e) * LDW + B_JJ(e)] = rb[t];
+    for (uint t = 0; t < LOADS_A; t++) {
+      uint e = lid + t * NWI;
+      la[A_KK(e) * LDA_L + A_II(e)] = ra[t];
+    }
+#pragma unroll
+    for (uint t = 0; t < LOADS_B; t++) {
+      uint e = lid + t * NWI;
+      lb[B_KK(e) * LDB_L + B_JJ(e)] = rb[t];
     }
     barrier(CLK_LOCAL_MEM_FENCE);
     if (k0 + CHUNK < k_end) /* in flight while this chunk computes */
       FETCH(k0 + CHUNK)
 #pragma unroll
     for (uint kk = 0; kk < CHUNK; kk++) {
-      float4 va = la4[kk * (LDW / 4) + ty], vb = lb4[kk * (LDW / 4) + tx];
-      float av[4] = {va.s0, va.s1, va.s2, va.s3}, bv[4] = {vb.s0, vb.s1, vb.s2, vb.s3};
+      float av[RM], bv[RN];
 #pragma unroll
-      for (uint r = 0; r < 4; r++)
+      for (uint v = 0; v < RM / 4; v++) {
+        float4 f = la4[kk * (LDA_L / 4) + ty * (RM / 4) + v];
+        av[4 * v] = f.s0, av[4 * v + 1] = f.s1, av[4 * v + 2] = f.s2, av[4 * v + 3] = f.s3;
+      }
 #pragma unroll
-        for (uint q = 0; q < 4; q++)
+      for (uint v = 0; v < RN / 4; v++) {
+        float4 f = lb4[kk * (LDB_L / 4) + tx * (RN / 4) + v];
+        bv[4 * v] = f.s0, bv[4 * v + 1] = f.s1, bv[4 * v + 2] = f.s2, bv[4 * v + 3] = f.s3;
+      }
+#pragma unroll
+      for (uint r = 0; r < RM; r++)
+#pragma unroll
+        for (uint q = 0; q < RN; q++)
           acc[r][q] = fma(av[r], bv[q], acc[r][q]);
     }
     barrier(CLK_LOCAL_MEM_FENCE);
@@ -247,10 +271,10 @@ __kernel __attribute__((reqd_work_group_size(16, 16, 1))) void gemm_tiles(
   int split = get_num_groups(2) > 1;
   __global float *dst = split ? part + (size_t)z * m * n : c + coff;
 #pragma unroll
-  for (uint r = 0; r < 4; r++)
+  for (uint r = 0; r < RM; r++)
 #pragma unroll
-    for (uint q = 0; q < 4; q++) {
-      uint i = i0 + ty * 4 + r, j = j0 + tx * 4 + q;
+    for (uint q = 0; q < RN; q++) {
+      uint i = i0 + ty * RM + r, j = j0 + tx * RN + q;
       if (i < m && j < n) {
         float v = acc[r][q];
         if (!split && bias_on)

@@ -18,6 +18,7 @@
 #include "compute/cl_profile.h"
 #include "compute/clblast_tuning.h"
 #include "compute/kernels_cl.h"
+#include "compute/gemm_shape.h"
 #include "compute/share.h"
 #include "base/internal.h"
 
@@ -30,20 +31,9 @@ static const char *const kernel_names[K_COUNT] = {
     "bias_act", "softmax_xent", "relu_back", "sgd",          "to_half",   "from_half",
     "col_sums", "wgrad_small",  "sum_parts", "gather_batch", "add_totals", "group_sum",
     "gemm_tiles"};
-/* gemm_tiles' shape (16 x 16 work-items) and wgrad_small's limit on a
- * layer's outputs: kernels.cl takes them from the build options. */
-#define TILE 64
-#define CHUNK 16
-/* k is split while a product has fewer tiles than this (sum_parts then
- * adds the parts) */
-#ifndef RLX_GEMM_FILL
-#define RLX_GEMM_FILL 256
-#endif
+/* wgrad_small's limit on a layer's outputs (kernels.cl takes it and
+ * gemm_tiles' shape, gemm_shape.h, from the build options) */
 #define SMALL_OUT 16
-#define STR_(x) #x
-#define STR(x) STR_(x)
-static const char build_options[] = "-cl-std=CL1.2 -DTILE=" STR(TILE) " -DCHUNK=" STR(CHUNK)
-                                    " -DSMALL_OUT=" STR(SMALL_OUT);
 
 struct ocl {
   struct rlx__backend base;
@@ -67,7 +57,8 @@ struct ocl {
   cl_mem ycur;   /* the labels forward took */
   cl_mem grad16; /* the gradient in 16 bits (rlx_model_grad_half), made at first use */
   cl_mem gemm_tmp;                    /* CLBlast's scratch, allocated once, not per call */
-  int tiles_ok;                       /* the device runs gemm_tiles' 256 work-items */
+  int tiles_ok;                       /* the device runs gemm_tiles' work-groups */
+  struct rlx__gemm_shape gs;          /* their shape */
   cl_mem part;                        /* gemm_tiles' partial products, made at first need */
   size_t part_bytes;
   size_t gemm_tmp_bytes;
@@ -404,7 +395,7 @@ static int ocl_prefetch(struct rlx__backend *b, const float *x, const int32_t *y
 /* One of gemm_tiles' products (kernels.cl says what a_k and b_k mean),
  * C = A B over k into c at coff (m x n), then bias (at params + boff, when
  * bias_on) and ReLU: k split in 2, 4 or 8 when the product has too few
- * tiles to fill the device (fewer than RLX_GEMM_FILL work-groups), each split at
+ * tiles to fill the device (fewer than the shape's FILL work-groups), each split at
  * least 64 deep, then sum_parts. */
 struct tiles {
   cl_mem a, b, c;
@@ -414,12 +405,13 @@ struct tiles {
 };
 
 static int gemm_tiles(struct ocl *o, const char *what, int layer, const struct tiles *t) {
-  cl_uint splits = 1, mn = t->m * t->n;
-  size_t ntiles = (size_t)((t->n + TILE - 1) / TILE) * ((t->m + TILE - 1) / TILE);
-  while (ntiles * splits < RLX_GEMM_FILL && splits < 8 && t->k / (2 * splits) >= 64)
+  const struct rlx__gemm_shape *gs = &o->gs;
+  cl_uint splits = 1, mn = t->m * t->n, tm = (cl_uint)(gs->wy * gs->rm), tn = (cl_uint)(16 * gs->rn);
+  size_t ntiles = (size_t)((t->n + tn - 1) / tn) * ((t->m + tm - 1) / tm);
+  while (ntiles * splits < (size_t)gs->fill && splits < 8 && t->k / (2 * splits) >= 64)
     splits *= 2;
-  cl_uint per = (t->k + splits - 1) / splits;
-  per = (per + CHUNK - 1) / CHUNK * CHUNK;
+  cl_uint per = (t->k + splits - 1) / splits, chunk = (cl_uint)gs->chunk;
+  per = (per + chunk - 1) / chunk * chunk;
   int bad = 0;
   size_t need = splits > 1 ? sizeof(float) * splits * mn : 0;
   if (need > o->part_bytes) {
@@ -452,8 +444,8 @@ static int gemm_tiles(struct ocl *o, const char *what, int layer, const struct t
   ARG(o, K_GEMM_TILES, 16, t->boff);
   ARG(o, K_GEMM_TILES, 17, t->bias_on);
   ARG(o, K_GEMM_TILES, 18, t->relu);
-  size_t local[3] = {16, 16, 1};
-  size_t global[3] = {(t->n + TILE - 1) / TILE * 16, (t->m + TILE - 1) / TILE * 16, splits};
+  size_t local[3] = {16, (size_t)gs->wy, 1};
+  size_t global[3] = {(t->n + tn - 1) / tn * 16, (t->m + tm - 1) / tm * (size_t)gs->wy, splits};
   CL_TRY(o, "gemm_tiles", clEnqueueNDRangeKernel(o->q, o->k[K_GEMM_TILES], 3, NULL, global, local,
                                                  0, NULL, PEV(o, what, layer)));
   if (splits == 1)
@@ -1115,7 +1107,10 @@ static int build(struct ocl *o, cl_device_id dev, char *why, size_t whylen) {
     snprintf(why, whylen, "%s: clCreateProgramWithSource: %s", o->base.name, rlx__cl_errname(e));
     return -1;
   }
-  e = clBuildProgram(o->prog, 1, &dev, build_options, NULL, NULL);
+  char opts[160], shape[96];
+  rlx__gemm_shape_options(&o->gs, shape, sizeof shape);
+  snprintf(opts, sizeof opts, "-cl-std=CL1.2 -DSMALL_OUT=%d %s", SMALL_OUT, shape);
+  e = clBuildProgram(o->prog, 1, &dev, opts, NULL, NULL);
   if (e != CL_SUCCESS) {
     char log[256] = "";
     clGetProgramBuildInfo(o->prog, dev, CL_PROGRAM_BUILD_LOG, sizeof log - 1, log, NULL);
@@ -1263,7 +1258,7 @@ static int create_locked(const struct rlx__layout *lo, float momentum,
   o->dev = dv->id;
   cl_int e;
   int profile = rlx__cl_prof_wanted(why, whylen), gemm_choice = gemm_wanted(why, whylen);
-  if (profile < 0 || gemm_choice < 0)
+  if (profile < 0 || gemm_choice < 0 || rlx__gemm_shape_wanted(dv->name, &o->gs, why, whylen) < 0)
     goto fail;
   if (profile && (o->prof = rlx__cl_prof_new()) == NULL) {
     snprintf(why, whylen, "out of memory");
@@ -1294,12 +1289,12 @@ static int create_locked(const struct rlx__layout *lo, float momentum,
       maxwg = kwg;
   o->tiles_ok = clGetKernelWorkGroupInfo(o->k[K_GEMM_TILES], dv->id,
                                          CL_KERNEL_WORK_GROUP_SIZE, sizeof kwg, &kwg,
-                                         NULL) == CL_SUCCESS && kwg >= 256;
+                                         NULL) == CL_SUCCESS && kwg >= (size_t)(16 * o->gs.wy);
   if (gemm_choice == 1)
     o->tiles_ok = 0;
   if (gemm_choice == 2 && !o->tiles_ok) {
-    snprintf(why, whylen, "%s: RLX_GEMM=tiles: the device cannot run gemm_tiles' 256 work-items",
-             o->base.name);
+    snprintf(why, whylen, "%s: RLX_GEMM=tiles: the device cannot run gemm_tiles' %d work-items",
+             o->base.name, 16 * o->gs.wy);
     goto fail;
   }
   for (o->wg = 1; o->wg * 2 <= maxwg && o->wg < 256; o->wg *= 2)

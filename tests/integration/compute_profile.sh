@@ -70,6 +70,10 @@ done
 d=$(params_close "$TMP/p.clblast" "$TMP/p.tiles") || fail "RLX_GEMM clblast and tiles differ by $d"
 RLX_GEMM=fast timeout 60 "$TRAIN" --backend opencl --steps 1 --train-limit 1024 >"$TMP/out" 2>&1
 grep -q 'RLX_GEMM="fast": expected auto, tiles or clblast' "$TMP/out" || { cat "$TMP/out"; fail "bad RLX_GEMM not named"; }
+for v in 8x4x16 4x4x16x12 3x4x16x16 4x4x16x16/0 4x4x16x16/; do
+  RLX_GEMM_SHAPE=$v timeout 60 "$TRAIN" --backend opencl --steps 1 --train-limit 1024 >"$TMP/out" 2>&1
+  grep -q "RLX_GEMM_SHAPE=\"$v\": expected RMxRNxWYxCHUNK" "$TMP/out" || { cat "$TMP/out"; fail "bad RLX_GEMM_SHAPE $v not named"; }
+done
 RLX_COMPUTE_PROFILE=yes RLX_DEVICE=opencl timeout 60 "$TRAIN" --backend opencl --steps 1 \
   --train-limit 1024 >"$TMP/out" 2>&1
 grep -q 'RLX_COMPUTE_PROFILE="yes": expected 0 or 1' "$TMP/out" || { cat "$TMP/out"; fail "bad value not named"; }

@@ -180,7 +180,9 @@ static void awkward_shapes(const char *gemm) {
       ck_assert_int_eq(rlx_model_grad(c, x, y, B, gc, &lc, &kc), RLX_OK);
       ck_assert_int_eq(rlx_model_grad(o, x, y, B, go, &lo, &ko), RLX_OK);
       double r = rel(go, gc, n);
-      ck_assert_msg(r < 1e-4, "RLX_GEMM=%s shape %zu batch %d: gradients differ by %g", gemm, s, B, r);
+      const char *gs = getenv("RLX_GEMM_SHAPE");
+      ck_assert_msg(r < 1e-4, "RLX_GEMM=%s RLX_GEMM_SHAPE=%s model %zu batch %d: gradients differ by %g",
+                    gemm, gs ? gs : "", s, B, r);
       ck_assert_msg(fabs(lc - lo) < 1e-4 * fabs(lc), "loss %g vs %g", lc, lo);
       ck_assert_int_eq(kc, ko);
       ck_assert_int_eq(rlx_model_apply(c, gc, 0.1f), RLX_OK);
@@ -210,6 +212,20 @@ static void awkward_shapes(const char *gemm) {
 START_TEST(opencl_matches_cpu_on_awkward_shapes) {
   awkward_shapes("tiles");
   awkward_shapes("clblast");
+}
+END_TEST
+
+/* gemm_tiles' other work-group shapes (RLX_GEMM_SHAPE, gemm_shape.h):
+ * taller and wider tiles, half the work-items, k 8 and 32 at a time, the
+ * k split never and wherever allowed: the same against C. */
+START_TEST(gemm_tiles_shapes) {
+  static const char *const shapes[] = {"8x4x16x16", "4x8x8x16/1", "8x8x16x8/65536", "4x4x16x32",
+                                       "8x8x8x32/1"};
+  for (size_t i = 0; i < sizeof shapes / sizeof *shapes; i++) {
+    setenv("RLX_GEMM_SHAPE", shapes[i], 1);
+    awkward_shapes("tiles");
+  }
+  unsetenv("RLX_GEMM_SHAPE");
 }
 END_TEST
 
@@ -1284,6 +1300,7 @@ Suite *compute_suite(void) {
   tcase_add_test(t, shared_step_fails);
   tcase_add_test(t, gpu_placement);
   tcase_add_test(t, opencl_matches_cpu_on_awkward_shapes);
+  tcase_add_test(t, gemm_tiles_shapes);
   suite_add_tcase(s, t);
   return s;
 }

@@ -1,0 +1,51 @@
+/* RLX_GEMM_SHAPE and the per-device default of gemm_tiles' shape. */
+#include "compute/gemm_shape.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const struct rlx__gemm_shape plain = {4, 4, 16, 16, 256};
+
+/* Measured fastest per device (bench/gemm_shapes.c; README says where). */
+static const struct {
+  const char *name;
+  struct rlx__gemm_shape s;
+} known[] = {{"NVIDIA H200", {4, 4, 16, 16, 256}}};
+
+/* What kernels.cl's gemm_tiles accepts (its #error says the same). */
+static int valid(const struct rlx__gemm_shape *s) {
+  int nwi = 16 * s->wy;
+  return (s->rm == 4 || s->rm == 8) && (s->rn == 4 || s->rn == 8) && (s->wy == 8 || s->wy == 16) &&
+         (s->chunk == 8 || s->chunk == 16 || s->chunk == 32) && s->chunk * s->wy * s->rm % nwi == 0 &&
+         s->chunk * 16 * s->rn % nwi == 0 && s->fill >= 1 && s->fill <= 65536;
+}
+
+int rlx__gemm_shape_wanted(const char *device_name, struct rlx__gemm_shape *s, char *why,
+                           size_t whylen) {
+  *s = plain;
+  for (size_t i = 0; i < sizeof known / sizeof known[0]; i++)
+    if (device_name && strcmp(device_name, known[i].name) == 0)
+      *s = known[i].s;
+  const char *v = getenv("RLX_GEMM_SHAPE");
+  if (v == NULL || *v == '\0')
+    return 0;
+  struct rlx__gemm_shape t = {0, 0, 0, 0, plain.fill};
+  int used = 0, more = 0, ok = sscanf(v, "%dx%dx%dx%d%n", &t.rm, &t.rn, &t.wy, &t.chunk, &used) == 4;
+  if (ok && v[used] == '/')
+    ok = sscanf(v + used, "/%d%n", &t.fill, &more) == 1;
+  if (!ok || v[used + more] != '\0' || !valid(&t)) {
+    snprintf(why, whylen,
+             "RLX_GEMM_SHAPE=\"%.40s\": expected RMxRNxWYxCHUNK[/FILL] with RM and RN 4 or 8, "
+             "WY 8 or 16, CHUNK 8, 16 or 32 (CHUNK x WY x RM and CHUNK x 16 x RN multiples of "
+             "16 x WY), FILL 1-65536",
+             v);
+    return -1;
+  }
+  *s = t;
+  return 0;
+}
+
+void rlx__gemm_shape_options(const struct rlx__gemm_shape *s, char *buf, size_t len) {
+  snprintf(buf, len, "-DRM=%d -DRN=%d -DWY=%d -DCHUNK=%d", s->rm, s->rn, s->wy, s->chunk);
+}

@@ -1,0 +1,22 @@
+/* gemm_tiles' work-group shape (kernels.cl): RM x RN outputs a work-item,
+ * 16 x WY work-items, k CHUNK at a time, k split while a product has
+ * fewer work-groups than FILL. Every shape sums each output in k's order,
+ * so shapes with the same k split give the same bits. */
+#ifndef RLX_COMPUTE_GEMM_SHAPE_H
+#define RLX_COMPUTE_GEMM_SHAPE_H
+
+#include <stddef.h>
+
+struct rlx__gemm_shape {
+  int rm, rn, wy, chunk, fill;
+};
+
+/* The shape for a device: RLX_GEMM_SHAPE ("RMxRNxWYxCHUNK[/FILL]") when
+ * set, else the one measured fastest on that device, else 4x4x16x16/256.
+ * -1 with the reason in why for a value the kernel cannot take. */
+int rlx__gemm_shape_wanted(const char *device_name, struct rlx__gemm_shape *s, char *why,
+                           size_t whylen);
+/* The kernel's build options for the shape (-DRM=... -DCHUNK=...). */
+void rlx__gemm_shape_options(const struct rlx__gemm_shape *s, char *buf, size_t len);
+
+#endif
