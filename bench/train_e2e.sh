@@ -15,7 +15,8 @@
 #              whole step (its gather included) in one CUDA graph
 # BIN holds rlxrun and train (LIB their libraries, OCL_ICD_VENDORS the
 # GPU's ICD), DATA the dataset; ROUNDS (1), HIDDEN ("256 1024,1024"),
-# BATCHES ("64 256 1024"), KINDS ("rlx-dev rlx-host rlx-2 torch").
+# BATCHES ("64 256 1024"), KINDS ("rlx-dev rlx-host rlx-2 torch"); a kind
+# KIND:VAR=VALUE runs KIND with VAR set (rlx-dev:RLX_GEMM_SHAPE=8x4x8x16).
 # One line per run:  kind hidden batch samples_per_s step_us
 set -uo pipefail
 src=$(cd "$(dirname "$0")/.." && pwd)
@@ -28,7 +29,7 @@ RLXENV=(env LD_LIBRARY_PATH="${LIB:-}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}")
 train() { # RANKS HIDDEN BATCH ARGS...: the third epoch's samples/s
   local n=$1 h=$2 b=$3
   shift 3
-  "${RLXENV[@]}" timeout 300 "$BIN/rlxrun" -n "$n" --bind-to none "$BIN/train" --backend gpu \
+  "${RLXENV[@]}" ${KINDVAR:+"$KINDVAR"} timeout 300 "$BIN/rlxrun" -n "$n" --bind-to none "$BIN/train" --backend gpu \
     --data "$DATA" --epochs 3 --hidden "$h" --batch "$b" "$@" 2>&1 |
     tee -a "${LOG:-/dev/null}" | sed -n 's/.*epoch 3\/3: .*, \([0-9]*\) samples\/s.*/\1/p' | head -1
 }
@@ -36,7 +37,9 @@ for r in $(seq 1 "$ROUNDS"); do
   for h in $HIDDEN; do
     for b in $BATCHES; do
       for k in $KINDS; do
-        case $k in
+        base=${k%%:*} KINDVAR=
+        [ "$base" = "$k" ] || KINDVAR=${k#*:}
+        case $base in
         rlx-dev) s=$(train 1 "$h" "$b" --data-on-device 1) ;;
         rlx-host) s=$(train 1 "$h" "$b" --data-on-device 0) ;;
         rlx-2) s=$(RLX_DEVICE_SHARE=1 train 2 "$h" "$b") ;;
@@ -48,7 +51,7 @@ for r in $(seq 1 "$ROUNDS"); do
           ;;
         esac
         n=1
-        case $k in rlx-2*) n=2 ;; esac
+        case $base in rlx-2*) n=2 ;; esac
         if [ -n "$s" ]; then
           awk -v k="$k" -v h="$h" -v b="$b" -v s="$s" -v n="$n" \
             'BEGIN { printf "%s %s %d %d %.1f\n", k, h, b, s, 1e6 * b * n / s }'

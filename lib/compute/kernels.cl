@@ -162,6 +162,21 @@ __kernel void wgrad_small(__global const float *dz, __global const float *a, uin
       g[woff + (size_t)j * in + i] = l[(j * lanes) * 8 + ii];
 }
 
+/* gemm_tiles' (and sum_parts') last touch on output (i, j) of n columns:
+ * + ep[boff + j] when bias_on; relu 1: ReLU; relu 2: 0 where the layer's
+ * output ep[boff + i n + j] is not positive (ReLU's backward, as
+ * relu_back). */
+float epilogue(float v, __global const float *ep, uint boff, int bias_on, int relu, uint i,
+                      uint j, uint n) {
+  if (bias_on)
+    v += ep[boff + j];
+  if (relu == 1)
+    return fmax(v, 0.0f);
+  if (relu == 2 && !(ep[boff + (size_t)i * n + j] > 0.0f))
+    return 0.0f;
+  return v;
+}
+
 /* C = A B over k, row-major C (m x n at c + coff, leading dimension n),
  * for the products CLBlast ran slowest on the H200 (4-9 TFLOP/s): A(i, k)
  * is a[k * lda + i] when a_k (k-major: a weight gradient's output gradient)
@@ -179,8 +194,10 @@ __kernel void wgrad_small(__global const float *dz, __global const float *a, uin
  * bench/results/gemm-*-h200-2026-12-03.txt.) The k range may be split over
  * get_num_groups(2) groups (a small product has too few tiles to fill
  * the device): each then writes its partial tile to part, and sum_parts
- * adds them. Else bias (when bias_on) and ReLU (when relu) end it here:
- * the forward pass's bias_act folded in. RM, RN, WY and CHUNK come from
+ * adds them. Else the epilogue ends it here: bias (ep[boff + j], when
+ * bias_on) and ReLU (relu 1: the forward pass's bias_act folded in), or
+ * ReLU's backward (relu 2: zero where the layer's output ep[boff + i n +
+ * j] was clipped, relu_back folded into the backward product). RM, RN, WY and CHUNK come from
  * opencl.c's build options. */
 #if (RM != 4 && RM != 8) || (RN != 4 && RN != 8) || (WY != 8 && WY != 16) || \
     (CHUNK != 8 && CHUNK != 16 && CHUNK != 32) || (CHUNK * WY * RM) % (16 * WY) ||             \
@@ -197,7 +214,7 @@ __kernel void wgrad_small(__global const float *dz, __global const float *a, uin
 __kernel __attribute__((reqd_work_group_size(16, WY, 1))) void gemm_tiles(
     __global const float *a, uint a_off, uint lda, int a_k, __global const float *b, uint b_off,
     uint ldb, int b_k, uint m, uint n, uint k, __global float *c, uint coff, __global float *part,
-    uint k_per_split, __global const float *bias, uint boff, int bias_on, int relu) {
+    uint k_per_split, __global const float *ep, uint boff, int bias_on, int relu) {
   __local float4 la4[CHUNK * LDA_L / 4], lb4[CHUNK * LDB_L / 4];
   __local float *la = (__local float *)la4, *lb = (__local float *)lb4;
   uint tx = get_local_id(0), ty = get_local_id(1), lid = ty * 16 + tx;
@@ -275,19 +292,15 @@ __kernel __attribute__((reqd_work_group_size(16, WY, 1))) void gemm_tiles(
 #pragma unroll
     for (uint q = 0; q < RN; q++) {
       uint i = i0 + ty * RM + r, j = j0 + tx * RN + q;
-      if (i < m && j < n) {
-        float v = acc[r][q];
-        if (!split && bias_on)
-          v += bias[boff + j];
-        dst[(size_t)i * n + j] = !split && relu ? fmax(v, 0.0f) : v;
-      }
+      if (i < m && j < n)
+        dst[(size_t)i * n + j] = split ? acc[r][q] : epilogue(acc[r][q], ep, boff, bias_on, relu, i, j, n);
     }
 }
 
 /* c[coff + e] = the sum of gemm_tiles' partial products at e (e < m x n,
- * n columns), then bias and ReLU as gemm_tiles would have. */
+ * n columns), then its epilogue as gemm_tiles would have. */
 __kernel void sum_parts(__global const float *part, uint splits, uint mn, uint n,
-                        __global float *c, uint coff, __global const float *bias, uint boff,
+                        __global float *c, uint coff, __global const float *ep, uint boff,
                         int bias_on, int relu) {
   uint e = get_global_id(0);
   if (e >= mn)
@@ -295,9 +308,7 @@ __kernel void sum_parts(__global const float *part, uint splits, uint mn, uint n
   float s = 0.0f;
   for (uint z = 0; z < splits; z++)
     s += part[(size_t)z * mn + e];
-  if (bias_on)
-    s += bias[boff + e % n];
-  c[coff + e] = relu ? fmax(s, 0.0f) : s;
+  c[coff + e] = epilogue(s, ep, boff, bias_on, relu, e / n, e % n, n);
 }
 
 /* rlx_model_data_batch: rows [0, total / dim) of the batch from the

@@ -398,7 +398,7 @@ static int ocl_prefetch(struct rlx__backend *b, const float *x, const int32_t *y
  * tiles to fill the device (fewer than the shape's FILL work-groups), each split at
  * least 64 deep, then sum_parts. */
 struct tiles {
-  cl_mem a, b, c;
+  cl_mem a, b, c, ep; /* ep: the epilogue's operand (kernels.cl), the parameters unless set */
   cl_uint a_off, lda, b_off, ldb, coff, m, n, k;
   cl_int a_k, b_k, bias_on, relu;
   cl_uint boff;
@@ -440,7 +440,8 @@ static int gemm_tiles(struct ocl *o, const char *what, int layer, const struct t
   ARG(o, K_GEMM_TILES, 12, t->coff);
   ARG(o, K_GEMM_TILES, 13, part);
   ARG(o, K_GEMM_TILES, 14, per);
-  ARG(o, K_GEMM_TILES, 15, o->params);
+  cl_mem ep = t->ep ? t->ep : o->params;
+  ARG(o, K_GEMM_TILES, 15, ep);
   ARG(o, K_GEMM_TILES, 16, t->boff);
   ARG(o, K_GEMM_TILES, 17, t->bias_on);
   ARG(o, K_GEMM_TILES, 18, t->relu);
@@ -456,7 +457,7 @@ static int gemm_tiles(struct ocl *o, const char *what, int layer, const struct t
   ARG(o, K_SUM_PARTS, 3, t->n);
   ARG(o, K_SUM_PARTS, 4, t->c);
   ARG(o, K_SUM_PARTS, 5, t->coff);
-  ARG(o, K_SUM_PARTS, 6, o->params);
+  ARG(o, K_SUM_PARTS, 6, ep);
   ARG(o, K_SUM_PARTS, 7, t->boff);
   ARG(o, K_SUM_PARTS, 8, t->bias_on);
   ARG(o, K_SUM_PARTS, 9, t->relu);
@@ -626,20 +627,26 @@ static int backprop(struct ocl *o, const float *x, const int32_t *y, int batch, 
     }
     if (l == 0)
       break;
+    /* dz W, then back through the ReLU: gemm_tiles folds it in (relu 2,
+     * the layer's output as the epilogue's operand), after CLBlast a
+     * kernel of its own */
     struct tiles t = {.a = dz, .lda = (cl_uint)out, .b = o->params, .b_off = (cl_uint)lo->w_off[l],
                       .ldb = (cl_uint)in, .b_k = 1, .c = dprev, .m = (cl_uint)batch,
-                      .n = (cl_uint)in, .k = (cl_uint)out};
-    if ((rc = o->tiles_ok ? gemm_tiles(o, "backward", l, &t)
-                          : gemm(o, "backward", l, CLBlastTransposeNo, CLBlastTransposeNo,
-                                 (size_t)batch, in, out, dz, 0, out, o->params, lo->w_off[l], in,
-                                 dprev, 0, in)) != RLX_OK)
-      return rc;
-    cl_uint n = (cl_uint)((size_t)batch * in);
-    ARG(o, K_RELU_BACK, 0, dprev);
-    ARG(o, K_RELU_BACK, 1, o->act[l]);
-    ARG(o, K_RELU_BACK, 2, n);
-    if ((rc = launch(o, K_RELU_BACK, n, l)) != RLX_OK)
-      return rc;
+                      .n = (cl_uint)in, .k = (cl_uint)out, .ep = o->act[l], .relu = 2};
+    if (o->tiles_ok) {
+      if ((rc = gemm_tiles(o, "backward", l, &t)) != RLX_OK)
+        return rc;
+    } else {
+      if ((rc = gemm(o, "backward", l, CLBlastTransposeNo, CLBlastTransposeNo, (size_t)batch, in,
+                     out, dz, 0, out, o->params, lo->w_off[l], in, dprev, 0, in)) != RLX_OK)
+        return rc;
+      cl_uint n = (cl_uint)((size_t)batch * in);
+      ARG(o, K_RELU_BACK, 0, dprev);
+      ARG(o, K_RELU_BACK, 1, o->act[l]);
+      ARG(o, K_RELU_BACK, 2, n);
+      if ((rc = launch(o, K_RELU_BACK, n, l)) != RLX_OK)
+        return rc;
+    }
     cl_mem swap = dz;
     dz = dprev;
     dprev = swap;
