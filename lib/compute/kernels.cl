@@ -329,15 +329,39 @@ __kernel void gather_batch(__global const uchar *pix, __global const uchar *lab,
     y[r] = lab[e];
 }
 
-/* The step's loss and right answers (stats) added to the run's totals,
- * kept on the device until the host asks: loss with a compensation term
+/* The batch's loss and right answers: stats[c] = the sum over the rows
+ * of row_stats' column c (rows x 2), summed as col_sums sums a column
+ * (one work-group: its work-items striding the rows, then a tree in local
+ * memory l, 2 x its size); then, when add, added to the run's totals kept
+ * on the device until the host asks: the loss with a compensation term
  * (Kahan), so an epoch's sum loses nothing to float's 24 bits; the count
- * is exact in a float up to 2^24. One work-item. */
-__kernel void add_totals(__global const float *stats, __global float *tot) {
-  if (get_global_id(0) != 0)
+ * is exact in a float up to 2^24. */
+__kernel void batch_stats(__global const float *row_stats, uint rows, __global float *stats,
+                          __global float *tot, int add, __local float *l) {
+  uint lid = get_local_id(0), n = get_local_size(0);
+  float s0 = 0.0f, s1 = 0.0f;
+  for (uint r = lid; r < rows; r += n) {
+    s0 += row_stats[2 * (size_t)r];
+    s1 += row_stats[2 * (size_t)r + 1];
+  }
+  l[lid] = s0;
+  l[n + lid] = s1;
+  barrier(CLK_LOCAL_MEM_FENCE);
+  for (uint h = n / 2; h > 0; h >>= 1) {
+    if (lid < h) {
+      l[lid] += l[lid + h];
+      l[n + lid] += l[n + lid + h];
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+  }
+  if (lid != 0)
     return;
-  float y = stats[0] - tot[2], t = tot[0] + y;
-  tot[2] = (t - tot[0]) - y;
-  tot[0] = t;
-  tot[1] += stats[1];
+  stats[0] = l[0];
+  stats[1] = l[n];
+  if (add) {
+    float y = l[0] - tot[2], t = tot[0] + y;
+    tot[2] = (t - tot[0]) - y;
+    tot[0] = t;
+    tot[1] += l[n];
+  }
 }

@@ -24,12 +24,12 @@
 
 enum {
   K_BIAS_ACT, K_SOFTMAX_XENT, K_RELU_BACK, K_SGD, K_TO_HALF, K_FROM_HALF, K_COL_SUMS,
-  K_WGRAD_SMALL, K_SUM_PARTS, K_GATHER, K_ADD_TOTALS, K_GROUP_SUM,
+  K_WGRAD_SMALL, K_SUM_PARTS, K_GATHER, K_BATCH_STATS, K_GROUP_SUM,
   K_GEMM_TILES, K_COUNT /* (gemm_tiles last: its own work-group size) */
 };
 static const char *const kernel_names[K_COUNT] = {
     "bias_act", "softmax_xent", "relu_back", "sgd",          "to_half",   "from_half",
-    "col_sums", "wgrad_small",  "sum_parts", "gather_batch", "add_totals", "group_sum",
+    "col_sums", "wgrad_small",  "sum_parts", "gather_batch", "batch_stats", "group_sum",
     "gemm_tiles"};
 /* wgrad_small's limit on a layer's outputs (kernels.cl takes it and
  * gemm_tiles' shape, gemm_shape.h, from the build options) */
@@ -72,7 +72,8 @@ struct ocl {
   struct {
     cl_mem pix, lab, order, lut, x, y;
   } data;
-  cl_mem totals; /* loss, right answers, the loss's compensation: add_totals */
+  cl_mem totals; /* loss, right answers, the loss's compensation: batch_stats */
+  int to_totals; /* a step's loss and count go to totals (batch_stats adds them), not read */
   struct rlx__cl_group *grp; /* this context's models that step together, or NULL */
 };
 
@@ -506,7 +507,16 @@ static int forward(struct ocl *o, const float *x, const int32_t *y, int batch, i
   ARG(o, K_SOFTMAX_XENT, 6, o->row_stats);
   if ((rc = launch(o, K_SOFTMAX_XENT, rows, -1)) != RLX_OK)
     return rc;
-  return col_sums(o, o->row_stats, rows, 2, o->stats, 0, PEV(o, "sum_rows", -1));
+  cl_int add = want_dz && o->to_totals; /* (a step's, not an evaluation's) */
+  ARG(o, K_BATCH_STATS, 0, o->row_stats);
+  ARG(o, K_BATCH_STATS, 1, rows);
+  ARG(o, K_BATCH_STATS, 2, o->stats);
+  ARG(o, K_BATCH_STATS, 3, o->totals);
+  ARG(o, K_BATCH_STATS, 4, add);
+  CL_TRY(o, "clSetKernelArg", clSetKernelArg(o->k[K_BATCH_STATS], 5, 2 * sizeof(float) * o->wg, NULL));
+  CL_TRY(o, "batch_stats", clEnqueueNDRangeKernel(o->q, o->k[K_BATCH_STATS], 1, NULL, &o->wg,
+                                                  &o->wg, 0, NULL, PEV(o, "batch_stats", -1)));
+  return RLX_OK;
 }
 
 static int read_stats(struct ocl *o, float stats[2]) {
@@ -515,15 +525,16 @@ static int read_stats(struct ocl *o, float stats[2]) {
   return RLX_OK;
 }
 
-/* The step's loss and count: read (a wait for the whole step) when the
- * caller wants either (want), else added to the totals on the device,
- * where rlx_model_totals reads them: nothing waits. */
+/* A step's loss and count: read (a wait for the whole step) when the
+ * caller wants either (want), else added to the totals on the device by
+ * the forward pass's batch_stats, where rlx_model_totals reads them:
+ * nothing waits. Said before the step (stats_plan), read after it. */
+static void stats_plan(struct ocl *o, int want) {
+  o->to_totals = !want;
+}
+
 static int step_stats(struct ocl *o, int want, float stats[2]) {
-  if (want)
-    return read_stats(o, stats);
-  ARG(o, K_ADD_TOTALS, 0, o->stats);
-  ARG(o, K_ADD_TOTALS, 1, o->totals);
-  return launch(o, K_ADD_TOTALS, 1, -1);
+  return want ? read_stats(o, stats) : RLX_OK;
 }
 
 /* Round layer l's gradient (o->grad) into o->grad16 after event after;
@@ -661,6 +672,7 @@ static int grad_as(struct rlx__backend *b, const float *x, const int32_t *y, int
   int bad = 0;
   if (half && o->grad16 == NULL && (o->grad16 = alloc(o, 2 * lo->nparams, &bad)) == NULL)
     return rlx__err(RLX_ERR_NOMEM, "%s: no device memory for a 16-bit gradient", o->base.name);
+  stats_plan(o, loss || correct);
   int rc = backprop(o, x, y, batch, g, half, NULL);
   if (rc != RLX_OK) {
     clFinish(o->tq);
@@ -740,6 +752,7 @@ static int ocl_grad_layers(struct rlx__backend *b, const float *x, const int32_t
   struct ocl *o = ocl_of(b);
   const struct rlx__layout *lo = b->lo;
   cl_event ev[RLX__MAX_LAYERS] = {0};
+  stats_plan(o, loss || correct);
   int rc = backprop(o, x, y, batch, g, 0, ev), stop = 0;
   clFlush(o->q);
   clFlush(o->tq);
@@ -833,6 +846,7 @@ static int step_end(struct ocl *o, int rc, const float *x, int batch, float *los
 static int ocl_step(struct rlx__backend *b, const float *x, const int32_t *y, int batch, float lr,
                     float *loss, int *correct) {
   struct ocl *o = ocl_of(b);
+  stats_plan(o, loss || correct);
   int rc = backprop(o, x, y, batch, NULL, 0, NULL);
   if (rc == RLX_OK)
     rc = sgd(o, lr, 0, o->base.lo->nparams);
@@ -905,6 +919,7 @@ static int ocl_step_shared(struct rlx__backend *b, const float *x, const int32_t
   me.lr = lr;
   me.gradient = shared_gradient;
   me.update = shared_update;
+  stats_plan(o, loss || correct); /* (whichever member's thread queues this one's gradient) */
   int rc = rlx__cl_group_step(o->grp, &me, index, members, ocl_average);
   return step_end(o, rc, x, batch, loss, correct);
 }

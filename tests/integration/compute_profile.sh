@@ -53,11 +53,11 @@ python3 -c "import sys; sys.exit(0 if min(float('${p:-0}'), float('${u:-0}')) >=
 RLX_COMPUTE_PROFILE=1 timeout 120 "$TRAIN" --backend opencl --hidden 64 --steps 12 --train-limit 4096 \
   >"$TMP/out" 2>&1 || { cat "$TMP/out"; fail "train (data on the device)"; }
 g=$(row "$TMP/out" "gather_batch")
-t=$(row "$TMP/out" "add_totals")
+t=$(row "$TMP/out" "batch_stats")
 w=$(row "$TMP/out" "write batch")
 l=$(row "$TMP/out" "read loss")
 python3 -c "import sys; sys.exit(0 if min(float('${g:-0}'), float('${t:-0}')) >= 0.75 and max(float('${w:-0}'), float('${l:-0}')) <= 0.25 else 1)" ||
-  { cat "$TMP/out"; fail "data on the device: $g gathers, $t totals, $w uploads, $l loss reads per step"; }
+  { cat "$TMP/out"; fail "data on the device: $g gathers, $t sums of the loss (into the totals), $w uploads, $l loss reads per step"; }
 # RLX_GEMM: the products by CLBlast (the forward's bias and ReLU then a
 # kernel of their own) or by gemm_tiles (folded in); the same parameters
 # within 1e-5 after 20 steps; a bad value is named.
