@@ -106,6 +106,14 @@ struct rlx__share_req {
   float f;
   uint64_t u[2];
   struct rlx__share_ref ref[RLX__SH_REFS];
+  /* GRAD, STEP, STEP_SHARED on a batch gathered on the device (batch >
+   * 0): rlx_model_data_batch's gather, deferred by the client to come
+   * with the step and run before it (one request a step, not two) */
+  struct {
+    int32_t batch;
+    uint32_t pad;
+    uint64_t first, stride;
+  } gather;
   /* RLX__SH_CREATE */
   int32_t nsizes, max_batch, device;
   float momentum;

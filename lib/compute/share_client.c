@@ -26,6 +26,10 @@ struct remote {
     unsigned char *p;
     size_t len;
   } reg[RLX__SH_REGIONS]; /* [0]: staging */
+  struct {
+    int batch; /* 0: none */
+    size_t first, stride;
+  } pend; /* rlx_model_data_batch's gather, sent with the step that takes it */
 };
 
 static struct remote *remote_of(struct rlx__backend *b) { return (struct remote *)b; }
@@ -154,10 +158,26 @@ struct xfer {
   size_t bytes;
 };
 
+/* A gather still pending goes as a request of its own before any other
+ * request than the step that takes it (rlx_model_data_batch's order of
+ * effects kept: a new order, for one, drops the batch gathered). */
+static int flush_gather(struct remote *r) {
+  if (r->pend.batch == 0)
+    return RLX_OK;
+  struct rlx__share_req q = {.op = RLX__SH_DATA_BATCH, .i = r->pend.batch,
+                             .u = {r->pend.first, r->pend.stride}};
+  struct rlx__share_rep rep;
+  r->pend.batch = 0;
+  return exchange(r, &q, -1, &rep);
+}
+
 /* Send q with its buffers where the server can reach them; the reply in
  * rep. */
 static int call(struct remote *r, struct rlx__share_req *q, const struct xfer *x, int nx,
                 struct rlx__share_rep *rep) {
+  int rc = flush_gather(r);
+  if (rc != RLX_OK)
+    return rc;
   size_t stage[RLX__SH_REFS] = {0}, used = 0;
   int staged[RLX__SH_REFS] = {0};
   for (int k = 0; k < RLX__SH_REFS; k++) {
@@ -179,14 +199,13 @@ static int call(struct remote *r, struct rlx__share_req *q, const struct xfer *x
   }
   if (used > r->reg[0].len) {
     size_t want = r->reg[0].len * 2 > used ? r->reg[0].len * 2 : used;
-    int rc = share_region(r, 0, want < (1u << 20) ? 1u << 20 : want);
-    if (rc != RLX_OK)
+    if ((rc = share_region(r, 0, want < (1u << 20) ? 1u << 20 : want)) != RLX_OK)
       return rc;
   }
   for (int k = 0; k < nx; k++)
     if (staged[k] && x[k].in)
       memcpy(r->reg[0].p + stage[k], x[k].in, x[k].bytes);
-  int rc = exchange(r, q, -1, rep);
+  rc = exchange(r, q, -1, rep);
   for (int k = 0; rc == RLX_OK && k < nx; k++)
     if (staged[k] && x[k].out)
       memcpy(x[k].out, r->reg[0].p + stage[k], x[k].bytes);
@@ -252,13 +271,20 @@ static int remote_velocity(struct rlx__backend *b, float *v, int set) {
 static int batch_call(struct rlx__backend *b, int op, const float *x, const int32_t *y, int batch,
                       void *g, size_t gbytes, int j, float lr, float *loss, int *correct,
                       uint64_t u0, uint64_t u1) {
+  struct remote *r = remote_of(b);
   struct rlx__share_req q = {.op = (uint32_t)op, .i = batch, .f = lr, .u = {u0, u1},
                              .j = j | (loss ? 1 : 0) | (correct ? 16 : 0)};
   struct rlx__share_rep rep;
+  if (x == NULL && r->pend.batch) { /* the batch gathered for this step: its gather comes along */
+    q.gather.batch = r->pend.batch;
+    q.gather.first = r->pend.first;
+    q.gather.stride = r->pend.stride;
+    r->pend.batch = 0;
+  }
   struct xfer xs[] = {{x, NULL, x ? row_bytes(b, batch) : 0},
                       {y, NULL, y ? sizeof(int32_t) * (size_t)batch : 0},
                       {NULL, g, gbytes}};
-  int rc = call(remote_of(b), &q, xs, 3, &rep);
+  int rc = call(r, &q, xs, 3, &rep);
   if (rc == RLX_OK && loss)
     *loss = rep.loss;
   if (rc == RLX_OK && correct)
@@ -348,10 +374,15 @@ static int remote_data_order(struct rlx__backend *b, const uint32_t *order, size
   return call(remote_of(b), &q, xs, 1, &rep);
 }
 
+/* Deferred: sent with the step that takes the batch (or before any other
+ * request); the arguments were checked by rlx_model_data_batch, a
+ * device's failure to gather is that step's. */
 static int remote_data_batch(struct rlx__backend *b, size_t first, size_t stride, int batch) {
-  struct rlx__share_req q = {.op = RLX__SH_DATA_BATCH, .i = batch, .u = {first, stride}};
-  struct rlx__share_rep rep;
-  return call(remote_of(b), &q, NULL, 0, &rep);
+  struct remote *r = remote_of(b);
+  r->pend.batch = batch;
+  r->pend.first = first;
+  r->pend.stride = stride;
+  return RLX_OK;
 }
 
 static int remote_totals(struct rlx__backend *b, double *loss_sum, long *correct) {

@@ -136,6 +136,19 @@ static int map_region(struct conn *c, const struct rlx__share_req *q, int fd) {
   return RLX_OK;
 }
 
+/* rlx_model_data_batch's gather (its own request, or one coming with a
+ * step), checked against the order. */
+static int gather(struct conn *c, int batch, uint64_t first, uint64_t stride) {
+  size_t n = c->norder;
+  if (n == 0 || batch < 1 || batch > c->lo.max_batch || first >= n ||
+      (batch > 1 && (stride == 0 || (n - 1 - first) / stride < (uint64_t)batch - 1)))
+    return bad(c, "a batch outside the order");
+  c->gathered = 0;
+  int rc = c->be->ops->data_batch(c->be, (size_t)first, (size_t)stride, batch);
+  c->gathered = rc == RLX_OK ? batch : 0;
+  return rc;
+}
+
 /* One request, checked, run; the reply's values filled. */
 static int run(struct conn *c, const struct rlx__share_req *q, int fd, struct rlx__share_rep *r) {
   if (q->op == RLX__SH_CREATE)
@@ -159,6 +172,12 @@ static int run(struct conn *c, const struct rlx__share_req *q, int fd, struct rl
   int rc, half = q->j & 2, bf16 = (q->j & 4) != 0;
   float *loss = q->j & 1 ? &r->loss : NULL;
   int *correct = q->j & 16 ? &r->correct : NULL;
+  if (q->gather.batch != 0) {
+    if (q->op != RLX__SH_GRAD && q->op != RLX__SH_STEP && q->op != RLX__SH_STEP_SHARED)
+      return bad(c, "a gather with a request that takes no batch");
+    if ((rc = gather(c, q->gather.batch, q->gather.first, q->gather.stride)) != RLX_OK)
+      return rc;
+  }
   switch (q->op) {
   case RLX__SH_SET_PARAMS:
   case RLX__SH_GET_PARAMS:
@@ -248,17 +267,8 @@ static int run(struct conn *c, const struct rlx__share_req *q, int fd, struct rl
     c->norder = rc == RLX_OK ? n : 0;
     return rc;
   }
-  case RLX__SH_DATA_BATCH: {
-    size_t n = c->norder, first = q->u[0], stride = q->u[1];
-    int batch = q->i;
-    if (n == 0 || batch < 1 || batch > c->lo.max_batch || first >= n ||
-        (batch > 1 && (stride == 0 || (n - 1 - first) / stride < (size_t)batch - 1)))
-      return bad(c, "a batch outside the order");
-    c->gathered = 0;
-    rc = ops->data_batch(b, first, stride, batch);
-    c->gathered = rc == RLX_OK ? batch : 0;
-    return rc;
-  }
+  case RLX__SH_DATA_BATCH:
+    return gather(c, q->i, q->u[0], q->u[1]);
   case RLX__SH_TOTALS: {
     long n = 0;
     rc = ops->totals(b, &r->loss_sum, &n);

@@ -865,8 +865,12 @@ END_TEST
  *   the model's shared buffers, grad and apply, 16-bit gradients, a range,
  *   momentum, the training set on the device with its totals, and eval
  *   adding to what it is given;
+ * - a gather deferred to the step that takes it, or sent alone before
+ *   another request, and a new order dropping it, as in the serving
+ *   process;
  * - corrupt requests (a short message, an unknown operation, a model of
- *   another device, memory never shared, a region without its memfd) are
+ *   another device, memory never shared, a region without its memfd, a
+ *   gather with a request that takes no batch or outside any order) are
  *   answered RLX_ERR_CORRUPT or cut off, and serving goes on. */
 static rlx_model_t *shared_model(const int *sizes, int ns, int batch) {
   rlx_model_t *m = make(sizes, ns, batch, "opencl", 0.9f);
@@ -978,8 +982,10 @@ START_TEST(shared_device) {
   ck_assert_int_eq(rlx_dataset_synthetic(N, 13, 3, 5, "train", &ds), RLX_OK);
   uint32_t perm[N];
   ck_assert_int_eq(rlx_dataset_shuffle(perm, N, 42, 0), RLX_OK);
-  double tl[2] = {7, 7}, el[2] = {0, 0}; /* (totals are read, not added to) */
-  long tc[2] = {7, 7}, ec[2] = {0, 0};
+  float x2_eval[B * 13];
+  fill(x2_eval, B * 13, 9, 1.0);
+  double tl[2] = {7, 7}, el[2] = {0, 0}, el2[2] = {0, 0}; /* (totals are read, not added to) */
+  long tc[2] = {7, 7}, ec[2] = {0, 0}, ec2[2] = {0, 0};
   for (int w = 0; w < 2; w++) {
     rlx_model_t *m = ab[w];
     float *in = rlx_model_input_buffer(m);
@@ -1002,6 +1008,18 @@ START_TEST(shared_device) {
       ck_assert_int_eq(rlx_model_data_batch(m, (size_t)s * 2 * B + 1, 2, B), RLX_OK);
       ck_assert_int_eq(rlx_model_step(m, NULL, NULL, B, 0.05f, NULL, NULL), RLX_OK);
     }
+    /* a served model's gather comes with the step that takes it, or goes
+     * alone before another request (here eval's): the same effects in
+     * the same order as in the serving process */
+    ck_assert_int_eq(rlx_model_data_batch(m, 3, 1, B), RLX_OK);
+    ck_assert_int_eq(rlx_model_grad(m, NULL, NULL, B, g, NULL, NULL), RLX_OK);
+    ck_assert_int_eq(rlx_model_apply(m, g, 0.05f), RLX_OK);
+    ck_assert_int_eq(rlx_model_data_batch(m, 5, 3, B), RLX_OK);
+    ck_assert_int_eq(rlx_model_eval(m, x2_eval, y, B, &el2[w], &ec2[w]), RLX_OK);
+    ck_assert_int_eq(rlx_model_step(m, NULL, NULL, B, 0.05f, NULL, NULL), RLX_OK);
+    ck_assert_int_eq(rlx_model_data_batch(m, 7, 1, B), RLX_OK);
+    ck_assert_int_eq(rlx_model_data_order(m, perm, N), RLX_OK); /* drops the batch asked for */
+    ck_assert_int_eq(rlx_model_step(m, NULL, NULL, B, 0.05f, NULL, NULL), RLX_ERR_ARG);
     ck_assert_int_eq(rlx_model_totals(m, &tl[w], &tc[w]), RLX_OK);
     ck_assert_int_eq(rlx_model_eval(m, x, y, B, &el[w], &ec[w]), RLX_OK);
     ck_assert_int_eq(rlx_model_eval(m, x, y, B, &el[w], &ec[w]), RLX_OK); /* adds */
@@ -1012,6 +1030,9 @@ START_TEST(shared_device) {
                 tl[1], tc[1], tl[0], tc[0]);
   ck_assert_msg(el[0] == el[1] && ec[0] == ec[1] && el[1] > 0, "eval %g, %ld against %g, %ld",
                 el[1], ec[1], el[0], ec[0]);
+  ck_assert_msg(el2[0] == el2[1] && ec2[0] == ec2[1] && el2[1] > 0,
+                "eval between a gather and its step %g, %ld against %g, %ld", el2[1], ec2[1], el2[0],
+                ec2[0]);
   double one = 0;
   long one_c = 0;
   ck_assert_int_eq(rlx_model_eval(b, x, y, B, &one, &one_c), RLX_OK);
@@ -1052,6 +1073,18 @@ START_TEST(shared_device) {
   gq.ref[1] = (struct rlx__share_ref){.region = 3, .off = 1000};
   gq.ref[2] = (struct rlx__share_ref){.region = 3};
   ck_assert_int_eq(raw_ask(fd, &gq, sizeof gq), RLX_ERR_CORRUPT);
+  close(fd);
+  fd = raw_connect(dir); /* a gather with a request that takes no batch */
+  ck_assert_int_eq(raw_ask(fd, &q, sizeof q), RLX_OK);
+  struct rlx__share_req tq = {.op = RLX__SH_TOTALS, .gather = {.batch = B}};
+  ck_assert_int_eq(raw_ask(fd, &tq, sizeof tq), RLX_ERR_CORRUPT);
+  close(fd);
+  fd = raw_connect(dir); /* a step's gather from no order at all */
+  ck_assert_int_eq(raw_ask(fd, &q, sizeof q), RLX_OK);
+  struct rlx__share_req sq = {.op = RLX__SH_STEP, .i = B, .f = 0.05f, .gather = {.batch = B}};
+  for (int k = 0; k < RLX__SH_REFS; k++)
+    sq.ref[k].region = -1;
+  ck_assert_int_eq(raw_ask(fd, &sq, sizeof sq), RLX_ERR_CORRUPT);
   close(fd);
   fd = raw_connect(dir);
   ck_assert_int_eq(raw_ask(fd, &q, sizeof q), RLX_OK);
