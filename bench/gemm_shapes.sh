@@ -1,0 +1,32 @@
+#!/bin/bash
+# gemm_tiles' work-group shapes on one OpenCL device against cuBLAS
+# (PyTorch on CUDA, when there): bench/gemm_shapes for each model and
+# batch, then bench/torch_gemm_shapes.py on the same products, then per
+# model and batch the shape whose products take least in all (the value
+# for RLX_GEMM_SHAPE, or for lib/compute/gemm_shape.c's table of devices).
+#   GEMM=bench/gemm_shapes MODELS="1024,1024:1024 1024,1024:256" bench/gemm_shapes.sh
+# SHAPES: the shapes tried (the default first: the library's own).
+set -uo pipefail
+src=$(cd "$(dirname "$0")/.." && pwd)
+GEMM=${GEMM:-$src/bench/gemm_shapes}
+MODELS=${MODELS:-"1024,1024:1024 1024,1024:256 256:1024 256:256"}
+SHAPES=${SHAPES:-"4x4x16x16 4x4x16x8 4x4x16x32 8x4x16x16 8x4x16x16/128 4x8x16x16 4x8x16x16/128 8x4x8x16 8x4x8x32 4x8x8x16 8x8x8x16 8x8x8x16/128 8x8x16x8 8x8x16x8/128 8x8x16x16/128"}
+out=$(mktemp)
+trap 'rm -f "$out"' EXIT
+for mb in $MODELS; do
+  h=${mb%%:*} b=${mb#*:}
+  echo "== $h $b" | tee -a "$out"
+  timeout 300 "$GEMM" --hidden "$h" --batch "$b" --reps 50 --shapes "$SHAPES" 2>&1 | tee -a "$out"
+  if python3 -c "import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)" 2>/dev/null; then
+    timeout 300 python3 "$src/bench/torch_gemm_shapes.py" --hidden "$h" --batch "$b" --reps 50 2>&1 |
+      tee -a "$out"
+  fi
+done
+# per model and batch: each shape's products summed, the least first
+awk '/^== / {key = $2 " " $3; next}
+     / us / && !/^torch/ {for (i = 1; i < NF; i++) if ($(i + 1) == "us") t[key "|" $1] += $i}
+     /^torch / {for (i = 1; i < NF; i++) if ($(i + 1) == "us") cu[key] += $i}
+     END {for (k in t) {split(k, p, "|"); if (!(p[1] in best) || t[k] < t[best[p[1]]]) best[p[1]] = k}
+          for (m in best) {split(best[m], p, "|"); d = t[m "|4x4x16x16/256"]
+            printf "fastest for %s: %s, %.1f us of products (the default %.1f%s)\n", m, p[2], t[best[m]], d,
+                   (m in cu) ? sprintf(", cuBLAS %.1f", cu[m]) : ""}}' "$out"
