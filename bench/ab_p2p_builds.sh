@@ -8,6 +8,7 @@
 # (for our binaries only: Open MPI's mpirun must not see them). Prints a
 # table of medians per build and vader, and each build/vader.
 #   DEPS=.devp/deps ROUNDS=4 bench/ab_p2p_builds.sh .devp/old .devp/new
+# VADER_BIND: mpirun's --bind-to (core; none where the ranks outnumber the cores)
 set -uo pipefail
 [ $# -ge 1 ] || { echo "usage: $0 BUILD..." >&2; exit 2; }
 src=$(cd "$(dirname "$0")/.." && pwd)
@@ -27,7 +28,7 @@ for r in $(seq 1 "${ROUNDS:-4}"); do
       rlx timeout 120 "$b/bin/rlxrun" -n 2 --no-tag-output "$b/bin/osu_p2p_rlx" $mode "$MAXB" "${P2P_MINB:-8}" |
         sed "s|^[a-z]*|p2p $mode $(basename "$b") 2|"
     done
-    timeout 120 "$MPIRUN" --allow-run-as-root --oversubscribe --bind-to core --mca pml ob1 \
+    timeout 120 "$MPIRUN" --allow-run-as-root --oversubscribe --bind-to "${VADER_BIND:-core}" --mca pml ob1 \
       --mca btl vader,self -n 2 "$out/p2p_mpi" $mode "$MAXB" "${P2P_MINB:-8}" | sed "s|^[A-Za-z_]*|p2p $mode vader 2|"
   done
   for coll in ${COLLS-alltoallv}; do
@@ -36,7 +37,7 @@ for r in $(seq 1 "${ROUNDS:-4}"); do
         rlx timeout 120 "$b/bin/rlxrun" -n $n --no-tag-output "$b/bin/osu_coll_rlx" $coll "$MAXB" \
           "${MINB:-8}" | sed "s|^[a-z_]*|$coll x $(basename "$b") $n|"
       done
-      timeout 120 "$MPIRUN" --allow-run-as-root --oversubscribe --bind-to core --mca pml ob1 \
+      timeout 120 "$MPIRUN" --allow-run-as-root --oversubscribe --bind-to "${VADER_BIND:-core}" --mca pml ob1 \
         --mca btl vader,self -n $n "$out/coll_mpi" $coll "$MAXB" "${MINB:-8}" |
         sed "s|^[A-Za-z_]*|$coll x vader $n|"
     done

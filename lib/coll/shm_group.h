@@ -71,8 +71,12 @@ _Static_assert(sizeof(struct rlx__shmg_cell) == 128, "a cell is a pair of cache 
  * instead of a data slot's (every rank at step - 1): a small call's root
  * or senders run as many calls ahead there too (2 ranks, 64-128 B
  * scatter blocks: the root one step ahead of its reader was 0.42-0.44 us
- * a call against 0.30 inline). */
-#define RLX__SHMG_SPILL 512
+ * a call against 0.30 inline). 2048, not 512: a slot waits for every
+ * rank, and with more ranks than cores that is their scheduling, ~10 us
+ * a call (4 ranks on 2 cores: a scatterv of 256 B blocks 12.3 us in the
+ * slot, 1.0 in the spill area, vader 2.2; 2 ranks: 512 B - 4 KiB calls
+ * the same or faster; bench/results/spill-2k-2core-2026-12-05.txt). */
+#define RLX__SHMG_SPILL 2048
 #define RLX__SHMG_LINE (RLX__SHMG_CELLS * (128 + RLX__SHMG_SPILL) + 256) /* a rank's cells, \
                                                                           * spills, counters */
 /* The most ranks a layout holds ahead of growth: 64 x two 256 KiB slots
