@@ -9,7 +9,7 @@
  *   gemm_shapes [--hidden 1024,1024] [--batch 1024] [--reps 50]
  *               [--shapes "4x4x16x16 8x4x16x16/128 ..."]
  * (a shape RMxRNxWYxCHUNK, then /FILL: k split while a product has fewer
- * work-groups than FILL, opencl.c's RLX_GEMM_FILL, 256 unless given)
+ * work-groups than FILL, 256 unless given, as in RLX_GEMM_SHAPE)
  * Prints one line per shape and product: us a product and TFLOP/s. */
 
 #include <CL/cl.h>
@@ -23,7 +23,7 @@
 #include "compute/kernels_cl.h"
 #include "mlp_sizes.h"
 
-#define FILL 256 /* opencl.c's RLX_GEMM_FILL */
+#define FILL 256 /* gemm_shape.c's default FILL; the k split below it as opencl.c decides it */
 
 struct product {
   char name[48];
