@@ -20,10 +20,11 @@
 #include <string.h>
 #include <time.h>
 
+#include "compute/gemm_shape.h"
 #include "compute/kernels_cl.h"
 #include "mlp_sizes.h"
 
-#define FILL 256 /* gemm_shape.c's default FILL; the k split below it as opencl.c decides it */
+#define FILL 256 /* gemm_shape.c's default FILL; the k split as opencl.c's (rlx__gemm_shape_split) */
 
 struct product {
   char name[48];
@@ -160,16 +161,13 @@ int main(int argc, char **argv) {
     CHECK(e);
     cl_kernel ks = clCreateKernel(prog, "sum_parts", &e);
     CHECK(e);
-    cl_uint tm = (cl_uint)(wy * rm), tn = (cl_uint)(16 * rn), zero = 0;
+    struct rlx__gemm_shape gs = {rm, rn, wy, chunk, fill};
+    cl_uint zero = 0;
     cl_int off = 0;
     for (int i = 0; i < np; i++) {
       const struct product *t = &p[i];
-      cl_uint splits = 1, mn = t->m * t->n;
-      size_t ntiles = (size_t)((t->n + tn - 1) / tn) * ((t->m + tm - 1) / tm);
-      while (ntiles * splits < (size_t)fill && splits < 8 && t->k / (2 * splits) >= 64)
-        splits *= 2;
-      cl_uint per = (t->k + splits - 1) / splits;
-      per = (per + chunk - 1) / chunk * chunk;
+      cl_uint mn = t->m * t->n, tm, tn, splits, per;
+      rlx__gemm_shape_split(&gs, t->m, t->n, t->k, &tm, &tn, &splits, &per);
       cl_mem args_mem[] = {a, b, c, part, bias};
       CHECK(clSetKernelArg(kt, 0, sizeof(cl_mem), &args_mem[0]));
       CHECK(clSetKernelArg(kt, 1, sizeof zero, &zero));

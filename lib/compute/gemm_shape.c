@@ -49,3 +49,15 @@ int rlx__gemm_shape_wanted(const char *device_name, struct rlx__gemm_shape *s, c
 void rlx__gemm_shape_options(const struct rlx__gemm_shape *s, char *buf, size_t len) {
   snprintf(buf, len, "-DRM=%d -DRN=%d -DWY=%d -DCHUNK=%d", s->rm, s->rn, s->wy, s->chunk);
 }
+
+void rlx__gemm_shape_split(const struct rlx__gemm_shape *s, unsigned m, unsigned n, unsigned k,
+                           unsigned *tm, unsigned *tn, unsigned *splits, unsigned *per) {
+  *tm = (unsigned)(s->wy * s->rm);
+  *tn = (unsigned)(16 * s->rn);
+  size_t ntiles = (size_t)((n + *tn - 1) / *tn) * ((m + *tm - 1) / *tm);
+  *splits = 1;
+  while (ntiles * *splits < (size_t)s->fill && *splits < 8 && k / (2 * *splits) >= 64)
+    *splits *= 2;
+  unsigned c = (unsigned)s->chunk;
+  *per = ((k + *splits - 1) / *splits + c - 1) / c * c;
+}

@@ -16,6 +16,12 @@ struct rlx__gemm_shape {
  * -1 with the reason in why for a value the kernel cannot take. */
 int rlx__gemm_shape_wanted(const char *device_name, struct rlx__gemm_shape *s, char *why,
                            size_t whylen);
+/* A product's launch (m x n outputs, k deep): its tiles' rows and
+ * columns, and k split in 2, 4 or 8 while it has fewer work-groups than
+ * the shape's FILL (each split at least 64 deep), per (a multiple of
+ * CHUNK) deep each. */
+void rlx__gemm_shape_split(const struct rlx__gemm_shape *s, unsigned m, unsigned n, unsigned k,
+                           unsigned *tm, unsigned *tn, unsigned *splits, unsigned *per);
 /* The kernel's build options for the shape (-DRM=... -DCHUNK=...). */
 void rlx__gemm_shape_options(const struct rlx__gemm_shape *s, char *buf, size_t len);
 

@@ -407,12 +407,8 @@ struct tiles {
 
 static int gemm_tiles(struct ocl *o, const char *what, int layer, const struct tiles *t) {
   const struct rlx__gemm_shape *gs = &o->gs;
-  cl_uint splits = 1, mn = t->m * t->n, tm = (cl_uint)(gs->wy * gs->rm), tn = (cl_uint)(16 * gs->rn);
-  size_t ntiles = (size_t)((t->n + tn - 1) / tn) * ((t->m + tm - 1) / tm);
-  while (ntiles * splits < (size_t)gs->fill && splits < 8 && t->k / (2 * splits) >= 64)
-    splits *= 2;
-  cl_uint per = (t->k + splits - 1) / splits, chunk = (cl_uint)gs->chunk;
-  per = (per + chunk - 1) / chunk * chunk;
+  cl_uint mn = t->m * t->n, tm, tn, splits, per;
+  rlx__gemm_shape_split(gs, t->m, t->n, t->k, &tm, &tn, &splits, &per);
   int bad = 0;
   size_t need = splits > 1 ? sizeof(float) * splits * mn : 0;
   if (need > o->part_bytes) {
