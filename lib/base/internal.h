@@ -15,6 +15,10 @@
 
 #define RLX__ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 
+/* memset(p, 0, n), out of line (clear.c says why): for clears of a few
+ * hundred bytes on a call's path. */
+void rlx__clear(void *p, size_t n);
+
 /* ---- errors (error.c) ---------------------------------------------------- */
 
 /* Set this thread's error detail and return err, so call sites can write

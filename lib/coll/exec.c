@@ -256,7 +256,12 @@ static void ready(struct rlx__op *op) {
   op->active.next = op->active.prev = NULL;
   op->settle = NULL;
   memset(op->heard, 0, sizeof(op->heard));
-  atomic_store(&op->done, 0);
+  /* relaxed: the op reaches the progress thread under the loop lock, or
+   * never (a blocking call in a shared segment); a sequentially
+   * consistent store is a locked instruction, which waits for every store
+   * before it: the last call's arrival in the segment, whose line the
+   * other ranks were reading (a cross-core round trip, every call) */
+  atomic_store_explicit(&op->done, 0, memory_order_relaxed);
 }
 
 void rlx__exec_start(struct rlx__op *op) {

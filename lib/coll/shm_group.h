@@ -170,6 +170,9 @@ struct rlx__shm_group {
   uint64_t owed_last; /* the first step of the last call owed */
   uint64_t owed_next; /* no call owed began before this step (settle walks on from it) */
   uint64_t min_seen; /* every other rank has arrived at least here */
+  /* bytes of this step's data in its cell's spill area (0: none), for
+   * rlx__shmg_arrive to ask for as many lines of the next one */
+  size_t spill_used;
   uint64_t lost_seen; /* when this call first saw a member lost (rlx__now_ns), 0: not */
   /* a copy by reference between members failed once (every member saw
    * it in the same step): the segment's alltoallv streams every block */

@@ -63,10 +63,13 @@ void rlx__shms_move(struct rlx__shm_group *g, int r, uint64_t s, uint64_t k, siz
       room = g->slot - in;
     }
     size_t n = len < room ? len : room;
-    if (out)
+    if (out) {
       memcpy(buf, at, n);
-    else
+    } else {
       memcpy(at, buf, n);
+      if (k == 0 && off >= INL && off < CELL && off - INL + n > g->spill_used)
+        g->spill_used = off - INL + n;
+    }
     buf = (char *)buf + n;
     off += n;
     len -= n;

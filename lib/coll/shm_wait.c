@@ -62,6 +62,8 @@ int rlx__shmg_post(struct rlx__shm_group *g, struct rlx__op *op, uint64_t step, 
   if (rc != RLX_OK)
     return rc;
   memcpy(rlx__shmg_data(g, g->me, step, bytes), src, len);
+  if (bytes > RLX__SHMG_INLINE && bytes <= RLX__SHMG_SPILL)
+    g->spill_used = len;
   rlx__shmg_arrive(g, step);
   return RLX_OK;
 }
@@ -74,10 +76,39 @@ static void publish_first(struct rlx__shm_group *g) {
   g->first_due = 0;
 }
 
+/* Ask for the line at p with the right to write it, without waiting for
+ * it (a no-op where the CPU has no such prefetch). */
+static inline void prefetch_for_write(const void *p) {
+#if defined(__x86_64__) || defined(__i386__)
+  __asm__ volatile("prefetchw %0" ::"m"(*(const char *)p));
+#else
+  __builtin_prefetch(p, 1, 3);
+#endif
+}
+
 void rlx__shmg_arrive(struct rlx__shm_group *g, uint64_t step) {
   if (g->first_due)
     publish_first(g);
   rlx__shmg_publish(g, &rlx__shmg_cell(g, g->me, step)->arrive, step);
+  /* This rank's next cell, asked for now: the others read it
+   * RLX__SHMG_CELLS steps ago, so writing it takes it back from their
+   * caches, and a store that waits for a line holds every later store
+   * behind it (x86's order): the next call's first few hundred stores,
+   * to its own stack, stalled until the line came, a cross-core round
+   * trip every call. Asked for here, the line travels while this call
+   * ends and the next begins. (GCC's __builtin_prefetch for writing is
+   * a prefetch for reading on x86 unless built for a CPU with PREFETCHW,
+   * which every x86-64 CPU of the last decade has; older ones take the
+   * instruction as a no-op.) */
+  const char *next = (const char *)rlx__shmg_cell(g, g->me, step + 1);
+  prefetch_for_write(next);
+  prefetch_for_write(next + 64);
+  /* and as much of the next spill area as this step's data took there
+   * (a loop's next call is mostly of the same size) */
+  const unsigned char *spill = g->line[g->me].spill[(step + 1) & (RLX__SHMG_CELLS - 1)];
+  for (size_t at = 0; at < g->spill_used; at += 64)
+    prefetch_for_write(spill + at);
+  g->spill_used = 0;
 }
 
 void rlx__shmg_reduced(struct rlx__shm_group *g, uint64_t step) {
@@ -344,12 +375,18 @@ static int fail_everywhere(struct rlx__shm_group *g, struct rlx__op *op, int err
  * segment (that call's failure, which the others learn as the revocation
  * of a call they completed) and this one, revoked, naming both calls. */
 static int settle(struct rlx__shm_group *g, struct rlx__op *op, uint64_t upto) {
-  int rc;
+  int rc, from = 0;
+  /* One look, at the last owed call, for every owed call, and only when
+   * a call must be settled now (upto) or the caller waits anyway (upto 0,
+   * wait_for's): that line is the one the other rank has just written, and
+   * a look every call (a loop of small broadcasts or scatters from one
+   * root) cost the root a miss on it every call; this way one in about
+   * RLX__SHMG_CELLS. */
+  if ((upto == 0 || upto > g->min_seen) && g->owed_last > g->min_seen &&
+      reached(g, ARRIVE, -1, g->owed_last, &from))
+    g->min_seen = g->owed_last;
   if (upto > g->min_seen && (rc = wait_for(g, op, ARRIVE, -1, upto, 0)) != 0)
     return rc; /* (its looks may have settled some already) */
-  int from = 0;
-  if (g->owed_last > g->min_seen && reached(g, ARRIVE, -1, g->owed_last, &from))
-    g->min_seen = g->owed_last; /* (one look for every owed call) */
   /* The owed calls every rank has arrived at, oldest first: a walk over
    * the steps since the last settle (each step walked once), not over
    * every cell at every call. The first one not every rank has reached
@@ -359,12 +396,8 @@ static int settle(struct rlx__shm_group *g, struct rlx__op *op, uint64_t upto) {
     struct rlx__shmg_owed *o = &g->owed[g->owed_next & (RLX__SHMG_CELLS - 1)];
     if (o->first != g->owed_next)
       continue; /* (no call owed began at this step) */
-    if (o->first > g->min_seen) {
-      from = 0;
-      if (!reached(g, ARRIVE, -1, o->first, &from))
-        break;
-      g->min_seen = o->first;
-    }
+    if (o->first > g->min_seen)
+      break; /* (not seen settled: later) */
     uint64_t first = o->first;
     o->first = 0;
     g->owing--;

@@ -358,7 +358,7 @@ int rlx__call_launch(rlx_comm_t *c, struct rlx_request *rq, rlx_request_t **req)
 void rlx__call_fill(struct rlx_request *rq, int kind, const char *call, rlx_dtype_t dt, rlx_op_t op,
                  size_t count, size_t es, int root, const void *src, void *dst) {
   /* not the op's message and lanes (coll.h: exec clears what it uses) */
-  memset(&rq->op, 0, offsetof(struct rlx__op, msg));
+  rlx__clear(&rq->op, offsetof(struct rlx__op, msg));
   rq->is_msg = 0;
   memset((char *)rq + offsetof(struct rlx_request, comm), 0,
          sizeof(*rq) - offsetof(struct rlx_request, comm));
