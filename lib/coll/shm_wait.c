@@ -17,6 +17,7 @@
 #include <unistd.h>
 #include "engine/engine.h"
 #include "base/internal.h"
+#include "base/prefetch.h"
 #include "transport/p2p.h"
 #include "observe/observe.h"
 #include "coll.h"
@@ -76,38 +77,23 @@ static void publish_first(struct rlx__shm_group *g) {
   g->first_due = 0;
 }
 
-/* Ask for the line at p with the right to write it, without waiting for
- * it (a no-op where the CPU has no such prefetch). */
-static inline void prefetch_for_write(const void *p) {
-#if defined(__x86_64__) || defined(__i386__)
-  __asm__ volatile("prefetchw %0" ::"m"(*(const char *)p));
-#else
-  __builtin_prefetch(p, 1, 3);
-#endif
-}
-
 void rlx__shmg_arrive(struct rlx__shm_group *g, uint64_t step) {
   if (g->first_due)
     publish_first(g);
   rlx__shmg_publish(g, &rlx__shmg_cell(g, g->me, step)->arrive, step);
-  /* This rank's next cell, asked for now: the others read it
-   * RLX__SHMG_CELLS steps ago, so writing it takes it back from their
-   * caches, and a store that waits for a line holds every later store
-   * behind it (x86's order): the next call's first few hundred stores,
-   * to its own stack, stalled until the line came, a cross-core round
-   * trip every call. Asked for here, the line travels while this call
-   * ends and the next begins. (GCC's __builtin_prefetch for writing is
-   * a prefetch for reading on x86 unless built for a CPU with PREFETCHW,
-   * which every x86-64 CPU of the last decade has; older ones take the
-   * instruction as a no-op.) */
+  /* This rank's next cell, asked for now (base/prefetch.h): the others
+   * read it RLX__SHMG_CELLS steps ago, and the next call's stores, to its
+   * own stack, stalled behind the first store to it every call. Asked
+   * for here, the line travels while this call ends and the next begins
+   * (2 ranks, 8-byte gathers: 0.20 -> 0.10 us a call). */
   const char *next = (const char *)rlx__shmg_cell(g, g->me, step + 1);
-  prefetch_for_write(next);
-  prefetch_for_write(next + 64);
+  rlx__prefetch_write(next);
+  rlx__prefetch_write(next + 64);
   /* and as much of the next spill area as this step's data took there
    * (a loop's next call is mostly of the same size) */
   const unsigned char *spill = g->line[g->me].spill[(step + 1) & (RLX__SHMG_CELLS - 1)];
   for (size_t at = 0; at < g->spill_used; at += 64)
-    prefetch_for_write(spill + at);
+    rlx__prefetch_write(spill + at);
   g->spill_used = 0;
 }
 
