@@ -49,12 +49,6 @@ static void complete(struct rlx__op *op) {
     rlx__engine_notify(e);
 }
 
-/* Whether a transfer left at a call's end is a send by reference whose
- * receiver has not yet said it read it (or will not). */
-static int unacked(const struct rlx__xfer *x) {
-  return x->is_send && x->ref == RLX__REF_WAIT_ACK;
-}
-
 /* Receivers that never acknowledged: dropped (their connection closed:
  * none can read the buffer once the call is done); the call is done. */
 static void drop_unacked(struct rlx__op *op) {
@@ -103,7 +97,7 @@ void rlx__exec_finish(struct rlx__op *op, int status) {
     for (int i = 0; i < RLX__ROUND_MAX; i++) {
       if (!ln->active[i])
         continue;
-      if (unacked(&ln->xf[i]) && op->p2p->loop != NULL) {
+      if (rlx__p2p_ref_unacked(&ln->xf[i]) && op->p2p->loop != NULL) {
         op->draining++;
         continue;
       }

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "base/tuning.h"
 #include "runtime/calls.h"
 
 /* A message's frame is one frame: at most this many bytes. */
@@ -168,6 +169,28 @@ static void describe(const struct rlx__msg_req *m, char *buf, size_t len) {
            rlx_dtype_name(m->dt), m->recv ? "from" : "to", peer, tag, m->comm->rank);
 }
 
+/* A send by reference whose receiver has not said it read the buffer
+ * (stopped, or its progress late) when the call must end: cancelled, it
+ * would close the connection to a rank that is alive (the buffer is the
+ * caller's again once the call returns, and the receiver may be reading
+ * it now). It waits for that word instead, at most RLX__DRAIN_MS, as a
+ * collective's does (exec.c); then it is cancelled as before. 1 when it
+ * came (the send is done: the receiver has the message). */
+static int drain_ref_send(struct rlx__msg_req *m) {
+  struct rlx__runtime *rt = &rlx__rt;
+  rlx__engine_lock(&rt->engine);
+  int wait = !atomic_load(&m->done) && !m->recv && rlx__p2p_ref_unacked(&m->x);
+  rlx__engine_unlock(&rt->engine);
+  if (!wait)
+    return atomic_load(&m->done);
+  char call[200];
+  describe(m, call, sizeof call);
+  rlx__debug("%s: its time is up with the receiver's word on its send by reference still to "
+             "come: waiting up to %d ms for it", call, RLX__DRAIN_MS);
+  return rlx__engine_wait(&rt->engine, &m->done, &m->progress,
+                          rlx__now_ns() + (uint64_t)RLX__DRAIN_MS * 1000000u) == 0;
+}
+
 static int msg_finish(struct rlx__msg_req *m, rlx_status_t *st) {
   struct rlx__runtime *rt = &rlx__rt;
   struct rlx__xfer *x = &m->x;
@@ -177,7 +200,8 @@ static int msg_finish(struct rlx__msg_req *m, rlx_status_t *st) {
   if (st != NULL)
     memset(st, 0, sizeof(*st));
   if (!atomic_load(&m->done) &&
-      (w = rlx__engine_wait(&rt->engine, &m->done, &m->progress, m->deadline)) != 0) {
+      (w = rlx__engine_wait(&rt->engine, &m->done, &m->progress, m->deadline)) != 0 &&
+      !drain_ref_send(m)) {
     rlx__engine_lock(&rt->engine);
     int done = atomic_load(&m->done);
     if (!done) {
@@ -264,6 +288,7 @@ void rlx__msg_abandon(rlx_request_t *r) {
   struct rlx__msg_req *m = (struct rlx__msg_req *)r;
   if (m == &sent_at_once)
     return;
+  drain_ref_send(m);
   rlx__engine_lock(&rt->engine);
   if (!atomic_load(&m->done)) {
     if (m->recv)

@@ -8,6 +8,7 @@
  * from memory to memory and never crosses a wire. */
 #include <assert.h>
 #include <errno.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -111,6 +112,28 @@ int rlx__p2p_peer_pid(struct rlx__p2p *p, int peer) {
   struct rlx__p2p_conn *c = peer >= 0 && peer < p->size ? p->peers[peer].conn : NULL;
   int pid = c != NULL ? peer_pid(c) : -1;
   return pid > 0 ? pid : 0;
+}
+
+/* After a read by reference from c's peer: did the peer give that send
+ * up meanwhile? A sender whose receiver stayed silent past RLX__DRAIN_MS
+ * (messages.c, exec.c) closes the connection (its ring to us, then the
+ * socket) and only then returns the buffer to its program, which may
+ * change it: what was read may be torn. The read (a syscall) ends before
+ * these looks, so a connection still open here was open when the read
+ * ended, before the buffer could change. A Unix socket's peer that
+ * closed shows as POLLRDHUP at once, frames still queued or not. */
+#define GAVE_UP "its send by reference was given up while this rank read it (this rank was " \
+                "silent past its time): the copy is discarded"
+static int gave_up(struct rlx__p2p_conn *c) {
+  if (c == NULL)
+    return 0;
+  if (c->shm != NULL && rlx__shm_ring_is_closed(&c->shm->in))
+    return 1;
+  uv_os_fd_t fd;
+  if (uv_fileno((const uv_handle_t *)&c->h, &fd) != 0)
+    return 0;
+  struct pollfd pf = {fd, POLLRDHUP, 0};
+  return poll(&pf, 1, 0) > 0 && (pf.revents & (POLLRDHUP | POLLHUP)) != 0;
 }
 
 static void bad_descriptor(struct rlx__p2p_conn *c, const struct rlx__frame_hdr *h,
@@ -324,6 +347,10 @@ int rlx__cma_take_held(struct rlx__p2p *p, struct rlx__umsg *m, struct rlx__xfer
     return RLX__HELD_SPLIT;
   }
   int rc = rlx__cma_read(m->ref_pid, m->ref_addr, x->buf, m->hdr.payload_len);
+  if (rc == 0 && gave_up(c)) { /* (m and x are off their lists: the caller ends x) */
+    rlx__peer_fail(p, m->from, RLX_ERR_PEER_LOST, GAVE_UP);
+    return RLX_ERR_PEER_LOST;
+  }
   if (rc != 0) {
     rlx__debug("copy by reference from rank %d failed (%s); using the socket", m->from,
                strerror(-rc));
@@ -342,6 +369,7 @@ int rlx__cma_take_held(struct rlx__p2p *p, struct rlx__umsg *m, struct rlx__xfer
 static void hold_expired(uv_timer_t *t) {
   struct rlx__p2p *p = t->data;
   uint64_t now = uv_now(p->loop), next = 0;
+  int gone = -1;
   struct rlx__list *l = p->msg_unexpected.next;
   while (l != &p->msg_unexpected) {
     struct rlx__umsg *m = rlx__container_of(l, struct rlx__umsg, link);
@@ -360,6 +388,11 @@ static void hold_expired(uv_timer_t *t) {
       break;
     }
     int rc = rlx__cma_read(m->ref_pid, m->ref_addr, d->data, m->hdr.payload_len);
+    if (rc == 0 && gave_up(c)) { /* (failed after the walk: it takes held messages off) */
+      rlx__umsg_put(p, d);
+      gone = m->from;
+      break;
+    }
     if (rc != 0) {
       rlx__debug("copy by reference from rank %d failed (%s); using the socket", m->from,
                  strerror(-rc));
@@ -378,6 +411,8 @@ static void hold_expired(uv_timer_t *t) {
     send_ack(c, &m->hdr, 0);
     rlx__umsg_put(p, m);
   }
+  if (gone >= 0)
+    rlx__peer_fail(p, gone, RLX_ERR_PEER_LOST, GAVE_UP);
   if (next > 0)
     hold_timer(p, next);
 }
@@ -426,6 +461,11 @@ void rlx__cma_desc_done(struct rlx__p2p_conn *c) {
     m->hdr.flags = 0;
   }
   int rc = rlx__cma_read(pid, addr, x ? x->buf : m->data, h->payload_len);
+  if (rc == 0 && gave_up(c)) { /* (x, still posted, fails with the peer) */
+    rlx__umsg_put(p, m);
+    rlx__peer_fail(p, c->peer, RLX_ERR_PEER_LOST, GAVE_UP);
+    return;
+  }
   if (rc != 0) {
     /* Not allowed here: the sender resends the payload on the stream, and
      * the receive stays posted for it. */

@@ -169,6 +169,14 @@ void rlx__p2p_dial(struct rlx__p2p *p, int peer);
 /* Withdraw a pending transfer (on timeout or failure); cb is not called.
  * A send already being written closes its connection. */
 void rlx__p2p_cancel(struct rlx__p2p *p, struct rlx__xfer *x);
+/* A send by reference whose receiver has not yet said it read the buffer
+ * (or will not): cancelling it closes the connection, since the receiver
+ * may be reading it now. Its owner waits for the word instead where it
+ * can (RLX__DRAIN_MS: exec.c for collectives, messages.c for messages).
+ * Under the loop lock. */
+static inline int rlx__p2p_ref_unacked(const struct rlx__xfer *x) {
+  return x->is_send && x->ref == RLX__REF_WAIT_ACK;
+}
 /* Whether large payloads to same-host peers go by reference: RLX_CMA on,
  * and no transport forced that cannot (RLX_TRANSPORT=tcp never does).
  * Fixed once the job started and the same on every rank (RLX_CMA and

@@ -48,6 +48,20 @@ for hold in 1 600000; do
   grep -q "p2p_check: rank 0: PASS" "$TMP/out" || { cat "$TMP/out"; fail "kill, big message held $hold ms"; }
   echo "kill, big message held $hold ms: $(grep -o 'received after it died: .*' "$TMP/out")"
 done
+# A send by reference whose receiver is stopped past the send's time (0.2
+# s): it waits up to 2 s more for the receiver's word instead of dropping
+# a live rank, and succeeds once the receiver, resumed after 0.6 s, took
+# it; a receiver stopped 4 s is given up (the send times out after 2.2 s)
+# and, resumed, must not take the buffer the sender's program has back.
+for t in shm unix; do
+  RLX_CMA=on RLX_TRANSPORT=$t timeout 60 "$RLXRUN" -n 2 --timeout 50 "$P2P" stopref >"$TMP/out" 2>&1
+  [ "$(grep -c 'p2p_check: rank [01]: PASS' "$TMP/out")" -eq 2 ] || { cat "$TMP/out"; fail "stopref over $t"; }
+  echo "send by reference, receiver stopped 0.6 s, over $t: $(grep -o 'limit: .*' "$TMP/out")"
+  RLX_CMA=on RLX_TRANSPORT=$t timeout 60 "$RLXRUN" -n 2 --timeout 50 "$P2P" stopref long >"$TMP/out" 2>&1
+  [ "$(grep -c 'p2p_check: rank [01]: PASS' "$TMP/out")" -eq 2 ] ||
+    { cat "$TMP/out"; fail "stopref long over $t"; }
+  echo "... stopped 4 s: $(grep -o 'limit: [a-z ]* after [0-9.]* s' "$TMP/out"); the receive: $(grep -o 'stop: peer lost' "$TMP/out")"
+done
 # The rings' size by how many ranks the host runs: 1 MiB each way up to
 # 16, 256 KiB beyond (lib/base/tuning.h). (17 ranks: not where the
 # sanitizer phases leave out the many-rank runs, P2P_NS_SMALL=)

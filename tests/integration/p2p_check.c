@@ -10,7 +10,19 @@
  *   p2p_check frame corrupt|lost  (2 ranks; RLX_FAULT_FRAME spoils rank
  *                          0's first message: rank 1's receive fails so,
  *                          no wrong data; after a corrupt one the next
- *                          message arrives whole) */
+ *                          message arrives whole)
+ *   p2p_check stopref     (2 ranks, copies by reference on: rank 0 sends
+ *                          4 MiB with a 0.2 s limit while rank 1 is
+ *                          stopped for 0.6 s; the send by reference may
+ *                          not end before rank 1 says it read the buffer,
+ *                          and must not drop rank 1, which is alive: it
+ *                          succeeds once rank 1, resumed, took it, rank 1
+ *                          receives it whole, and a round trip after it
+ *                          works)
+ *   p2p_check stopref long (the same, rank 1 stopped for 4 s: the send
+ *                          fails with RLX_ERR_TIMEOUT once the 2 s it waits
+ *                          for the word are over too, and rank 1, resumed,
+ *                          finds rank 0 gone from it) */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -480,6 +492,73 @@ static int pushdie_mode(void) {
   return failures != 0;
 }
 
+/* stopref: see the top. */
+static int stopref_mode(int long_stop) {
+  size_t n = 1u << 20;
+  float *v = malloc(n * sizeof(float));
+  int ping = 0;
+  for (size_t i = 0; i < n; i++)
+    v[i] = me == 0 ? (float)(i % 977) : -1.0f;
+  CHECK(rlx_barrier(rlx_comm_world()) == RLX_OK, "barrier");
+  double t0 = now();
+  if (me == 1) {
+    pid_t self = getpid();
+    if (fork() == 0) { /* (resumes rank 1 after 0.6 s, or 4) */
+      struct timespec ts = {long_stop ? 4 : 0, long_stop ? 0 : 600 * 1000 * 1000};
+      nanosleep(&ts, NULL);
+      kill(self, SIGCONT);
+      _exit(0);
+    }
+    raise(SIGSTOP);
+    int rc = rlx_recv(v, n, RLX_FLOAT32, 0, 7, rlx_comm_world(), NULL);
+    if (long_stop) {
+      printf("p2p_check: rank 1: the receive after a 4 s stop: %s: %s\n", rlx_strerror(rc),
+             rlx_errmsg());
+      CHECK(rc == RLX_ERR_PEER_LOST, "the receive after a long stop: %s", rlx_strerror(rc));
+      printf("p2p_check: rank 1: %s\n", failures ? "FAIL" : "PASS");
+      fflush(stdout);
+      return failures != 0; /* (no finalize: the job is broken for rank 1) */
+    }
+    CHECK(rc == RLX_OK, "the receive after the stop: %s", rlx_strerror(rc));
+    for (size_t i = 0; rc == RLX_OK && i < n; i++)
+      if (v[i] != (float)(i % 977)) {
+        CHECK(0, "wrong data at %zu: %g", i, v[i]);
+        break;
+      }
+    rc = rlx_recv(&ping, 1, RLX_INT32, 0, 8, rlx_comm_world(), NULL);
+    CHECK(rc == RLX_OK && ping == 42, "the round trip's message: %s", rlx_strerror(rc));
+    CHECK(rlx_send(&ping, 1, RLX_INT32, 0, 9, rlx_comm_world()) == RLX_OK, "the round trip's reply");
+  } else if (me == 0) {
+    CHECK(rlx_comm_set_timeout(rlx_comm_world(), 0.2) == RLX_OK, "rlx_comm_set_timeout");
+    int rc = rlx_send(v, n, RLX_FLOAT32, 1, 7, rlx_comm_world());
+    double took = now() - t0;
+    printf("p2p_check: rank 0: 4 MiB by reference to a rank stopped for %s s, 0.2 s limit: %s "
+           "after %.2f s%s%s\n", long_stop ? "4" : "0.6", rlx_strerror(rc), took, rc ? ": " : "",
+           rc ? rlx_errmsg() : "");
+    if (long_stop) {
+      CHECK(rc == RLX_ERR_TIMEOUT && took >= 2.1 && took < bound(3.5), "the send: %s after %.2f s",
+            rlx_strerror(rc), took);
+      printf("p2p_check: rank 0: %s\n", failures ? "FAIL" : "PASS");
+      fflush(stdout);
+      usleep(4500000); /* (until rank 1 has resumed and found us gone from it) */
+      return failures != 0;
+    }
+    CHECK(rc == RLX_OK && took >= 0.5 && took < bound(3), "the send: %s after %.2f s",
+          rlx_strerror(rc), took);
+    CHECK(rlx_comm_set_timeout(rlx_comm_world(), 10) == RLX_OK, "rlx_comm_set_timeout");
+    ping = 42;
+    rc = rlx_send(&ping, 1, RLX_INT32, 1, 8, rlx_comm_world());
+    CHECK(rc == RLX_OK, "the round trip's message: %s", rlx_strerror(rc));
+    rc = rlx_recv(&ping, 1, RLX_INT32, 1, 9, rlx_comm_world(), NULL);
+    CHECK(rc == RLX_OK && ping == 42, "the round trip's reply: %s", rlx_strerror(rc));
+  }
+  printf("p2p_check: rank %d: %s\n", me, failures ? "FAIL" : "PASS");
+  fflush(stdout);
+  free(v);
+  rlx_finalize();
+  return failures != 0;
+}
+
 /* Rank 0's second frame (after a round trip that makes the connection:
  * the fault hook spares a frame that waits for one) is a message of 1 Mi
  * doubles, spoilt by RLX_FAULT_FRAME=...:2; then a small one. Rank 1 must see want, never wrong
@@ -548,6 +627,8 @@ int main(int argc, char **argv) {
     return pushdie_mode();
   if (argc > 2 && strcmp(argv[1], "frame") == 0)
     return frame_mode(argv[2]);
+  if (argc > 1 && strcmp(argv[1], "stopref") == 0)
+    return stopref_mode(argc > 2 && strcmp(argv[2], "long") == 0);
   if (argc > 2 && strcmp(argv[1], "--big") == 0)
     big = (size_t)strtoul(argv[2], NULL, 10);
   /* (a barrier between the parts: a receive from any source with any tag
