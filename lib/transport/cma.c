@@ -238,6 +238,11 @@ static void split_done(struct rlx__p2p_conn *c, const struct rlx__frame_hdr *h) 
       rc = rlx__cma_read((int)rlx__get64(x->cma_desc + 8), rlx__get64(x->cma_desc) + at,
                          (char *)x->buf + at, x->got.payload_len - at);
   }
+  if (rc == 0 && gave_up(c)) { /* (our half read while it gave up: x, off its lists, fails) */
+    rlx__peer_fail(p, c->peer, RLX_ERR_PEER_LOST, GAVE_UP);
+    rlx__xfer_finish(x, RLX_ERR_PEER_LOST);
+    return;
+  }
   if (rc == 0) {
     p->cma_copies++;
     p->cma_splits += (h->flags & RLX__FF_NACK) == 0;
