@@ -122,11 +122,12 @@ static int check_blocks(const char *call, const char *what, const size_t *counts
   if (counts == NULL || displs == NULL)
     return rlx__err(RLX_ERR_ARG, "%s: %s%s is NULL", call, what,
                     counts == NULL ? "counts" : "displs");
+  size_t most = (SIZE_MAX / 2) / es / 4096, block_max = (size_t)RLX__UNEVEN_BLOCK_MAX / es;
   for (int i = 0; i < p; i++) {
-    if (counts[i] > (SIZE_MAX / 2) / es / 4096 || displs[i] > (SIZE_MAX / 2) / es / 4096)
+    if (counts[i] > most || displs[i] > most)
       return rlx__err(RLX_ERR_ARG, "%s: %scounts[%d] or %sdispls[%d] is too large", call, what, i,
                       what, i);
-    if (counts[i] > (size_t)RLX__UNEVEN_BLOCK_MAX / es)
+    if (counts[i] > block_max)
       return rlx__err(RLX_ERR_ARG, "%s: %scounts[%d] is over 1 GiB (a block of an uneven call "
                       "is at most that)", call, what, i);
     if (counts[i] > 0 && buf == NULL)
