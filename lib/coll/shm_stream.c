@@ -43,13 +43,8 @@ int rlx__shms_room(struct rlx__shm_group *g, struct rlx__op *op, uint64_t s, uin
                                  : rlx__shmg_wait_room(g, op, s);
 }
 
-void rlx__shms_move(struct rlx__shm_group *g, int r, uint64_t s, uint64_t k, size_t off,
-                    void *buf, size_t len, int out) {
-  if (k == 0 && off + len <= INL) { /* all in the cell: a small call's stream, every piece */
-    unsigned char *at = rlx__shmg_cell(g, r, s)->small + off;
-    memcpy(out ? buf : at, out ? at : buf, len);
-    return;
-  }
+void rlx__shms_move_spans(struct rlx__shm_group *g, int r, uint64_t s, uint64_t k, size_t off,
+                          void *buf, size_t len, int out) {
   size_t lo;
   rlx__shms_span(g, k, &lo);
   off -= lo;
