@@ -353,7 +353,9 @@ int rlx__cma_take_held(struct rlx__p2p *p, struct rlx__umsg *m, struct rlx__xfer
     return RLX__HELD_SPLIT;
   }
   int rc = rlx__cma_read(m->ref_pid, m->ref_addr, x->buf, m->hdr.payload_len);
-  if (rc == 0 && gave_up(c)) { /* (m and x are off their lists: the caller ends x) */
+  if (rc == 0 && gave_up(c)) { /* (m and x are off their lists: the caller, a receive being
+                                 * posted, ends x; a held message never meets a posted receive
+                                 * on arrival, where x would be on its list) */
     rlx__peer_fail(p, m->from, RLX_ERR_PEER_LOST, GAVE_UP);
     return RLX_ERR_PEER_LOST;
   }
