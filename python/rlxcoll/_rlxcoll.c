@@ -24,7 +24,7 @@ static struct {
     {RLX_ERR_PEER_LOST, "PeerLost", "A rank of the call died or became unreachable.", NULL, NULL},
     {RLX_ERR_TIMEOUT, "Timeout", "RLX_TIMEOUT passed (also a TimeoutError).", &PyExc_TimeoutError, NULL},
     {RLX_ERR_MISMATCH, "Mismatch", "Ranks called different collectives.", NULL, NULL},
-    {RLX_ERR_CORRUPT, "Corrupt", "A frame failed its checksum.", NULL, NULL},
+    {RLX_ERR_CORRUPT, "Corrupt", "A frame failed its checksum, or named memory not its sender's.", NULL, NULL},
     {RLX_ERR_REVOKED, "Revoked", "The communicator failed earlier; shrink it.", NULL, NULL},
     {RLX_ERR_DEVICE, "DeviceError", "The compute device failed.", NULL, NULL},
     {RLX_ERR_SYS, "SysError", "A system call failed (also an OSError).", &PyExc_OSError, NULL},
