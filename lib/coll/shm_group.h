@@ -201,11 +201,14 @@ static inline unsigned char *rlx__shmg_slot(struct rlx__shm_group *g, int r, uin
 /* Where rank r's data of step is: inline in its cell when it is that
  * small, in the cell's spill area up to RLX__SHMG_SPILL bytes, else its
  * slot. */
+static inline int rlx__shmg_in_spill(size_t bytes) {
+  return bytes > RLX__SHMG_INLINE && bytes <= RLX__SHMG_SPILL;
+}
 static inline unsigned char *rlx__shmg_data(struct rlx__shm_group *g, int r, uint64_t step,
                                             size_t bytes) {
   if (bytes <= RLX__SHMG_INLINE)
     return rlx__shmg_cell(g, r, step)->small;
-  if (bytes <= RLX__SHMG_SPILL)
+  if (rlx__shmg_in_spill(bytes))
     return g->line[r].spill[step & (RLX__SHMG_CELLS - 1)];
   return rlx__shmg_slot(g, r, step);
 }

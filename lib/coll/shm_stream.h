@@ -23,7 +23,6 @@
 #include <string.h>
 #include "shm_group.h"
 
-struct rlx__shm_group;
 struct rlx__op;
 
 /* a compact header's stream stays below */

@@ -63,7 +63,7 @@ int rlx__shmg_post(struct rlx__shm_group *g, struct rlx__op *op, uint64_t step, 
   if (rc != RLX_OK)
     return rc;
   memcpy(rlx__shmg_data(g, g->me, step, bytes), src, len);
-  if (bytes > RLX__SHMG_INLINE && bytes <= RLX__SHMG_SPILL)
+  if (rlx__shmg_in_spill(bytes))
     g->spill_used = len;
   rlx__shmg_arrive(g, step);
   return RLX_OK;
