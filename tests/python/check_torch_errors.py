@@ -20,9 +20,17 @@ way), never returns with the tensors unreduced:
     Timeout on rank 0 within 1-2.5 s; on a group made with torch's default
     timeout: RLX_TIMEOUT's 3 s; with a 1 s timeout in the call's options
     (BarrierOptions.timeout): 1 s; rank 1's late barrier raises too
+  - a send of 4 MiB (by reference where RLX_CMA allows it) on a group with
+    a 1 s timeout while the receiver is stopped 1.5 s: the send returns
+    once the resumed receiver took it (not at the timeout, which would
+    drop a live rank), which gets it whole; stopped 5 s (the last case: it
+    breaks the job): the send raises Timeout after the timeout and the
+    2 s it waits for a live receiver's word, and the resumed receiver
+    raises PeerLost instead of returning a buffer its sender has back
 Prints "check_torch_errors: rank R: PASS"."""
 import datetime
 import os
+import signal
 import sys
 import time
 
@@ -35,6 +43,11 @@ import rlxcoll.torch  # noqa: F401 (registers "rlx")
 SCALE = max(1.0, float(os.environ.get("RLX_TEST_TIME_SCALE", "1")))
 # (CHECK_MODES: fewer ways of waiting, where another run covers them all)
 MODES = tuple(os.environ.get("CHECK_MODES", "sync,wait,future").split(","))
+# (CHECK_STOPPED=0: no send to a stopped receiver (over TCP, where nothing
+# goes by reference); CHECK_STOP_LONG=1: end with the receiver stopped past
+# its sender's limit)
+STOPPED = os.environ.get("CHECK_STOPPED", "1") == "1"
+STOP_LONG = STOPPED and os.environ.get("CHECK_STOP_LONG") == "1"
 failures = []
 last_error = [""]  # (the message of the last exception expect() caught)
 
@@ -186,6 +199,53 @@ def run_opts(mode, work):
     return work.wait() if mode != "future" else work.get_future().wait()
 
 
+def stop_self(seconds):
+    """Stops this process for seconds (a child resumes it)."""
+    me = os.getpid()
+    if os.fork() == 0:
+        time.sleep(seconds)
+        os.kill(me, signal.SIGCONT)
+        os._exit(0)
+    os.kill(me, signal.SIGSTOP)
+
+
+def stopped_receiver(r, seconds):
+    g = dist.new_group(timeout=datetime.timedelta(seconds=1))
+    n = 1 << 20
+    want = torch.arange(n, dtype=torch.float32) % 977
+    dist.barrier(group=g)
+    if r == 1:
+        stop_self(seconds)
+        t = torch.full((n,), -1.0)
+        if seconds < 3:
+            dist.recv(t, src=0, group=g)
+            if not torch.equal(t, want):
+                failures.append("the message sent to a stopped receiver arrived wrong")
+            return
+        expect("a receive resumed after its sender gave up", rlxcoll.PeerLost,
+               lambda: dist.recv(t, src=0, group=g), hi=2.0)
+        if MARK_DIR:  # (rank 0 stays until then: the receiver finds it gave up, not gone)
+            open(os.path.join(MARK_DIR, "received"), "w").close()
+        return
+    t0 = time.monotonic()
+    if seconds < 3:
+        dist.send(want, dst=1, group=g)
+        took = time.monotonic() - t0
+        print("check_torch_errors: rank 0: a send to a receiver stopped %.1f s: done after %.2f s"
+              % (seconds, took), flush=True)
+        if took < seconds - 0.3:
+            failures.append("the send to a stopped receiver returned after %.2f s, before it "
+                            "could have been taken" % took)
+        return
+    # (1 s, then up to 2 s for the word of a receiver that is alive)
+    expect("a send to a receiver stopped %.0f s" % seconds, rlxcoll.Timeout,
+           lambda: dist.send(want, dst=1, group=g), lo=2.5, hi=4.0)
+    limit = time.monotonic() + 10 * SCALE
+    while MARK_DIR and time.monotonic() < limit and \
+            not os.path.exists(os.path.join(MARK_DIR, "received")):
+        time.sleep(0.02)
+
+
 def main():
     # The world's own limit is long: it only lines the ranks up between cases.
     dist.init_process_group("rlx", timeout=datetime.timedelta(seconds=60))
@@ -207,11 +267,17 @@ def main():
     dist.barrier()
     call_timeout(r, MODES[-1])
     dist.barrier()
+    if STOPPED:
+        stopped_receiver(r, 1.5)
+        dist.barrier()
+    if STOP_LONG:
+        stopped_receiver(r, 5.0)  # (the last: it leaves the ranks apart)
     for f in failures:
         print("check_torch_errors: rank %d: FAIL: %s" % (r, f), flush=True)
     if not failures:
         print("check_torch_errors: rank %d: PASS" % r, flush=True)
-    dist.destroy_process_group()
+    if not STOP_LONG:
+        dist.destroy_process_group()
     sys.exit(1 if failures else 0)
 
 
