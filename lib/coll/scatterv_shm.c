@@ -32,6 +32,14 @@ static int post_stream(struct rlx__shm_group *g, struct rlx__op *op, int refs_ok
   uint64_t all = rlx__shms_header_bytes(g->n, 0);
   for (int j = 0; j < g->n; j++)
     all += j == g->me ? 0 : op->scounts[j] * op->esize;
+  if (all <= RLX__SHMG_INLINE) { /* (all in the cell: nothing to plan) */
+    uint64_t s = ++g->step;
+    int rc = rlx__shms_post_cell(g, op, s);
+    if (rc == RLX_OK)
+      rlx__shmg_arrive(g, s);
+    *refs = 0;
+    return rc;
+  }
   /* (a call whose stream fits in one step streams it all: the root then
    * leaves at once, where the readers by reference would keep it a step) */
   struct rlx__shms_plan plan;

@@ -226,6 +226,26 @@ int rlx__shms_post(struct rlx__shm_group *g, struct rlx__op *op, uint64_t s, uin
   return RLX_OK;
 }
 
+int rlx__shms_post_cell(struct rlx__shm_group *g, struct rlx__op *op, uint64_t s) {
+  int rc = rlx__shmg_wait_cell_room(g, op, s);
+  if (rc != RLX_OK)
+    return rc;
+  unsigned char *at = rlx__shmg_cell(g, g->me, s)->small;
+  size_t es = op->esize;
+  struct head_compact h = {1, 0};
+  uint32_t off = (uint32_t)rlx__shms_header_bytes(g->n, 0);
+  memcpy(at, &h, sizeof(h));
+  for (int j = 0; j < g->n; j++) {
+    uint32_t len = j == g->me ? 0 : (uint32_t)(op->scounts[j] * es);
+    struct entry_compact e = {off, len};
+    memcpy(at + sizeof(h) + (size_t)j * sizeof(e), &e, sizeof(e));
+    if (len > 0)
+      memcpy(at + off, (const char *)op->src + op->sdispls[j] * es, len);
+    off += len;
+  }
+  return RLX_OK;
+}
+
 int rlx__shms_run(struct rlx__op *op, const char *name,
                   int (*run)(struct rlx__op *op, int refs_ok)) {
   struct rlx__shm_group *g = op->shm;
