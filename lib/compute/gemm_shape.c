@@ -7,11 +7,15 @@
 
 static const struct rlx__gemm_shape plain = {4, 4, 16, 16, 256};
 
-/* Measured fastest per device (bench/gemm_shapes.c; README says where). */
+/* Measured fastest per device (bench/gemm_shapes.sh; README says where).
+ * NVIDIA H200: 8 x 4 outputs a work-item, the k split while under 128
+ * tiles: 784-1024-1024-10's products 490.6 -> 443.5 us at batch 1024,
+ * 175.2 -> 166.2 at 256; the whole run 1.72M -> 1.88M samples/s at 1024
+ * (bench/results/gemm-shape-h200-2026-12-05.txt). */
 static const struct {
   const char *name;
   struct rlx__gemm_shape s;
-} known[] = {{"NVIDIA H200", {4, 4, 16, 16, 256}}};
+} known[] = {{"NVIDIA H200", {8, 4, 16, 16, 128}}};
 
 /* What kernels.cl's gemm_tiles accepts (its #error says the same). */
 static int valid(const struct rlx__gemm_shape *s) {
