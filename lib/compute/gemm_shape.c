@@ -7,15 +7,19 @@
 
 static const struct rlx__gemm_shape plain = {4, 4, 16, 16, 256};
 
-/* Measured fastest per device (bench/gemm_shapes.sh; README says where).
+/* Measured fastest per device and model (bench/gemm_shapes.sh; README
+ * says where), for models whose widest layer is at least min_width.
  * NVIDIA H200: 8 x 4 outputs a work-item, the k split while under 128
- * tiles: 784-1024-1024-10's products 490.6 -> 443.5 us at batch 1024,
- * 175.2 -> 166.2 at 256; the whole run 1.72M -> 1.88M samples/s at 1024
+ * tiles, for 784-1024-1024-10: its products 490.6 -> 443.5 us at batch
+ * 1024, 175.2 -> 166.2 at 256; the whole run 1.72M -> 1.88M samples/s at
+ * 1024, the same within noise at 64 and 256; not for 784-256-10, where
+ * runs at batch 64 were slower, at 256 either way, at 1024 faster
  * (bench/results/gemm-shape-h200-2026-12-05.txt). */
 static const struct {
   const char *name;
+  int min_width;
   struct rlx__gemm_shape s;
-} known[] = {{"NVIDIA H200", {8, 4, 16, 16, 128}}};
+} known[] = {{"NVIDIA H200", 1024, {8, 4, 16, 16, 128}}};
 
 /* What kernels.cl's gemm_tiles accepts (its #error says the same). */
 static int valid(const struct rlx__gemm_shape *s) {
@@ -25,11 +29,11 @@ static int valid(const struct rlx__gemm_shape *s) {
          s->chunk * 16 * s->rn % nwi == 0 && s->fill >= 1 && s->fill <= 65536;
 }
 
-int rlx__gemm_shape_wanted(const char *device_name, struct rlx__gemm_shape *s, char *why,
-                           size_t whylen) {
+int rlx__gemm_shape_wanted(const char *device_name, int widest, struct rlx__gemm_shape *s,
+                           char *why, size_t whylen) {
   *s = plain;
   for (size_t i = 0; i < sizeof known / sizeof known[0]; i++)
-    if (device_name && strcmp(device_name, known[i].name) == 0)
+    if (device_name && strcmp(device_name, known[i].name) == 0 && widest >= known[i].min_width)
       *s = known[i].s;
   const char *v = getenv("RLX_GEMM_SHAPE");
   if (v == NULL || *v == '\0')

@@ -11,11 +11,12 @@ struct rlx__gemm_shape {
   int rm, rn, wy, chunk, fill;
 };
 
-/* The shape for a device: RLX_GEMM_SHAPE ("RMxRNxWYxCHUNK[/FILL]") when
- * set, else the one measured fastest on that device, else 4x4x16x16/256.
+/* The shape for a device and a model whose widest layer is widest:
+ * RLX_GEMM_SHAPE ("RMxRNxWYxCHUNK[/FILL]") when set, else the one
+ * measured fastest on that device for such models, else 4x4x16x16/256.
  * -1 with the reason in why for a value the kernel cannot take. */
-int rlx__gemm_shape_wanted(const char *device_name, struct rlx__gemm_shape *s, char *why,
-                           size_t whylen);
+int rlx__gemm_shape_wanted(const char *device_name, int widest, struct rlx__gemm_shape *s,
+                           char *why, size_t whylen);
 /* A product's launch (m x n outputs, k deep): its tiles' rows and
  * columns, and k split in 2, 4 or 8 while it has fewer work-groups than
  * the shape's FILL (each split at least 64 deep), per (a multiple of

@@ -1276,7 +1276,8 @@ static int create_locked(const struct rlx__layout *lo, float momentum,
   o->dev = dv->id;
   cl_int e;
   int profile = rlx__cl_prof_wanted(why, whylen), gemm_choice = gemm_wanted(why, whylen);
-  if (profile < 0 || gemm_choice < 0 || rlx__gemm_shape_wanted(dv->name, &o->gs, why, whylen) < 0)
+  if (profile < 0 || gemm_choice < 0 ||
+      rlx__gemm_shape_wanted(dv->name, lo->max_width, &o->gs, why, whylen) < 0)
     goto fail;
   if (profile && (o->prof = rlx__cl_prof_new()) == NULL) {
     snprintf(why, whylen, "out of memory");

@@ -18,6 +18,7 @@
 #include "compute/share.h"
 #include "base/half.h"
 #include "compute/cl_devices.h"
+#include "compute/gemm_shape.h"
 #include "base/internal.h"
 
 static void fill(float *v, size_t n, uint64_t seed, double scale) {
@@ -225,6 +226,30 @@ START_TEST(gemm_tiles_shapes) {
     setenv("RLX_GEMM_SHAPE", shapes[i], 1);
     awkward_shapes("tiles");
   }
+  unsetenv("RLX_GEMM_SHAPE");
+}
+END_TEST
+
+/* The shape a device and model get (gemm_shape.c's table): the H200's
+ * measured one for models with a layer of 1024 or more, the plain one for
+ * narrower models and other devices; RLX_GEMM_SHAPE over both, a bad
+ * value refused with its reason. */
+START_TEST(gemm_shape_by_device_and_width) {
+  struct rlx__gemm_shape s;
+  char why[300] = "";
+  unsetenv("RLX_GEMM_SHAPE");
+  ck_assert_int_eq(rlx__gemm_shape_wanted("NVIDIA H200", 1024, &s, why, sizeof why), 0);
+  ck_assert(s.rm == 8 && s.rn == 4 && s.wy == 16 && s.chunk == 16 && s.fill == 128);
+  ck_assert_int_eq(rlx__gemm_shape_wanted("NVIDIA H200", 784, &s, why, sizeof why), 0);
+  ck_assert(s.rm == 4 && s.rn == 4 && s.wy == 16 && s.chunk == 16 && s.fill == 256);
+  ck_assert_int_eq(rlx__gemm_shape_wanted("cpu-haswell", 4096, &s, why, sizeof why), 0);
+  ck_assert(s.rm == 4 && s.rn == 4 && s.fill == 256);
+  setenv("RLX_GEMM_SHAPE", "4x8x8x16/1", 1);
+  ck_assert_int_eq(rlx__gemm_shape_wanted("NVIDIA H200", 1024, &s, why, sizeof why), 0);
+  ck_assert(s.rm == 4 && s.rn == 8 && s.wy == 8 && s.chunk == 16 && s.fill == 1);
+  setenv("RLX_GEMM_SHAPE", "3x4x16x16", 1);
+  ck_assert_int_eq(rlx__gemm_shape_wanted("NVIDIA H200", 1024, &s, why, sizeof why), -1);
+  ck_assert_msg(strstr(why, "RLX_GEMM_SHAPE=\"3x4x16x16\"") != NULL, "%s", why);
   unsetenv("RLX_GEMM_SHAPE");
 }
 END_TEST
@@ -1334,6 +1359,7 @@ Suite *compute_suite(void) {
   tcase_add_test(t, gpu_placement);
   tcase_add_test(t, opencl_matches_cpu_on_awkward_shapes);
   tcase_add_test(t, gemm_tiles_shapes);
+  tcase_add_test(t, gemm_shape_by_device_and_width);
   suite_add_tcase(s, t);
   return s;
 }
