@@ -330,6 +330,7 @@ int rlx__engine_wait(struct rlx__engine *e, const atomic_int *done, const atomic
         every = 256;
       if (++turns % (every ? every : 1) == 0)
         uv_run(&e->loop, UV_RUN_NOWAIT); /* the rings were just polled */
+      int slept = 0;
       if (!atomic_load_explicit(done, memory_order_acquire) && now - spin_start >= e->spin_ns &&
           atomic_load(progress) == seen) {
         /* Spin budget spent: sleep in the kernel until the loop has work,
@@ -338,9 +339,13 @@ int rlx__engine_wait(struct rlx__engine *e, const atomic_int *done, const atomic
         int cap = ms_until(deadline, cap_ms);
         sleep_locked(e, (t < 0 || t > cap) ? cap : t);
         run_once(e);
+        slept = 1;
       }
       rlx__loop_unlock(&e->loop_lk);
-      if (atomic_load_explicit(&e->loop_lk.sleepers, memory_order_relaxed) > 0)
+      /* (only a waiter past its spin budget, which holds the lock through
+       * its sleeps: a spinning one holds it for a turn, and its time slice
+       * ends; short waits, a small call's, stay as they were) */
+      if (slept && atomic_load_explicit(&e->loop_lk.sleepers, memory_order_relaxed) > 0)
         hand_over(e);
       else if (!atomic_load_explicit(done, memory_order_acquire)) /* (no pause once it is) */
         between_polls(e);
