@@ -1,9 +1,10 @@
 #!/bin/bash
-# Issue 36's runs on a lent GPU host, from a pack made here (PACK: bin/
-# with rlxrun, train, gemm_shapes; lib/ with librlxcoll, librlxcompute,
-# libclblast, the ICD loader libOpenCL and the runtime libraries the host
-# may lack; data/ with Fashion-MNIST): points the ICD loader at NVIDIA's
-# OpenCL, says which device the library computes on, then runs
+# Issue 36's runs on a lent GPU host, from a pack made here by
+# bench/pack_gpu.sh (PACK: bin/ with rlxrun, train, gemm_shapes; lib/ with
+# librlxcoll, librlxcompute, libclblast, the ICD loader libOpenCL and the
+# runtime libraries the host may lack; data/ with Fashion-MNIST): points
+# the ICD loader at NVIDIA's OpenCL, says which device the library
+# computes on, then runs
 # bench/train_e2e.sh (rlx-dev, rlx-2, torch; both MLPs, batches 64, 256,
 # 1024), or with "shapes" bench/gemm_shapes.sh. Output under OUT.
 #   PACK=.devp/gpu OUT=/tmp/out bench/device_e2e.sh [e2e|shapes]
