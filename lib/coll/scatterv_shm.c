@@ -34,7 +34,7 @@ static int post_stream(struct rlx__shm_group *g, struct rlx__op *op, int refs_ok
     all += j == g->me ? 0 : op->scounts[j] * op->esize;
   if (all <= RLX__SHMG_INLINE) { /* (all in the cell: nothing to plan) */
     uint64_t s = ++g->step;
-    int rc = rlx__shms_post_cell(g, op, s);
+    int rc = rlx__shms_post_cell(g, op, s, op->tmp);
     if (rc == RLX_OK)
       rlx__shmg_arrive(g, s);
     *refs = 0;

@@ -226,23 +226,22 @@ int rlx__shms_post(struct rlx__shm_group *g, struct rlx__op *op, uint64_t s, uin
   return RLX_OK;
 }
 
-int rlx__shms_post_cell(struct rlx__shm_group *g, struct rlx__op *op, uint64_t s) {
+int rlx__shms_post_cell(struct rlx__shm_group *g, struct rlx__op *op, uint64_t s,
+                        struct rlx__shms_entry *ent) {
   int rc = rlx__shmg_wait_cell_room(g, op, s);
   if (rc != RLX_OK)
     return rc;
   unsigned char *at = rlx__shmg_cell(g, g->me, s)->small;
-  size_t es = op->esize;
-  struct head_compact h = {1, 0};
-  uint32_t off = (uint32_t)rlx__shms_header_bytes(g->n, 0);
-  memcpy(at, &h, sizeof(h));
+  size_t es = op->esize, off = rlx__shms_header_bytes(g->n, 0);
   for (int j = 0; j < g->n; j++) {
-    uint32_t len = j == g->me ? 0 : (uint32_t)(op->scounts[j] * es);
-    struct entry_compact e = {off, len};
-    memcpy(at + sizeof(h) + (size_t)j * sizeof(e), &e, sizeof(e));
-    if (len > 0)
-      memcpy(at + off, (const char *)op->src + op->sdispls[j] * es, len);
-    off += len;
+    ent[j].off = off;
+    ent[j].len = j == g->me ? 0 : op->scounts[j] * es;
+    if (ent[j].len > 0)
+      memcpy(at + off, (const char *)op->src + op->sdispls[j] * es, ent[j].len);
+    off += ent[j].len;
   }
+  const struct rlx__shms_head h = {1, 0, 0};
+  rlx__shms_header_put(at, g->n, ent, &h, 0);
   return RLX_OK;
 }
 

@@ -117,11 +117,13 @@ int rlx__shms_post(struct rlx__shm_group *g, struct rlx__op *op, uint64_t s, uin
  * call whose blocks are op->scounts[j] elements at op->sdispls[j] of
  * op->src (none for this rank), when header and blocks fit the cell's
  * RLX__SHMG_INLINE bytes: what rlx__shms_plan and rlx__shms_post would
- * write, at once (a 2-rank 8-byte scatterv's root: 1801 -> 1560
+ * write, straight into the cell (ent: room for n entries) instead of
+ * into scratch first (a 2-rank 8-byte scatterv's root: 1801 -> 1473
  * instructions a call outside its waits, callgrind, the calls of a run of
  * 6,000 less those of one of 2,000). RLX_OK or the error that ended the
  * call. */
-int rlx__shms_post_cell(struct rlx__shm_group *g, struct rlx__op *op, uint64_t s);
+int rlx__shms_post_cell(struct rlx__shm_group *g, struct rlx__op *op, uint64_t s,
+                        struct rlx__shms_entry *ent);
 /* Run a streaming call (run: one attempt, blocks by reference where
  * refs_ok) with copies by reference where the segment allows them; when
  * one failed anywhere (RLX__SHMS_AGAIN, seen by every rank at the same

@@ -254,32 +254,6 @@ static void between_polls(const struct rlx__engine *e) {
     rlx__cpu_relax();
 }
 
-/* A driving waiter that let go of the loop while a thread sleeps on it
- * (rlx_comm_revoke, a call starting on another thread): the core to it
- * until it has the loop, up to HAND_OVER_NS. The waiter took the lock
- * back a pause after letting go, every turn, and a sleeper woken by the
- * release (bound to the same core, as a rank's threads are, it did not
- * even run before that) found it taken again and slept on:
- * rlx_comm_revoke from another thread waited for the very call it was to
- * revoke to end (faults.sh's revokeref: 0.3-0.95 s, the stop of the rank
- * the call waited for; now 20 ms, the waiter's sleep in the loop). */
-#define HAND_OVER_NS 2000000u
-static void hand_over(struct rlx__engine *e) {
-  uint64_t t0 = 0;
-  for (unsigned i = 1; atomic_load_explicit(&e->loop_lk.held, memory_order_relaxed) == 0 &&
-                       atomic_load_explicit(&e->loop_lk.sleepers, memory_order_relaxed) > 0;
-       i++) {
-    sched_yield(); /* (it may need this core: a rank's threads are bound to one) */
-    if (i % 64 == 0) {
-      uint64_t now = rlx__now_ns();
-      if (t0 == 0)
-        t0 = now;
-      else if (now - t0 >= HAND_OVER_NS)
-        return;
-    }
-  }
-}
-
 /* Turns of a spinning wait between two reads of the clock. */
 #define CLOCK_EVERY 8
 
@@ -342,12 +316,13 @@ int rlx__engine_wait(struct rlx__engine *e, const atomic_int *done, const atomic
         slept = 1;
       }
       rlx__loop_unlock(&e->loop_lk);
-      /* (only a waiter past its spin budget, which holds the lock through
-       * its sleeps: a spinning one holds it for a turn, and its time slice
-       * ends; short waits, a small call's, stay as they were) */
-      if (slept && atomic_load_explicit(&e->loop_lk.sleepers, memory_order_relaxed) > 0)
-        hand_over(e);
-      else if (!atomic_load_explicit(done, memory_order_acquire)) /* (no pause once it is) */
+      /* A waiter past its spin budget holds the lock through its sleeps
+       * and took it back a pause after each: a thread asleep on it
+       * (rlx_comm_revoke, a call starting on another thread) never had
+       * it (loop_lock.h). A spinning one holds it for a turn, and its
+       * time slice ends: short waits, a small call's, stay as they were. */
+      int handed = slept && rlx__loop_lock_hand_over(&e->loop_lk);
+      if (!handed && !atomic_load_explicit(done, memory_order_acquire)) /* (no pause once done) */
         between_polls(e);
     } else if (atomic_load(&e->progress_holds)) {
       /* The progress thread has the loop for one turn; it steps aside at

@@ -73,4 +73,14 @@ static inline void rlx__loop_unlock(struct rlx__loop_lock *l) {
     rlx__loop_lock_wake(l);
 }
 
+/* Just after a release: while a thread sleeps on the lock, give it the
+ * core until it has the lock (at most 2 ms). A holder that takes the lock
+ * back at once, every turn, otherwise starves it: the sleeper, woken by
+ * the release and bound to the holder's core as a rank's threads are,
+ * did not even run before the lock was taken again (rlx_comm_revoke from
+ * another thread waited for the very call it revoked to end, 0.36-1.03 s
+ * in faults.sh's revokeref; 16-28 ms with this). 1 if a thread slept on
+ * it, 0 (at once) if none did. */
+int rlx__loop_lock_hand_over(struct rlx__loop_lock *l);
+
 #endif
