@@ -10,7 +10,7 @@
 
 static int run(struct rlx__op *op) {
   struct rlx__shm_group *g = op->shm;
-  size_t block = op->count * op->esize, cb = g->slot / op->esize * op->esize;
+  size_t block = op->count * op->esize, cb = g->slot; /* (whole elements) */
   int rc;
   if ((rc = rlx__shmg_begin(g, op)) != RLX_OK)
     return rc;
@@ -37,7 +37,7 @@ static size_t v_block(const struct rlx__op *op, int r, char **at) {
 
 static int run_v(struct rlx__op *op) {
   struct rlx__shm_group *g = op->shm;
-  size_t cb = g->slot / op->esize * op->esize, most = 0;
+  size_t cb = g->slot, most = 0; /* (whole elements) */
   char *to;
   int rc;
   for (int r = 0; r < g->n; r++)

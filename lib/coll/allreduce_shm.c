@@ -8,6 +8,7 @@
  * bits. rlx_reduce runs the same steps and only the root copies out.
  * (lib/tuning.h says where the two meet.) */
 #include <string.h>
+#include "base/fastdiv.h"
 #include "base/tuning.h"
 #include "coll.h"
 #include "shm_group.h"
@@ -79,13 +80,13 @@ static int flat(struct rlx__op *op, struct rlx__shm_group *g, int all) {
 }
 
 /* Elements of chunk k, and bytes of a whole chunk. */
-static size_t chunk_bytes(const struct rlx__op *op, const struct rlx__shm_group *g) {
+static size_t chunk_bytes(const struct rlx__shm_group *g) {
   size_t c = (size_t)g->n * RLX__SHMG_CHUNK_PER_RANK;
   if (c < RLX__SHMG_CHUNK_MIN)
     c = RLX__SHMG_CHUNK_MIN;
   if (c > g->slot)
     c = g->slot;
-  return c / op->esize * op->esize;
+  return c; /* (whole elements of any dtype: each bound is a multiple of 8) */
 }
 
 static void post(struct rlx__op *op, struct rlx__shm_group *g, uint64_t s, size_t off, size_t len) {
@@ -94,7 +95,7 @@ static void post(struct rlx__op *op, struct rlx__shm_group *g, uint64_t s, size_
 }
 
 static int sliced(struct rlx__op *op, struct rlx__shm_group *g, int all) {
-  size_t es = op->esize, total = op->count * es, cb = chunk_bytes(op, g);
+  size_t es = op->esize, total = op->count * es, cb = chunk_bytes(g);
   size_t nchunks = (total + cb - 1) / cb;
   int rc, copy_out = all || g->me == op->root;
   uint64_t s = ++g->step;
@@ -102,7 +103,7 @@ static int sliced(struct rlx__op *op, struct rlx__shm_group *g, int all) {
     return rc;
   post(op, g, s, 0, total < cb ? total : cb);
   for (size_t k = 0; k < nchunks; k++) {
-    size_t off = k * cb, len = total - off < cb ? total - off : cb, cnt = len / es;
+    size_t off = k * cb, len = total - off < cb ? total - off : cb, cnt = rlx__per_elem(len, es);
     size_t per = cnt / (size_t)g->n, extra = cnt % (size_t)g->n, me = (size_t)g->me;
     size_t first = me * per + (me < extra ? me : extra), mine = per + (me < extra);
     if ((rc = rlx__shmg_wait_arrived(g, op, -1, s)) != RLX_OK)

@@ -8,7 +8,7 @@
 
 static int run(struct rlx__op *op) {
   struct rlx__shm_group *g = op->shm;
-  size_t total = op->count * op->esize, cb = g->slot / op->esize * op->esize;
+  size_t total = op->count * op->esize, cb = g->slot; /* (whole elements) */
   int rc;
   if ((rc = rlx__shmg_begin(g, op)) != RLX_OK)
     return rc;

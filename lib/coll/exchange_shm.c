@@ -14,9 +14,8 @@
 #include "coll.h"
 #include "shm_group.h"
 
-static size_t chunk_of(const struct rlx__op *op) {
-  return op->shm->slot / op->esize * op->esize;
-}
+/* (whole elements of any dtype: shm_group.h) */
+static size_t chunk_of(const struct rlx__op *op) { return op->shm->slot; }
 
 /* The part of [off, off + len) that is block b of bs bytes: its start in
  * the chunk and its length (0: none). */

@@ -2,13 +2,14 @@
  * rank posts the same piece of each of its n input blocks, and rank i
  * reduces piece i of every slot, in rank order, straight into its output. */
 #include <string.h>
+#include "base/fastdiv.h"
 #include "coll.h"
 #include "shm_group.h"
 
 static int run(struct rlx__op *op) {
   struct rlx__shm_group *g = op->shm;
   size_t es = op->esize, block = op->count * es;
-  size_t piece = g->slot / (size_t)g->n / es * es; /* bytes of each block per step */
+  size_t piece = g->slot / (size_t)g->n & ~(es - 1); /* bytes of each block per step */
   int rc;
   if ((rc = rlx__shmg_begin(g, op)) != RLX_OK)
     return rc;
@@ -24,7 +25,7 @@ static int run(struct rlx__op *op) {
     if ((rc = rlx__shmg_wait_arrived(g, op, -1, s)) != RLX_OK)
       return rc;
     /* (g->slot as the size: the pieces are in the slots, never inline) */
-    rlx__shm_reduce_slots(op, g, s, g->slot, (size_t)g->me * len, len / es,
+    rlx__shm_reduce_slots(op, g, s, g->slot, (size_t)g->me * len, rlx__per_elem(len, es),
                           (char *)op->dst + off);
   }
   return RLX_OK;

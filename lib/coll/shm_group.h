@@ -36,6 +36,7 @@
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
+#include "base/tuning.h"
 #include "transport/list.h"
 #include "transport/frame.h"
 
@@ -50,6 +51,9 @@ struct rlx__op;
  * writer's next step goes to the next cell, so it does not take the
  * lines from a reader still on this one. */
 #define RLX__SHMG_INLINE 96
+/* A slot holds whole elements of every dtype (at most 8 bytes): a chunk
+ * of a slot's bytes needs no rounding down to the element size. */
+_Static_assert(RLX__SHMG_SLOT % 8 == 0, "a slot holds whole elements");
 /* 64, not 8: with 8 a sender ahead of its reader waited at every call for
  * the reader's last one, a miss on a line the reader had just written,
  * whose next store then waited for the line to come back; the two ranks
@@ -139,7 +143,10 @@ struct rlx__shm_group {
    * another thread freeing a neighbour writes them) */
   int listed;
   void *base;
-  size_t len, slot; /* the mapping; bytes of one data slot */
+  /* the mapping; bytes of one data slot: RLX__SHMG_SLOT, which code that
+   * divides by it uses instead (a constant's division is a shift; a
+   * variable's, 20-90 cycles, base/fastdiv.h) */
+  size_t len, slot;
   int n, me;
   int cap;   /* the ranks the layout holds (n, or more in a job that may grow) */
   int memfd; /* rank 0 of a layout with room: the segment, for joiners; else -1 */

@@ -496,10 +496,10 @@ static int wait_for(struct rlx__shm_group *g, struct rlx__op *op, int which, int
   if (!reached(g, which, r, step, &from)) {
     struct rlx__engine *e = g->engine;
     uint64_t t0 = rlx__now_ns(), t_p2p = t0, t_int = t0;
-    atomic_store(&g->w_step, step);
-    atomic_store(&g->w_which, which);
-    atomic_store(&g->w_rank, r);
-    atomic_store(&g->w_seq, op->seq + 1);
+    atomic_store_explicit(&g->w_step, step, memory_order_relaxed);
+    atomic_store_explicit(&g->w_which, which, memory_order_relaxed);
+    atomic_store_explicit(&g->w_rank, r, memory_order_relaxed);
+    atomic_store_explicit(&g->w_seq, op->seq + 1, memory_order_release);
     for (unsigned turn = 1;; turn++) {
       if (e->yield)
         sched_yield();
@@ -537,7 +537,7 @@ static int wait_for(struct rlx__shm_group *g, struct rlx__op *op, int which, int
         futex_sleep(g, bell, op->deadline);
       atomic_fetch_sub(&g->hdr->sleepers, 1);
     }
-    atomic_store(&g->w_seq, 0);
+    atomic_store_explicit(&g->w_seq, 0, memory_order_relaxed);
     if (rc != 0)
       return rc;
     if (RLX__TRACING() && !(op->seq & RLX__SEQ_INTERNAL))

@@ -39,6 +39,10 @@ struct entry {
 static struct {
   atomic_flag lock;
   struct entry *ring;
+  /* n: the calls a dump shows; the ring holds the power of two at or
+   * above it, an entry found by a mask: a call's path has no division
+   * (20-90 cycles each; ~18 ns on the lent 16-core Intel host) */
+  uint64_t mask;
   int n, rank, dump_on_error;
   uint64_t calls, t_init;
   rlx__flight_describe_fn describe;
@@ -55,8 +59,12 @@ int rlx__flight_init(int n, int dump_on_error, int rank, rlx__flight_describe_fn
   fr_lock();
   fr.describe = describe;
   free(fr.ring);
-  fr.ring = n > 0 ? calloc((size_t)n, sizeof(*fr.ring)) : NULL;
+  size_t cap = 1;
+  while (n > 0 && cap < (size_t)n)
+    cap *= 2;
+  fr.ring = n > 0 ? calloc(cap, sizeof(*fr.ring)) : NULL;
   fr.n = fr.ring ? n : 0;
+  fr.mask = cap - 1;
   fr.rank = rank;
   fr.dump_on_error = dump_on_error;
   fr.calls = 0;
@@ -81,7 +89,7 @@ uint64_t rlx__flight_enter(uint32_t comm_id, uint64_t seq, int kind, const char 
   fr_lock();
   ticket = ++fr.calls;
   if (fr.n > 0) {
-    fr.ring[ticket % (uint64_t)fr.n].in =
+    fr.ring[ticket & fr.mask].in =
         (struct entered){ticket, comm_id, seq, kind, dt, op, root, count, call, algo, now};
   }
   fr_unlock();
@@ -93,7 +101,7 @@ uint64_t rlx__flight_enter(uint32_t comm_id, uint64_t seq, int kind, const char 
 void rlx__flight_leave(uint64_t ticket, int status, uint64_t now) {
   if (fr.n <= 0)
     return;
-  struct entry *e = &fr.ring[ticket % (uint64_t)fr.n];
+  struct entry *e = &fr.ring[ticket & fr.mask];
   atomic_store_explicit(&e->t1, now, memory_order_relaxed);
   atomic_store_explicit(&e->status, status < 0 ? status : 0, memory_order_relaxed);
   atomic_store_explicit(&e->left, ticket, memory_order_release);
@@ -116,7 +124,7 @@ void rlx__flight_dump(const char *reason,
   fprintf(stderr, "rlxcoll[%d] flight-recorder\t%s\t%d\t%llu\n", fr.rank, reason, kept,
           (unsigned long long)fr.calls);
   for (uint64_t t = first; fr.n > 0 && t <= fr.calls; t++) {
-    const struct entry *e = &fr.ring[t % (uint64_t)fr.n];
+    const struct entry *e = &fr.ring[t & fr.mask];
     const struct entered *in = &e->in;
     if (in->ticket != t)
       continue;

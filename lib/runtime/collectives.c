@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "base/fastdiv.h"
 #include "base/hash.h"
 #include "base/tuning.h"
 #include "coll/shm_group.h"
@@ -67,7 +68,7 @@ int rlx__call_check_type(const char *call, rlx_dtype_t dt, size_t count, size_t 
   if ((unsigned)dt >= RLX_DTYPE_COUNT)
     return rlx__err(RLX_ERR_ARG, "%s: unknown dtype %d", call, (int)dt);
   *esize = rlx_dtype_size(dt);
-  if (count > (SIZE_MAX / 2) / *esize / 4096)
+  if (count > rlx__per_elem((SIZE_MAX / 2) / 4096, *esize))
     return rlx__err(RLX_ERR_ARG, "%s: count %zu is too large", call, count);
   return RLX_OK;
 }

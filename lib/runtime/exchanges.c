@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "base/fastdiv.h"
 #include "base/tuning.h"
 #include "runtime/calls.h"
 
@@ -122,7 +123,8 @@ static int check_blocks(const char *call, const char *what, const size_t *counts
   if (counts == NULL || displs == NULL)
     return rlx__err(RLX_ERR_ARG, "%s: %s%s is NULL", call, what,
                     counts == NULL ? "counts" : "displs");
-  size_t most = (SIZE_MAX / 2) / es / 4096, block_max = (size_t)RLX__UNEVEN_BLOCK_MAX / es;
+  size_t most = rlx__per_elem((SIZE_MAX / 2) / 4096, es),
+         block_max = rlx__per_elem((size_t)RLX__UNEVEN_BLOCK_MAX, es);
   for (int i = 0; i < p; i++) {
     if (counts[i] > most || displs[i] > most)
       return rlx__err(RLX_ERR_ARG, "%s: %scounts[%d] or %sdispls[%d] is too large", call, what, i,

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "base/fastdiv.h"
 #include "base/tuning.h"
 #include "runtime/calls.h"
 
@@ -236,7 +237,7 @@ static int msg_finish(struct rlx__msg_req *m, rlx_status_t *st) {
   if (st != NULL && m->recv && (rc == RLX_OK || rc == RLX_ERR_TRUNCATE)) {
     st->source = from;
     st->tag = (int)x->got.segment;
-    st->count = (size_t)(x->got.payload_len / es);
+    st->count = rlx__per_elem((size_t)x->got.payload_len, es);
   }
   if (rc == RLX_OK)
     return RLX_OK;

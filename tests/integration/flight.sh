@@ -55,15 +55,17 @@ grep -q "^rlxrun: flight recorder (asked for with rlxrun --dump" "$TMP/out" || f
 "$RLXRUN" --dump $$ >"$TMP/dump" 2>&1 && fail "--dump of a process that is not rlxrun"
 grep -q "not a running rlxrun" "$TMP/dump" || fail "no clear --dump error"
 
-# 4. Without rlxrun: SIGUSR1 writes the record to stderr; RLX_FLIGHT=0 keeps none.
-for keep in 256 0; do
+# 4. Without rlxrun: SIGUSR1 writes the record to stderr; RLX_FLIGHT=0 keeps none;
+# RLX_FLIGHT=3 after 10 calls, the last 3 (a ring of 4 underneath).
+for keep in 256 0 3; do
+  calls=$([ $keep -eq 3 ] && echo 10 || echo 1)
   # (it naps 8 s once it says "sleeping", which we wait up to 20 s for: a
   # loaded host took longer to start it than the 2 s it used to nap)
   # (files of its own: the shell goes on before the child has truncated a
   # shared one, and an earlier run's "sleeping" there once had the signal
   # sent before this run took SIGUSR1, which killed it)
   o="$TMP/o.$keep" e="$TMP/e.$keep"
-  RLX_FLIGHT=$keep "$OBSERVE" sleep 8 >"$o" 2>"$e" &
+  RLX_FLIGHT=$keep "$OBSERVE" sleep 8 $calls >"$o" 2>"$e" &
   p=$!
   i=0
   limit=$(awk -v k="${RLX_TEST_TIME_SCALE:-1}" 'BEGIN { print int(100 * k) }')
@@ -79,9 +81,13 @@ for keep in 256 0; do
   kill $p
   wait $p
   cat "$e"
-  want=$([ $keep -eq 0 ] && echo 0 || echo 1)
-  grep -q "^rlxcoll\[0\] flight-recorder	SIGUSR1	$want	1$" "$e" || fail "RLX_FLIGHT=$keep header"
+  want=$([ $keep -eq 0 ] && echo 0 || { [ $calls -lt $keep ] && echo $calls || echo $keep; })
+  grep -q "^rlxcoll\[0\] flight-recorder	SIGUSR1	$want	$calls$" "$e" || fail "RLX_FLIGHT=$keep header"
   [ "$(grep -c '^rlxcoll\[0\] flight	' "$e")" -eq "$want" ] || fail "RLX_FLIGHT=$keep entries"
+  if [ $keep -eq 3 ]; then # (the calls' seqs, the third field: 7, 8, 9)
+    [ "$(awk -F'\t' '$1 == "rlxcoll[0] flight" { printf "%s ", $3 }' "$e")" = "7 8 9 " ] ||
+      fail "RLX_FLIGHT=3: not the last three calls"
+  fi
 done
 RLX_FLIGHT=-1 timeout 30 "$HELLO" >"$TMP/o" 2>&1 && fail "RLX_FLIGHT=-1 accepted"
 grep -q "RLX_FLIGHT" "$TMP/o" || fail "no clear RLX_FLIGHT error"

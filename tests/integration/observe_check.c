@@ -64,7 +64,7 @@ static void script(rlx_comm_t *w) {
 
 int main(int argc, char **argv) {
   if (argc < 2) {
-    fprintf(stderr, "usage: observe_check script | skip R K | sleep S\n");
+    fprintf(stderr, "usage: observe_check script | skip R K | sleep S [CALLS]\n");
     return 2;
   }
   check(rlx_init(&argc, &argv), "rlx_init");
@@ -83,9 +83,10 @@ int main(int argc, char **argv) {
       }
       check(rlx_allreduce(RLX_IN_PLACE, &v, 1, RLX_FLOAT32, RLX_SUM, w), "allreduce");
     }
-  } else if (strcmp(argv[1], "sleep") == 0 && argc == 3) {
+  } else if (strcmp(argv[1], "sleep") == 0 && (argc == 3 || argc == 4)) {
     float v = 1;
-    check(rlx_allreduce(RLX_IN_PLACE, &v, 1, RLX_FLOAT32, RLX_SUM, w), "allreduce");
+    for (int i = 0, calls = argc == 4 ? atoi(argv[3]) : 1; i < calls; i++)
+      check(rlx_allreduce(RLX_IN_PLACE, &v, 1, RLX_FLOAT32, RLX_SUM, w), "allreduce");
     printf("rank %d: sleeping\n", me);
     fflush(stdout);
     nap(atof(argv[2]));

@@ -6,6 +6,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include "base/fastdiv.h"
 #include "coll/coll.h"
 
 static double get(const void *b, size_t i, rlx_dtype_t dt) {
@@ -151,11 +152,24 @@ START_TEST(avg_divides_by_ranks) {
 }
 END_TEST
 
+/* base/fastdiv.h divides by an element's size with a shift: every
+ * dtype's size is a power of two, at most 8 (a slot's whole elements). */
+START_TEST(dtype_sizes_divide_by_shift) {
+  for (int dt = 0; dt < RLX_DTYPE_COUNT; dt++) {
+    size_t es = rlx_dtype_size((rlx_dtype_t)dt);
+    ck_assert_msg(es >= 1 && es <= 8 && (es & (es - 1)) == 0, "dtype %d: size %zu", dt, es);
+    for (size_t bytes = 0; bytes < 100; bytes += 7)
+      ck_assert_uint_eq(rlx__per_elem(bytes, es), bytes / es);
+  }
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("reduce");
   TCase *tc = tcase_create("kernels");
   tcase_add_test(tc, kernels_match_reference);
   tcase_add_test(tc, avg_divides_by_ranks);
+  tcase_add_test(tc, dtype_sizes_divide_by_shift);
   tcase_set_timeout(tc, 60);
   suite_add_tcase(s, tc);
   return rlx_run_suite(s);
