@@ -53,14 +53,17 @@ uint64_t rlx__now_ns(void) { return clock_ns(CLOCK_MONOTONIC); }
  * read at the same moment, at most a tick later, at a tick's cost. A
  * deadline counted from it passes no sooner than asked (a message's:
  * messages.c, where a precise read was a tenth of a small send). */
+static _Atomic uint64_t tick_res; /* (0: not asked yet; the answer is the same for every thread) */
+
+__attribute__((noinline, cold)) static uint64_t tick_res_asked(void) {
+  struct timespec ts;
+  uint64_t r = clock_getres(CLOCK_MONOTONIC_COARSE, &ts) == 0
+                   ? (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec : 10000000u;
+  atomic_store_explicit(&tick_res, r ? r : 1, memory_order_relaxed);
+  return r ? r : 1;
+}
+
 uint64_t rlx__tick_ceil_ns(void) {
-  static _Atomic uint64_t res; /* (0: not asked yet; the answer is the same for every thread) */
-  uint64_t r = atomic_load_explicit(&res, memory_order_relaxed);
-  if (r == 0) {
-    struct timespec ts;
-    r = clock_getres(CLOCK_MONOTONIC_COARSE, &ts) == 0
-            ? (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec : 10000000u;
-    atomic_store_explicit(&res, r ? r : 1, memory_order_relaxed);
-  }
-  return rlx__tick_ns() + r;
+  uint64_t r = atomic_load_explicit(&tick_res, memory_order_relaxed);
+  return rlx__tick_ns() + (r != 0 ? r : tick_res_asked());
 }

@@ -281,14 +281,21 @@ int rlx__exec_take_early(struct rlx__op *op) {
   return 0;
 }
 
-int rlx__exec_claim_abort(struct rlx__op *op, struct rlx__engine *e) {
-  if (atomic_load_explicit(&nearly_any, memory_order_acquire) == 0 &&
-      atomic_load_explicit(&nrevoked_any, memory_order_acquire) == 0)
-    return 0;
+/* rlx__exec_claim_abort once an ABORT or a revocation came (out of line:
+ * its check is every call's, this hardly any's) */
+__attribute__((noinline)) static int claim_abort_locked(struct rlx__op *op,
+                                                        struct rlx__engine *e) {
   rlx__engine_lock(e);
   int taken = !op->finished && rlx__exec_take_early(op);
   rlx__engine_unlock(e);
   return taken;
+}
+
+int rlx__exec_claim_abort(struct rlx__op *op, struct rlx__engine *e) {
+  if (atomic_load_explicit(&nearly_any, memory_order_acquire) == 0 &&
+      atomic_load_explicit(&nrevoked_any, memory_order_acquire) == 0)
+    return 0;
+  return claim_abort_locked(op, e);
 }
 
 void rlx__exec_tell(struct rlx__op *op) { tell_members(op, -1); }

@@ -5,13 +5,19 @@
 #include "base/tuning.h"
 #include "coll.h"
 
+/* A name forced (most calls force none, ""): 1 "shm", 0 "auto", -1 another.
+ * Out of line and cold, so that selection without one saves no registers
+ * for the string compares (it ran 32 instructions a call with them). */
+__attribute__((noinline, cold)) static int forced_shm(const char *forced) {
+  if (strcmp(forced, "shm") == 0)
+    return 1;
+  return strcmp(forced, "auto") == 0 ? 0 : -1;
+}
+
 const struct rlx__algo *rlx__select_shm(int kind, size_t bytes, int nranks, const char *forced) {
   int named = 0;
-  if (forced != NULL && forced[0] != '\0') { /* (most calls: "", nothing forced) */
-    named = strcmp(forced, "shm") == 0;
-    if (strcmp(forced, "auto") != 0 && !named)
-      return NULL;
-  }
+  if (forced != NULL && forced[0] != '\0' && (named = forced_shm(forced)) < 0)
+    return NULL;
   switch (kind) {
   case RLX__CK_ALLREDUCE:
     return named || nranks != 2 || bytes < RLX__SHMG_P2P_FROM_2 ? &rlx__allreduce_shm : NULL;

@@ -239,6 +239,13 @@ void rlx__set_last(const rlx_comm_t *from, const rlx_comm_t *next) {
 }
 
 /* A call takes its communicator for its thread (rlx__comm_take, runtime.h). */
+__attribute__((noinline, cold)) static int taken_by_another(const char *call) {
+  return rlx__err(RLX_ERR_STATE,
+                  "%s: another thread's call on this communicator is in progress (calls on one "
+                  "communicator must not overlap; give each thread its own: rlx_comm_dup)",
+                  call);
+}
+
 int rlx__comm_take(rlx_comm_t *c, const char *call, int blocking, int *took) {
   uintptr_t self = (uintptr_t)pthread_self(), cur = atomic_load(&c->owner);
   *took = 0;
@@ -247,10 +254,7 @@ int rlx__comm_take(rlx_comm_t *c, const char *call, int blocking, int *took) {
   /* One made while another thread's blocking call runs would meet the
    * other ranks in an order nobody chose. */
   if (cur != 0 || (blocking && !atomic_compare_exchange_strong(&c->owner, &cur, self)))
-    return rlx__err(RLX_ERR_STATE,
-                    "%s: another thread's call on this communicator is in progress (calls on one "
-                    "communicator must not overlap; give each thread its own: rlx_comm_dup)",
-                    call);
+    return taken_by_another(call);
   *took = blocking;
   if (blocking) {
     /* (the owner set first, then the flag read: rlx_finalize sets it

@@ -75,9 +75,9 @@ static int make_segment(rlx_comm_t *c) {
   return err;
 }
 
-int rlx__comm_shm(rlx_comm_t *c) {
-  if (c->shm_state != 0)
-    return rlx__comm_in_shm(c);
+/* rlx__comm_shm's first call on c (out of line: every later call of c
+ * only reads the state it leaves) */
+__attribute__((noinline)) static int shm_first(rlx_comm_t *c) {
   if (!eligible(c)) {
     c->shm_state = -1;
     return 0;
@@ -98,6 +98,8 @@ int rlx__comm_shm(rlx_comm_t *c) {
             made ? "; its slots and result made for the ranks it may grow to" : "");
   return c->shm != NULL;
 }
+
+int rlx__comm_shm(rlx_comm_t *c) { return c->shm_state != 0 ? rlx__comm_in_shm(c) : shm_first(c); }
 
 int rlx__comm_shm_solo(rlx_comm_t *c) {
   if (c->size != 1 || c->shm_state > 0 || layout_cap(1) < 2 || !shm_allowed(c))
