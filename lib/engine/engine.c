@@ -279,8 +279,8 @@ int rlx__engine_wait(struct rlx__engine *e, const atomic_int *done, const atomic
    * a read costs a spinning receiver about a tenth of a small message's
    * time, and the deadline, the spin budget and the interrupt check are
    * not that fine. The first turn's read is above. Counted down, not
-   * by a remainder: a division every turn (~18 ns on the lent Intel
-   * host) delays a spinning receiver's look (base/fastdiv.h). */
+   * by a remainder: a division every turn (20-90 cycles, base/fastdiv.h)
+   * would delay a spinning receiver's look. */
   unsigned every_clock = e->yield ? 1 : CLOCK_EVERY, clock_left = every_clock;
   for (; !atomic_load_explicit(done, memory_order_acquire);
        now = --clock_left ? now : (clock_left = every_clock, rlx__now_ns())) {
