@@ -41,7 +41,7 @@ static struct {
   struct entry *ring;
   /* n: the calls a dump shows; the ring holds the power of two at or
    * above it, an entry found by a mask: a call's path has no division
-   * (20-90 cycles each; ~18 ns on the lent 16-core Intel host) */
+   * (20-90 cycles each: base/fastdiv.h) */
   uint64_t mask;
   int n, rank, dump_on_error;
   uint64_t calls, t_init;

@@ -238,7 +238,7 @@ void rlx__set_last(const rlx_comm_t *from, const rlx_comm_t *next) {
   rt->last_src = next->id;
 }
 
-/* A call takes its communicator for its thread (rlx__comm_take, runtime.h). */
+/* (out of line: no call's path saves registers for the message) */
 __attribute__((noinline, cold)) static int taken_by_another(const char *call) {
   return rlx__err(RLX_ERR_STATE,
                   "%s: another thread's call on this communicator is in progress (calls on one "
@@ -246,6 +246,7 @@ __attribute__((noinline, cold)) static int taken_by_another(const char *call) {
                   call);
 }
 
+/* A call takes its communicator for its thread (rlx__comm_take, runtime.h). */
 int rlx__comm_take(rlx_comm_t *c, const char *call, int blocking, int *took) {
   uintptr_t self = (uintptr_t)pthread_self(), cur = atomic_load(&c->owner);
   *took = 0;
