@@ -6,7 +6,8 @@
 # the ICD loader at NVIDIA's OpenCL, says which device the library
 # computes on, then runs
 # bench/train_e2e.sh (rlx-dev, rlx-2, torch; both MLPs, batches 64, 256,
-# 1024), or with "shapes" bench/gemm_shapes.sh. Output under OUT.
+# 1024; its ROUNDS, KINDS, HIDDEN, BATCHES and EPOCHS pass through), or
+# with "shapes" bench/gemm_shapes.sh. Output under OUT.
 #   PACK=.devp/gpu OUT=/tmp/out bench/device_e2e.sh [e2e|shapes]
 set -u
 src=$(cd "$(dirname "$0")/.." && pwd)
