@@ -55,9 +55,8 @@ struct feed {
   uint64_t base, chunks; /* its count before the call; the chunks to take (0: none) */
 };
 
-/* (by the slot's constant size, g->slot: a shift) */
-static uint64_t chunks_of(uint64_t bytes) {
-  return (bytes + RLX__SHMG_SLOT - 1) / RLX__SHMG_SLOT;
+static uint64_t chunks_of(const struct rlx__shm_group *g, uint64_t bytes) {
+  return (bytes + g->slot - 1) / g->slot;
 }
 
 /* A sender: bytes of src fed through its slots, the chunks counted from
@@ -66,7 +65,7 @@ static uint64_t chunks_of(uint64_t bytes) {
  * reads this rank's slot of step s - 1); then wait until it took all. */
 static int feed(struct rlx__shm_group *g, struct rlx__op *op, uint64_t s, const char *src,
                 uint64_t bytes, uint64_t base) {
-  uint64_t chunks = chunks_of(bytes);
+  uint64_t chunks = chunks_of(g, bytes);
   _Atomic uint64_t *fed = &g->line[g->me].fed;
   int rc = rlx__shmg_wait_room(g, op, s + 1);
   for (uint64_t k = 1; rc == RLX_OK && k <= chunks; k++) {
@@ -161,7 +160,7 @@ static int take_blocks(struct rlx__shm_group *g, struct rlx__op *op, uint64_t s)
       if (!bad)
         continue;
     }
-    f[r].chunks = chunks_of(len);
+    f[r].chunks = chunks_of(g, len);
     most = f[r].chunks > most ? f[r].chunks : most;
   }
   for (uint64_t k = 1; k <= most; k++)

@@ -143,10 +143,7 @@ struct rlx__shm_group {
    * another thread freeing a neighbour writes them) */
   int listed;
   void *base;
-  /* the mapping; bytes of one data slot: RLX__SHMG_SLOT, which code that
-   * divides by it uses instead (a constant's division is a shift; a
-   * variable's, 20-90 cycles, base/fastdiv.h) */
-  size_t len, slot;
+  size_t len, slot; /* the mapping; bytes of one data slot */
   int n, me;
   int cap;   /* the ranks the layout holds (n, or more in a job that may grow) */
   int memfd; /* rank 0 of a layout with room: the segment, for joiners; else -1 */

@@ -34,7 +34,7 @@ size_t rlx__shms_span(const struct rlx__shm_group *g, uint64_t k, size_t *lo) {
 
 uint64_t rlx__shms_steps(const struct rlx__shm_group *g, uint64_t total) {
   size_t first = CELL + g->slot;
-  return total <= first ? 1 : 1 + (total - first + RLX__SHMG_SLOT - 1) / RLX__SHMG_SLOT; /* (g->slot) */
+  return total <= first ? 1 : 1 + (total - first + g->slot - 1) / g->slot;
 }
 
 int rlx__shms_room(struct rlx__shm_group *g, struct rlx__op *op, uint64_t s, uint64_t k,

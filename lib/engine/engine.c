@@ -305,10 +305,12 @@ int rlx__engine_wait(struct rlx__engine *e, const atomic_int *done, const atomic
       unsigned every = atomic_load_explicit(&e->uv_every, memory_order_relaxed);
       if (every > 1 && moved)
         every = 256;
+      else if (every == 0)
+        every = 1;
       if (uv_left > every) /* (every is 1 from a peer on a socket on) */
-        uv_left = every ? every : 1;
+        uv_left = every;
       if (--uv_left == 0) {
-        uv_left = every ? every : 1;
+        uv_left = every;
         uv_run(&e->loop, UV_RUN_NOWAIT); /* the rings were just polled */
       }
       int slept = 0;
