@@ -3,9 +3,9 @@
 #include <linux/futex.h>
 #include <sched.h>
 #include <sys/syscall.h>
-#include <time.h>
 #include <unistd.h>
 #include "base/fence.h"
+#include "base/internal.h"
 #include "engine/loop_lock.h"
 
 /* Polls of the word before sleeping (some microseconds): the holder is
@@ -53,13 +53,11 @@ void rlx__loop_lock_wake(struct rlx__loop_lock *l) {
 int rlx__loop_lock_hand_over(struct rlx__loop_lock *l) {
   if (atomic_load_explicit(&l->sleepers, memory_order_relaxed) == 0)
     return 0;
-  struct timespec t0, now;
-  clock_gettime(CLOCK_MONOTONIC, &t0);
+  uint64_t t0 = rlx__now_ns();
   while (atomic_load_explicit(&l->held, memory_order_relaxed) == 0 &&
          atomic_load_explicit(&l->sleepers, memory_order_relaxed) > 0) {
     sched_yield(); /* (the sleeper may need this very core) */
-    clock_gettime(CLOCK_MONOTONIC, &now);
-    if ((now.tv_sec - t0.tv_sec) * 1000000000L + (now.tv_nsec - t0.tv_nsec) >= HAND_OVER_NS)
+    if (rlx__now_ns() - t0 >= HAND_OVER_NS)
       break;
   }
   return 1;
