@@ -61,6 +61,9 @@ _Static_assert(RLX__SHMG_SLOT % 8 == 0, "a slot holds whole elements");
  * 8 cells, 0.04-0.057 with 64 and the wait for half of them;
  * bench/results/small-gather-stalls-2core-2026-12-04.txt). */
 #define RLX__SHMG_CELLS 64 /* a power of two */
+/* A reader asks ahead for the next cell of at most this many ranks
+ * (shm_wait.c prefetch_next). */
+#define RLX__SHMG_PREFETCH_RANKS 8
 struct rlx__shmg_cell {
   _Alignas(128) _Atomic uint64_t arrive; /* the last step of this cell whose data is posted */
   _Atomic uint64_t first;  /* the first step of the call that began in this cell */

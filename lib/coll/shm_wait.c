@@ -490,10 +490,32 @@ static void trace_wait(struct rlx__shm_group *g, struct rlx__op *op, int which, 
 
 /* calls: compare the ranks' calls once they reach the call's first step
  * (not for wait_room, whose step - 1 may be another call's). */
+/* The cells of step + 1 of the ranks this arrival came from, asked for
+ * now: they were there before we looked (their writers run ahead: a
+ * small scatter's root, a gather's senders), so their next cell most
+ * likely is too, and the miss on it overlaps the end of this call and the
+ * start of the next. Not when we had to wait: then we are ahead, and our
+ * read would take back the line its writer asked for to write
+ * (rlx__shmg_arrive). */
+static void prefetch_next(struct rlx__shm_group *g, int r, uint64_t step) {
+  if (r >= 0) {
+    __builtin_prefetch(rlx__shmg_cell(g, r, step + 1), 0, 3);
+    return;
+  }
+  if (g->n > RLX__SHMG_PREFETCH_RANKS)
+    return;
+  for (int k = 0; k < g->n; k++)
+    if (k != g->me)
+      __builtin_prefetch(rlx__shmg_cell(g, k, step + 1), 0, 3);
+}
+
 static int wait_for(struct rlx__shm_group *g, struct rlx__op *op, int which, int r,
                     uint64_t step, int calls) {
   int from = 0, rc = 0;
-  if (!reached(g, which, r, step, &from)) {
+  if (reached(g, which, r, step, &from)) {
+    if (which == ARRIVE)
+      prefetch_next(g, r, step);
+  } else {
     struct rlx__engine *e = g->engine;
     uint64_t t0 = rlx__now_ns(), t_p2p = t0, t_int = t0;
     atomic_store_explicit(&g->w_step, step, memory_order_relaxed);
