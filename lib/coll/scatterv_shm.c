@@ -32,9 +32,9 @@ static int post_stream(struct rlx__shm_group *g, struct rlx__op *op, int refs_ok
   uint64_t all = rlx__shms_header_bytes(g->n, 0);
   for (int j = 0; j < g->n; j++)
     all += j == g->me ? 0 : op->scounts[j] * op->esize;
-  if (all <= RLX__SHMG_INLINE) { /* (all in the cell: nothing to plan) */
+  if (all <= RLX__SHMS_CELL_BYTES) { /* (all in the cell: nothing to plan) */
     uint64_t s = ++g->step;
-    int rc = rlx__shms_post_cell(g, op, s, op->tmp);
+    int rc = rlx__shms_post_cell(g, op, s, all);
     if (rc == RLX_OK)
       rlx__shmg_arrive(g, s);
     *refs = 0;
@@ -82,6 +82,9 @@ static int read_stream(struct rlx__shm_group *g, struct rlx__op *op, uint64_t *r
           return rc;
         *failed = rlx__cma_read(pid, e.off, op->dst, e.len) != 0;
         e.len = 0; /* (nothing of it in the stream) */
+      } else if (e.off + e.len <= RLX__SHMS_CELL_BYTES) { /* (a small call's) */
+        rlx__shms_get_cell(g, root, s, e.off, op->dst, e.len);
+        e.len = 0;
       }
     }
     if ((len = rlx__shms_overlap(e.off, e.len, lo, cap, &at)) > 0)

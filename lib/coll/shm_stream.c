@@ -11,7 +11,7 @@
 #include "shm_stream.h"
 
 #define INL RLX__SHMG_INLINE
-#define CELL (RLX__SHMG_INLINE + RLX__SHMG_SPILL) /* step 0's bytes in the cell */
+#define CELL RLX__SHMS_CELL_BYTES /* step 0's bytes in the cell */
 
 #define WIDE 0x80000000u
 struct head_compact {
@@ -226,22 +226,66 @@ int rlx__shms_post(struct rlx__shm_group *g, struct rlx__op *op, uint64_t s, uin
   return RLX_OK;
 }
 
-int rlx__shms_post_cell(struct rlx__shm_group *g, struct rlx__op *op, uint64_t s,
-                        struct rlx__shms_entry *ent) {
+/* Bytes [off, off + len) of a stream's step 0 held in a cell and its
+ * spill area (off + len <= CELL), copied in from buf; inline: all in the
+ * cell (off + len <= INL). */
+static inline void put_cell(unsigned char *small, unsigned char *spill, size_t off,
+                            const void *buf, size_t len, int inl) {
+  if (!inl && off + len > INL) {
+    if (off >= INL) {
+      memcpy(spill + (off - INL), buf, len);
+      return;
+    }
+    memcpy(spill, (const char *)buf + (INL - off), off + len - INL);
+    len = INL - off;
+  }
+  memcpy(small + off, buf, len);
+}
+
+/* rlx__shms_post_cell's header and blocks; inl: all in the cell (a
+ * constant, so that the small call's path has no test for the spill
+ * area's) */
+static inline size_t post_cell(struct rlx__shm_group *g, const struct rlx__op *op,
+                               unsigned char *small, unsigned char *spill, int inl) {
+  size_t es = op->esize, off = rlx__shms_header_bytes(g->n, 0);
+  const struct head_compact h = {1, 0};
+  put_cell(small, spill, 0, &h, sizeof(h), inl);
+  for (int j = 0; j < g->n; j++) {
+    size_t len = j == g->me ? 0 : op->scounts[j] * es;
+    const struct entry_compact e = {(uint32_t)off, (uint32_t)len};
+    put_cell(small, spill, sizeof(h) + (size_t)j * sizeof(e), &e, sizeof(e), inl);
+    if (len > 0)
+      put_cell(small, spill, off, (const char *)op->src + op->sdispls[j] * es, len, inl);
+    off += len;
+  }
+  return off;
+}
+
+void rlx__shms_get_cell(struct rlx__shm_group *g, int r, uint64_t s, size_t off, void *buf,
+                        size_t len) {
+  if (off < INL) {
+    size_t n = len < INL - off ? len : INL - off;
+    memcpy(buf, rlx__shmg_cell(g, r, s)->small + off, n);
+    buf = (char *)buf + n;
+    off += n;
+    len -= n;
+  }
+  if (len > 0)
+    memcpy(buf, g->line[r].spill[s & (RLX__SHMG_CELLS - 1)] + (off - INL), len);
+}
+
+int rlx__shms_post_cell(struct rlx__shm_group *g, struct rlx__op *op, uint64_t s, size_t total) {
   int rc = rlx__shmg_wait_cell_room(g, op, s);
   if (rc != RLX_OK)
     return rc;
-  unsigned char *at = rlx__shmg_cell(g, g->me, s)->small;
-  size_t es = op->esize, off = rlx__shms_header_bytes(g->n, 0);
-  for (int j = 0; j < g->n; j++) {
-    ent[j].off = off;
-    ent[j].len = j == g->me ? 0 : op->scounts[j] * es;
-    if (ent[j].len > 0)
-      memcpy(at + off, (const char *)op->src + op->sdispls[j] * es, ent[j].len);
-    off += ent[j].len;
+  unsigned char *small = rlx__shmg_cell(g, g->me, s)->small;
+  if (total <= INL) {
+    post_cell(g, op, small, NULL, 1);
+    return RLX_OK;
   }
-  const struct rlx__shms_head h = {1, 0, 0};
-  rlx__shms_header_put(at, g->n, ent, &h, 0);
+  post_cell(g, op, small, g->line[g->me].spill[s & (RLX__SHMG_CELLS - 1)], 0);
+  if (total - INL > g->spill_used) /* (rlx__shmg_arrive asks for as many next) */
+    g->spill_used = total - INL;
   return RLX_OK;
 }
 

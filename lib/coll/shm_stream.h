@@ -113,17 +113,26 @@ void rlx__shms_plan(struct rlx__shm_group *g, const struct rlx__op *op, int refs
 int rlx__shms_post(struct rlx__shm_group *g, struct rlx__op *op, uint64_t s, uint64_t k,
                    const struct rlx__shms_entry *ent, const unsigned char *hdr,
                    const struct rlx__shms_plan *p);
+/* A stream's step 0 in a rank's cell and spill area: a stream of at
+ * most this many bytes is all there, under the cell's rule. */
+#define RLX__SHMS_CELL_BYTES (RLX__SHMG_INLINE + RLX__SHMG_SPILL)
 /* Post at segment step s, once the cell's rule allows, the stream of a
  * call whose blocks are op->scounts[j] elements at op->sdispls[j] of
- * op->src (none for this rank), when header and blocks fit the cell's
- * RLX__SHMG_INLINE bytes: what rlx__shms_plan and rlx__shms_post would
- * write, straight into the cell (ent: room for n entries) instead of
- * into scratch first (a 2-rank 8-byte scatterv's root: 1801 -> 1473
- * instructions a call outside its waits, callgrind, the calls of a run of
- * 6,000 less those of one of 2,000). RLX_OK or the error that ended the
- * call. */
-int rlx__shms_post_cell(struct rlx__shm_group *g, struct rlx__op *op, uint64_t s,
-                        struct rlx__shms_entry *ent);
+ * op->src (none for this rank), total bytes with the header, when they
+ * fit the cell and its spill area (RLX__SHMS_CELL_BYTES): what rlx__shms_plan and
+ * rlx__shms_post would write, straight there instead of through scratch
+ * and the general walk over the step's spans (a 2-rank 8-byte
+ * scatterv's root: 1801 -> 1473 instructions a call outside its waits;
+ * 128-byte blocks, partly in the spill area: 1685 -> ~1380; callgrind,
+ * bench/call_instructions.sh). RLX_OK or the error that ended the call. */
+int rlx__shms_post_cell(struct rlx__shm_group *g, struct rlx__op *op, uint64_t s, size_t total);
+/* Stream bytes [off, off + len) of rank r's step 0 (at segment step s)
+ * that lie in its cell and spill area (off + len <= RLX__SHMS_CELL_BYTES)
+ * out to buf: at most two copies, where rlx__shms_move walks the step's
+ * spans (a 2-rank scatterv of 128-byte blocks, the receiver: 1290 -> 1214
+ * instructions a call outside its waits). */
+void rlx__shms_get_cell(struct rlx__shm_group *g, int r, uint64_t s, size_t off, void *buf,
+                        size_t len);
 /* Run a streaming call (run: one attempt, blocks by reference where
  * refs_ok) with copies by reference where the segment allows them; when
  * one failed anywhere (RLX__SHMS_AGAIN, seen by every rank at the same
