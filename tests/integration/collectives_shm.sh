@@ -10,8 +10,8 @@
 # algorithms) and the nonblocking ones point to point over the
 # shared-memory rings; then the point-to-point algorithms for every
 # collective (RLX_SHM_COLL=off, COLL_RANKS_P2P), and payloads by reference
-# forced on and off. COLL_RANKS and COLL_FLAGS narrow it (the sanitizer
-# phases in CI).
+# forced on and off; and 13 ranks (COLL_WIDE, empty: none). COLL_RANKS
+# and COLL_FLAGS narrow it (the sanitizer phases in CI).
 . "$(dirname "$0")/lib.sh"
 for n in ${COLL_RANKS:-1 2 3 4 5 6 7 8}; do
   start=$(date +%s)
@@ -40,14 +40,17 @@ for n in 3 4; do
   grep -q "0 failures in all" "$TMP/out" || { cat "$TMP/out"; fail "n=$n half sums: no summary"; }
 done
 echo "half-precision sums in the segment: exact where the half type holds them (n = 3, 4)"
-# 13 ranks: an uneven call's header (8 + 8 n bytes) no longer fits the
-# cell's 96 inline bytes, and small calls' headers and blocks run on into
-# the spill area (shm_stream.c's post_cell and get_cell).
-RLX_LOG=info timeout 120 "$RLXRUN" -n 13 --timeout 100 "$CHECK" --counts 1,7,40 \
-  --dtypes float64,int8 >"$TMP/out" 2>"$TMP/err" || { tail -30 "$TMP/err"; fail "n=13 small calls"; }
-grep -q "0 failures in all" "$TMP/out" || fail "n=13 small calls: no summary"
-grep -q "rlx_scatterv: .* bytes on 13 ranks: shm" "$TMP/err" || fail "n=13: rlx_scatterv not in shared memory"
-echo "n=13, headers past the cell's inline bytes: $(grep 'coll_check:' "$TMP/out" | sed 's/^\[0\] //')"
+# 13 ranks (COLL_WIDE): an uneven call's header (8 + 8 n bytes) no
+# longer fits the cell's 96 inline bytes, and small calls' headers and
+# blocks run on into the spill area (shm_stream.c's post_cell, get_cell).
+for n in ${COLL_WIDE-13}; do
+  RLX_LOG=info timeout 120 "$RLXRUN" -n $n --timeout 100 "$CHECK" --counts 1,7,40 \
+    --dtypes float64,int8 >"$TMP/out" 2>"$TMP/err" || { tail -30 "$TMP/err"; fail "n=$n small calls"; }
+  grep -q "0 failures in all" "$TMP/out" || fail "n=$n small calls: no summary"
+  grep -q "rlx_scatterv: .* bytes on $n ranks: shm" "$TMP/err" ||
+    fail "n=$n: rlx_scatterv not in shared memory"
+  echo "n=$n, headers past the cell's inline bytes: $(grep 'coll_check:' "$TMP/out" | sed 's/^\[0\] //')"
+done
 # A caller polling a nonblocking call with rlx_test sees its data at once
 # (coll_check.c, check_polling, says what went wrong before).
 for n in 2 3; do
