@@ -180,6 +180,13 @@ struct rlx__op {
    * deadline need no finer clock, and two precise reads were a tenth
    * of a small shared-memory call */
   int coarse_clock;
+  /* A wait in the segment did not find what it waited for at once
+   * (shm_wait.c). A coarse call in the segment that never waited and
+   * took one step ends within the coarse clock's tick of its start
+   * (it copied at most a slot): its end is its start, one clock read a
+   * call instead of two (a 2-rank 8-byte scatterv: ~45 of its ~1300
+   * instructions a call). */
+  int waited;
   uint64_t ticket;          /* its entry in the flight recorder */
   uint8_t heard[32];        /* comm ranks < 256 we have received from in this call */
   /* Last, and not cleared with the rest by a call (fill()): the message
@@ -240,6 +247,12 @@ void rlx__exec_on_abort(void *ctx, int from, const struct rlx__frame_hdr *h, int
  * thread). */
 void rlx__exec_revoke(uint32_t comm_id, const char *reason);
 int rlx__exec_revoked(uint32_t comm_id, char *buf, size_t len);
+/* Whether any communicator is revoked here (a look before
+ * rlx__exec_revoked's, inline: every call makes it, hardly any finds one). */
+extern atomic_int rlx__exec_nrevoked_any;
+static inline int rlx__exec_any_revoked(void) {
+  return atomic_load_explicit(&rlx__exec_nrevoked_any, memory_order_acquire) != 0;
+}
 /* This rank refused call (comm_id, seq) by its arguments and told the
  * others: their ABORTs for it (the same refusal) are ignored. Under the
  * loop lock. */

@@ -79,7 +79,8 @@ void rlx__exec_finish(struct rlx__op *op, int status) {
     rlx__exec_remember_done(op);
   op->finished = 1;
   op->status = status;
-  op->t_done = rlx__op_now(op);
+  if (op->t_done == 0) /* (else the caller's: start's for a short call in the segment) */
+    op->t_done = rlx__op_now(op);
   if (op->settle) {
     uv_timer_stop(op->settle);
     uv_close((uv_handle_t *)op->settle, settle_closed);

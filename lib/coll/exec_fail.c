@@ -34,7 +34,7 @@ static struct {
   char reason[600];
 } revoked_comms[REVOKED_MAX];
 static int nrevoked;
-static atomic_int nrevoked_any;
+atomic_int rlx__exec_nrevoked_any; /* (coll.h: every call's look) */
 static pthread_mutex_t revoked_mtx = PTHREAD_MUTEX_INITIALIZER; /* (readers off the loop) */
 
 /* Tell every other member that this operation failed, and why. A member
@@ -293,7 +293,7 @@ __attribute__((noinline)) static int claim_abort_locked(struct rlx__op *op,
 
 int rlx__exec_claim_abort(struct rlx__op *op, struct rlx__engine *e) {
   if (atomic_load_explicit(&nearly_any, memory_order_acquire) == 0 &&
-      atomic_load_explicit(&nrevoked_any, memory_order_acquire) == 0)
+      atomic_load_explicit(&rlx__exec_nrevoked_any, memory_order_acquire) == 0)
     return 0;
   return claim_abort_locked(op, e);
 }
@@ -371,7 +371,7 @@ void rlx__exec_refused(uint32_t comm_id, uint64_t seq) {
 }
 
 int rlx__exec_revoked(uint32_t comm_id, char *buf, size_t len) {
-  if (atomic_load_explicit(&nrevoked_any, memory_order_acquire) == 0)
+  if (atomic_load_explicit(&rlx__exec_nrevoked_any, memory_order_acquire) == 0)
     return 0;
   int found = 0;
   pthread_mutex_lock(&revoked_mtx);
@@ -397,7 +397,7 @@ void rlx__exec_revoke(uint32_t comm_id, const char *reason) {
     revoked_comms[nrevoked].comm_id = comm_id;
     snprintf(revoked_comms[nrevoked].reason, sizeof(revoked_comms[0].reason), "%s", reason);
     nrevoked++;
-    atomic_store_explicit(&nrevoked_any, nrevoked, memory_order_release);
+    atomic_store_explicit(&rlx__exec_nrevoked_any, nrevoked, memory_order_release);
   }
   pthread_mutex_unlock(&revoked_mtx);
   /* (finish takes an op off the list: look again from the start) */

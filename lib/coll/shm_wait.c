@@ -252,6 +252,29 @@ static int run_matches(struct rlx__shm_group *g, int r, uint64_t first, const ui
   return f != 0 && f <= first && s[0] == sig[0] && s[1] == sig[1];
 }
 
+/* run_matches over the calls one settle walks: each rank's line read once
+ * (up to 16 ranks; the line holds for every call r began before the
+ * read, and every call walked began before it), not once a call (a
+ * 2-rank scatterv's root walks one call a step). */
+struct runs {
+  uint32_t have; /* bit r: run[r] read */
+  struct {
+    uint64_t from, sig[2];
+  } run[16];
+};
+static int run_matches_seen(struct rlx__shm_group *g, struct runs *rs, int r, uint64_t first,
+                            const uint64_t sig[2]) {
+  if (r >= 16)
+    return run_matches(g, r, first, sig);
+  if (!(rs->have & (1u << r))) {
+    struct rlx__shmg_line *l = &g->line[r];
+    rs->run[r].from = sig_read(&l->sig_from, l->sig_run, rs->run[r].sig);
+    rs->have |= 1u << r;
+  }
+  uint64_t f = rs->run[r].from;
+  return f != 0 && f <= first && rs->run[r].sig[0] == sig[0] && rs->run[r].sig[1] == sig[1];
+}
+
 /* Rank r's call, if it differs from ours; 0 when it matches, or r has
  * moved past ours. */
 static int check_call(struct rlx__shm_group *g, struct rlx__op *op, int r) {
@@ -378,6 +401,8 @@ static int settle(struct rlx__shm_group *g, struct rlx__op *op, uint64_t upto) {
    * every cell at every call. The first one not every rank has reached
    * ends it (nor have they any later one); it stays owed until a later
    * settle, at the latest before its cell is written again. */
+  struct runs rs;
+  rs.have = 0;
   for (; g->owing; g->owed_next++) {
     struct rlx__shmg_owed *o = &g->owed[g->owed_next & (RLX__SHMG_CELLS - 1)];
     if (o->first != g->owed_next)
@@ -389,7 +414,7 @@ static int settle(struct rlx__shm_group *g, struct rlx__op *op, uint64_t upto) {
     g->owing--;
     for (int r = 0; r < g->n; r++) {
       char theirs[160], mine[160], why[600], msg[1024], call[160];
-      if (r == g->me || run_matches(g, r, first, o->sig) ||
+      if (r == g->me || run_matches_seen(g, &rs, r, first, o->sig) ||
           !call_differs(g, r, first, o->sig, theirs, sizeof(theirs)))
         continue;
       describe_sig(o->sig, mine, sizeof(mine));
@@ -518,6 +543,7 @@ static int wait_for(struct rlx__shm_group *g, struct rlx__op *op, int which, int
   } else {
     struct rlx__engine *e = g->engine;
     uint64_t t0 = rlx__now_ns(), t_p2p = t0, t_int = t0;
+    op->waited = 1;
     atomic_store_explicit(&g->w_step, step, memory_order_relaxed);
     atomic_store_explicit(&g->w_which, which, memory_order_relaxed);
     atomic_store_explicit(&g->w_rank, r, memory_order_relaxed);

@@ -30,7 +30,8 @@ int rlx__call_check_comm(const char *call, rlx_comm_t *c) {
   if (c->revoked)
     return rlx__err(RLX_ERR_REVOKED, "%s: the communicator was revoked by an earlier error: %s",
                     call, c->revoked_why);
-  return rlx__exec_revoked(c->id, NULL, 0) ? revoked_by_other(call, c) : RLX_OK;
+  return rlx__exec_any_revoked() && rlx__exec_revoked(c->id, NULL, 0) ? revoked_by_other(call, c)
+                                                                      : RLX_OK;
 }
 
 int rlx__refused(rlx_comm_t *c, int rc) {
@@ -220,8 +221,11 @@ static int start(rlx_comm_t *c, struct rlx_request *rq) {
   op->deadline = rq->deadline;
   if (op->algo->run != NULL) { /* in the shared segment, on this thread */
     op->shm = c->shm;
+    uint64_t step = c->shm->step;
     /* an ABORT that came first fails it at once */
     rc = rlx__exec_begin(op, &rt->engine) ? op->status : op->algo->run(op);
+    if (rc == RLX_OK && op->coarse_clock && !op->waited && c->shm->step - step <= 1)
+      op->t_done = op->t_start; /* (coll.h: within the tick it started in) */
     char msg[160];
     if (rc != RLX_OK) /* (the algorithm's own message, when it ended the call, stays) */
       snprintf(msg, sizeof(msg), "%s failed in shared memory on rank %d", op->call, op->rank);
