@@ -14,12 +14,17 @@ static const struct rlx__gemm_shape plain = {4, 4, 16, 16, 256};
  * 1024, 175.2 -> 166.2 at 256; the whole run 1.72M -> 1.88M samples/s at
  * 1024, the same within noise at 64 and 256; not for 784-256-10, where
  * runs at batch 64 were slower, at 256 either way, at 1024 faster
- * (bench/results/gemm-shape-h200-2026-12-05.txt). */
+ * (bench/results/gemm-shape-h200-2026-12-05.txt). NVIDIA H100 80GB HBM3:
+ * the same shape, the same model: its products 502.8 -> 442.3 us at
+ * 1024 (cuBLAS 329.0), 174.8 -> 168.8 at 256; the whole run, 3 rounds of
+ * 5 epochs, 1.69-1.73M -> 1.80-1.87M samples/s at 1024, 1.07-1.08M ->
+ * 1.09-1.11M at 256 (bench/results/gemm-shape-h100-2026-12-05.txt). */
 static const struct {
   const char *name;
   int min_width;
   struct rlx__gemm_shape s;
-} known[] = {{"NVIDIA H200", 1024, {8, 4, 16, 16, 128}}};
+} known[] = {{"NVIDIA H200", 1024, {8, 4, 16, 16, 128}},
+             {"NVIDIA H100 80GB HBM3", 1024, {8, 4, 16, 16, 128}}};
 
 /* What kernels.cl's gemm_tiles accepts (its #error says the same). */
 static int valid(const struct rlx__gemm_shape *s) {

@@ -231,7 +231,8 @@ START_TEST(gemm_tiles_shapes) {
 END_TEST
 
 /* The shape a device and model get (gemm_shape.c's table): the H200's
- * measured one for models with a layer of 1024 or more, the plain one for
+ * and the H100 SXM's measured one for models with a layer of 1024 or
+ * more (another H100's name gets none: not measured), the plain one for
  * narrower models and other devices; RLX_GEMM_SHAPE over both, a bad
  * value refused with its reason. */
 START_TEST(gemm_shape_by_device_and_width) {
@@ -242,6 +243,10 @@ START_TEST(gemm_shape_by_device_and_width) {
   ck_assert(s.rm == 8 && s.rn == 4 && s.wy == 16 && s.chunk == 16 && s.fill == 128);
   ck_assert_int_eq(rlx__gemm_shape_wanted("NVIDIA H200", 784, &s, why, sizeof why), 0);
   ck_assert(s.rm == 4 && s.rn == 4 && s.wy == 16 && s.chunk == 16 && s.fill == 256);
+  ck_assert_int_eq(rlx__gemm_shape_wanted("NVIDIA H100 80GB HBM3", 1024, &s, why, sizeof why), 0);
+  ck_assert(s.rm == 8 && s.rn == 4 && s.wy == 16 && s.chunk == 16 && s.fill == 128);
+  ck_assert_int_eq(rlx__gemm_shape_wanted("NVIDIA H100 PCIe", 1024, &s, why, sizeof why), 0);
+  ck_assert(s.rm == 4 && s.rn == 4 && s.fill == 256); /* (not measured: the plain shape) */
   ck_assert_int_eq(rlx__gemm_shape_wanted("cpu-haswell", 4096, &s, why, sizeof why), 0);
   ck_assert(s.rm == 4 && s.rn == 4 && s.fill == 256);
   setenv("RLX_GEMM_SHAPE", "4x8x8x16/1", 1);
