@@ -182,10 +182,10 @@ struct rlx__op {
   int coarse_clock;
   /* A wait in the segment did not find what it waited for at once
    * (shm_wait.c). A coarse call in the segment that never waited and
-   * took one step ends within the coarse clock's tick of its start
-   * (it copied at most a slot): its end is its start, one clock read a
-   * call instead of two (a 2-rank 8-byte scatterv: ~45 of its ~1300
-   * instructions a call). */
+   * took one step ends within about the coarse clock's tick of its start
+   * (it copied at most a slot's worth from each rank): its end is its
+   * start, one clock read a call instead of two (a 2-rank 8-byte
+   * scatterv: ~45 of its ~1300 instructions a call). */
   int waited;
   uint64_t ticket;          /* its entry in the flight recorder */
   uint8_t heard[32];        /* comm ranks < 256 we have received from in this call */

@@ -119,9 +119,10 @@ int rlx__shms_post(struct rlx__shm_group *g, struct rlx__op *op, uint64_t s, uin
 /* Post at segment step s, once the cell's rule allows, the stream of a
  * call whose blocks are op->scounts[j] elements at op->sdispls[j] of
  * op->src (none for this rank), total bytes with the header, when they
- * fit the cell and its spill area (RLX__SHMS_CELL_BYTES): what rlx__shms_plan and
- * rlx__shms_post would write, straight there instead of through scratch
- * and the general walk over the step's spans (a 2-rank 8-byte
+ * fit the cell and its spill area (RLX__SHMS_CELL_BYTES): what
+ * rlx__shms_plan and rlx__shms_post would write, straight there instead
+ * of through scratch and the general walk over the step's spans (a 2-rank
+ * 8-byte
  * scatterv's root: 1801 -> 1473 instructions a call outside its waits;
  * 128-byte blocks, partly in the spill area: 1685 -> ~1380; callgrind,
  * bench/call_instructions.sh). RLX_OK or the error that ended the call. */

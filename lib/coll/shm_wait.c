@@ -513,8 +513,6 @@ static void trace_wait(struct rlx__shm_group *g, struct rlx__op *op, int which, 
   rlx__trace_span(RLX__TRACK_XFER(0, 0), "wait", name, t0, rlx__now_ns(), args);
 }
 
-/* calls: compare the ranks' calls once they reach the call's first step
- * (not for wait_room, whose step - 1 may be another call's). */
 /* The cells of step + 1 of the ranks this arrival came from, asked for
  * now: they were there before we looked (their writers run ahead: a
  * small scatter's root, a gather's senders), so their next cell most
@@ -534,6 +532,8 @@ static void prefetch_next(struct rlx__shm_group *g, int r, uint64_t step) {
       __builtin_prefetch(rlx__shmg_cell(g, k, step + 1), 0, 3);
 }
 
+/* calls: compare the ranks' calls once they reach the call's first step
+ * (not for wait_room, whose step - 1 may be another call's). */
 static int wait_for(struct rlx__shm_group *g, struct rlx__op *op, int which, int r,
                     uint64_t step, int calls) {
   int from = 0, rc = 0;
