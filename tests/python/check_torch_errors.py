@@ -19,7 +19,9 @@ way), never returns with the tensors unreduced:
   - a barrier rank 1 comes to late, on a group made with a 1 s timeout:
     Timeout on rank 0 within 1-2.5 s; on a group made with torch's default
     timeout: RLX_TIMEOUT's 3 s; with a 1 s timeout in the call's options
-    (BarrierOptions.timeout): 1 s; rank 1's late barrier raises too
+    (BarrierOptions.timeout): 1 s; rank 1's late barrier raises too (or,
+    over sockets, where rank 0's barrier frame was read before its ABORT,
+    completes, and the group's next call raises Revoked)
   - a send of 4 MiB (by reference where RLX_CMA allows it) on a group with
     a 1 s timeout while the receiver is stopped 1.5 s: the send returns
     once the resumed receiver took it (not at the timeout, which would
@@ -168,10 +170,33 @@ def late_barrier(r, mode, g, lo, hi, call=None):
         else:
             time.sleep(hi * SCALE + 1.5)
     call = call or (lambda: run(mode, dist.barrier, group=g))
-    expect("%s: a late barrier" % mode, rlxcoll.Timeout if r == 0 else rlxcoll.Error, call,
-           lo=lo if r == 0 else 0.0, hi=hi if r == 0 else 10.0)
-    if r == 0 and mark:
+    if r == 1:
+        late_rank(mode, g, call)
+        return
+    expect("%s: a late barrier" % mode, rlxcoll.Timeout, call, lo=lo, hi=hi)
+    if mark:
         open(mark, "w").close()
+
+
+def late_rank(mode, g, call):
+    """The late rank: its barrier raises (rank 0's ABORT read first); or,
+    over sockets, where its progress thread had read rank 0's barrier frame
+    but not yet the ABORT behind it when the call began (seen once in CI,
+    2 cores under load), the barrier completes from that frame and the
+    group's next call raises Revoked, naming rank 0's timeout: never a
+    silent success."""
+    t0 = time.monotonic()
+    try:
+        call()
+    except rlxcoll.Error as e:
+        print("check_torch_errors: rank 1: %s: a late barrier: %s after %.2f s: %s"
+              % (mode, type(e).__name__, time.monotonic() - t0, e), flush=True)
+        return
+    expect("%s: a late barrier done, the next call" % mode, rlxcoll.Revoked,
+           lambda: run(mode, dist.barrier, group=g), hi=1.5)
+    if "timed out" not in last_error[0]:
+        failures.append("%s: the next call's error does not name the timeout: %s"
+                        % (mode, last_error[0]))
 
 
 def aborted(r, mode):
