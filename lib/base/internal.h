@@ -97,6 +97,11 @@ int rlx__config_load(struct rlx__config *cfg);
 int rlx__parse_long(const char *s, long lo, long hi, long *out);
 int rlx__parse_double(const char *s, double lo, double hi, double *out);
 
+/* ---- dtypes (dtype.c) ------------------------------------------------------ */
+/* rlx_dtype_size for a dtype already checked, inline (every call's). */
+extern const size_t rlx__dtype_sizes[RLX_DTYPE_COUNT];
+static inline size_t rlx__dtype_size(rlx_dtype_t dt) { return rlx__dtype_sizes[dt]; }
+
 /* ---- time ---------------------------------------------------------------- */
 uint64_t rlx__now_ns(void);
 uint64_t rlx__tick_ns(void); /* coarse: liveness stamps (log.c) */

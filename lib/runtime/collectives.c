@@ -22,7 +22,7 @@ __attribute__((noinline, cold)) static int revoked_by_other(const char *call, rl
   return RLX_OK;
 }
 
-int rlx__call_check_comm(const char *call, rlx_comm_t *c) {
+__attribute__((cold)) int rlx__call_comm_refused(const char *call, rlx_comm_t *c) {
   if (!rlx__rt.initialized)
     return rlx__err(RLX_ERR_STATE, "%s: rlx_init has not been called", call);
   if (c == NULL)
@@ -30,8 +30,7 @@ int rlx__call_check_comm(const char *call, rlx_comm_t *c) {
   if (c->revoked)
     return rlx__err(RLX_ERR_REVOKED, "%s: the communicator was revoked by an earlier error: %s",
                     call, c->revoked_why);
-  return rlx__exec_any_revoked() && rlx__exec_revoked(c->id, NULL, 0) ? revoked_by_other(call, c)
-                                                                      : RLX_OK;
+  return revoked_by_other(call, c); /* (another communicator's: RLX_OK) */
 }
 
 int rlx__refused(rlx_comm_t *c, int rc) {
@@ -71,13 +70,10 @@ static void give_back(rlx_comm_t *c, struct rlx__op *op) {
   op->comm_taken = 0;
 }
 
-int rlx__call_check_type(const char *call, rlx_dtype_t dt, size_t count, size_t *esize) {
+__attribute__((cold)) int rlx__call_type_refused(const char *call, rlx_dtype_t dt, size_t count) {
   if ((unsigned)dt >= RLX_DTYPE_COUNT)
     return rlx__err(RLX_ERR_ARG, "%s: unknown dtype %d", call, (int)dt);
-  *esize = rlx_dtype_size(dt);
-  if (count > rlx__per_elem((SIZE_MAX / 2) / 4096, *esize))
-    return rlx__err(RLX_ERR_ARG, "%s: count %zu is too large", call, count);
-  return RLX_OK;
+  return rlx__err(RLX_ERR_ARG, "%s: count %zu is too large", call, count);
 }
 
 static int check_op(const char *call, rlx_op_t op, rlx_dtype_t dt) {
@@ -92,11 +88,9 @@ static int check_op(const char *call, rlx_op_t op, rlx_dtype_t dt) {
   return RLX_OK;
 }
 
-int rlx__call_check_root(const char *call, int root, rlx_comm_t *c) {
-  if (root < 0 || root >= c->size)
-    return rlx__err(RLX_ERR_ARG, "%s: root %d is not a rank of this communicator (size %d)",
-                    call, root, c->size);
-  return RLX_OK;
+__attribute__((cold)) int rlx__call_root_refused(const char *call, int root, rlx_comm_t *c) {
+  return rlx__err(RLX_ERR_ARG, "%s: root %d is not a rank of this communicator (size %d)", call,
+                  root, c->size);
 }
 
 /* RLX_IN_PLACE goes in sendbuf only (or rlx_reduce's on the root): as a
