@@ -24,8 +24,10 @@ static inline int rlx__call_check_comm(const char *call, rlx_comm_t *c) {
 }
 static inline int rlx__call_check_type(const char *call, rlx_dtype_t dt, size_t count,
                                        size_t *esize) {
-  if ((unsigned)dt >= RLX_DTYPE_COUNT)
+  if ((unsigned)dt >= RLX_DTYPE_COUNT) {
+    *esize = 0; /* (set on every path: the refusal's return is opaque to the compiler) */
     return rlx__call_type_refused(call, dt, count);
+  }
   *esize = rlx__dtype_size(dt);
   if (count > rlx__per_elem((SIZE_MAX / 2) / 4096, *esize))
     return rlx__call_type_refused(call, dt, count);
