@@ -292,8 +292,7 @@ __attribute__((noinline)) static int claim_abort_locked(struct rlx__op *op,
 }
 
 int rlx__exec_claim_abort(struct rlx__op *op, struct rlx__engine *e) {
-  if (atomic_load_explicit(&nearly_any, memory_order_acquire) == 0 &&
-      atomic_load_explicit(&rlx__exec_nrevoked_any, memory_order_acquire) == 0)
+  if (atomic_load_explicit(&nearly_any, memory_order_acquire) == 0 && !rlx__exec_any_revoked())
     return 0;
   return claim_abort_locked(op, e);
 }
@@ -371,7 +370,7 @@ void rlx__exec_refused(uint32_t comm_id, uint64_t seq) {
 }
 
 int rlx__exec_revoked(uint32_t comm_id, char *buf, size_t len) {
-  if (atomic_load_explicit(&rlx__exec_nrevoked_any, memory_order_acquire) == 0)
+  if (!rlx__exec_any_revoked())
     return 0;
   int found = 0;
   pthread_mutex_lock(&revoked_mtx);

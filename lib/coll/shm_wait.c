@@ -246,10 +246,13 @@ static int call_differs(struct rlx__shm_group *g, int r, uint64_t first, const u
 /* Did rank r, arrived at step first or past it, call sig there? Known
  * from its line when every call it began since a step up to first had
  * that signature (1); else (0) its cell says. */
+static int run_covers(uint64_t f, const uint64_t s[2], uint64_t first, const uint64_t sig[2]) {
+  return f != 0 && f <= first && s[0] == sig[0] && s[1] == sig[1];
+}
 static int run_matches(struct rlx__shm_group *g, int r, uint64_t first, const uint64_t sig[2]) {
   struct rlx__shmg_line *l = &g->line[r];
   uint64_t s[2], f = sig_read(&l->sig_from, l->sig_run, s);
-  return f != 0 && f <= first && s[0] == sig[0] && s[1] == sig[1];
+  return run_covers(f, s, first, sig);
 }
 
 /* run_matches over the calls one settle walks: each rank's line read once
@@ -271,8 +274,7 @@ static int run_matches_seen(struct rlx__shm_group *g, struct runs *rs, int r, ui
     rs->run[r].from = sig_read(&l->sig_from, l->sig_run, rs->run[r].sig);
     rs->have |= 1u << r;
   }
-  uint64_t f = rs->run[r].from;
-  return f != 0 && f <= first && rs->run[r].sig[0] == sig[0] && rs->run[r].sig[1] == sig[1];
+  return run_covers(rs->run[r].from, rs->run[r].sig, first, sig);
 }
 
 /* Rank r's call, if it differs from ours; 0 when it matches, or r has

@@ -13,15 +13,9 @@
 #include "observe/observe.h"
 #include "runtime/calls.h"
 
-/* A revoked communicator's error (its reason's buffer out of the check's
- * frame: every call makes the check, hardly any fails it). */
-__attribute__((noinline, cold)) static int revoked_by_other(const char *call, rlx_comm_t *c) {
-  char why[600];
-  if (rlx__exec_revoked(c->id, why, sizeof(why)))
-    return rlx__err(RLX_ERR_REVOKED, "%s: %s", call, why);
-  return RLX_OK;
-}
-
+/* check_comm's refusal (calls.h), out of line with the revocation
+ * reason's buffer: RLX_OK when what it looked at was another
+ * communicator's revocation. */
 __attribute__((cold)) int rlx__call_comm_refused(const char *call, rlx_comm_t *c) {
   if (!rlx__rt.initialized)
     return rlx__err(RLX_ERR_STATE, "%s: rlx_init has not been called", call);
@@ -30,7 +24,10 @@ __attribute__((cold)) int rlx__call_comm_refused(const char *call, rlx_comm_t *c
   if (c->revoked)
     return rlx__err(RLX_ERR_REVOKED, "%s: the communicator was revoked by an earlier error: %s",
                     call, c->revoked_why);
-  return revoked_by_other(call, c); /* (another communicator's: RLX_OK) */
+  char why[600];
+  if (rlx__exec_revoked(c->id, why, sizeof(why)))
+    return rlx__err(RLX_ERR_REVOKED, "%s: %s", call, why);
+  return RLX_OK;
 }
 
 int rlx__refused(rlx_comm_t *c, int rc) {
