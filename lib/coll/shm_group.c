@@ -26,6 +26,29 @@ _Static_assert(sizeof(struct rlx__shmg_line) <= RLX__SHMG_LINE, "a rank's line f
 /* Live groups, for peer losses; under the loop lock. */
 static struct rlx__list groups = {&groups, &groups};
 
+/* Listed (under the loop lock), a group hears of the losses to come
+ * (rlx__shmg_on_lost); one its transport heard of before (after the last
+ * agreement that made the group, before this: the loop tells only the
+ * groups listed when it hears) fails it now, as the telling would have.
+ * Without this, its first call waits for the lost until its deadline. */
+static void list_locked(struct rlx__shm_group *g) {
+  rlx__list_push(&groups, &g->link);
+  g->listed = 1;
+  for (int r = 0; r < g->n; r++) {
+    const char *why = r != g->me ? rlx__p2p_lost_reason(g->p2p, g->world[r]) : NULL;
+    if (why != NULL) {
+      rlx__shmg_fail(g, RLX_ERR_PEER_LOST, r, UINT64_MAX, why);
+      return;
+    }
+  }
+}
+
+static void list_group(struct rlx__shm_group *g) {
+  rlx__engine_lock(g->engine);
+  list_locked(g);
+  rlx__engine_unlock(g->engine);
+}
+
 static size_t lines_span(int n) {
   return ((size_t)n * RLX__SHMG_LINE + SHMG_PAGE - 1) & ~(size_t)(SHMG_PAGE - 1);
 }
@@ -259,10 +282,7 @@ struct rlx__shm_group *rlx__shmg_setup(struct rlx__engine *e, struct rlx__p2p *p
     g->memfd = memfd;
   else if (memfd >= 0)
     close(memfd);
-  rlx__engine_lock(e);
-  rlx__list_push(&groups, &g->link);
-  g->listed = 1;
-  rlx__engine_unlock(e);
+  list_group(g);
   return g;
 none:
   if (memfd >= 0)
@@ -384,10 +404,8 @@ void rlx__shmg_take_over(struct rlx__shm_group *g, int member, uint32_t comm_id,
   g->world = world;
   g->n = n;
   g->comm_id = comm_id;
-  if (!member) {
-    rlx__list_push(&groups, &g->link);
-    g->listed = 1;
-  }
+  if (!member)
+    list_locked(g);
   rlx__engine_unlock(g->engine);
 }
 
