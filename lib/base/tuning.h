@@ -166,6 +166,13 @@
 #ifndef RLX__SHMG_REF_MIN
 #define RLX__SHMG_REF_MIN (16u * 1024u)
 #endif
+/* The segment's allgather and allgatherv read every block from its
+ * owner's buffer (process_vm_readv) once the largest is at least this
+ * many bytes; below, the slots (one copy in that all readers share, one
+ * out each). -DRLX__SHMG_AG_REF_MIN=... to measure. */
+#ifndef RLX__SHMG_AG_REF_MIN
+#define RLX__SHMG_AG_REF_MIN (256u * 1024u)
+#endif
 /* The blocking calls' scratch that a job of one rank that may grow, and
  * every joiner, make and touch at rlx_init (comm.c): a 2-rank ring's
  * receive segments by reference, two lanes. */

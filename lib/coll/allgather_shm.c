@@ -5,10 +5,14 @@
  * the first step), so all take the steps the largest block needs, a rank
  * whose block has ended posting empty ones. */
 #include <string.h>
+#include <unistd.h>
+#include "base/tuning.h"
+#include "transport/p2p.h"
 #include "coll.h"
 #include "shm_group.h"
+#include "shm_stream.h"
 
-static int run(struct rlx__op *op) {
+static int streamed(struct rlx__op *op) {
   struct rlx__shm_group *g = op->shm;
   size_t block = op->count * op->esize, cb = g->slot; /* (whole elements) */
   int rc;
@@ -35,7 +39,7 @@ static size_t v_block(const struct rlx__op *op, int r, char **at) {
   return op->counts[r] * op->esize;
 }
 
-static int run_v(struct rlx__op *op) {
+static int streamed_v(struct rlx__op *op) {
   struct rlx__shm_group *g = op->shm;
   size_t cb = g->slot, most = 0; /* (whole elements) */
   char *to;
@@ -64,10 +68,84 @@ static int run_v(struct rlx__op *op) {
   return RLX_OK;
 }
 
+/* Rank r's block of an allgather, as v_block. */
+static size_t even_block(const struct rlx__op *op, int r, char **at) {
+  size_t block = op->count * op->esize;
+  *at = (char *)op->dst + (size_t)r * block;
+  return block;
+}
+
+/* what a rank posts when the blocks go by reference */
+struct ref_desc {
+  uint64_t addr, bytes, pid; /* its block: where, how long, whose memory */
+};
+
+/* Every block by reference (copies by reference on, a block of
+ * RLX__SHMG_AG_REF_MIN or more; every rank knows every block's size, so all
+ * take this path alike): each rank posts its block's address in its
+ * cell, and once all have, reads every other block straight from its
+ * owner with process_vm_readv, one copy where the slots take two (in,
+ * then out) and a step for each slot's worth; then rlx__shms_refs_done's
+ * step frees the buffers and says whether a copy failed anywhere (the
+ * call then runs again streamed, as the segment's later calls do). */
+static int by_ref(struct rlx__op *op, size_t (*block)(const struct rlx__op *, int, char **)) {
+  struct rlx__shm_group *g = op->shm;
+  char *to;
+  int rc, failed = 0;
+  if ((rc = rlx__shmg_begin(g, op)) != RLX_OK)
+    return rc;
+  uint64_t s = ++g->step;
+  struct ref_desc d = {(uint64_t)(uintptr_t)op->src, block(op, g->me, &to), (uint64_t)getpid()};
+#ifdef RLX_FAULT_INJECTION
+  if (rlx__fault_cma_desc_pid())
+    d.pid = 1;
+#endif
+  if ((rc = rlx__shmg_post(g, op, s, &d, sizeof(d), sizeof(d))) != RLX_OK ||
+      (rc = rlx__shmg_wait_arrived(g, op, -1, s)) != RLX_OK)
+    return rc;
+  for (int r = 0; r < g->n; r++) {
+    size_t bytes = block(op, r, &to);
+    if (r == g->me) {
+      if (to != (const char *)op->src && bytes > 0) /* (in place: it is there) */
+        memcpy(to, op->src, bytes);
+      continue;
+    }
+    memcpy(&d, rlx__shmg_data(g, r, s, sizeof(d)), sizeof(d));
+    if (d.bytes != bytes) /* (the signatures agreed on the counts: a spoilt cell) */
+      return rlx__shms_mismatch(op, g, r, d.bytes, g->me, bytes);
+    int pid = rlx__shms_ref_pid(op, g, r, (uint32_t)d.pid, &rc);
+    if (pid < 0)
+      return rc;
+    if (bytes > 0 && !failed)
+      failed = rlx__cma_read(pid, d.addr, to, bytes) != 0;
+  }
+  return rlx__shms_refs_done(g, op, failed);
+}
+
+static int run(struct rlx__op *op, int refs_ok) {
+  if (refs_ok && op->count * op->esize >= RLX__SHMG_AG_REF_MIN)
+    return by_ref(op, even_block);
+  return streamed(op);
+}
+
+static int run_v(struct rlx__op *op, int refs_ok) {
+  char *to;
+  size_t most = 0;
+  for (int r = 0; r < op->size; r++)
+    if (v_block(op, r, &to) > most)
+      most = v_block(op, r, &to);
+  if (refs_ok && most >= RLX__SHMG_AG_REF_MIN)
+    return by_ref(op, v_block);
+  return streamed_v(op);
+}
+
+static int allgather(struct rlx__op *op) { return rlx__shms_run(op, "rlx_allgather", run); }
+static int allgatherv(struct rlx__op *op) { return rlx__shms_run(op, "rlx_allgatherv", run_v); }
+
 static size_t setup(struct rlx__op *op) {
   (void)op;
   return 0;
 }
 
-const struct rlx__algo rlx__allgather_shm = {"shm", NULL, setup, NULL, run};
-const struct rlx__algo rlx__allgatherv_shm = {"shm", NULL, setup, NULL, run_v};
+const struct rlx__algo rlx__allgather_shm = {"shm", NULL, setup, NULL, allgather};
+const struct rlx__algo rlx__allgatherv_shm = {"shm", NULL, setup, NULL, allgatherv};

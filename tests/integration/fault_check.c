@@ -16,9 +16,9 @@
  *   FAULT_DONE_DIR/done.RANK when it has said all)
  *   fault_check frame corrupt|lost   (RLX_FAULT_FRAME spoils a frame: every
  *   rank must fail with that error, and none may return wrong data)
- *   fault_check segref [alltoallv|gatherv|scatterv]   (an alltoallv of
- *   64 KiB blocks in the shared segment, or a gatherv or scatterv of 512
- *   KiB ones, read by reference; with RLX_FAULT_CMA=descpid every sender
+ *   fault_check segref [alltoallv|gatherv|scatterv|allgatherv|allgather]
+ *   (an alltoallv of 64 KiB blocks in the shared segment, or one of the
+ *   others with 512 KiB ones, read by reference; with RLX_FAULT_CMA=descpid every sender
  *   names pid 1 as its memory's: every rank must fail with
  *   RLX_ERR_CORRUPT within 5 s, none return wrong data; with SEGREF_OK
  *   set, as for RLX_FAULT_CMA=deny, every rank must succeed with the
@@ -484,8 +484,8 @@ int main(int argc, char **argv) {
   if (argc > 1 && strcmp(argv[1], "segref") == 0) {
     int size = rlx_comm_size(w);
     const char *call = argc > 2 ? argv[2] : "alltoallv";
-    /* (64 KiB of doubles a block; 512 KiB for gatherv and scatterv, whose
-     * blocks go by reference only past what one step streams) */
+    /* (64 KiB of doubles a block; 512 KiB for the others, whose blocks go
+     * by reference only past what one step streams) */
     size_t blk = strcmp(call, "alltoallv") == 0 ? 8192 : 65536,
            *cnt = malloc(sizeof(size_t) * (size_t)size),
            *dsp = malloc(sizeof(size_t) * (size_t)size);
@@ -502,6 +502,10 @@ int main(int argc, char **argv) {
       rc = rlx_gatherv(in + (size_t)rank * blk, blk, out, cnt, dsp, RLX_FLOAT64, 0, w);
     else if (strcmp(call, "scatterv") == 0)
       rc = rlx_scatterv(in, cnt, dsp, out + (size_t)rank * blk, blk, RLX_FLOAT64, 0, w);
+    else if (strcmp(call, "allgatherv") == 0) /* (as gatherv's, on every rank) */
+      rc = rlx_allgatherv(in + (size_t)rank * blk, blk, out, cnt, dsp, RLX_FLOAT64, w);
+    else if (strcmp(call, "allgather") == 0)
+      rc = rlx_allgather(in + (size_t)rank * blk, out, blk, RLX_FLOAT64, w);
     else
       rc = rlx_alltoallv(in, cnt, dsp, out, cnt, dsp, RLX_FLOAT64, w);
     double took = now() - t0;
@@ -511,7 +515,8 @@ int main(int argc, char **argv) {
     for (int r = 0; rc == RLX_OK && r < size && !wrong; r++) {
       /* what rank r's block here holds: its sender's values for this rank */
       int from = strcmp(call, "scatterv") == 0 ? 0 : r;
-      size_t at = strcmp(call, "gatherv") == 0 ? (size_t)r * blk : (size_t)rank * blk;
+      int gathered = strncmp(call, "all", 3) == 0 && strcmp(call, "alltoallv") != 0;
+      size_t at = strcmp(call, "gatherv") == 0 || gathered ? (size_t)r * blk : (size_t)rank * blk;
       if ((strcmp(call, "gatherv") == 0 && rank != 0) || (strcmp(call, "scatterv") == 0 && r != rank))
         continue;
       for (size_t i = 0; i < blk && !wrong; i++)

@@ -88,11 +88,11 @@ for n in 2 3; do
   [ "$fell" = $n ] || fail "deny a2av n=$n: $fell ranks fell back to streaming, not $n"
   echo "copies by reference refused in the segment's alltoallv, n=$n: right results, every rank streams"
 done
-# And where gatherv's root or scatterv's receivers are the first to be
-# refused (coll_check's alltoallv came first above): the gatherv block is
-# fed through the sender's slots instead, the scatterv runs again
-# streamed; right results on every rank.
-for call in gatherv scatterv; do
+# And where gatherv's root, scatterv's receivers or an allgather(v)'s
+# ranks are the first to be refused (coll_check's alltoallv came first
+# above): the gatherv block is fed through the sender's slots instead, the
+# others run again streamed; right results on every rank.
+for call in gatherv scatterv allgatherv allgather; do
   SEGREF_OK=1 RLX_CMA=on RLX_FAULT_CMA=deny RLX_LOG=debug timeout 60 "$RLXRUN" -n 3 --grace 10 \
     "$FAULT" segref $call >"$TMP/out" 2>&1
   [ "$(grep -c 'fault_check: rank [0-9]*: PASS' "$TMP/out")" -eq 3 ] ||
@@ -180,13 +180,13 @@ done
 # rank's own for its blocks by reference is refused before any read, and
 # every rank's call fails as corrupt (without the check the read of pid 1
 # failed, the call streamed its blocks again and succeeded).
-for call in alltoallv gatherv scatterv; do
+for call in alltoallv gatherv scatterv allgatherv allgather; do
   RLX_LOG=warn RLX_CMA=on RLX_FAULT_CMA=descpid timeout 60 "$RLXRUN" -n 3 --grace 10 "$FAULT" segref \
     $call >"$TMP/out" 2>&1
   grep -q "WRONG DATA" "$TMP/out" && { cat "$TMP/out"; fail "segref $call: wrong data"; }
   [ "$(grep -c 'fault_check: rank [0-9]*: PASS' "$TMP/out")" -eq 3 ] ||
     { cat "$TMP/out"; fail "segref $call: not every rank failed as corrupt"; }
-  grep -q "rank [0-9]*'s blocks by reference in rlx_$call(float64[^)]*) name process 1, where rank [0-9]* is process [0-9]*: the shared segment is corrupt" \
+  grep -q "rank [0-9]*'s blocks by reference in rlx_$call([^)]*float64[^)]*) name process 1, where rank [0-9]* is process [0-9]*: the shared segment is corrupt" \
     "$TMP/out" || { cat "$TMP/out"; fail "segref $call: not named"; }
   echo "$call: a stream in the shared segment naming pid 1 for its blocks by reference: refused, corrupt on every rank"
 done
