@@ -3,7 +3,8 @@
  * blocks differ by rank, and every rank knows every block's size (its
  * counts, which the call's signature hashes: ranks that disagree fail at
  * the first step), so all take the steps the largest block needs, a rank
- * whose block has ended posting empty ones. */
+ * whose block has ended posting empty ones. Large blocks go by reference
+ * instead (by_ref, below). */
 #include <string.h>
 #include <unistd.h>
 #include "base/tuning.h"
