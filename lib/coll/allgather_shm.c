@@ -6,7 +6,6 @@
  * whose block has ended posting empty ones. Large blocks go by reference
  * instead (by_ref, below). */
 #include <string.h>
-#include <unistd.h>
 #include "base/tuning.h"
 #include "transport/p2p.h"
 #include "coll.h"
@@ -40,14 +39,12 @@ static size_t v_block(const struct rlx__op *op, int r, char **at) {
   return op->counts[r] * op->esize;
 }
 
-static int streamed_v(struct rlx__op *op) {
+/* most: the largest block's bytes */
+static int streamed_v(struct rlx__op *op, size_t most) {
   struct rlx__shm_group *g = op->shm;
-  size_t cb = g->slot, most = 0; /* (whole elements) */
+  size_t cb = g->slot; /* (whole elements) */
   char *to;
   int rc;
-  for (int r = 0; r < g->n; r++)
-    if (v_block(op, r, &to) > most)
-      most = v_block(op, r, &to);
   if ((rc = rlx__shmg_begin(g, op)) != RLX_OK)
     return rc;
   /* (one step when every block is empty: the ranks still meet there) */
@@ -97,11 +94,7 @@ static int by_ref(struct rlx__op *op, size_t (*block)(const struct rlx__op *, in
   if ((rc = rlx__shmg_begin(g, op)) != RLX_OK)
     return rc;
   uint64_t s = ++g->step;
-  struct ref_desc d = {(uint64_t)(uintptr_t)op->src, block(op, g->me, &to), (uint64_t)getpid()};
-#ifdef RLX_FAULT_INJECTION
-  if (rlx__fault_cma_desc_pid())
-    d.pid = 1;
-#endif
+  struct ref_desc d = {(uint64_t)(uintptr_t)op->src, block(op, g->me, &to), rlx__shms_own_pid()};
   if ((rc = rlx__shmg_post(g, op, s, &d, sizeof(d), sizeof(d))) != RLX_OK ||
       (rc = rlx__shmg_wait_arrived(g, op, -1, s)) != RLX_OK)
     return rc;
@@ -142,12 +135,13 @@ static int run(struct rlx__op *op, int refs_ok) {
 static int run_v(struct rlx__op *op, int refs_ok) {
   char *to;
   size_t most = 0;
-  for (int r = 0; r < op->size; r++)
-    if (v_block(op, r, &to) > most)
-      most = v_block(op, r, &to);
+  for (int r = 0; r < op->size; r++) {
+    size_t bytes = v_block(op, r, &to);
+    most = bytes > most ? bytes : most;
+  }
   if (refs_pay(op, refs_ok, most))
     return by_ref(op, v_block);
-  return streamed_v(op);
+  return streamed_v(op, most);
 }
 
 static int allgather(struct rlx__op *op) { return rlx__shms_run(op, "rlx_allgather", run); }

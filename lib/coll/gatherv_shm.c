@@ -31,7 +31,6 @@
  * root, whichever rank it is, knows where the chunks of this call start. */
 #include <stdio.h>
 #include <string.h>
-#include <unistd.h>
 #include "base/internal.h"
 #include "transport/p2p.h"
 #include "coll.h"
@@ -97,11 +96,7 @@ static int send_block(struct rlx__shm_group *g, struct rlx__op *op, uint64_t s) 
            taken = atomic_load_explicit(&g->line[g->me].taken, memory_order_acquire);
   struct desc d = {bytes | (uint64_t)(ref ? BY_REF : FED) << MODE_SHIFT,
                    (uint64_t)(uintptr_t)op->src, fed > taken ? fed : taken,
-                   ref ? (uint64_t)getpid() : 0};
-#ifdef RLX_FAULT_INJECTION
-  if (ref && rlx__fault_cma_desc_pid())
-    d.pid = 1;
-#endif
+                   ref ? rlx__shms_own_pid() : 0};
   if ((rc = rlx__shms_room(g, op, s, 0, sizeof(d))) != RLX_OK)
     return rc;
   rlx__shms_move(g, g->me, s, 0, 0, &d, sizeof(d), 0);

@@ -153,6 +153,14 @@ int rlx__shms_corrupt(struct rlx__op *op, struct rlx__shm_group *g, int from, ui
   return op->status;
 }
 
+uint32_t rlx__shms_own_pid(void) {
+#ifdef RLX_FAULT_INJECTION
+  if (rlx__fault_cma_desc_pid())
+    return 1;
+#endif
+  return (uint32_t)getpid();
+}
+
 int rlx__shms_ref_pid(struct rlx__op *op, struct rlx__shm_group *g, int r, uint32_t named,
                       int *rc) {
   int pid = rlx__shmg_pid(g, r);
@@ -201,11 +209,7 @@ void rlx__shms_plan(struct rlx__shm_group *g, const struct rlx__op *op, int refs
   }
   p->h.steps = rlx__shms_steps(g, p->total);
   p->h.refs = mine;
-  p->h.pid = mine ? (uint32_t)getpid() : 0;
-#ifdef RLX_FAULT_INJECTION
-  if (mine && rlx__fault_cma_desc_pid())
-    p->h.pid = 1;
-#endif
+  p->h.pid = mine ? rlx__shms_own_pid() : 0;
   p->hb = rlx__shms_header_put(hdr, n, ent, &p->h, wide);
 }
 

@@ -94,6 +94,9 @@ int rlx__shms_corrupt(struct rlx__op *op, struct rlx__shm_group *g, int from, ui
  * returned). */
 int rlx__shms_ref_pid(struct rlx__op *op, struct rlx__shm_group *g, int r, uint32_t named,
                       int *rc);
+/* The pid a rank names for its own blocks by reference: its own (1 under
+ * RLX_FAULT_CMA=descpid in fault-injection builds). */
+uint32_t rlx__shms_own_pid(void);
 
 /* This rank's stream for a call whose block for rank j is
  * op->scounts[j] elements at op->sdispls[j] of op->src (none for this

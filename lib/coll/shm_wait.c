@@ -243,12 +243,14 @@ static int call_differs(struct rlx__shm_group *g, int r, uint64_t first, const u
   return 1;
 }
 
-/* Did rank r, arrived at step first or past it, call sig there? Known
- * from its line when every call it began since a step up to first had
- * that signature (1); else (0) its cell says. */
+/* A line's run (every call from step f on had signature s) covers a
+ * call at step first with signature sig. */
 static int run_covers(uint64_t f, const uint64_t s[2], uint64_t first, const uint64_t sig[2]) {
   return f != 0 && f <= first && s[0] == sig[0] && s[1] == sig[1];
 }
+/* Did rank r, arrived at step first or past it, call sig there? Known
+ * from its line when every call it began since a step up to first had
+ * that signature (1); else (0) its cell says. */
 static int run_matches(struct rlx__shm_group *g, int r, uint64_t first, const uint64_t sig[2]) {
   struct rlx__shmg_line *l = &g->line[r];
   uint64_t s[2], f = sig_read(&l->sig_from, l->sig_run, s);

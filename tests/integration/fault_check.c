@@ -18,8 +18,8 @@
  *   rank must fail with that error, and none may return wrong data)
  *   fault_check segref [alltoallv|gatherv|scatterv|allgatherv|allgather]
  *   (an alltoallv of 64 KiB blocks in the shared segment, or one of the
- *   others with 512 KiB ones, read by reference; with RLX_FAULT_CMA=descpid every sender
- *   names pid 1 as its memory's: every rank must fail with
+ *   others with 512 KiB ones, read by reference; with
+ *   RLX_FAULT_CMA=descpid every sender names pid 1 as its memory's: every rank must fail with
  *   RLX_ERR_CORRUPT within 5 s, none return wrong data; with SEGREF_OK
  *   set, as for RLX_FAULT_CMA=deny, every rank must succeed with the
  *   right data)
