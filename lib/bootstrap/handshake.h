@@ -5,6 +5,11 @@
  *   client -> server  HELLO     magic "RLXH", version, channel, from, to, nonce_c
  *   server -> client  CHALLENGE magic "RLXC", from, nonce_s, HMAC(key, "S" | HELLO | nonce_s)
  *   client -> server  PROOF     magic "RLXP", HMAC(key, "C" | HELLO | nonce_s)
+ *                     or        magic "RLXA", HMAC(key, "A" | HELLO | nonce_s):
+ *                               a descriptor comes with these bytes (shm's
+ *                               segment); the server answers it with one byte
+ *                               (conn.c), since the kernel drops a descriptor
+ *                               a process out of them cannot take, silently
  *
  * Pure functions over byte buffers: the libuv and blocking-socket callers
  * share them, and the fuzz target calls them directly. */
@@ -36,6 +41,7 @@ struct rlx__hs {
   uint8_t nonce_s[RLX__HS_NONCE_SIZE];
   uint32_t self, peer;
   uint8_t channel;
+  uint8_t attached; /* server: the proof said a descriptor came with it */
 };
 
 /* Derive the 32-byte key from the job key string (BLAKE2b, libsodium). */
@@ -48,7 +54,9 @@ int rlx__hs_server_hello(struct rlx__hs *hs, const uint8_t in[RLX__HS_HELLO_SIZE
 /* Client: verify the server's MAC and write the PROOF. */
 int rlx__hs_client_challenge(struct rlx__hs *hs, const uint8_t in[RLX__HS_CHALLENGE_SIZE],
                              uint8_t out[RLX__HS_PROOF_SIZE]);
-/* Server: verify the client's MAC. */
+/* Client: make the PROOF out say a descriptor goes with it ("RLXA"). */
+void rlx__hs_proof_attach(const struct rlx__hs *hs, uint8_t out[RLX__HS_PROOF_SIZE]);
+/* Server: verify the client's MAC; hs->attached tells which PROOF it was. */
 int rlx__hs_server_proof(struct rlx__hs *hs, const uint8_t in[RLX__HS_PROOF_SIZE]);
 const char *rlx__hs_strstatus(int status);
 

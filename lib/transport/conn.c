@@ -45,7 +45,8 @@ void rlx__conn_fail(struct rlx__p2p_conn *c, int err, const char *why) {
     rlx__conn_close(c);
     return;
   }
-  if (c->peer >= 0 && (c->state == C_READY || c->state == C_CONNECTING || c->state == C_HS_CLIENT)) {
+  if (c->peer >= 0 && (c->state == C_READY || c->state == C_CONNECTING ||
+                       c->state == C_HS_CLIENT || c->state == C_HS_SEG)) {
     rlx__peer_fail(p, c->peer, err, why);
   } else {
     p->strangers++;
@@ -65,7 +66,8 @@ void rlx__conn_fail_silent(struct rlx__p2p_conn *c, const char *why) {
 
 void rlx__conn_closed_in_handshake(struct rlx__p2p_conn *c, const char *why) {
   struct rlx__p2p *p = c->p;
-  if (c->state != C_HS_CLIENT || c->call_up || c->peer < 0 || p->closing) {
+  if ((c->state != C_HS_CLIENT && c->state != C_HS_SEG) || c->call_up || c->peer < 0 ||
+      p->closing) {
     rlx__conn_fail(c, RLX_ERR_PEER_LOST, why);
     return;
   }
@@ -173,7 +175,7 @@ static void trace_ready(const struct rlx__p2p_conn *c) {
  * sends that waited for it go out. */
 static void conn_ready(struct rlx__p2p_conn *c) {
   struct rlx__p2p_peer *pe = &c->p->peers[c->peer];
-  assert(c->state == C_HS_CLIENT || c->state == C_HS_PROOF);
+  assert(c->state == C_HS_CLIENT || c->state == C_HS_SEG || c->state == C_HS_PROOF);
   grow_buffers(c);
   if (pe->pending == c)
     pe->pending = NULL;
@@ -194,7 +196,7 @@ static void conn_ready(struct rlx__p2p_conn *c) {
   c->last_rx = c->last_tx = rlx__now_ns();
   pe->hs_closed = 0;
   pe->redial_at = 0;
-  c->dialed = c->state == C_HS_CLIENT;
+  c->dialed = c->state != C_HS_PROOF;
   c->state = C_READY;
   c->p->opened[rlx__transport_index(c->tr)]++;
   c->p->nready++;
@@ -227,15 +229,51 @@ static void hs_client(struct rlx__p2p_conn *c) {
     rlx__conn_fail(c, RLX_ERR_AUTH, why);
     return;
   }
-  /* The proof carries what the transport attaches (shm: its segment);
-   * when nothing went, the connection is its control transport's. */
-  long sent = c->tr->offer != NULL ? c->tr->offer(c, c->hs_out[1], RLX__HS_PROOF_SIZE) : 0;
+  /* The proof carries what the transport attaches (shm: its segment), and
+   * says so; when nothing went, the connection is its control
+   * transport's. */
+  long sent = 0;
+  if (c->tr->offer != NULL) {
+    uint8_t marked[RLX__HS_PROOF_SIZE];
+    memcpy(marked, c->hs_out[1], sizeof marked);
+    rlx__hs_proof_attach(&c->hs, marked);
+    if ((sent = c->tr->offer(c, marked, sizeof marked)) > 0)
+      memcpy(c->hs_out[1], marked, sizeof marked); /* for the rest of it, below */
+  }
   if (sent <= 0)
     c->tr = rlx__transport_control(c->tr);
   if (sent < RLX__HS_PROOF_SIZE)
     hs_write(c, 1, (size_t)sent, RLX__HS_PROOF_SIZE);
-  if (c->state != C_CLOSING)
+  if (c->state == C_CLOSING)
+    return;
+  if (sent <= 0) {
     conn_ready(c);
+    return;
+  }
+  /* A process out of descriptors gets the bytes without the descriptor
+   * (the kernel drops it, and libuv does not say): wait for the answer. */
+  c->state = C_HS_SEG;
+  c->need = 1;
+  c->got = 0;
+}
+
+/* The dialing side got the acceptor's answer to its segment: taken ('S'),
+ * or it never came ('U'): the pair then stays on the control transport. */
+static void hs_segment(struct rlx__p2p_conn *c) {
+  if (c->hs_in[0] == 'U') {
+    rlx__debug("rank %d did not get our shared segment (out of descriptors there?): our "
+               "frames go on the %s socket", c->peer, rlx__transport_control(c->tr)->name);
+    if (c->tr->drop != NULL)
+      c->tr->drop(c, RLX_ERR_PEER_LOST); /* nothing waits on it yet */
+    c->tr = rlx__transport_control(c->tr);
+  } else if (c->hs_in[0] != 'S') {
+    char why[128];
+    snprintf(why, sizeof why, "rank %d answered our shared segment with byte 0x%02x, not 'S' "
+             "or 'U'", c->peer, c->hs_in[0]);
+    rlx__conn_fail(c, RLX_ERR_CORRUPT, why);
+    return;
+  }
+  conn_ready(c);
 }
 
 /* The accepting side got the HELLO: challenge back. */
@@ -280,28 +318,41 @@ static void hs_proof(struct rlx__p2p_conn *c) {
     return;
   }
   c->peer = peer;
-  /* A transport riding on this one may have come with the proof. */
-  for (int t = 0; rlx__transports[t] != NULL; t++) {
+  if (!c->hs.attached) {
+    conn_ready(c);
+    return;
+  }
+  /* A transport riding on this one sent something with the proof: take
+   * it, and say whether it came. */
+  int got = 0;
+  for (int t = 0; rlx__transports[t] != NULL && got == 0; t++) {
     const struct rlx__transport_ops *tr = rlx__transports[t];
     if (tr->control != c->tr || tr->take_offer == NULL)
       continue;
-    int got = tr->take_offer(c);
-    if (got < 0) {
+    if ((got = tr->take_offer(c)) < 0) {
       rlx__conn_fail(c, got, rlx_errmsg());
       return;
     }
-    if (got == 1) {
+    if (got == 1)
       c->tr = tr;
-      break;
-    }
   }
-  conn_ready(c);
+  if (got == 0) {
+    struct rlimit lim;
+    unsigned long long n = getrlimit(RLIMIT_NOFILE, &lim) == 0 ? (unsigned long long)lim.rlim_cur : 0;
+    rlx__warn("rank %d's shared segment did not reach us (too many open files? ulimit -n is %llu "
+              "here): frames between us go on the %s socket", peer, n, c->tr->name);
+  }
+  c->hs_out[1][0] = got == 1 ? 'S' : 'U';
+  hs_write(c, 1, 0, 1);
+  if (c->state != C_CLOSING)
+    conn_ready(c);
 }
 
 void rlx__conn_hs_done(struct rlx__p2p_conn *c) {
   assert(c->rstate == R_HS);
   switch (c->state) {
   case C_HS_CLIENT: hs_client(c); break;
+  case C_HS_SEG: hs_segment(c); break;
   case C_HS_HELLO: hs_hello(c); break;
   case C_HS_PROOF: hs_proof(c); break;
   default: assert(!"handshake bytes outside the handshake");

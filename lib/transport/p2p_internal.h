@@ -34,7 +34,17 @@
  * (2 ranks over TCP, bench/ab_builds.sh). */
 #define RLX__DIRECT_MIN (32u * 1024u)
 
-enum rlx__conn_state { C_CONNECTING, C_HS_CLIENT, C_HS_HELLO, C_HS_PROOF, C_READY, C_CLOSING };
+/* C_HS_SEG: the dialer sent its proof with a segment attached, and waits
+ * for the one byte that says whether the acceptor got it (conn.c). */
+enum rlx__conn_state {
+  C_CONNECTING,
+  C_HS_CLIENT,
+  C_HS_SEG,
+  C_HS_HELLO,
+  C_HS_PROOF,
+  C_READY,
+  C_CLOSING
+};
 enum rlx__read_state { R_HS, R_HDR, R_PAYLOAD, R_CMA };
 
 /* A frame that arrived before its receive was posted (or an ABORT). */

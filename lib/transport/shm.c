@@ -100,7 +100,9 @@ static int take_fd(struct rlx__p2p_conn *c) {
   return dupfd;
 }
 
-/* The table's take_offer: map the segment that came with the proof. */
+/* The table's take_offer: map the segment that came with the proof. A
+ * shortage of ours (descriptors, memory) leaves the pair on the socket:
+ * 0, as when the kernel dropped the descriptor on its way in. */
 static int shm_take_offer(struct rlx__p2p_conn *c) {
   int dupfd = take_fd(c);
   if (dupfd == -EAGAIN)
@@ -112,8 +114,11 @@ static int shm_take_offer(struct rlx__p2p_conn *c) {
     if (dupfd >= 0 && s == NULL)
       close(dupfd);
     free(s);
-    return rlx__err(rc == -ENOMEM ? RLX_ERR_NOMEM : RLX_ERR_PEER_LOST,
-                    "rank %d sent a shared segment we cannot use: %s", c->peer,
+    if (rc == -EMFILE || rc == -ENFILE || rc == -ENOMEM) {
+      rlx__debug("cannot take rank %d's shared segment: %s", c->peer, strerror(-rc));
+      return 0;
+    }
+    return rlx__err(RLX_ERR_PEER_LOST, "rank %d sent a shared segment we cannot use: %s", c->peer,
                     rc == -EPROTO ? "not a sealed memfd of sane rings" : strerror(-rc));
   }
   c->shm = s;

@@ -39,6 +39,13 @@
  *   its descriptors; rank 1's message to it fails with RLX_ERR_SYS naming
  *   the likely limit there, not RLX_ERR_PEER_LOST; once rank 0 has
  *   descriptors again, a barrier works: it was not counted lost)
+ *   fault_check fdproof   (2 ranks, before they ever talked: rank 0 keeps
+ *   one descriptor free, which accepting rank 1's dial takes, so the
+ *   shared segment rank 1 sends with its handshake is dropped by the
+ *   kernel on the way in; the pair carries its frames on the Unix socket
+ *   instead: rank 1's message reaches rank 0 within 5 s (not after 10 s
+ *   of silence on rings rank 0 never got, as "peer lost"), and a barrier
+ *   works once rank 0 has descriptors again)
  *   fault_check revokeref   (2 ranks, point to point, copies by reference
  *   on: rank 0 in a 4 MiB allreduce whose half goes to rank 1 by
  *   reference while rank 1 is stopped (1 s), so that nobody reads it;
@@ -153,6 +160,46 @@ static int fd_full(rlx_comm_t *w, int rank) {
     mark_done(101);
   }
   int rc = rlx_barrier(w); /* rank 0 has descriptors again, and was not lost */
+  printf("fault_check: rank %d: then a barrier: %s\n", rank, rlx_strerror(rc));
+  ok = ok && rc == RLX_OK;
+  printf("fault_check: rank %d: %s\n", rank, ok ? "PASS" : "FAIL");
+  fflush(stdout);
+  rlx_finalize();
+  return ok ? 0 : 1;
+}
+
+/* fdproof: rank 0 one descriptor short of full while rank 1 dials it. */
+static int fd_proof(rlx_comm_t *w, int rank) {
+  const char *dir = getenv("FAULT_DONE_DIR");
+  char full[512];
+  snprintf(full, sizeof full, "%s/done.100", dir ? dir : ".");
+  int ok = 1, v = 0;
+  double t0 = now();
+  if (rank == 0) {
+    static int fds[65536];
+    int n = 0;
+    while (n < 65536 && (fds[n] = open("/dev/null", O_RDONLY)) >= 0)
+      n++;
+    if (n > 0)
+      close(fds[--n]); /* the one the accept takes */
+    mark_done(100);
+    int rc = rlx_recv(&v, 1, RLX_INT32, 1, 5, w, NULL);
+    printf("fault_check: rank 0: a message from rank 1, one descriptor free: %s after %.2f s: "
+           "%d %s\n", rlx_strerror(rc), now() - t0, v, rc == RLX_OK ? "" : rlx_errmsg());
+    ok = rc == RLX_OK && v == 7 && now() - t0 < bound(5.0);
+    while (n > 0)
+      close(fds[--n]);
+  } else {
+    for (int i = 0; i < 1200 && access(full, F_OK) != 0; i++)
+      usleep(50000);
+    v = 7;
+    t0 = now();
+    int rc = rlx_send(&v, 1, RLX_INT32, 0, 5, w);
+    printf("fault_check: rank 1: a message to rank 0: %s after %.2f s\n", rlx_strerror(rc),
+           now() - t0);
+    ok = rc == RLX_OK;
+  }
+  int rc = rlx_barrier(w);
   printf("fault_check: rank %d: then a barrier: %s\n", rank, rlx_strerror(rc));
   ok = ok && rc == RLX_OK;
   printf("fault_check: rank %d: %s\n", rank, ok ? "PASS" : "FAIL");
@@ -439,6 +486,8 @@ int main(int argc, char **argv) {
   int rank = rlx_comm_rank(w);
   if (argc > 1 && strcmp(argv[1], "fdfull") == 0) /* (before anyone connects) */
     return fd_full(w, rank);
+  if (argc > 1 && strcmp(argv[1], "fdproof") == 0)
+    return fd_proof(w, rank);
   /* Everyone connected and past a first call before the fault. */
   if (rlx_barrier(w) != RLX_OK) {
     fprintf(stderr, "fault_check: barrier: %s\n", rlx_errmsg());

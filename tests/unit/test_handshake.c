@@ -26,6 +26,28 @@ START_TEST(good_key) {
 }
 END_TEST
 
+/* A proof that says a descriptor came with it verifies and says so; its
+ * label is under the MAC, so neither proof passes as the other. */
+START_TEST(attached_proof) {
+  struct pair p;
+  start(&p, "job-key", "job-key");
+  ck_assert_int_eq(rlx__hs_server_hello(&p.srv, p.hello, p.chal), RLX__HS_OK);
+  ck_assert_int_eq(rlx__hs_client_challenge(&p.cli, p.chal, p.proof), RLX__HS_OK);
+  uint8_t plain[RLX__HS_PROOF_SIZE];
+  memcpy(plain, p.proof, sizeof plain);
+  ck_assert_int_eq(rlx__hs_server_proof(&p.srv, plain), RLX__HS_OK);
+  ck_assert_int_eq(p.srv.attached, 0);
+  rlx__hs_proof_attach(&p.cli, p.proof);
+  ck_assert_int_eq(memcmp(p.proof, "RLXA", 4), 0);
+  ck_assert_int_eq(rlx__hs_server_proof(&p.srv, p.proof), RLX__HS_OK);
+  ck_assert_int_eq(p.srv.attached, 1);
+  p.proof[3] = 'P'; /* the attached MAC under the plain label */
+  ck_assert_int_eq(rlx__hs_server_proof(&p.srv, p.proof), RLX__HS_BAD_MAC);
+  plain[3] = 'A';
+  ck_assert_int_eq(rlx__hs_server_proof(&p.srv, plain), RLX__HS_BAD_MAC);
+}
+END_TEST
+
 START_TEST(wrong_key) {
   struct pair p;
   start(&p, "job-key", "other-key");
@@ -94,6 +116,7 @@ int main(void) {
   TCase *tc = tcase_create("hmac");
   tcase_set_timeout(tc, 60); /* Check's default 4 s is too short under the sanitizers */
   tcase_add_test(tc, good_key);
+  tcase_add_test(tc, attached_proof);
   tcase_add_test(tc, wrong_key);
   tcase_add_test(tc, tampering_detected);
   tcase_add_test(tc, misaddressed_or_garbage_hello);
