@@ -202,7 +202,10 @@ static int take(struct rlx__shm_group *g, int from, int check_id, uint64_t deadl
     cpu_rest(since);
   }
   int rc = fd < 0 ? fd : attach(g, fd, check_id);
-  if (rc != 0)
+  if (rc == -EMFILE || rc == -ENFILE)
+    rlx__warn("no shared segment from rank 0 for a communicator of %d ranks: %s (ulimit -n?): "
+              "its collectives go point to point", g->n, strerror(-rc));
+  else if (rc != 0)
     rlx__debug("no shared segment from rank 0: %s",
                rc == -EPROTO ? "not a sealed segment of this communicator" : strerror(-rc));
   return rc == 0;

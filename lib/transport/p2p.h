@@ -236,8 +236,9 @@ int rlx__p2p_in_memory(const struct rlx__p2p *p, int peer);
  * lib/coll/shm_group.c), under the loop lock. shm_state: 1 when peer has
  * a ready shared-memory connection, 0 while it is being made (this call
  * starts it), -1 when there will be none (lost, or not shared memory).
- * send_fd: fd goes to peer with a doorbell byte (0 or -errno). take_fd:
- * the oldest descriptor peer sent, ours to close; -EAGAIN: none yet. */
+ * send_fd: fd goes to peer with a byte of its own (0 or -errno). take_fd:
+ * the oldest descriptor peer sent, ours to close; -EAGAIN: none yet;
+ * -EMFILE: it came without the descriptor (we were out of them). */
 int rlx__p2p_shm_state(struct rlx__p2p *p, int peer);
 int rlx__p2p_send_fd(struct rlx__p2p *p, int peer, int fd);
 int rlx__p2p_take_fd(struct rlx__p2p *p, int peer);

@@ -109,6 +109,10 @@ struct rlx__p2p_conn {
   struct rlx__shm_seg *shm;
   struct rlx__list shm_out; /* frames waiting for room in the out ring */
   uint8_t bell[64];         /* doorbells are read into it and forgotten */
+  /* descriptors a peer sent on this connection (each with an 'F' byte,
+   * rlx__p2p_send_fd) and those taken: a byte read with no descriptor
+   * behind it was one the kernel dropped (we were out of them) */
+  unsigned fds_announced, fds_taken;
   char addr[160]; /* who an accepted connection came from, for logs */
 };
 

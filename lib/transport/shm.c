@@ -375,7 +375,8 @@ static void bell_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf) {
  * the ring (an ABORT saying why, say), which is read first. */
 static void bell_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
   struct rlx__p2p_conn *c = s->data;
-  (void)buf;
+  for (ssize_t i = 0; i < nread; i++) /* (libuv queued a descriptor before these bytes) */
+    c->fds_announced += buf->base[i] == 'F';
   if (nread >= 0 || c->state != C_READY)
     return;
   c->last_rx = rlx__tick_ns();
@@ -428,9 +429,10 @@ int rlx__p2p_send_fd(struct rlx__p2p *p, int peer, int fd) {
   uv_os_fd_t sock;
   if (c == NULL || uv_fileno(&c->h.handle, &sock) != 0)
     return -ENOTCONN;
-  /* a doorbell byte carries it: the socket under a shared-memory
-   * connection holds nothing else, so nothing is interleaved */
-  long n = rlx__send_with_fd(sock, fd, "", 1);
+  /* a byte of its own carries it ('F', where a doorbell is 0): the socket
+   * under a shared-memory connection holds nothing else, so nothing is
+   * interleaved, and the taker can tell a descriptor that never came */
+  long n = rlx__send_with_fd(sock, fd, "F", 1);
   return n == 1 ? 0 : n < 0 ? (int)n : -EIO;
 }
 
@@ -441,6 +443,12 @@ int rlx__p2p_take_fd(struct rlx__p2p *p, int peer) {
   int fd = take_fd(c);
   if (fd != -EAGAIN)
     listen_bells(c); /* uv_accept may have stopped reading the socket */
+  if (fd >= 0 || fd == -EMFILE || fd == -ENFILE)
+    c->fds_taken++;
+  else if (fd == -EAGAIN && c->fds_announced > c->fds_taken) {
+    c->fds_taken++; /* its byte came alone: the kernel could not give us the descriptor */
+    fd = -EMFILE;
+  }
   return fd;
 }
 

@@ -46,6 +46,11 @@
  *   instead: rank 1's message reaches rank 0 within 5 s (not after 10 s
  *   of silence on rings rank 0 never got, as "peer lost"), and a barrier
  *   works once rank 0 has descriptors again)
+ *   fault_check fdseg   (2 ranks, connected: rank 1 uses up its
+ *   descriptors, then both dup the world; the segment rank 0 sends for it
+ *   reaches rank 1 as its byte alone: rank 1 says so at once (not after
+ *   its 30 s wait), the dup's collectives go point to point, and an
+ *   allreduce on it is right; then a barrier once rank 1 has descriptors)
  *   fault_check revokeref   (2 ranks, point to point, copies by reference
  *   on: rank 0 in a 4 MiB allreduce whose half goes to rank 1 by
  *   reference while rank 1 is stopped (1 s), so that nobody reads it;
@@ -202,6 +207,44 @@ static int fd_proof(rlx_comm_t *w, int rank) {
   int rc = rlx_barrier(w);
   printf("fault_check: rank %d: then a barrier: %s\n", rank, rlx_strerror(rc));
   ok = ok && rc == RLX_OK;
+  printf("fault_check: rank %d: %s\n", rank, ok ? "PASS" : "FAIL");
+  fflush(stdout);
+  rlx_finalize();
+  return ok ? 0 : 1;
+}
+
+/* fdseg: a communicator's segment sent to a rank out of descriptors. */
+static int fd_seg(rlx_comm_t *w, int rank) {
+  const char *dir = getenv("FAULT_DONE_DIR");
+  char full[512];
+  snprintf(full, sizeof full, "%s/done.100", dir ? dir : ".");
+  static int fds[65536];
+  int n = 0, ok = rlx_barrier(w) == RLX_OK; /* connected, the world's segment made */
+  if (rank == 1) {
+    while (n < 65536 && (fds[n] = open("/dev/null", O_RDONLY)) >= 0)
+      n++;
+    mark_done(100);
+  } else {
+    for (int i = 0; i < 1200 && access(full, F_OK) != 0; i++)
+      usleep(50000);
+  }
+  double t0 = now();
+  rlx_comm_t *d = NULL;
+  int rc = rlx_comm_dup(w, &d);
+  double in[4] = {1, 2, 3, rank}, out[4] = {0};
+  if (rc == RLX_OK)
+    rc = rlx_allreduce(in, out, 4, RLX_FLOAT64, RLX_SUM, d);
+  double took = now() - t0;
+  printf("fault_check: rank %d: dup and allreduce, rank 1 out of descriptors: %s after %.2f s: "
+         "%g %g %g %g\n", rank, rlx_strerror(rc), took, out[0], out[1], out[2], out[3]);
+  ok = ok && rc == RLX_OK && out[0] == 2 && out[2] == 6 && out[3] == 1 && took < bound(5.0);
+  while (n > 0)
+    close(fds[--n]);
+  rc = rlx_barrier(d != NULL ? d : w);
+  printf("fault_check: rank %d: then a barrier: %s\n", rank, rlx_strerror(rc));
+  ok = ok && rc == RLX_OK;
+  if (d != NULL)
+    rlx_comm_free(&d);
   printf("fault_check: rank %d: %s\n", rank, ok ? "PASS" : "FAIL");
   fflush(stdout);
   rlx_finalize();
@@ -488,6 +531,8 @@ int main(int argc, char **argv) {
     return fd_full(w, rank);
   if (argc > 1 && strcmp(argv[1], "fdproof") == 0)
     return fd_proof(w, rank);
+  if (argc > 1 && strcmp(argv[1], "fdseg") == 0)
+    return fd_seg(w, rank);
   /* Everyone connected and past a first call before the fault. */
   if (rlx_barrier(w) != RLX_OK) {
     fprintf(stderr, "fault_check: barrier: %s\n", rlx_errmsg());

@@ -58,6 +58,17 @@ FAULT_DONE_DIR="$TMP/fd" RLX_LOG=warn timeout 60 "$RLXRUN" -n 2 "$FAULT" fdproof
 grep -q "rank 1's shared segment did not reach us (too many open files?" "$TMP/out" ||
   { cat "$TMP/out"; fail "fdproof: the segment came, or nobody said it did not"; }
 echo "one descriptor left as a rank of this host dials: $(grep -o 'a message from rank 1.*s:' "$TMP/out")"
+# - a communicator's segment sent to a member out of descriptors: its byte
+#   comes alone; the member says so at once (not after its 30 s wait) and
+#   the communicator's collectives go point to point, right
+rm -rf "$TMP/fd"
+mkdir "$TMP/fd"
+FAULT_DONE_DIR="$TMP/fd" RLX_LOG=warn timeout 60 "$RLXRUN" -n 2 "$FAULT" fdseg >"$TMP/out" 2>&1 ||
+  { cat "$TMP/out"; fail "fdseg"; }
+[ "$(grep -c 'fault_check: rank [01]: PASS' "$TMP/out")" = 2 ] || { cat "$TMP/out"; fail "fdseg"; }
+grep -q "no shared segment from rank 0 for a communicator of 2 ranks: Too many open files" "$TMP/out" ||
+  { cat "$TMP/out"; fail "fdseg: nobody said the segment did not come"; }
+echo "a communicator's segment to a rank out of descriptors: $(grep -o 'rank 1: dup and allreduce.*s:' "$TMP/out")"
 # - and in rlxrun: which limit, and what -n 8 needs (which then works)
 (ulimit -n 32 && timeout 60 "$RLXRUN" -n 8 true) >"$TMP/out" 2>&1 && fail "rlxrun -n 8 at ulimit -n 32 ran"
 grep -q "the limit on open files (ulimit -n) is 32 here; .* so -n 8 needs about 36" "$TMP/out" ||
