@@ -16,7 +16,11 @@
  * the odd rank's recvcounts differ, with the same total), agv
  * (rlx_allgatherv: the same, the odd rank sending what its counts say),
  * gv (rlx_gatherv: the odd rank sends 2 elements where the root expects
- * 1; the root is the next rank, or rank 0 when the odd rank is last), sv
+ * 1; the root is the next rank, or rank 0 when the odd rank is last),
+ * gvbig (the same with blocks of 65536 elements, 512 KiB, where the odd
+ * rank sends one more: past the segment's step, by reference or through
+ * the slots; the root names both sizes, and nothing lands in the element
+ * between two blocks), sv
  * (rlx_scatterv: the odd rank expects 2 elements where the root sends 1;
  * the root as for gv).
  * exit: the odd rank finalizes and exits right after its call.
@@ -117,6 +121,30 @@ static int call(const char *kind, int odd, rlx_comm_t *w, int rank) {
     }
     return rlx_gatherv(big, me ? 2 : 1, bout, counts, displs, RLX_FLOAT64, root, w);
   }
+  if (strcmp(kind, "gvbig") == 0) {
+    enum { B = 65536 };
+    size_t counts[8], displs[8];
+    int root = (odd + 1) % size;
+    double *src = calloc(B + 1, sizeof(double)), *dst = calloc((size_t)8 * (B + 1), sizeof(double));
+    for (int r = 0; r < size && r < 8; r++) {
+      counts[r] = B;
+      displs[r] = (size_t)r * (B + 1);
+    }
+    for (size_t i = 0; src != NULL && i <= B; i++)
+      src[i] = 1.0;
+    int rc = src && dst ? rlx_gatherv(src, me ? B + 1 : B, dst, counts, displs, RLX_FLOAT64, root, w)
+                        : RLX_ERR_NOMEM;
+    /* the element between two blocks is nobody's: the longer block must
+     * not have been written over it */
+    for (int r = 0; rank == root && dst != NULL && r < size && r < 8; r++)
+      if (dst[(size_t)r * (B + 1) + B] != 0.0) {
+        printf("mismatch_check: rank %d: WROTE PAST rank %d's block\n", rank, r);
+        rc = RLX_ERR_CORRUPT; /* (so that it fails: wrong data) */
+      }
+    free(src);
+    free(dst);
+    return rc;
+  }
   if (strcmp(kind, "sv") == 0) {
     size_t counts[8], displs[8];
     int root = (odd + 1) % size;
@@ -154,7 +182,7 @@ int main(int argc, char **argv) {
   int loose = strcmp(kind, "roots") == 0 || strcmp(kind, "rroots") == 0 ||
               strcmp(kind, "bcastreduce") == 0 || strcmp(kind, "gather") == 0 ||
               strcmp(kind, "scatter") == 0 || strcmp(kind, "sroots") == 0 ||
-              strcmp(kind, "sloop") == 0 || strcmp(kind, "gv") == 0 || strcmp(kind, "sv") == 0 ||
+              strcmp(kind, "sloop") == 0 || strcmp(kind, "gv") == 0 || strcmp(kind, "sv") == 0 || strcmp(kind, "gvbig") == 0 ||
               strcmp(kind, "a2av") == 0; /* (the odd rank's own receives may be right) */
   double t0 = now();
   int rc = call(kind, odd, w, rank);
@@ -200,7 +228,8 @@ int main(int argc, char **argv) {
      * sloop: a later call of the loop fails, revoked) */
     ok = (rc == RLX_ERR_MISMATCH || (rc == RLX_ERR_REVOKED && strcmp(kind, "sloop") == 0)) &&
          took < bound(1.0) &&
-         strstr(msg, strcmp(kind, "a2av") == 0 || strcmp(kind, "gv") == 0 || strcmp(kind, "sv") == 0
+         strstr(msg, strcmp(kind, "a2av") == 0 || strcmp(kind, "gv") == 0 ||
+                             strcmp(kind, "gvbig") == 0 || strcmp(kind, "sv") == 0
                          ? " expected "
                          : " called ") !=
              NULL;

@@ -18,7 +18,7 @@
 . "$(dirname "$0")/lib.sh"
 CHECK="$top_builddir/tests/integration/mismatch_check"
 i=0 k=0
-for kind in ${MISMATCH_KINDS:-dtype op count rs split roots rroots bcastreduce argcheck argsym a2a gather scatter sroots sloop a2av rsv agv gv sv}; do
+for kind in ${MISMATCH_KINDS:-dtype op count rs split roots rroots bcastreduce argcheck argsym a2a gather scatter sroots sloop a2av rsv agv gv gvbig sv}; do
   k=$((k + 1))
   for n in ${MISMATCH_NS:-2 3 5 8}; do
     odds=$(seq 0 $((n - 1)))
@@ -44,7 +44,7 @@ for kind in ${MISMATCH_KINDS:-dtype op count rs split roots rroots bcastreduce a
       fi
       case $kind in
         arg*) ;; # the refusing rank's reason is named instead
-        a2av|gv|sv) grep -q "rank [0-9]* sent [0-9]* bytes where rank [0-9]* expected [0-9]* in rlx_$(case $kind in gv) echo gatherv ;; sv) echo scatterv ;; *) echo alltoallv ;; esac)" "$TMP/out" ||
+        a2av|gv|gvbig|sv) grep -q "rank [0-9]* sent [0-9]* bytes where rank [0-9]* expected [0-9]* in rlx_$(case $kind in gv*) echo gatherv ;; sv) echo scatterv ;; *) echo alltoallv ;; esac)" "$TMP/out" ||
              { cat "$TMP/out"; fail "$kind n=$n odd=$odd: no rank named both sizes"; } ;;
         *) grep -q "rank [0-9]* called rlx_.* where .*rank [0-9]* called rlx_" "$TMP/out" ||
              { cat "$TMP/out"; fail "$kind n=$n odd=$odd: no rank named both calls"; } ;;
