@@ -161,14 +161,6 @@ static void bad_descriptor(struct rlx__p2p_conn *c, const struct rlx__frame_hdr 
  * on a page boundary. */
 static size_t split_at(uint64_t len) { return (size_t)(len / 2) & ~(size_t)4095; }
 
-static int cma_write(int pid, uint64_t addr, const void *src, size_t len) {
-#ifdef RLX_FAULT_INJECTION
-  int fault = rlx__fault_cma_push();
-  if (fault != 0)
-    return fault;
-#endif
-  return cma_copy(pid, addr, (void *)src, len, 1);
-}
 
 /* Is message h, for receive x, one both sides copy? */
 static int splits(const struct rlx__p2p_conn *c, const struct rlx__frame_hdr *h,
@@ -287,7 +279,22 @@ static void push(struct rlx__p2p_conn *c, struct rlx__xfer *x, const struct rlx_
     return;
   }
   size_t at = (size_t)h->payload_len;
-  int rc = cma_write(pid, rlx__get64(h->sig) + at, (char *)x->buf + at, x->len - at);
+  int rc = 0;
+#ifdef RLX_FAULT_INJECTION
+  rc = rlx__fault_cma_push();
+#endif
+  /* A receiver that gave its receive up meanwhile (its timeout passed,
+   * or it was revoked) closed the connection before returning its buffer
+   * to its program, which may use it for anything now: write nothing
+   * there. (Looked at just before the write: one that gives up during
+   * it is not seen; README.) */
+  if (gave_up(c)) {
+    rlx__debug("rank %d gave its receive up before we wrote our part into it: not written",
+               c->peer);
+    return;
+  }
+  if (rc == 0)
+    rc = cma_copy(pid, rlx__get64(h->sig) + at, (char *)x->buf + at, x->len - at, 1);
   if (rc != 0)
     rlx__debug("writing our part into rank %d's memory failed (%s); it reads it", c->peer,
                strerror(-rc));

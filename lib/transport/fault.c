@@ -113,10 +113,16 @@ int rlx__fault_cma_push(void) {
   if (push < 0)
     push = !strcmp(cma_fault(), "deny") || !strcmp(cma_fault(), "denypush") ? -EPERM
            : !strcmp(cma_fault(), "diepush")                               ? 1
+           : !strcmp(cma_fault(), "slowpush")                              ? 2
                                                                            : 0;
   if (push == 1) {
     rlx__warn("fault injection: exiting instead of writing our part of a message");
     _exit(9);
+  }
+  if (push == 2) {
+    rlx__warn("fault injection: 1.5 s before writing our part of a message");
+    usleep(1500000);
+    return 0;
   }
   return push;
 }

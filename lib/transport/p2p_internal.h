@@ -299,7 +299,7 @@ int rlx__fault_frame(struct rlx__p2p *p, struct rlx__xfer *x);
 /* RLX_FAULT_CMA=deny: refuse copies by reference. */
 int rlx__fault_cma_denied(void);
 /* A sender's write of its part of a split copy: 0, -EPERM (deny,
- * denypush), or the process exits (diepush). */
+ * denypush), or the process exits (diepush); slowpush: 0 after 1.5 s. */
 int rlx__fault_cma_push(void);
 /* RLX_FAULT_CMA=wrongpid: a split copy's request names pid 1 (=descpid:
  * p2p.h). */

@@ -51,6 +51,12 @@
  *   reaches rank 1 as its byte alone: rank 1 says so at once (not after
  *   its 30 s wait), the dup's collectives go point to point, and an
  *   allreduce on it is right; then a barrier once rank 1 has descriptors)
+ *   fault_check splitlate   (2 ranks, copies by reference on,
+ *   RLX_FAULT_CMA=slowpush: rank 0 sends 4 MiB, whose second half it is to
+ *   write into rank 1's receive (a split copy) but only 1.5 s after it is
+ *   asked; rank 1's receive times out at 0.5 s and returns its buffer,
+ *   which it then fills with 0x5a: 2.5 s later every byte must still be
+ *   0x5a: the late sender wrote nothing there)
  *   fault_check revokeref   (2 ranks, point to point, copies by reference
  *   on: rank 0 in a 4 MiB allreduce whose half goes to rank 1 by
  *   reference while rank 1 is stopped (1 s), so that nobody reads it;
@@ -245,6 +251,37 @@ static int fd_seg(rlx_comm_t *w, int rank) {
   ok = ok && rc == RLX_OK;
   if (d != NULL)
     rlx_comm_free(&d);
+  printf("fault_check: rank %d: %s\n", rank, ok ? "PASS" : "FAIL");
+  fflush(stdout);
+  rlx_finalize();
+  return ok ? 0 : 1;
+}
+
+/* splitlate: a receive given up while its sender is yet to write into it. */
+static int split_late(rlx_comm_t *w, int rank) {
+  enum { N = 4 << 20 };
+  unsigned char *buf = malloc(N);
+  int ok = buf != NULL, rc;
+  if (rank == 0) {
+    memset(buf, 1, N);
+    rc = rlx_send(buf, N, RLX_UINT8, 1, 3, w);
+    printf("fault_check: rank 0: the send: %s\n", rlx_strerror(rc));
+  } else {
+    rlx_comm_set_timeout(w, 0.5);
+    double t0 = now();
+    rc = rlx_recv(buf, N, RLX_UINT8, 0, 3, w, NULL);
+    printf("fault_check: rank 1: the receive: %s after %.2f s\n", rlx_strerror(rc), now() - t0);
+    ok = ok && rc != RLX_OK;
+    memset(buf, 0x5a, N);
+    usleep(2500000);
+    size_t bad = 0;
+    for (size_t i = 0; ok && i < N; i++)
+      bad += buf[i] != 0x5a;
+    printf("fault_check: rank 1: %zu bytes written into the buffer after its receive returned\n",
+           bad);
+    ok = ok && bad == 0;
+  }
+  free(buf);
   printf("fault_check: rank %d: %s\n", rank, ok ? "PASS" : "FAIL");
   fflush(stdout);
   rlx_finalize();
@@ -531,6 +568,8 @@ int main(int argc, char **argv) {
     return fd_full(w, rank);
   if (argc > 1 && strcmp(argv[1], "fdproof") == 0)
     return fd_proof(w, rank);
+  if (argc > 1 && strcmp(argv[1], "splitlate") == 0)
+    return split_late(w, rank);
   if (argc > 1 && strcmp(argv[1], "fdseg") == 0)
     return fd_seg(w, rank);
   /* Everyone connected and past a first call before the fault. */

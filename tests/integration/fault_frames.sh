@@ -156,6 +156,15 @@ RLX_CMA=on RLX_FAULT_CMA=diepush timeout 60 "$RLXRUN" -n 2 --timeout 50 --grace 
   >"$TMP/out" 2>&1
 grep -q "p2p_check: rank 0: PASS" "$TMP/out" || { cat "$TMP/out"; fail "diepush"; }
 echo "the sender died asked for its part: $(grep -o 'part never came: .* after [0-9.]* s' "$TMP/out")"
+# A receive given up (its 0.5 s timeout) before its sender, 1.5 s late,
+# writes its part: the sender sees the connection closed and writes
+# nothing into a buffer its program has again (it wrote 2 MiB there).
+RLX_CMA=on RLX_FAULT_CMA=slowpush RLX_LOG=debug timeout 60 "$RLXRUN" -n 2 --grace 5 "$FAULT" splitlate \
+  >"$TMP/out" 2>&1
+[ "$(grep -c 'fault_check: rank [01]: PASS' "$TMP/out")" = 2 ] || { cat "$TMP/out"; fail "slowpush"; }
+grep -q "rank 1 gave its receive up before we wrote our part into it: not written" "$TMP/out" ||
+  { cat "$TMP/out"; fail "slowpush: the sender did not see the receive given up"; }
+echo "a receive given up before its sender wrote its part: $(grep -o 'rank 1: [0-9]* bytes written.*' "$TMP/out")"
 RLX_CMA=on RLX_FAULT_CMA=wrongpid timeout 60 "$RLXRUN" -n 2 --timeout 50 --grace 3 "$P2P" pushdie \
   >"$TMP/out" 2>&1
 grep -q "p2p_check: rank 0: PASS" "$TMP/out" || { cat "$TMP/out"; fail "wrongpid: the receive"; }
