@@ -173,6 +173,19 @@
 #ifndef RLX__SHMG_AG_REF_MIN
 #define RLX__SHMG_AG_REF_MIN (256u * 1024u)
 #endif
+/* The segment's gatherv: a sender whose block goes by reference writes
+ * it into the root's buffer itself (process_vm_writev) where the root
+ * would read the blocks one after another, once there are other senders
+ * to copy beside it (more than 2 ranks) or its block is at least this
+ * many bytes. 2 ranks on this 2-core machine, rlxcoll/vader medians of
+ * 9 rounds: 128-256 KiB 0.78-0.81 pushed against 0.59-0.63 read by the
+ * root, 512 KiB - 4 MiB 0.87-0.90 against 0.99-1.07; 3 and 4 ranks
+ * (oversubscribed), 5 rounds: 128-256 KiB 0.48-0.99 against 0.68-0.93,
+ * 512 KiB - 4 MiB 0.56-0.86 against 0.86-1.63.
+ * -DRLX__SHMG_PUSH_MIN=... to measure. */
+#ifndef RLX__SHMG_PUSH_MIN
+#define RLX__SHMG_PUSH_MIN (512u * 1024u)
+#endif
 /* The blocking calls' scratch that a job of one rank that may grow, and
  * every joiner, make and touch at rlx_init (comm.c): a 2-rank ring's
  * receive segments by reference, two lanes. */

@@ -99,6 +99,10 @@ struct rlx__shmg_line {
   /* a gatherv sender's blocks too big for its step: the chunks it has
    * fed through its slots, ever (gatherv_shm.c) */
   _Atomic uint64_t fed;
+  /* a gatherv sender: the step of the call whose block it is writing
+   * into the root's buffer (0: none); a gatherv root: the step of the
+   * call whose buffer it closed to such writes, leaving early (push_closed) */
+  _Atomic uint64_t pushing, push_closed;
   /* ... and the chunks the roots took, ever, written by them; refused:
    * the step of the call whose block by reference the root could not
    * read (then fed) */

@@ -162,6 +162,33 @@ static void bad_descriptor(struct rlx__p2p_conn *c, const struct rlx__frame_hdr 
 static size_t split_at(uint64_t len) { return (size_t)(len / 2) & ~(size_t)4095; }
 
 
+int rlx__cma_read_words(int pid, const uint64_t *addrs, uint64_t *words, int n) {
+  struct iovec local[4], remote[4];
+  if (n < 1 || n > 4)
+    return -EINVAL;
+#ifdef RLX_FAULT_INJECTION
+  if (rlx__fault_cma_denied())
+    return -EPERM;
+#endif
+  for (int i = 0; i < n; i++) {
+    local[i] = (struct iovec){&words[i], sizeof(uint64_t)};
+    remote[i] = (struct iovec){(void *)(uintptr_t)addrs[i], sizeof(uint64_t)};
+  }
+  ssize_t got;
+  do
+    got = process_vm_readv(pid, local, (unsigned long)n, remote, (unsigned long)n, 0);
+  while (got < 0 && errno == EINTR);
+  return got == (ssize_t)(n * sizeof(uint64_t)) ? 0 : got < 0 ? -errno : -EFAULT;
+}
+
+int rlx__cma_write(int pid, uint64_t addr, const void *src, size_t len) {
+#ifdef RLX_FAULT_INJECTION
+  if (rlx__fault_cma_denied())
+    return -EPERM;
+#endif
+  return cma_copy(pid, addr, (void *)src, len, 1);
+}
+
 /* Is message h, for receive x, one both sides copy? */
 static int splits(const struct rlx__p2p_conn *c, const struct rlx__frame_hdr *h,
                   const struct rlx__xfer *x) {

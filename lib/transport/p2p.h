@@ -190,6 +190,16 @@ static inline int rlx__p2p_by_ref(const struct rlx__p2p *p) {
  * rules, a sandbox; RLX_FAULT_CMA=deny in fault-injection builds) or the
  * range is not mapped there. */
 int rlx__cma_read(int pid, uint64_t addr, void *dst, size_t len);
+/* ... and n (1-4) 64-bit words at addrs there into words, in one call. */
+int rlx__cma_read_words(int pid, const uint64_t *addrs, uint64_t *words, int n);
+/* ... and len bytes of src to addr there, with process_vm_writev (0 or
+ * -errno; RLX_FAULT_CMA=deny refuses it). */
+int rlx__cma_write(int pid, uint64_t addr, const void *src, size_t len);
+#ifdef RLX_FAULT_INJECTION
+/* RLX_FAULT_CMA=slowpush: 1.5 s before a write into another process;
+ * diepush: exit instead; deny, denypush: -EPERM (0: none of these). */
+int rlx__fault_cma_push(void);
+#endif
 /* The pid of the process at the other end of our ready Unix-socket
  * connection to world rank peer (SO_PEERCRED), or 0 when there is none
  * to ask (no connection yet, or not over a Unix socket). Under the loop

@@ -22,7 +22,7 @@
  *   RLX_FAULT_CMA=descpid every sender names pid 1 as its memory's: every rank must fail with
  *   RLX_ERR_CORRUPT within 5 s, none return wrong data; with SEGREF_OK
  *   set, as for RLX_FAULT_CMA=deny, every rank must succeed with the
- *   right data)
+ *   right data; SEGREF_BLK: elements a block)
  *   fault_check revoke   (a rank that completed a call another failed finds
  *   its next call revoked at once)
  *   fault_check commtimeout   (as timeout, with the world's own limit set
@@ -57,6 +57,11 @@
  *   asked; rank 1's receive times out at 0.5 s and returns its buffer,
  *   which it then fills with 0x5a: 2.5 s later every byte must still be
  *   0x5a: the late sender wrote nothing there)
+ *   fault_check pushlate   (2 ranks, copies by reference on,
+ *   RLX_FAULT_CMA=slowpush: rank 1's 1 MiB block of a gatherv to rank 0
+ *   is to be written into rank 0's buffer by rank 1, 1.5 s late; rank 0's
+ *   call times out at 0.5 s and returns its buffer, which it then fills
+ *   with 0x5a: 2.5 s later every byte must still be 0x5a)
  *   fault_check revokeref   (2 ranks, point to point, copies by reference
  *   on: rank 0 in a 4 MiB allreduce whose half goes to rank 1 by
  *   reference while rank 1 is stopped (1 s), so that nobody reads it;
@@ -278,6 +283,39 @@ static int split_late(rlx_comm_t *w, int rank) {
     for (size_t i = 0; ok && i < N; i++)
       bad += buf[i] != 0x5a;
     printf("fault_check: rank 1: %zu bytes written into the buffer after its receive returned\n",
+           bad);
+    ok = ok && bad == 0;
+  }
+  free(buf);
+  printf("fault_check: rank %d: %s\n", rank, ok ? "PASS" : "FAIL");
+  fflush(stdout);
+  rlx_finalize();
+  return ok ? 0 : 1;
+}
+
+/* pushlate: a gatherv root that left before a sender wrote into it. */
+static int push_late(rlx_comm_t *w, int rank) {
+  enum { N = 1 << 20 };
+  unsigned char *buf = malloc(2 * (size_t)N);
+  size_t counts[2] = {N, N}, displs[2] = {0, N};
+  int ok = buf != NULL, rc;
+  memset(buf, rank + 1, 2 * (size_t)N);
+  if (rank == 1) {
+    rc = rlx_gatherv(buf, N, NULL, NULL, NULL, RLX_UINT8, 0, w);
+    printf("fault_check: rank 1: its gatherv: %s\n", rlx_strerror(rc));
+  } else {
+    rlx_comm_set_timeout(w, 0.5);
+    double t0 = now();
+    rc = rlx_gatherv(buf, N, buf, counts, displs, RLX_UINT8, 0, w);
+    printf("fault_check: rank 0: the root's gatherv: %s after %.2f s\n", rlx_strerror(rc),
+           now() - t0);
+    ok = ok && rc != RLX_OK;
+    memset(buf, 0x5a, 2 * (size_t)N);
+    usleep(2500000);
+    size_t bad = 0;
+    for (size_t i = 0; ok && i < 2 * (size_t)N; i++)
+      bad += buf[i] != 0x5a;
+    printf("fault_check: rank 0: %zu bytes written into the buffer after its gatherv returned\n",
            bad);
     ok = ok && bad == 0;
   }
@@ -568,6 +606,8 @@ int main(int argc, char **argv) {
     return fd_full(w, rank);
   if (argc > 1 && strcmp(argv[1], "fdproof") == 0)
     return fd_proof(w, rank);
+  if (argc > 1 && strcmp(argv[1], "pushlate") == 0)
+    return push_late(w, rank);
   if (argc > 1 && strcmp(argv[1], "splitlate") == 0)
     return split_late(w, rank);
   if (argc > 1 && strcmp(argv[1], "fdseg") == 0)
@@ -619,7 +659,10 @@ int main(int argc, char **argv) {
     const char *call = argc > 2 ? argv[2] : "alltoallv";
     /* (64 KiB of doubles a block; 512 KiB for the others, whose blocks go
      * by reference only past what one step streams) */
-    size_t blk = strcmp(call, "alltoallv") == 0 ? 8192 : 65536,
+    const char *eb = getenv("SEGREF_BLK"); /* (elements a block, to take another path) */
+    size_t blk = eb != NULL && *eb                  ? (size_t)atol(eb)
+                 : strcmp(call, "alltoallv") == 0 ? 8192
+                                                  : 65536,
            *cnt = malloc(sizeof(size_t) * (size_t)size),
            *dsp = malloc(sizeof(size_t) * (size_t)size);
     double *in = malloc(sizeof(double) * blk * (size_t)size),

@@ -93,11 +93,13 @@ done
 # above): the gatherv block is fed through the sender's slots instead, the
 # others run again streamed; right results on every rank.
 # (allgather and allgatherv on 2 ranks: they go by reference only where
-# the ranks fit the cores)
-for cn in gatherv:3 scatterv:3 allgatherv:2 allgather:2; do
-  call=${cn%:*} n=${cn#*:}
-  SEGREF_OK=1 RLX_CMA=on RLX_FAULT_CMA=deny RLX_LOG=debug timeout 60 "$RLXRUN" -n $n --grace 10 \
-    "$FAULT" segref $call >"$TMP/out" 2>&1
+# the ranks fit the cores; gatherv: its senders write their blocks into
+# the root's buffer at 3 ranks, and at 2 its root reads a 384 KiB block)
+for cn in gatherv:3 gatherv:2:49152 scatterv:3 allgatherv:2 allgather:2; do
+  call=${cn%%:*} n=${cn#*:} blk=
+  case $n in *:*) blk=${n#*:} n=${n%%:*} ;; esac
+  SEGREF_BLK=$blk SEGREF_OK=1 RLX_CMA=on RLX_FAULT_CMA=deny RLX_LOG=debug timeout 60 "$RLXRUN" -n $n \
+    --grace 10 "$FAULT" segref $call >"$TMP/out" 2>&1
   [ "$(grep -c 'fault_check: rank [0-9]*: PASS' "$TMP/out")" -eq $n ] ||
     { cat "$TMP/out"; fail "deny $call: not right on every rank"; }
   grep -q "rlx_$call: a copy by reference failed in the shared segment" "$TMP/out" ||
@@ -165,6 +167,13 @@ RLX_CMA=on RLX_FAULT_CMA=slowpush RLX_LOG=debug timeout 60 "$RLXRUN" -n 2 --grac
 grep -q "rank 1 gave its receive up before we wrote our part into it: not written" "$TMP/out" ||
   { cat "$TMP/out"; fail "slowpush: the sender did not see the receive given up"; }
 echo "a receive given up before its sender wrote its part: $(grep -o 'rank 1: [0-9]* bytes written.*' "$TMP/out")"
+# The same for a gatherv's root that leaves (its 0.5 s timeout) before its
+# sender, 1.5 s late, writes its block into the root's buffer: the root
+# closed it to writes first, and the sender writes nothing there.
+RLX_CMA=on RLX_FAULT_CMA=slowpush timeout 60 "$RLXRUN" -n 2 --grace 5 "$FAULT" pushlate \
+  >"$TMP/out" 2>&1
+grep -q "fault_check: rank 0: PASS" "$TMP/out" || { cat "$TMP/out"; fail "slowpush: gatherv"; }
+echo "a gatherv root that left before its sender wrote: $(grep -o 'rank 0: [0-9]* bytes written.*' "$TMP/out")"
 RLX_CMA=on RLX_FAULT_CMA=wrongpid timeout 60 "$RLXRUN" -n 2 --timeout 50 --grace 3 "$P2P" pushdie \
   >"$TMP/out" 2>&1
 grep -q "p2p_check: rank 0: PASS" "$TMP/out" || { cat "$TMP/out"; fail "wrongpid: the receive"; }
@@ -192,10 +201,11 @@ done
 # rank's own for its blocks by reference is refused before any read, and
 # every rank's call fails as corrupt (without the check the read of pid 1
 # failed, the call streamed its blocks again and succeeded).
-for cn in alltoallv:3 gatherv:3 scatterv:3 allgatherv:2 allgather:2; do
-  call=${cn%:*} n=${cn#*:}
-  RLX_LOG=warn RLX_CMA=on RLX_FAULT_CMA=descpid timeout 60 "$RLXRUN" -n $n --grace 10 "$FAULT" segref \
-    $call >"$TMP/out" 2>&1
+for cn in alltoallv:3 gatherv:3 gatherv:2:49152 scatterv:3 allgatherv:2 allgather:2; do
+  call=${cn%%:*} n=${cn#*:} blk=
+  case $n in *:*) blk=${n#*:} n=${n%%:*} ;; esac
+  SEGREF_BLK=$blk RLX_LOG=warn RLX_CMA=on RLX_FAULT_CMA=descpid timeout 60 "$RLXRUN" -n $n --grace 10 \
+    "$FAULT" segref $call >"$TMP/out" 2>&1
   grep -q "WRONG DATA" "$TMP/out" && { cat "$TMP/out"; fail "segref $call: wrong data"; }
   [ "$(grep -c 'fault_check: rank [0-9]*: PASS' "$TMP/out")" -eq $n ] ||
     { cat "$TMP/out"; fail "segref $call: not every rank failed as corrupt"; }

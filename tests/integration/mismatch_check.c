@@ -132,7 +132,8 @@ static int call(const char *kind, int odd, rlx_comm_t *w, int rank) {
     }
     for (size_t i = 0; src != NULL && i <= B; i++)
       src[i] = 1.0;
-    int rc = src && dst ? rlx_gatherv(src, me ? B + 1 : B, dst, counts, displs, RLX_FLOAT64, root, w)
+    size_t n = me ? B + 1 : B;
+    int rc = src && dst ? rlx_gatherv(src, n, dst, counts, displs, RLX_FLOAT64, root, w)
                         : RLX_ERR_NOMEM;
     /* the element between two blocks is nobody's: the longer block must
      * not have been written over it */
