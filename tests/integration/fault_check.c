@@ -147,26 +147,58 @@ static void wait_done(int size, int faulty, double limit) {
 
 static double now(void);
 
-/* fdfull: the exchange through FAULT_DONE_DIR's marks (mark_done's). */
-static int fd_full(rlx_comm_t *w, int rank) {
+/* The descriptor cases' exchange: a rank waits (up to 60 s) for another's
+ * mark_done(k) (FAULT_DONE_DIR's marks). */
+static void wait_mark(int k) {
   const char *dir = getenv("FAULT_DONE_DIR");
-  char full[512], tried[512];
-  snprintf(full, sizeof full, "%s/done.100", dir ? dir : ".");
-  snprintf(tried, sizeof tried, "%s/done.101", dir ? dir : ".");
+  char path[512];
+  snprintf(path, sizeof path, "%s/done.%d", dir ? dir : ".", k);
+  for (int i = 0; i < 1200 && access(path, F_OK) != 0; i++)
+    usleep(50000);
+}
+
+/* Open /dev/null into fds until no descriptor is left (then spare more
+ * of them, closed again): how many are open. */
+static int use_up_fds(int *fds, int max, int spare) {
+  int n = 0;
+  while (n < max && (fds[n] = open("/dev/null", O_RDONLY)) >= 0)
+    n++;
+  for (; spare > 0 && n > 0; spare--)
+    close(fds[--n]);
+  return n;
+}
+
+static void free_fds(int *fds, int n) {
+  while (n > 0)
+    close(fds[--n]);
+}
+
+/* The descriptor cases' end: a barrier on c (no rank was lost), PASS or
+ * FAIL, dup freed, finalized. */
+static int barrier_end(rlx_comm_t *c, rlx_comm_t **dup, int rank, int ok) {
+  int rc = rlx_barrier(c);
+  printf("fault_check: rank %d: then a barrier: %s\n", rank, rlx_strerror(rc));
+  ok = ok && rc == RLX_OK;
+  if (dup != NULL && *dup != NULL)
+    rlx_comm_free(dup);
+  printf("fault_check: rank %d: %s\n", rank, ok ? "PASS" : "FAIL");
+  fflush(stdout);
+  rlx_finalize();
+  return ok ? 0 : 1;
+}
+
+static int fds[65536];
+
+/* fdfull: rank 0 out of descriptors while rank 1 dials it. */
+static int fd_full(rlx_comm_t *w, int rank) {
   int ok = 1;
   if (rank == 0) {
-    static int fds[65536];
-    int n = 0;
-    while (n < 65536 && (fds[n] = open("/dev/null", O_RDONLY)) >= 0)
-      n++;
+    int n = use_up_fds(fds, 65536, 0);
     mark_done(100); /* full: rank 1 may try */
-    for (int i = 0; i < 1200 && access(tried, F_OK) != 0; i++)
-      usleep(50000);
-    while (n > 0)
-      close(fds[--n]);
+    wait_mark(101);
+    free_fds(fds, n);
   } else {
-    for (int i = 0; i < 1200 && access(full, F_OK) != 0; i++)
-      usleep(50000);
+    wait_mark(100);
     int v = 7;
     double t0 = now();
     int rc = rlx_send(&v, 1, RLX_INT32, 0, 5, w);
@@ -175,39 +207,23 @@ static int fd_full(rlx_comm_t *w, int rank) {
     ok = rc == RLX_ERR_SYS && strstr(rlx_errmsg(), "out of descriptors there?") != NULL;
     mark_done(101);
   }
-  int rc = rlx_barrier(w); /* rank 0 has descriptors again, and was not lost */
-  printf("fault_check: rank %d: then a barrier: %s\n", rank, rlx_strerror(rc));
-  ok = ok && rc == RLX_OK;
-  printf("fault_check: rank %d: %s\n", rank, ok ? "PASS" : "FAIL");
-  fflush(stdout);
-  rlx_finalize();
-  return ok ? 0 : 1;
+  return barrier_end(w, NULL, rank, ok); /* rank 0 has descriptors again, and was not lost */
 }
 
 /* fdproof: rank 0 one descriptor short of full while rank 1 dials it. */
 static int fd_proof(rlx_comm_t *w, int rank) {
-  const char *dir = getenv("FAULT_DONE_DIR");
-  char full[512];
-  snprintf(full, sizeof full, "%s/done.100", dir ? dir : ".");
   int ok = 1, v = 0;
   double t0 = now();
   if (rank == 0) {
-    static int fds[65536];
-    int n = 0;
-    while (n < 65536 && (fds[n] = open("/dev/null", O_RDONLY)) >= 0)
-      n++;
-    if (n > 0)
-      close(fds[--n]); /* the one the accept takes */
+    int n = use_up_fds(fds, 65536, 1); /* (the one the accept takes) */
     mark_done(100);
     int rc = rlx_recv(&v, 1, RLX_INT32, 1, 5, w, NULL);
     printf("fault_check: rank 0: a message from rank 1, one descriptor free: %s after %.2f s: "
            "%d %s\n", rlx_strerror(rc), now() - t0, v, rc == RLX_OK ? "" : rlx_errmsg());
     ok = rc == RLX_OK && v == 7 && now() - t0 < bound(5.0);
-    while (n > 0)
-      close(fds[--n]);
+    free_fds(fds, n);
   } else {
-    for (int i = 0; i < 1200 && access(full, F_OK) != 0; i++)
-      usleep(50000);
+    wait_mark(100);
     v = 7;
     t0 = now();
     int rc = rlx_send(&v, 1, RLX_INT32, 0, 5, w);
@@ -215,29 +231,17 @@ static int fd_proof(rlx_comm_t *w, int rank) {
            now() - t0);
     ok = rc == RLX_OK;
   }
-  int rc = rlx_barrier(w);
-  printf("fault_check: rank %d: then a barrier: %s\n", rank, rlx_strerror(rc));
-  ok = ok && rc == RLX_OK;
-  printf("fault_check: rank %d: %s\n", rank, ok ? "PASS" : "FAIL");
-  fflush(stdout);
-  rlx_finalize();
-  return ok ? 0 : 1;
+  return barrier_end(w, NULL, rank, ok);
 }
 
 /* fdseg: a communicator's segment sent to a rank out of descriptors. */
 static int fd_seg(rlx_comm_t *w, int rank) {
-  const char *dir = getenv("FAULT_DONE_DIR");
-  char full[512];
-  snprintf(full, sizeof full, "%s/done.100", dir ? dir : ".");
-  static int fds[65536];
   int n = 0, ok = rlx_barrier(w) == RLX_OK; /* connected, the world's segment made */
   if (rank == 1) {
-    while (n < 65536 && (fds[n] = open("/dev/null", O_RDONLY)) >= 0)
-      n++;
+    n = use_up_fds(fds, 65536, 0);
     mark_done(100);
   } else {
-    for (int i = 0; i < 1200 && access(full, F_OK) != 0; i++)
-      usleep(50000);
+    wait_mark(100);
   }
   double t0 = now();
   rlx_comm_t *d = NULL;
@@ -249,13 +253,35 @@ static int fd_seg(rlx_comm_t *w, int rank) {
   printf("fault_check: rank %d: dup and allreduce, rank 1 out of descriptors: %s after %.2f s: "
          "%g %g %g %g\n", rank, rlx_strerror(rc), took, out[0], out[1], out[2], out[3]);
   ok = ok && rc == RLX_OK && out[0] == 2 && out[2] == 6 && out[3] == 1 && took < bound(5.0);
-  while (n > 0)
-    close(fds[--n]);
-  rc = rlx_barrier(d != NULL ? d : w);
-  printf("fault_check: rank %d: then a barrier: %s\n", rank, rlx_strerror(rc));
-  ok = ok && rc == RLX_OK;
-  if (d != NULL)
-    rlx_comm_free(&d);
+  free_fds(fds, n);
+  return barrier_end(d != NULL ? d : w, &d, rank, ok);
+}
+
+/* The buffer a call gave back, filled with 0x5a: the bytes another
+ * process wrote into it 2.5 s later. */
+static size_t written_after(unsigned char *buf, size_t len) {
+  memset(buf, 0x5a, len);
+  usleep(2500000);
+  size_t bad = 0;
+  for (size_t i = 0; i < len; i++)
+    bad += buf[i] != 0x5a;
+  return bad;
+}
+
+/* A late writer's case ends: the rank that gave its call up (giver,
+ * which took took s and returned rc) finds nothing written into its
+ * buffer afterwards; every rank says PASS or FAIL. */
+static int late_end(int rank, int giver, int rc, double took, unsigned char *buf, size_t len) {
+  int ok = buf != NULL;
+  printf("fault_check: rank %d: its call: %s after %.2f s\n", rank, rlx_strerror(rc), took);
+  if (rank == giver) {
+    ok = ok && rc != RLX_OK;
+    size_t bad = ok ? written_after(buf, len) : 0;
+    printf("fault_check: rank %d: %zu bytes written into the buffer after its call returned\n",
+           rank, bad);
+    ok = ok && bad == 0;
+  }
+  free(buf);
   printf("fault_check: rank %d: %s\n", rank, ok ? "PASS" : "FAIL");
   fflush(stdout);
   rlx_finalize();
@@ -266,31 +292,16 @@ static int fd_seg(rlx_comm_t *w, int rank) {
 static int split_late(rlx_comm_t *w, int rank) {
   enum { N = 4 << 20 };
   unsigned char *buf = malloc(N);
-  int ok = buf != NULL, rc;
-  if (rank == 0) {
+  int rc = RLX_ERR_NOMEM;
+  double t0 = now();
+  if (buf != NULL && rank == 0) {
     memset(buf, 1, N);
     rc = rlx_send(buf, N, RLX_UINT8, 1, 3, w);
-    printf("fault_check: rank 0: the send: %s\n", rlx_strerror(rc));
-  } else {
+  } else if (buf != NULL) {
     rlx_comm_set_timeout(w, 0.5);
-    double t0 = now();
     rc = rlx_recv(buf, N, RLX_UINT8, 0, 3, w, NULL);
-    printf("fault_check: rank 1: the receive: %s after %.2f s\n", rlx_strerror(rc), now() - t0);
-    ok = ok && rc != RLX_OK;
-    memset(buf, 0x5a, N);
-    usleep(2500000);
-    size_t bad = 0;
-    for (size_t i = 0; ok && i < N; i++)
-      bad += buf[i] != 0x5a;
-    printf("fault_check: rank 1: %zu bytes written into the buffer after its receive returned\n",
-           bad);
-    ok = ok && bad == 0;
   }
-  free(buf);
-  printf("fault_check: rank %d: %s\n", rank, ok ? "PASS" : "FAIL");
-  fflush(stdout);
-  rlx_finalize();
-  return ok ? 0 : 1;
+  return late_end(rank, 1, rc, now() - t0, buf, N);
 }
 
 /* pushlate: a gatherv root that left before a sender wrote into it. */
@@ -298,32 +309,15 @@ static int push_late(rlx_comm_t *w, int rank) {
   enum { N = 1 << 20 };
   unsigned char *buf = malloc(2 * (size_t)N);
   size_t counts[2] = {N, N}, displs[2] = {0, N};
-  int ok = buf != NULL, rc;
-  memset(buf, rank + 1, 2 * (size_t)N);
-  if (rank == 1) {
-    rc = rlx_gatherv(buf, N, NULL, NULL, NULL, RLX_UINT8, 0, w);
-    printf("fault_check: rank 1: its gatherv: %s\n", rlx_strerror(rc));
-  } else {
-    rlx_comm_set_timeout(w, 0.5);
-    double t0 = now();
+  int rc = RLX_ERR_NOMEM;
+  double t0 = now();
+  if (buf != NULL) {
+    memset(buf, rank + 1, 2 * (size_t)N);
+    if (rank == 0)
+      rlx_comm_set_timeout(w, 0.5);
     rc = rlx_gatherv(buf, N, buf, counts, displs, RLX_UINT8, 0, w);
-    printf("fault_check: rank 0: the root's gatherv: %s after %.2f s\n", rlx_strerror(rc),
-           now() - t0);
-    ok = ok && rc != RLX_OK;
-    memset(buf, 0x5a, 2 * (size_t)N);
-    usleep(2500000);
-    size_t bad = 0;
-    for (size_t i = 0; ok && i < 2 * (size_t)N; i++)
-      bad += buf[i] != 0x5a;
-    printf("fault_check: rank 0: %zu bytes written into the buffer after its gatherv returned\n",
-           bad);
-    ok = ok && bad == 0;
   }
-  free(buf);
-  printf("fault_check: rank %d: %s\n", rank, ok ? "PASS" : "FAIL");
-  fflush(stdout);
-  rlx_finalize();
-  return ok ? 0 : 1;
+  return late_end(rank, 0, rc, now() - t0, buf, 2 * (size_t)N);
 }
 
 static double now(void) {

@@ -36,13 +36,20 @@ echo "ulimit -n 16, 8 ranks: $(grep -m1 -o 'rank [0-9] cannot open .* lost peer'
 #   rank lost: once it has descriptors again, a barrier works (shm's Unix
 #   socket and TCP)
 FAULT="$top_builddir/tests/integration/fault_check"
-for tr in auto tcp; do
+# fd_case CASE [WORDS]: fault_check CASE on 2 ranks (over FD_TR: auto
+# unless set), both PASS, and WORDS in what they said (RLX_LOG=warn)
+fd_case() {
   rm -rf "$TMP/fd"
   mkdir "$TMP/fd"
-  FAULT_DONE_DIR="$TMP/fd" RLX_TRANSPORT=$tr timeout 60 "$RLXRUN" -n 2 "$FAULT" fdfull >"$TMP/out" 2>&1 ||
-    { cat "$TMP/out"; fail "fdfull ($tr)"; }
-  [ "$(grep -c 'fault_check: rank [01]: PASS' "$TMP/out")" = 2 ] || { cat "$TMP/out"; fail "fdfull ($tr)"; }
+  FAULT_DONE_DIR="$TMP/fd" RLX_TRANSPORT=${FD_TR:-auto} RLX_LOG=warn timeout 60 "$RLXRUN" -n 2 \
+    "$FAULT" "$1" >"$TMP/out" 2>&1 || { cat "$TMP/out"; fail "$1 (${FD_TR:-auto})"; }
+  [ "$(grep -c 'fault_check: rank [01]: PASS' "$TMP/out")" = 2 ] || { cat "$TMP/out"; fail "$1"; }
+  [ -z "${2:-}" ] || grep -q "$2" "$TMP/out" || { cat "$TMP/out"; fail "$1: nobody said \"$2\""; }
+}
+for FD_TR in auto tcp; do
+  fd_case fdfull
 done
+FD_TR=
 echo "a rank out of descriptors while it accepts: $(grep -o 'rank 0 closed .*' "$TMP/out")"
 # - a rank with one descriptor left when a rank of its host dials it: the
 #   accept takes that one, and the kernel drops the shared segment that
@@ -50,24 +57,12 @@ echo "a rank out of descriptors while it accepts: $(grep -o 'rank 0 closed .*' "
 #   sent, the acceptor answers that it never came, and the pair stays on
 #   the Unix socket, at once (not 10 s of silence on rings one side never
 #   got, then "peer lost": seen in CI's 8 ranks at ulimit -n 16)
-rm -rf "$TMP/fd"
-mkdir "$TMP/fd"
-FAULT_DONE_DIR="$TMP/fd" RLX_LOG=warn timeout 60 "$RLXRUN" -n 2 "$FAULT" fdproof >"$TMP/out" 2>&1 ||
-  { cat "$TMP/out"; fail "fdproof"; }
-[ "$(grep -c 'fault_check: rank [01]: PASS' "$TMP/out")" = 2 ] || { cat "$TMP/out"; fail "fdproof"; }
-grep -q "rank 1's shared segment did not reach us (too many open files?" "$TMP/out" ||
-  { cat "$TMP/out"; fail "fdproof: the segment came, or nobody said it did not"; }
+fd_case fdproof "rank 1's shared segment did not reach us (too many open files?"
 echo "one descriptor left as a rank of this host dials: $(grep -o 'a message from rank 1.*s:' "$TMP/out")"
 # - a communicator's segment sent to a member out of descriptors: its byte
 #   comes alone; the member says so at once (not after its 30 s wait) and
 #   the communicator's collectives go point to point, right
-rm -rf "$TMP/fd"
-mkdir "$TMP/fd"
-FAULT_DONE_DIR="$TMP/fd" RLX_LOG=warn timeout 60 "$RLXRUN" -n 2 "$FAULT" fdseg >"$TMP/out" 2>&1 ||
-  { cat "$TMP/out"; fail "fdseg"; }
-[ "$(grep -c 'fault_check: rank [01]: PASS' "$TMP/out")" = 2 ] || { cat "$TMP/out"; fail "fdseg"; }
-grep -q "no shared segment from rank 0 for a communicator of 2 ranks: Too many open files" "$TMP/out" ||
-  { cat "$TMP/out"; fail "fdseg: nobody said the segment did not come"; }
+fd_case fdseg "no shared segment from rank 0 for a communicator of 2 ranks: Too many open files"
 echo "a communicator's segment to a rank out of descriptors: $(grep -o 'rank 1: dup and allreduce.*s:' "$TMP/out")"
 # - and in rlxrun: which limit, and what -n 8 needs (which then works)
 (ulimit -n 32 && timeout 60 "$RLXRUN" -n 8 true) >"$TMP/out" 2>&1 && fail "rlxrun -n 8 at ulimit -n 32 ran"
