@@ -145,6 +145,12 @@ static struct rlx__p2p_conn *conn_new(struct rlx__p2p *p, const struct rlx__tran
   return c;
 }
 
+/* This process's limit on open files (ulimit -n; 0: unknown). */
+static unsigned long long fd_limit(void) {
+  struct rlimit lim;
+  return getrlimit(RLIMIT_NOFILE, &lim) == 0 ? (unsigned long long)lim.rlim_cur : 0;
+}
+
 static void hs_write(struct rlx__p2p_conn *c, int slot, size_t from, size_t len) {
   uv_buf_t b = uv_buf_init((char *)c->hs_out[slot] + from, (unsigned)(len - from));
   c->hs_wreq[slot].data = c;
@@ -336,12 +342,9 @@ static void hs_proof(struct rlx__p2p_conn *c) {
     if (got == 1)
       c->tr = tr;
   }
-  if (got == 0) {
-    struct rlimit lim;
-    unsigned long long n = getrlimit(RLIMIT_NOFILE, &lim) == 0 ? (unsigned long long)lim.rlim_cur : 0;
+  if (got == 0)
     rlx__warn("rank %d's shared segment did not reach us (too many open files? ulimit -n is %llu "
-              "here): frames between us go on the %s socket", peer, n, c->tr->name);
-  }
+              "here): frames between us go on the %s socket", peer, fd_limit(), c->tr->name);
   c->hs_out[1][0] = got == 1 ? 'S' : 'U';
   hs_write(c, 1, 0, 1);
   if (c->state != C_CLOSING)
@@ -367,8 +370,7 @@ void rlx__conn_hs_done(struct rlx__p2p_conn *c) {
 static int dial_failed(struct rlx__p2p *p, int peer, const struct rlx__transport_ops *tr,
                        int status, char *why, size_t len) {
   if (status == UV_EMFILE || status == UV_ENFILE) {
-    struct rlimit lim;
-    unsigned long long n = getrlimit(RLIMIT_NOFILE, &lim) == 0 ? (unsigned long long)lim.rlim_cur : 0;
+    unsigned long long n = fd_limit();
     snprintf(why, len, "rank %d cannot open a connection to rank %d: %s (ulimit -n is %llu "
              "here; a rank needs a descriptor for each peer it talks to, up to %d in this job, "
              "and about 20 of its own): a local limit, not a lost peer",
