@@ -154,6 +154,21 @@
  * once); bench/results/a2a-steps-h200-2026-12-03.txt. */
 #define RLX__A2A_TWO_STEPS_MAX (256u * 1024u)
 #define RLX__SHMG_SCATTER_MAX (4u * 1024u * 1024u)
+/* ... and from blocks of this many bytes the segment's scatter runs as
+ * scatterv does (scatterv_shm.c): every receiver reads its block from the
+ * root's buffer by reference at once (with RLX_CMA on), where the root
+ * posted every chunk through its slots for all to copy out; on 2 ranks
+ * only below SCATTER_REF_TO_2, from where the slots' two copies, one on
+ * each core, win. 2 cores, ratio to vader, medians of 5 rounds
+ * (bench/results/scatter-by-ref-2core-2026-12-06.txt): 3-4 ranks
+ * 128 KiB - 1 MiB 0.71-1.20 against 0.98-1.76 through the slots, 16-64
+ * KiB alike (0.30-0.66 against 0.21-0.62); 2 ranks 128-256 KiB 0.58-0.81
+ * against 0.70-1.10, 512 KiB - 1 MiB 1.07-1.24 against 0.97-1.01.
+ * -DRLX__SHMG_SCATTER_REF_FROM=... to measure. */
+#ifndef RLX__SHMG_SCATTER_REF_FROM
+#define RLX__SHMG_SCATTER_REF_FROM (128u * 1024u)
+#endif
+#define RLX__SHMG_SCATTER_REF_TO_2 (512u * 1024u)
 #define RLX__SHMG_ALLTOALL_MAX (128u * 1024u)
 /* The segment's alltoallv (and rlx_alltoall above RLX__SHMG_ALLTOALL_MAX)
  * has its receivers read blocks of at least this many bytes from the

@@ -317,7 +317,7 @@ extern const struct rlx__algo rlx__alltoallv_pairwise;
 extern const struct rlx__algo rlx__allgatherv_ring;
 extern const struct rlx__algo rlx__reduce_scatterv_ring;
 extern const struct rlx__algo rlx__gather_shm, rlx__scatter_shm, rlx__alltoall_shm;
-extern const struct rlx__algo rlx__alltoallv_shm, rlx__alltoall_shm_big;
+extern const struct rlx__algo rlx__alltoallv_shm, rlx__alltoall_shm_big, rlx__scatter_shm_big;
 /* allreduce_shm.c's steps, for rlx_reduce too (all = 0: the root alone
  * copies the result out) */
 int rlx__shm_reduce_run(struct rlx__op *op, int all);

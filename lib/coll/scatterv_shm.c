@@ -124,4 +124,30 @@ static size_t setup(struct rlx__op *op) {
   return (size_t)op->size * sizeof(struct rlx__shms_entry) + rlx__shms_header_bytes(op->size, 1);
 }
 
+/* (where the even counts go in op->tmp: after the entries, aligned) */
+static size_t even_at(struct rlx__op *op) {
+  return (setup(op) + sizeof(size_t) - 1) / sizeof(size_t) * sizeof(size_t);
+}
+
+/* rlx_scatter's big blocks (RLX__SHMG_SCATTER_REF_FROM): the same stream,
+ * block j count elements at j x count, so that every receiver reads its
+ * block from the root's buffer by reference at once, where
+ * exchange_shm.c's scatter posts every chunk through the root's slots
+ * for all to copy out (the counts made in op->tmp, after the entries). */
+static int scatter(struct rlx__op *op) {
+  size_t *c = (size_t *)((char *)op->tmp + even_at(op)), *d = c + op->size;
+  for (int j = 0; j < op->size; j++) {
+    c[j] = op->count;
+    d[j] = (size_t)j * op->count;
+  }
+  op->scounts = c;
+  op->sdispls = d;
+  return scatterv(op);
+}
+
+static size_t setup_even(struct rlx__op *op) {
+  return even_at(op) + 2 * (size_t)op->size * sizeof(size_t);
+}
+
 const struct rlx__algo rlx__scatterv_shm = {"shm", NULL, setup, NULL, scatterv};
+const struct rlx__algo rlx__scatter_shm_big = {"shm", NULL, setup_even, NULL, scatter};

@@ -30,7 +30,13 @@ const struct rlx__algo *rlx__select_shm(int kind, size_t bytes, int nranks, cons
   case RLX__CK_REDUCE_SCATTER: return &rlx__reduce_scatter_shm;
   case RLX__CK_BARRIER: return &rlx__barrier_shm;
   case RLX__CK_GATHER: return &rlx__gather_shm;
-  case RLX__CK_SCATTER: return named || bytes <= RLX__SHMG_SCATTER_MAX ? &rlx__scatter_shm : NULL;
+  case RLX__CK_SCATTER:
+    if (!named && bytes > RLX__SHMG_SCATTER_MAX)
+      return NULL;
+    if (!named && bytes / (size_t)nranks >= RLX__SHMG_SCATTER_REF_FROM &&
+        (nranks > 2 || bytes / 2 < RLX__SHMG_SCATTER_REF_TO_2))
+      return &rlx__scatter_shm_big;
+    return &rlx__scatter_shm;
   case RLX__CK_ALLTOALL:
     return named || bytes <= RLX__SHMG_ALLTOALL_MAX ? &rlx__alltoall_shm : &rlx__alltoall_shm_big;
   /* (sizes differ by rank: whatever they are, the stream carries them) */

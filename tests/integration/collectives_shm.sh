@@ -34,6 +34,17 @@ for n in ${COLL_RANKS:-1 2 3 4 5 6 7 8}; do
   fi
   echo "n=$n shm: $(grep 'coll_check:' "$TMP/out" | sed 's/^\[0\] //') ($(( $(date +%s) - start )) s)"
 done
+# Scatter's blocks of 128 KiB and more in the segment (as scatterv runs:
+# each receiver reads its block from the root's buffer), by reference and
+# streamed.
+for n in 2 3; do
+  for cma in on off; do
+    RLX_CMA=$cma timeout 120 "$RLXRUN" -n $n "$CHECK" --counts 40000,65537 --dtypes float32 \
+      >"$TMP/out" 2>&1 || { tail -30 "$TMP/out"; fail "n=$n big scatter (RLX_CMA=$cma)"; }
+    grep -q "0 failures in all" "$TMP/out" || { tail -30 "$TMP/out"; fail "n=$n big blocks: no summary"; }
+  done
+done
+echo "scatter's big blocks in the segment, by reference and streamed: right (n = 2, 3)"
 # Half precision in the segment: combined in float32, rounded once.
 for n in 3 4; do
   timeout 60 "$RLXRUN" -n $n "$CHECK" --half-exact >"$TMP/out" 2>&1 || { cat "$TMP/out"; fail "n=$n half sums"; }
