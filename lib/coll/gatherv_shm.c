@@ -46,10 +46,8 @@
  * The counters only grow (fed == taken between calls): what a sender
  * posts for a block that does not come inline carries its count, so the
  * root, whichever rank it is, knows where the chunks of this call start. */
-#include <sched.h>
 #include <stdio.h>
 #include <string.h>
-#include <time.h>
 #include "base/internal.h"
 #include "engine/engine.h"
 #include "transport/p2p.h"
@@ -81,9 +79,9 @@ struct feed {
   int pushed;            /* its block comes by itself: wait for its word */
 };
 
-/* Senders push where copies by reference are on (the root's post and the
- * senders' choice both ask this). */
-static int pushing(const struct rlx__shm_group *g) {
+/* Copies by reference are on, and none failed in this segment (the
+ * root's post and the senders' choice both ask this). */
+static int refs_on(const struct rlx__shm_group *g) {
   return !g->no_refs && rlx__p2p_by_ref(g->p2p);
 }
 
@@ -170,8 +168,7 @@ static int send_block(struct rlx__shm_group *g, struct rlx__op *op, uint64_t s) 
     rlx__shmg_arrive(g, s);
     return RLX_OK;
   }
-  int ref = !g->no_refs && rlx__p2p_by_ref(g->p2p),
-      push = pushing(g) && (g->n > 2 || bytes >= RLX__SHMG_PUSH_MIN);
+  int ref = refs_on(g), push = ref && (g->n > 2 || bytes >= RLX__SHMG_PUSH_MIN);
   /* (fed == taken between calls; the larger, should a failed call have
    * left them apart) */
   uint64_t fed = atomic_load_explicit(&g->line[g->me].fed, memory_order_relaxed),
@@ -296,12 +293,7 @@ static int close_pushes(struct rlx__shm_group *g, uint64_t s, int rc) {
       rlx__engine_unlock(g->engine);
       if (lost)
         break;
-      if (rlx__now_ns() - since < 500000) {
-        sched_yield();
-      } else {
-        struct timespec ts = {0, 50 * 1000};
-        nanosleep(&ts, NULL);
-      }
+      rlx__shmg_rest(since);
     }
   }
   return rc;
@@ -326,7 +318,7 @@ static int gatherv(struct rlx__op *op) {
   int big = 0;
   for (int r = 0; r < g->n && !big; r++)
     big = r != g->me && sizeof(uint64_t) + op->counts[r] * es > first;
-  if (big && pushing(g))
+  if (big && refs_on(g))
     w = (struct where){rlx__shms_own_pid(), (uint64_t)(uintptr_t)op->dst,
                        (uint64_t)(uintptr_t)op->counts, (uint64_t)(uintptr_t)op->displs};
   if ((rc = rlx__shmg_post(g, op, s, &w, sizeof w, sizeof w)) != RLX_OK)

@@ -123,7 +123,7 @@ static int attach(struct rlx__shm_group *g, int fd, int check_id) {
  * sleep costs ~70 us here (the timer's slack), and what comes (the
  * segment's descriptor, a peer's agreement) mostly comes within that:
  * sleeping from the start made every set-up ~110 us longer. */
-static void cpu_rest(uint64_t since) {
+void rlx__shmg_rest(uint64_t since) {
   if (rlx__now_ns() - since < 500000) {
     sched_yield();
     return;
@@ -153,7 +153,7 @@ static int connect_all(struct rlx__shm_group *g, const int *peers, int npeers, u
       return 1;
     if (rlx__now_ns() >= deadline)
       return 0;
-    cpu_rest(since);
+    rlx__shmg_rest(since);
   }
 }
 
@@ -170,7 +170,7 @@ static int send_all(struct rlx__shm_group *g, int memfd, const int *peers, int n
       rlx__engine_unlock(g->engine);
       if (rc != -EAGAIN || rlx__now_ns() >= deadline)
         break;
-      cpu_rest(since);
+      rlx__shmg_rest(since);
     }
     if (rc != 0) {
       rlx__debug("no shared segment for job rank %d: %s", peers[i], strerror(-rc));
@@ -199,7 +199,7 @@ static int take(struct rlx__shm_group *g, int from, int check_id, uint64_t deadl
     rlx__engine_unlock(g->engine);
     if (fd != -EAGAIN || rlx__now_ns() >= deadline)
       break;
-    cpu_rest(since);
+    rlx__shmg_rest(since);
   }
   int rc = fd < 0 ? fd : attach(g, fd, check_id);
   if (rc == -EMFILE || rc == -ENFILE)

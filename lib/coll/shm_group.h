@@ -299,6 +299,9 @@ void rlx__shmg_fail(struct rlx__shm_group *g, int err, int lost, uint64_t seq, c
 int rlx__shmg_pid(struct rlx__shm_group *g, int r);
 /* Wake the members sleeping on the group's futex. */
 void rlx__shmg_wake(struct rlx__shm_group *g);
+/* Between two looks at something a rare wait waits for (since: when it
+ * began): yield the core for 500 us, then sleep 20 us a time. */
+void rlx__shmg_rest(uint64_t since);
 /* p2p's on_lost: every live group with that world rank fails. Under the
  * loop lock. */
 void rlx__shmg_on_lost(int world_rank, const char *why);

@@ -321,7 +321,7 @@ static void push(struct rlx__p2p_conn *c, struct rlx__xfer *x, const struct rlx_
     return;
   }
   if (rc == 0)
-    rc = cma_copy(pid, rlx__get64(h->sig) + at, (char *)x->buf + at, x->len - at, 1);
+    rc = rlx__cma_write(pid, rlx__get64(h->sig) + at, (char *)x->buf + at, x->len - at);
   if (rc != 0)
     rlx__debug("writing our part into rank %d's memory failed (%s); it reads it", c->peer,
                strerror(-rc));

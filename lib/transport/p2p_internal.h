@@ -298,9 +298,6 @@ void rlx__abort_arrived(struct rlx__p2p_conn *c, const struct rlx__umsg *m);
 int rlx__fault_frame(struct rlx__p2p *p, struct rlx__xfer *x);
 /* RLX_FAULT_CMA=deny: refuse copies by reference. */
 int rlx__fault_cma_denied(void);
-/* A sender's write of its part of a split copy: 0, -EPERM (deny,
- * denypush), or the process exits (diepush); slowpush: 0 after 1.5 s. */
-int rlx__fault_cma_push(void);
 /* RLX_FAULT_CMA=wrongpid: a split copy's request names pid 1 (=descpid:
  * p2p.h). */
 int rlx__fault_cma_wrong_pid(void);
