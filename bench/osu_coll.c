@@ -3,7 +3,7 @@
  * and against MPI (-DUSE_MPI), so the two run identical work.
  *   osu_coll COLL [max_bytes [min_bytes]]
  * COLL: alltoall, alltoallv (every count equal), gather, scatter,
- * allgatherv, bcast, gatherv, scatterv. bytes is one block: what one rank sends one other, as the
+ * allgatherv, bcast, gatherv, scatterv, allgather. bytes is one block: what one rank sends one other, as the
  * size of osu_alltoall and osu_gather is (bcast: the message, as osu_bcast's). Prints "lib bytes avg_us": the
  * slowest rank's average per call. */
 #include <stdio.h>
@@ -11,9 +11,9 @@
 #include <string.h>
 #include "osu_lib.h"
 
-enum { ALLTOALL, ALLTOALLV, GATHER, SCATTER, ALLGATHERV, BCAST, GATHERV, SCATTERV };
+enum { ALLTOALL, ALLTOALLV, GATHER, SCATTER, ALLGATHERV, BCAST, GATHERV, SCATTERV, ALLGATHER };
 static const char *const names[] = {"alltoall", "alltoallv", "gather", "scatter", "allgatherv",
-                                    "bcast", "gatherv", "scatterv"};
+                                    "bcast", "gatherv", "scatterv", "allgather"};
 #define V_FORM(c) ((c) == ALLTOALLV || (c) == ALLGATHERV || (c) == GATHERV || (c) == SCATTERV)
 
 #ifdef USE_MPI
@@ -32,6 +32,7 @@ static void run(int coll, const float *s, float *r, size_t n) {
   case BCAST: MPI_Bcast(osu_rank == 0 ? (void *)s : r, (int)n, MPI_FLOAT, 0, w); break;
   case GATHERV: MPI_Gatherv(s, (int)n, MPI_FLOAT, r, cnt, dsp, MPI_FLOAT, 0, w); break;
   case SCATTERV: MPI_Scatterv(s, cnt, dsp, MPI_FLOAT, r, (int)n, MPI_FLOAT, 0, w); break;
+  case ALLGATHER: MPI_Allgather(s, (int)n, MPI_FLOAT, r, (int)n, MPI_FLOAT, w); break;
   default: MPI_Allgatherv(s, (int)n, MPI_FLOAT, r, cnt, dsp, MPI_FLOAT, w); break;
   }
 }
@@ -52,6 +53,7 @@ static void run(int coll, const float *s, float *r, size_t n) {
   case BCAST: rc = rlx_bcast(osu_rank == 0 ? (void *)s : r, n, RLX_FLOAT32, 0, w); break;
   case GATHERV: rc = rlx_gatherv(s, n, r, cnt, dsp, RLX_FLOAT32, 0, w); break;
   case SCATTERV: rc = rlx_scatterv(s, cnt, dsp, r, n, RLX_FLOAT32, 0, w); break;
+  case ALLGATHER: rc = rlx_allgather(s, r, n, RLX_FLOAT32, w); break;
   default: rc = rlx_allgatherv(s, n, r, cnt, dsp, RLX_FLOAT32, w); break;
   }
   if (rc != RLX_OK) {
@@ -66,7 +68,7 @@ int main(int argc, char **argv) {
   for (int i = 0; argc > 1 && i < (int)(sizeof names / sizeof names[0]); i++)
     coll = strcmp(argv[1], names[i]) == 0 ? i : coll;
   if (coll < 0) {
-    fprintf(stderr, "usage: osu_coll alltoall|alltoallv|gather|scatter|allgatherv|bcast|gatherv|scatterv [max [min]]\n");
+    fprintf(stderr, "usage: osu_coll alltoall|alltoallv|gather|scatter|allgatherv|bcast|gatherv|scatterv|allgather [max [min]]\n");
     return 2;
   }
   if (init(&argc, &argv) != 0) {

@@ -184,7 +184,11 @@
 /* The segment's allgather and allgatherv read every block from its
  * owner's buffer (process_vm_readv) once the largest is at least this
  * many bytes; below, the slots (one copy in that all readers share, one
- * out each). -DRLX__SHMG_AG_REF_MIN=... to measure. */
+ * out each). Each rank starts with its right-hand neighbour's block: on
+ * 16 cores, every rank reading rank 0's first made 8-16 ranks at 256 KiB
+ * - 2 MiB 1.0-1.54x vader, staggered 0.51-0.78 (slots 0.65-0.97;
+ * bench/results/allgather-stagger-16core-h100host-2026-12-06.txt).
+ * -DRLX__SHMG_AG_REF_MIN=... to measure. */
 #ifndef RLX__SHMG_AG_REF_MIN
 #define RLX__SHMG_AG_REF_MIN (256u * 1024u)
 #endif
