@@ -177,6 +177,9 @@
  * messages' RLX__CMA_MIN pays. On 16 cores 16 KiB against 128, 64 and
  * 32 KiB (n = 4-16, 4-512 KiB blocks): rlxcoll/vader 1.27 at worst
  * against 2.25 for 128 KiB (bench/results/a2a-ref-min-h200-2026-12-04.txt).
+ * Each receiver reads from its right-hand neighbour on: all starting at
+ * rank 0 made 8-16 ranks at 64-256 KiB 1.07-1.37x vader, staggered
+ * 0.49-0.78 (bench/results/alltoall-stagger-16core-h100host-2026-12-06.txt).
  * -DRLX__SHMG_REF_MIN=... to measure. */
 #ifndef RLX__SHMG_REF_MIN
 #define RLX__SHMG_REF_MIN (16u * 1024u)
