@@ -18,7 +18,8 @@ for line in open(sys.argv[1]):
     if len(f) < 6:
         continue
     try:  # (a rank's own messages run in between: "rlxrun: rank 0 (pid 9) exited ...")
-        seq[((f[0], int(f[3]), int(f[4])), f[2])].append(float(f[5]))  # (call, ranks, bytes)
+        call = f[0] if f[1] == "x" else f[0] + "_" + f[1]  # (p2p_latency, p2p_bw: their modes apart)
+        seq[((call, int(f[3]), int(f[4])), f[2])].append(float(f[5]))  # (call, ranks, bytes)
     except ValueError:
         continue
     if f[2] != "vader" and f[2] not in builds:
@@ -32,4 +33,4 @@ for k in keys:
         r = [x / v for x, v in zip(seq.get((k, b), []), vader)]
         if r:
             cells.append(f"{b} {statistics.median(r):.2f} [{min(r):.2f}-{max(r):.2f}]")
-    print(f"{k[0]:10s} {k[1]:2d} {k[2]:8d}  " + "   ".join(cells))
+    print(f"{k[0]:11s} {k[1]:2d} {k[2]:8d}  " + "   ".join(cells))

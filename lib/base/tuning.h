@@ -157,18 +157,21 @@
 /* ... and from blocks of this many bytes the segment's scatter runs as
  * scatterv does (scatterv_shm.c): every receiver reads its block from the
  * root's buffer by reference at once (with RLX_CMA on), where the root
- * posted every chunk through its slots for all to copy out; on 2 ranks
- * only below SCATTER_REF_TO_2, from where the slots' two copies, one on
- * each core, win. 2 cores, ratio to vader, medians of 5 rounds
+ * posted every chunk through its slots for all to copy out. 2 cores,
+ * ratio to vader, medians of 5 rounds
  * (bench/results/scatter-by-ref-2core-2026-12-06.txt): 3-4 ranks
  * 128 KiB - 1 MiB 0.71-1.20 against 0.98-1.76 through the slots, 16-64
  * KiB alike (0.30-0.66 against 0.21-0.62); 2 ranks 128-256 KiB 0.58-0.81
- * against 0.70-1.10, 512 KiB - 1 MiB 1.07-1.24 against 0.97-1.01.
- * -DRLX__SHMG_SCATTER_REF_FROM=... to measure. */
+ * against 0.70-1.10, 512 KiB - 1 MiB 1.07-1.24 against 0.97-1.01 (the
+ * slots' two copies, one on each core, win there on this machine); but
+ * on the lent 16-core host (Xeon model 207, 5 rounds) 2 ranks 512 KiB -
+ * 2 MiB 0.65-0.88 by reference against 1.11-1.19 through the slots
+ * (bench/results/all-calls-session43-16core-model207-2026-12-06.txt),
+ * so by reference at every rank count. -DRLX__SHMG_SCATTER_REF_FROM=...
+ * to measure. */
 #ifndef RLX__SHMG_SCATTER_REF_FROM
 #define RLX__SHMG_SCATTER_REF_FROM (128u * 1024u)
 #endif
-#define RLX__SHMG_SCATTER_REF_TO_2 (512u * 1024u)
 #define RLX__SHMG_ALLTOALL_MAX (128u * 1024u)
 /* The segment's alltoallv (and rlx_alltoall above RLX__SHMG_ALLTOALL_MAX)
  * has its receivers read blocks of at least this many bytes from the

@@ -33,8 +33,7 @@ const struct rlx__algo *rlx__select_shm(int kind, size_t bytes, int nranks, cons
   case RLX__CK_SCATTER:
     if (!named && bytes > RLX__SHMG_SCATTER_MAX)
       return NULL;
-    if (!named && bytes / (size_t)nranks >= RLX__SHMG_SCATTER_REF_FROM &&
-        (nranks > 2 || bytes / 2 < RLX__SHMG_SCATTER_REF_TO_2))
+    if (!named && bytes / (size_t)nranks >= RLX__SHMG_SCATTER_REF_FROM)
       return &rlx__scatter_shm_big;
     return &rlx__scatter_shm;
   case RLX__CK_ALLTOALL:

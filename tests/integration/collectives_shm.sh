@@ -34,12 +34,12 @@ for n in ${COLL_RANKS:-1 2 3 4 5 6 7 8}; do
   fi
   echo "n=$n shm: $(grep 'coll_check:' "$TMP/out" | sed 's/^\[0\] //') ($(( $(date +%s) - start )) s)"
 done
-# Scatter's blocks of 128 KiB and more in the segment (as scatterv runs:
+# Scatter's blocks of 128 KiB - 1 MiB in the segment (as scatterv runs:
 # each receiver reads its block from the root's buffer), by reference and
 # streamed.
 for n in 2 3; do
   for cma in on off; do
-    RLX_CMA=$cma timeout 120 "$RLXRUN" -n $n "$CHECK" --counts 40000,65537 --dtypes float32 \
+    RLX_CMA=$cma timeout 120 "$RLXRUN" -n $n "$CHECK" --counts 40000,65537,262147 --dtypes float32 \
       >"$TMP/out" 2>&1 || { tail -30 "$TMP/out"; fail "n=$n big scatter (RLX_CMA=$cma)"; }
     grep -q "0 failures in all" "$TMP/out" || { tail -30 "$TMP/out"; fail "n=$n big blocks: no summary"; }
   done
