@@ -1,9 +1,11 @@
 /* coll_check: run under rlxrun; checks allreduce (every dtype x op, several
  * counts, in place and not), bcast and barrier against references computed
  * here, and that every rank holds bitwise the same result.
- *   coll_check [--counts a,b,c] [--dtypes a,b] [--stress N] [--random] [--big-all]
+ *   coll_check [--counts a,b,c] [--dtypes a,b] [--stress N] [--random] [--big-all] [--exchanges]
  * --dtypes keeps only the named dtypes (the forced-algorithm runs: one of
- * each element size is enough there, the algorithms never look at more).
+ * each element size is enough there, the algorithms never look at more);
+ * --exchanges only gather, scatter, all-to-all and the uneven gatherv,
+ * scatterv, allgatherv and alltoallv, for runs about their paths alone.
  * Inputs are small integers, so every reduction order gives the exact
  * reference; --random adds non-integer floats, where only agreement across
  * ranks (and closeness to the reference) can be asked. */
@@ -866,6 +868,7 @@ int main(int argc, char **argv) {
   mallopt(M_TRIM_THRESHOLD, 1 << 30);
   size_t counts[16] = {0, 1, 7, 1023, 1048579};
   int ncounts = 5, nstress = 0, random_floats = 0, big_all = 0, half_exact = 0, polling = 0;
+  int exchanges_only = 0; /* --exchanges: gather, scatter, all-to-all and the uneven calls alone */
   int want_dt[RLX_DTYPE_COUNT];
   for (int d = 0; d < RLX_DTYPE_COUNT; d++)
     want_dt[d] = 1;
@@ -890,6 +893,8 @@ int main(int argc, char **argv) {
       ncounts = 0;
     } else if (strcmp(argv[i], "--big-all") == 0) {
       big_all = 1;
+    } else if (strcmp(argv[i], "--exchanges") == 0) {
+      exchanges_only = 1;
     } else if (strcmp(argv[i], "--dtypes") == 0 && i + 1 < argc) {
       for (int d = 0; d < RLX_DTYPE_COUNT; d++)
         want_dt[d] = 0;
@@ -941,7 +946,7 @@ int main(int argc, char **argv) {
     for (int dt = 0; dt < RLX_DTYPE_COUNT; dt++) {
       if (!want_dt[dt])
         continue;
-      for (int op = 0; op < RLX_OP_COUNT; op++) {
+      for (int op = 0; op < (exchanges_only ? 0 : RLX_OP_COUNT); op++) {
         if (op == RLX_AVG && !rlx__dtype_is_float((rlx_dtype_t)dt))
           continue;
         if (op >= RLX_BAND && rlx__dtype_is_float((rlx_dtype_t)dt))
@@ -960,9 +965,11 @@ int main(int argc, char **argv) {
                                 (dt + op + c) % 2);
         }
       }
-      check_allgather((rlx_dtype_t)dt, counts[c] > 100000 ? counts[c] / (size_t)size : counts[c],
-                      (dt + c) % 2);
-      check_bcast((rlx_dtype_t)dt, counts[c] > 100000 ? counts[c] / 4 : counts[c], size - 1);
+      if (!exchanges_only) {
+        check_allgather((rlx_dtype_t)dt, counts[c] > 100000 ? counts[c] / (size_t)size : counts[c],
+                        (dt + c) % 2);
+        check_bcast((rlx_dtype_t)dt, counts[c] > 100000 ? counts[c] / 4 : counts[c], size - 1);
+      }
       /* (the big count: a block per rank of it, for float32 and int8) */
       if (counts[c] <= 100000 || dt == RLX_FLOAT32 || dt == RLX_INT8) {
         check_exchanges((rlx_dtype_t)dt, counts[c] > 100000 ? counts[c] / (size_t)size : counts[c],
@@ -971,9 +978,11 @@ int main(int argc, char **argv) {
                      (dt + c + 1) % size, (dt + c) % 3 == 1);
       }
     }
-    check_bcast(RLX_UINT8, counts[c], 0);
-    check_nonblocking(RLX_FLOAT32, RLX_SUM, counts[c]);
-    check_nonblocking(RLX_INT32, RLX_MAX, counts[c]);
+    if (!exchanges_only) {
+      check_bcast(RLX_UINT8, counts[c], 0);
+      check_nonblocking(RLX_FLOAT32, RLX_SUM, counts[c]);
+      check_nonblocking(RLX_INT32, RLX_MAX, counts[c]);
+    }
     if (rlx_barrier(rlx_comm_world()) != RLX_OK)
       FAIL("barrier: %s", rlx_errmsg());
   }

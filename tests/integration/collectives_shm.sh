@@ -39,7 +39,7 @@ done
 # streamed.
 for n in 2 3; do
   for cma in on off; do
-    RLX_CMA=$cma timeout 120 "$RLXRUN" -n $n "$CHECK" --counts 40000,65537,262147 --dtypes float32 \
+    RLX_CMA=$cma timeout 120 "$RLXRUN" -n $n "$CHECK" --counts 40000,65537,262147 --dtypes float32 --exchanges \
       >"$TMP/out" 2>&1 || { tail -30 "$TMP/out"; fail "n=$n big scatter (RLX_CMA=$cma)"; }
     grep -q "0 failures in all" "$TMP/out" || { tail -30 "$TMP/out"; fail "n=$n big blocks: no summary"; }
   done
