@@ -97,11 +97,16 @@ static const char *cma_fault(void) {
   return f != NULL ? f : "";
 }
 
+/* (read by the caller's thread and the progress thread alike: the cached
+ * answers are atomic, relaxed; both threads work out the same value) */
 int rlx__fault_cma_denied(void) {
   static int deny = -1;
-  if (deny < 0)
-    deny = strcmp(cma_fault(), "deny") == 0;
-  return deny;
+  int d = __atomic_load_n(&deny, __ATOMIC_RELAXED);
+  if (d < 0) {
+    d = strcmp(cma_fault(), "deny") == 0;
+    __atomic_store_n(&deny, d, __ATOMIC_RELAXED);
+  }
+  return d;
 }
 
 int rlx__fault_cma_wrong_pid(void) { return strcmp(cma_fault(), "wrongpid") == 0; }
@@ -109,12 +114,15 @@ int rlx__fault_cma_wrong_pid(void) { return strcmp(cma_fault(), "wrongpid") == 0
 int rlx__fault_cma_desc_pid(void) { return strcmp(cma_fault(), "descpid") == 0; }
 
 int rlx__fault_cma_push(void) {
-  static int push = -1;
-  if (push < 0)
+  static int cached = -3; /* (none of the answers below) */
+  int push = __atomic_load_n(&cached, __ATOMIC_RELAXED);
+  if (push == -3) {
     push = !strcmp(cma_fault(), "deny") || !strcmp(cma_fault(), "denypush") ? -EPERM
            : !strcmp(cma_fault(), "diepush")                               ? 1
            : !strcmp(cma_fault(), "slowpush")                              ? 2
                                                                            : 0;
+    __atomic_store_n(&cached, push, __ATOMIC_RELAXED);
+  }
   if (push == 1) {
     rlx__warn("fault injection: exiting instead of writing our part of a message");
     _exit(9);
