@@ -146,7 +146,13 @@ done
 # Big messages both sides copy (the receiver reads half, the sender writes
 # the rest into the receive's buffer): the sender's write refused, the
 # receiver reads its part itself (nothing goes on the socket); the sender
-# dying when asked for its part, the receive fails naming it.
+# dying when asked for its part, the receive fails naming it. The one
+# message of each case below is held until its receive comes
+# (RLX_CMA_HOLD_MS): held the default 1 ms, a receiver that a busy machine
+# let post its receive later copied the whole message into a buffer of its
+# own, and nothing was split (CI: "a receive whose sender's part never
+# came: success"). (Not --big's many messages: some are sent before a
+# receive that comes only after the send returns.)
 RLX_CMA=on RLX_FAULT_CMA=denypush RLX_LOG=debug timeout 150 "$RLXRUN" -n 2 --timeout 140 "$P2P" \
   --big 1048579 >"$TMP/out" 2>"$TMP/err" || { tail -30 "$TMP/err"; fail "denypush"; }
 grep -q " 0 failures in all" "$TMP/out" || { cat "$TMP/out"; fail "denypush: failures"; }
@@ -154,14 +160,14 @@ grep -q "writing our part into rank [0-9]*'s memory failed" "$TMP/err" || fail "
 again=$(sed -n 's/.*sent on the socket after a failed copy: \([0-9]*\).*/\1/p' "$TMP/err" | sort -n | tail -1)
 [ "${again:-1}" = 0 ] || fail "denypush: $again payloads went on the socket"
 echo "a sender's part of a message refused: the receiver read it, right results"
-RLX_CMA=on RLX_FAULT_CMA=diepush timeout 60 "$RLXRUN" -n 2 --timeout 50 --grace 3 "$P2P" pushdie \
+RLX_CMA=on RLX_CMA_HOLD_MS=600000 RLX_FAULT_CMA=diepush timeout 60 "$RLXRUN" -n 2 --timeout 50 --grace 3 "$P2P" pushdie \
   >"$TMP/out" 2>&1
 grep -q "p2p_check: rank 0: PASS" "$TMP/out" || { cat "$TMP/out"; fail "diepush"; }
 echo "the sender died asked for its part: $(grep -o 'part never came: .* after [0-9.]* s' "$TMP/out")"
 # A receive given up (its 0.5 s timeout) before its sender, 1.5 s late,
 # writes its part: the sender sees the connection closed and writes
 # nothing into a buffer its program has again (it wrote 2 MiB there).
-RLX_CMA=on RLX_FAULT_CMA=slowpush RLX_LOG=debug timeout 60 "$RLXRUN" -n 2 --grace 5 "$FAULT" splitlate \
+RLX_CMA=on RLX_CMA_HOLD_MS=600000 RLX_FAULT_CMA=slowpush RLX_LOG=debug timeout 60 "$RLXRUN" -n 2 --grace 5 "$FAULT" splitlate \
   >"$TMP/out" 2>&1
 [ "$(grep -c 'fault_check: rank [01]: PASS' "$TMP/out")" = 2 ] || { cat "$TMP/out"; fail "slowpush"; }
 grep -q "rank 1 gave its receive up before we wrote our part into it: not written" "$TMP/out" ||
@@ -174,7 +180,7 @@ RLX_CMA=on RLX_FAULT_CMA=slowpush timeout 60 "$RLXRUN" -n 2 --grace 5 "$FAULT" p
   >"$TMP/out" 2>&1
 grep -q "fault_check: rank 0: PASS" "$TMP/out" || { cat "$TMP/out"; fail "slowpush: gatherv"; }
 echo "a gatherv root that left before its sender wrote: $(grep -o 'rank 0: [0-9]* bytes written.*' "$TMP/out")"
-RLX_CMA=on RLX_FAULT_CMA=wrongpid timeout 60 "$RLXRUN" -n 2 --timeout 50 --grace 3 "$P2P" pushdie \
+RLX_CMA=on RLX_CMA_HOLD_MS=600000 RLX_FAULT_CMA=wrongpid timeout 60 "$RLXRUN" -n 2 --timeout 50 --grace 3 "$P2P" pushdie \
   >"$TMP/out" 2>&1
 grep -q "p2p_check: rank 0: PASS" "$TMP/out" || { cat "$TMP/out"; fail "wrongpid: the receive"; }
 grep -q "rank 1: the send returned .*asked us to write into pid 1, not its own" "$TMP/out" ||
