@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """Per-round ratios to vader from bench/ab_p2p_builds.sh's raw rounds (KEEP=FILE
-keeps them): for each call and size, each build's time over vader's in the
-same round (per call, ranks and size), as the median of the rounds and their range. On a lent machine
-whose speed moves from run to run, a ratio taken round by round is steadier
+keeps them): for each call (the messages' latency and window apart), rank
+count and size, each build's time over vader's in the same round, as the
+median of the rounds and their range. On a lent machine whose speed moves
+from run to run, a ratio taken round by round is steadier
 than the ratio of the medians; the range says how far one round can go.
   bench/ab_round_ratios.py ab.runs"""
 import collections
@@ -24,7 +25,7 @@ for line in open(sys.argv[1]):
         continue
     if f[2] != "vader" and f[2] not in builds:
         builds.append(f[2])
-keys = sorted({k for k, _ in seq}, )
+keys = sorted({k for k, _ in seq})
 print("per-round ratio to vader: median [min-max]")
 for k in keys:
     vader = seq.get((k, "vader"), [])
