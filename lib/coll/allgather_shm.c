@@ -98,11 +98,8 @@ static int by_ref(struct rlx__op *op, size_t (*block)(const struct rlx__op *, in
   if ((rc = rlx__shmg_post(g, op, s, &d, sizeof(d), sizeof(d))) != RLX_OK ||
       (rc = rlx__shmg_wait_arrived(g, op, -1, s)) != RLX_OK)
     return rc;
-  /* Each rank reads its right-hand neighbours first (me + 1, me + 2, ...):
-   * with all starting at rank 0, 15 readers on 16 cores pinned the same
-   * pages at once (the kernel's page references, one cache line each). */
   for (int i = 0; i < g->n; i++) {
-    int r = g->me + i < g->n ? g->me + i : g->me + i - g->n;
+    int r = rlx__shmg_right(g, i);
     size_t bytes = block(op, r, &to);
     if (r == g->me) {
       if (to != (const char *)op->src && bytes > 0) /* (in place: it is there) */

@@ -68,8 +68,8 @@ static int exchange(struct rlx__op *op, int refs_ok) {
        * for this rank checked against the count it expects, and read
        * when it goes by reference */
       refs = mine;
-      for (int i = 1; i < n; i++) { /* (from the right-hand neighbour on, as allgather_shm.c) */
-        int r = me + i < n ? me + i : me + i - n;
+      for (int i = 1; i < n; i++) {
+        int r = rlx__shmg_right(g, i);
         struct rlx__shms_head rh;
         rlx__shms_header_get(g, r, s0, me, &rh, &from[r]);
         if (rh.steps > steps)
