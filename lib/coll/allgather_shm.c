@@ -11,6 +11,7 @@
 #include "coll.h"
 #include "shm_group.h"
 #include "shm_stream.h"
+#include "base/copy.h"
 
 static int streamed(struct rlx__op *op) {
   struct rlx__shm_group *g = op->shm;
@@ -27,7 +28,7 @@ static int streamed(struct rlx__op *op) {
     for (int r = 0; r < g->n; r++) {
       char *to = (char *)op->dst + (size_t)r * block + off;
       if (to != (const char *)op->src + off) /* in place: our block is there */
-        memcpy(to, rlx__shmg_data(g, r, s, block), len);
+        rlx__copy(to, rlx__shmg_data(g, r, s, block), len);
     }
   }
   return RLX_OK;
@@ -60,7 +61,7 @@ static int streamed_v(struct rlx__op *op, size_t most) {
       if (bytes <= off || to + off == (const char *)op->src + off) /* (ended; in place) */
         continue;
       len = bytes - off < cb ? bytes - off : cb;
-      memcpy(to + off, rlx__shmg_data(g, r, s, bytes), len);
+      rlx__copy(to + off, rlx__shmg_data(g, r, s, bytes), len);
     }
   }
   return RLX_OK;
@@ -103,7 +104,7 @@ static int by_ref(struct rlx__op *op, size_t (*block)(const struct rlx__op *, in
     size_t bytes = block(op, r, &to);
     if (r == g->me) {
       if (to != (const char *)op->src && bytes > 0) /* (in place: it is there) */
-        memcpy(to, op->src, bytes);
+        rlx__copy(to, op->src, bytes);
       continue;
     }
     memcpy(&d, rlx__shmg_data(g, r, s, sizeof(d)), sizeof(d));

@@ -12,6 +12,7 @@
 #include "base/tuning.h"
 #include "coll.h"
 #include "shm_group.h"
+#include "base/copy.h"
 
 /* Half precision: every rank's values widened and combined in float32,
  * rounded to the half type once at the end (a step-by-step half sum
@@ -90,7 +91,7 @@ static size_t chunk_bytes(const struct rlx__shm_group *g) {
 }
 
 static void post(struct rlx__op *op, struct rlx__shm_group *g, uint64_t s, size_t off, size_t len) {
-  memcpy(rlx__shmg_slot(g, g->me, s), (const char *)op->src + off, len);
+  rlx__copy(rlx__shmg_slot(g, g->me, s), (const char *)op->src + off, len);
   rlx__shmg_arrive(g, s);
 }
 
@@ -121,7 +122,7 @@ static int sliced(struct rlx__op *op, struct rlx__shm_group *g, int all) {
     if (copy_out) {
       if ((rc = rlx__shmg_wait_reduced(g, op, -1, s)) != RLX_OK)
         return rc;
-      memcpy((char *)op->dst + off, rlx__shmg_result(g, s), len);
+      rlx__copy((char *)op->dst + off, rlx__shmg_result(g, s), len);
     }
     s = next;
   }

@@ -40,6 +40,7 @@
 #include "coll.h"
 #include "shm_group.h"
 #include "shm_stream.h"
+#include "base/copy.h"
 
 static int exchange(struct rlx__op *op, int refs_ok) {
   struct rlx__shm_group *g = op->shm;
@@ -103,7 +104,7 @@ static int alltoallv(struct rlx__op *op) {
   size_t es = op->esize;
   if (op->counts[me] > 0 && (char *)op->dst + op->displs[me] * es !=
                                 (const char *)op->src + op->sdispls[me] * es)
-    memcpy((char *)op->dst + op->displs[me] * es, (const char *)op->src + op->sdispls[me] * es,
+    rlx__copy((char *)op->dst + op->displs[me] * es, (const char *)op->src + op->sdispls[me] * es,
            op->counts[me] * es);
   return rlx__shms_run(op, "rlx_alltoallv", exchange);
 }

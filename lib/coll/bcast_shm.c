@@ -5,6 +5,7 @@
 #include <string.h>
 #include "coll.h"
 #include "shm_group.h"
+#include "base/copy.h"
 
 static int run(struct rlx__op *op) {
   struct rlx__shm_group *g = op->shm;
@@ -22,7 +23,7 @@ static int run(struct rlx__op *op) {
       rlx__shmg_arrive(g, s); /* here: the root may reuse what we read at s - 2 */
       if ((rc = rlx__shmg_wait_arrived(g, op, op->root, s)) != RLX_OK)
         return rc;
-      memcpy((char *)op->dst + off, rlx__shmg_data(g, op->root, s, total), len);
+      rlx__copy((char *)op->dst + off, rlx__shmg_data(g, op->root, s, total), len);
     }
   }
   /* The root leaves once its last chunk is posted, as an eager root

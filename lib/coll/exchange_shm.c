@@ -13,6 +13,7 @@
 #include <string.h>
 #include "coll.h"
 #include "shm_group.h"
+#include "base/copy.h"
 
 /* (whole elements of any dtype: shm_group.h) */
 static size_t chunk_of(const struct rlx__op *op) { return op->shm->slot; }
@@ -45,7 +46,7 @@ static int gather(struct rlx__op *op) {
     for (int r = 0; r < g->n; r++) {
       char *to = (char *)op->dst + (size_t)r * block + off;
       if (to != (const char *)op->src + off) /* in place: the root's block is there */
-        memcpy(to, rlx__shmg_data(g, r, s, block), len);
+        rlx__copy(to, rlx__shmg_data(g, r, s, block), len);
     }
   }
   return RLX_OK;
@@ -58,7 +59,7 @@ static int scatter(struct rlx__op *op) {
   if ((rc = rlx__shmg_begin(g, op)) != RLX_OK)
     return rc;
   if (root && op->dst != (const char *)op->src + (size_t)g->me * block) /* (not in place) */
-    memcpy(op->dst, (const char *)op->src + (size_t)g->me * block, block);
+    rlx__copy(op->dst, (const char *)op->src + (size_t)g->me * block, block);
   for (size_t off = 0; off < total; off += cb) {
     size_t len = total - off < cb ? total - off : cb, at, n;
     uint64_t s = ++g->step;
@@ -71,7 +72,7 @@ static int scatter(struct rlx__op *op) {
     if ((rc = rlx__shmg_wait_arrived(g, op, op->root, s)) != RLX_OK)
       return rc;
     if ((n = part(off, len, g->me, block, &at)) > 0)
-      memcpy((char *)op->dst + (off + at - (size_t)g->me * block),
+      rlx__copy((char *)op->dst + (off + at - (size_t)g->me * block),
              rlx__shmg_data(g, op->root, s, total) + at, n);
   }
   /* The root leaves without waiting for the others (as bcast_shm.c's):
@@ -100,7 +101,7 @@ static int alltoall(struct rlx__op *op) {
       return rc;
     size_t into = off + at - (size_t)g->me * block;
     for (int r = 0; r < g->n; r++)
-      memcpy((char *)op->dst + (size_t)r * block + into, rlx__shmg_data(g, r, s, total) + at, n);
+      rlx__copy((char *)op->dst + (size_t)r * block + into, rlx__shmg_data(g, r, s, total) + at, n);
   }
   /* Every rank waited for all at the chunk of its own block, whose
    * signatures that wait compared with its own. */

@@ -54,6 +54,7 @@
 #include "coll.h"
 #include "shm_group.h"
 #include "shm_stream.h"
+#include "base/copy.h"
 
 enum { INLINE, BY_REF, FED, PUSHED };
 #define MODE_SHIFT 62
@@ -102,7 +103,7 @@ static int feed(struct rlx__shm_group *g, struct rlx__op *op, uint64_t s, const 
     if (k >= 3 && (rc = rlx__shmg_wait_taken(g, op, op->root, base + k - 2)) != RLX_OK)
       break;
     uint64_t at = (k - 1) * g->slot, n = bytes - at < g->slot ? bytes - at : g->slot;
-    memcpy(rlx__shmg_slot(g, g->me, s + k), src + at, n);
+    rlx__copy(rlx__shmg_slot(g, g->me, s + k), src + at, n);
     rlx__shmg_publish(g, fed, base + k);
   }
   return rc != RLX_OK ? rc : rlx__shmg_wait_taken(g, op, op->root, base + chunks);
@@ -271,7 +272,7 @@ static int take_blocks(struct rlx__shm_group *g, struct rlx__op *op, uint64_t s)
       uint64_t len = op->counts[r] * es, at = (k - 1) * g->slot;
       if ((rc = rlx__shmg_wait_fed(g, op, r, f[r].base + k)) != RLX_OK)
         return rc;
-      memcpy(dst + op->displs[r] * es + at, rlx__shmg_slot(g, r, s + k),
+      rlx__copy(dst + op->displs[r] * es + at, rlx__shmg_slot(g, r, s + k),
              len - at < g->slot ? len - at : g->slot);
       rlx__shmg_publish(g, &g->line[r].taken, f[r].base + k);
     }
@@ -310,7 +311,7 @@ static int gatherv(struct rlx__op *op) {
   size_t es = op->esize;
   char *own = (char *)op->dst + op->displs[g->me] * es;
   if (own != op->src && op->counts[g->me] > 0) /* (in place: the root's block is there) */
-    memcpy(own, op->src, op->counts[g->me] * es);
+    rlx__copy(own, op->src, op->counts[g->me] * es);
   /* (where, only if some block will not come inline: a pid costs a
    * syscall, 1.4 us a call on 64 KiB blocks here) */
   struct where w = {0, 0, 0, 0};

@@ -5,6 +5,7 @@
 #include "base/fastdiv.h"
 #include "coll.h"
 #include "shm_group.h"
+#include "base/copy.h"
 
 static int run(struct rlx__op *op) {
   struct rlx__shm_group *g = op->shm;
@@ -20,7 +21,7 @@ static int run(struct rlx__op *op) {
       return rc;
     unsigned char *mine = rlx__shmg_slot(g, g->me, s);
     for (int b = 0; b < g->n; b++)
-      memcpy(mine + (size_t)b * len, (const char *)op->src + (size_t)b * block + off, len);
+      rlx__copy(mine + (size_t)b * len, (const char *)op->src + (size_t)b * block + off, len);
     rlx__shmg_arrive(g, s);
     if ((rc = rlx__shmg_wait_arrived(g, op, -1, s)) != RLX_OK)
       return rc;

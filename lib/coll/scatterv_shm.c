@@ -23,6 +23,7 @@
 #include "coll.h"
 #include "shm_group.h"
 #include "shm_stream.h"
+#include "base/copy.h"
 
 /* The root's stream (its entries and header in op->tmp). */
 static int post_stream(struct rlx__shm_group *g, struct rlx__op *op, int refs_ok,
@@ -115,7 +116,7 @@ static int scatterv(struct rlx__op *op) {
   if (g->me == op->root && op->count > 0) {
     const char *own = (const char *)op->src + op->sdispls[g->me] * es;
     if (own != op->dst) /* (in place: the root's block is there) */
-      memcpy(op->dst, own, op->count * es);
+      rlx__copy(op->dst, own, op->count * es);
   }
   return rlx__shms_run(op, "rlx_scatterv", stream);
 }

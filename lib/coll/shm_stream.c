@@ -9,6 +9,7 @@
 #include "coll.h"
 #include "shm_group.h"
 #include "shm_stream.h"
+#include "base/copy.h"
 
 #define INL RLX__SHMG_INLINE
 #define CELL RLX__SHMS_CELL_BYTES /* step 0's bytes in the cell */
@@ -64,9 +65,9 @@ void rlx__shms_move_spans(struct rlx__shm_group *g, int r, uint64_t s, uint64_t 
     }
     size_t n = len < room ? len : room;
     if (out) {
-      memcpy(buf, at, n);
+      rlx__copy(buf, at, n);
     } else {
-      memcpy(at, buf, n);
+      rlx__copy(at, buf, n);
       if (k == 0 && off >= INL && off < CELL && off - INL + n > g->spill_used)
         g->spill_used = off - INL + n;
     }

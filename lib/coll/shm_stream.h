@@ -22,6 +22,7 @@
 #include <stdint.h>
 #include <string.h>
 #include "shm_group.h"
+#include "base/copy.h"
 
 struct rlx__op;
 
@@ -57,7 +58,7 @@ static inline void rlx__shms_move(struct rlx__shm_group *g, int r, uint64_t s, u
                                   size_t off, void *buf, size_t len, int out) {
   if (k == 0 && off + len <= RLX__SHMG_INLINE) { /* all in the cell: a small call's every piece */
     unsigned char *at = rlx__shmg_cell(g, r, s)->small + off;
-    memcpy(out ? buf : at, out ? at : buf, len);
+    rlx__copy(out ? buf : at, out ? at : buf, len);
     return;
   }
   rlx__shms_move_spans(g, r, s, k, off, buf, len, out);

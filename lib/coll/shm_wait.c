@@ -22,6 +22,7 @@
 #include "observe/observe.h"
 #include "coll.h"
 #include "shm_group.h"
+#include "base/copy.h"
 
 enum { ARRIVE, REDUCED, FED, TAKEN };
 /* what a rank waited for has not done (describe_wait), and what is
@@ -62,7 +63,7 @@ int rlx__shmg_post(struct rlx__shm_group *g, struct rlx__op *op, uint64_t step, 
                                      : rlx__shmg_wait_room(g, op, step);
   if (rc != RLX_OK)
     return rc;
-  memcpy(rlx__shmg_data(g, g->me, step, bytes), src, len);
+  rlx__copy(rlx__shmg_data(g, g->me, step, bytes), src, len);
   if (rlx__shmg_in_spill(bytes))
     g->spill_used = len;
   rlx__shmg_arrive(g, step);

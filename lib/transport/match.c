@@ -7,6 +7,7 @@
 #include <string.h>
 #include <rlxcoll/errors.h>
 #include "p2p_internal.h"
+#include "base/copy.h"
 
 #define POOL_MAX 16
 #define POOL_BIG (1u << 20) /* bigger buffers are not kept */
@@ -160,7 +161,7 @@ int rlx__umsg_deliver(struct rlx__umsg *m, struct rlx__xfer *x) {
   if (!m->crc_ok)
     return RLX_ERR_CORRUPT;
   if (x->len)
-    memcpy(x->buf, m->data, x->len);
+    rlx__copy(x->buf, m->data, x->len);
   return RLX_OK;
 }
 

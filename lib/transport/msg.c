@@ -12,6 +12,7 @@
 #include <string.h>
 #include <rlxcoll/errors.h>
 #include "p2p_internal.h"
+#include "base/copy.h"
 
 static int wants(const struct rlx__xfer *x, int src, const struct rlx__frame_hdr *h) {
   return x->hdr.comm_id == h->comm_id && (x->peer == RLX__MSG_ANY || x->peer == src) &&
@@ -48,7 +49,7 @@ static int deliver(struct rlx__p2p *p, struct rlx__umsg *m, struct rlx__xfer *x)
   if (m->hdr.payload_len > x->len)
     return RLX_ERR_TRUNCATE;
   if (m->hdr.payload_len)
-    memcpy(x->buf, m->data, m->hdr.payload_len);
+    rlx__copy(x->buf, m->data, m->hdr.payload_len);
   return RLX_OK;
 }
 
@@ -102,7 +103,7 @@ static int to_self(struct rlx__p2p *p, struct rlx__xfer *x) {
     r->got = h;
     int st = x->len > r->len ? RLX_ERR_TRUNCATE : RLX_OK;
     if (st == RLX_OK && x->len)
-      memcpy(r->buf, x->buf, x->len);
+      rlx__copy(r->buf, x->buf, x->len);
     rlx__xfer_finish(r, st);
   } else {
     struct rlx__umsg *m = rlx__umsg_alloc(p, x->len);
@@ -114,7 +115,7 @@ static int to_self(struct rlx__p2p *p, struct rlx__xfer *x) {
     m->crc_ok = 1;
     m->discard = 0;
     if (x->len)
-      memcpy(m->data, x->buf, x->len);
+      rlx__copy(m->data, x->buf, x->len);
     rlx__list_push(&p->msg_unexpected, &m->link);
   }
   x->status = RLX_OK;

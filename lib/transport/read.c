@@ -9,6 +9,7 @@
 #include <rlxcoll/errors.h>
 #include "base/internal.h"
 #include "p2p_internal.h"
+#include "base/copy.h"
 
 void rlx__read_next(struct rlx__p2p_conn *c) {
   c->rstate = R_HDR;
@@ -121,7 +122,7 @@ void rlx__read_packed(struct rlx__p2p_conn *c, const unsigned char *rec, size_t 
   payload_header(c, &c->cur); /* (sets where the payload goes, or fails the peer) */
   if (c->state != C_READY || c->rstate != R_PAYLOAD || c->need != len)
     return;
-  memcpy(c->dst, rec + RLX__FRAME_PACKED_SIZE, len);
+  rlx__copy(c->dst, rec + RLX__FRAME_PACKED_SIZE, len);
   c->got = len;
   payload_done(c);
 }
@@ -168,7 +169,7 @@ static void drain_stage(struct rlx__p2p_conn *c) {
     case R_HDR: memcpy(c->hdr_in + c->got, p, n); break;
     case R_CMA: memcpy(c->cma_in + c->got, p, n); break;
     case R_PAYLOAD:
-      memcpy(c->dst + c->got, p, n);
+      rlx__copy(c->dst + c->got, p, n);
       if (!c->tr->in_memory)
         c->crc = rlx__crc32c_update(c->crc, p, n);
       break;

@@ -20,6 +20,7 @@
 #include <string.h>
 #include <sys/random.h>
 #include <time.h>
+#include "base/copy.h"
 #include "base/fence.h"
 #include "base/prefetch.h"
 #include "shm_ring.h"
@@ -130,9 +131,9 @@ static void put(const struct rlx__shm_end *e, uint64_t pos, const unsigned char 
   size_t at = (size_t)(pos & (e->cap - 1)), first = e->cap - at;
   if (first > n)
     first = n;
-  memcpy(r->data + at, src, first);
+  rlx__copy(r->data + at, src, first);
   if (n > first)
-    memcpy(r->data, src + first, n - first);
+    rlx__copy(r->data, src + first, n - first);
 }
 
 static void get(const struct rlx__shm_end *e, uint64_t pos, unsigned char *dst, size_t n) {
@@ -140,9 +141,9 @@ static void get(const struct rlx__shm_end *e, uint64_t pos, unsigned char *dst, 
   size_t at = (size_t)(pos & (e->cap - 1)), first = e->cap - at;
   if (first > n)
     first = n;
-  memcpy(dst, r->data + at, first);
+  rlx__copy(dst, r->data + at, first);
   if (n > first)
-    memcpy(dst + first, r->data, n - first);
+    rlx__copy(dst + first, r->data, n - first);
 }
 
 /* Room for the producer from head; a peer's head beyond our position

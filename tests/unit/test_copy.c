@@ -1,0 +1,79 @@
+/* base/copy.h: rlx__copy and its loop copy exactly what memcpy does, at
+ * every distance modulo 4 KiB that picks the loop and around it, sizes
+ * across the threshold and odd tails, and touch no byte outside. */
+#include <check.h>
+#include "suite.h"
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include "base/copy.h"
+
+#define GUARD 64
+
+static void fill(unsigned char *p, size_t n, unsigned seed) {
+  for (size_t i = 0; i < n; i++)
+    p[i] = (unsigned char)((i * 131u + seed * 7u) >> 3);
+}
+
+/* Copy n bytes from src + so to dst + dof with f; compare with memcpy's
+ * result, guards included. */
+static int copies_right(void (*f)(void *, const void *, size_t), size_t n, size_t so, size_t dof) {
+  size_t len = n + 2 * 4096 + 2 * GUARD;
+  unsigned char *src = aligned_alloc(4096, len), *dst = aligned_alloc(4096, len),
+                *want = aligned_alloc(4096, len);
+  fill(src, len, 1);
+  fill(dst, len, 2);
+  memcpy(want, dst, len);
+  memcpy(want + GUARD + dof, src + GUARD + so, n);
+  f(dst + GUARD + dof, src + GUARD + so, n);
+  int ok = memcmp(dst, want, len) == 0;
+  free(src);
+  free(dst);
+  free(want);
+  return ok;
+}
+
+static void copy_fn(void *d, const void *s, size_t n) { rlx__copy(d, s, n); }
+
+START_TEST(every_distance) {
+  static const size_t sizes[] = {0, 1, 63, 64, 65, 2047, 2048, 2049, 4096, 4159, 65536 + 13, 1u << 20};
+  for (size_t k = 0; k < sizeof sizes / sizeof *sizes; k++)
+    for (size_t d = 0; d <= 80; d++) {
+      ck_assert_msg(copies_right(copy_fn, sizes[k], 0, d), "rlx__copy n=%zu dist %zu", sizes[k], d);
+      ck_assert_msg(copies_right(copy_fn, sizes[k], d, 0), "rlx__copy n=%zu dist -%zu", sizes[k], d);
+      ck_assert_msg(copies_right(rlx__copy_loop, sizes[k], 3, d + 3), "loop n=%zu dist %zu",
+                    sizes[k], d);
+    }
+  /* a page and more apart: only the distance modulo 4 KiB counts */
+  ck_assert(copies_right(copy_fn, 9000, 0, 4096 + 16));
+}
+END_TEST
+
+START_TEST(loop_only_at_short_distances) {
+  unsigned char *b = aligned_alloc(4096, 4 * 4096);
+  const size_t dist[] = {0, 1, 16, 63, 64, 4095, 4096, 4097};
+  const int want[] = {0, 1, 1, 1, 0, 0, 0, 1};
+  /* the destination that far before the source: 4096 - 1 is 4095 past it */
+  const int want_before[] = {0, 0, 0, 0, 0, 1, 0, 0};
+  for (int i = 0; i < 8; i++) {
+#if defined(__x86_64__)
+    ck_assert_int_eq(rlx__copy_needs_loop(b + 8192 - dist[i], b + 8192, 4096), want_before[i]);
+    ck_assert_int_eq(rlx__copy_needs_loop(b + 8192 + dist[i], b, 4096), want[i]);
+    ck_assert_int_eq(rlx__copy_needs_loop(b + 8192 + dist[i], b, RLX__COPY_LOOP_FROM - 1), 0);
+#else
+    ck_assert_int_eq(rlx__copy_needs_loop(b + 8192 + dist[i], b, 4096), 0);
+#endif
+  }
+  free(b);
+}
+END_TEST
+
+int main(void) {
+  Suite *s = suite_create("copy");
+  TCase *tc = tcase_create("copy");
+  tcase_set_timeout(tc, 120); /* Check's default is 4 s: too short under the sanitizers */
+  tcase_add_test(tc, every_distance);
+  tcase_add_test(tc, loop_only_at_short_distances);
+  suite_add_tcase(s, tc);
+  return rlx_run_suite(s);
+}
