@@ -42,6 +42,8 @@ int main(int argc, char **argv) {
     return 2;
   memset(src, 1, n + 8192);
   memset(dst, 2, n + 8192);
+  printf("# rlx__copy_movsb_slow: %d (1: copies at distances 1-63 take the loop)\n",
+         rlx__copy_movsb_slow());
   printf("bytes distance memcpy_GBs rlx_copy_GBs\n");
   for (int dist = -64; dist <= 128; dist += 8) {
     size_t so = dist < 0 ? (size_t)-dist : 0, dof = dist < 0 ? 0 : (size_t)dist;

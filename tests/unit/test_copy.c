@@ -1,9 +1,12 @@
 /* base/copy.h: rlx__copy and its loop copy exactly what memcpy does, at
  * every distance modulo 4 KiB that picks the loop and around it, sizes
- * across the threshold and odd tails, and touch no byte outside. */
+ * across the threshold and odd tails, and touch no byte outside; which
+ * distances count as short; the probe of rep movsb answers once. */
 #include <check.h>
 #include "suite.h"
+#include <stdatomic.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "base/copy.h"
@@ -49,7 +52,7 @@ START_TEST(every_distance) {
 }
 END_TEST
 
-START_TEST(loop_only_at_short_distances) {
+START_TEST(short_distances) {
   unsigned char *b = aligned_alloc(4096, 4 * 4096);
   const size_t dist[] = {0, 1, 16, 63, 64, 4095, 4096, 4097};
   const int want[] = {0, 1, 1, 1, 0, 0, 0, 1};
@@ -57,14 +60,24 @@ START_TEST(loop_only_at_short_distances) {
   const int want_before[] = {0, 0, 0, 0, 0, 1, 0, 0};
   for (int i = 0; i < 8; i++) {
 #if defined(__x86_64__)
-    ck_assert_int_eq(rlx__copy_needs_loop(b + 8192 - dist[i], b + 8192, 4096), want_before[i]);
-    ck_assert_int_eq(rlx__copy_needs_loop(b + 8192 + dist[i], b, 4096), want[i]);
-    ck_assert_int_eq(rlx__copy_needs_loop(b + 8192 + dist[i], b, RLX__COPY_LOOP_FROM - 1), 0);
+    ck_assert_int_eq(rlx__copy_short_distance(b + 8192 - dist[i], b + 8192, 4096), want_before[i]);
+    ck_assert_int_eq(rlx__copy_short_distance(b + 8192 + dist[i], b, 4096), want[i]);
+    ck_assert_int_eq(rlx__copy_short_distance(b + 8192 + dist[i], b, RLX__COPY_LOOP_FROM - 1), 0);
 #else
-    ck_assert_int_eq(rlx__copy_needs_loop(b + 8192 + dist[i], b, 4096), 0);
+    ck_assert_int_eq(rlx__copy_short_distance(b + 8192 + dist[i], b, 4096), 0);
 #endif
   }
   free(b);
+}
+END_TEST
+
+START_TEST(probe_answers_once) {
+  int a = rlx__copy_movsb_slow();
+  ck_assert(a == 0 || a == 1);
+  ck_assert_int_eq(atomic_load(&rlx__copy_movsb_slow_known), a);
+  ck_assert_int_eq(rlx__copy_movsb_slow(), a);
+  printf("test_copy: rep movsb at short distances is %s on this machine\n",
+         a ? "slow (the loop copies there)" : "fast (memcpy copies there)");
 }
 END_TEST
 
@@ -73,7 +86,8 @@ int main(void) {
   TCase *tc = tcase_create("copy");
   tcase_set_timeout(tc, 120); /* Check's default is 4 s: too short under the sanitizers */
   tcase_add_test(tc, every_distance);
-  tcase_add_test(tc, loop_only_at_short_distances);
+  tcase_add_test(tc, short_distances);
+  tcase_add_test(tc, probe_answers_once);
   suite_add_tcase(s, tc);
   return rlx_run_suite(s);
 }
