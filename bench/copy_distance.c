@@ -2,7 +2,8 @@
  * destination past the source modulo 4 KiB, one process: where glibc's
  * `rep movsb` is slow at short distances (AMD Zen 3: 2 GB/s at 1-63
  * bytes), memcpy's column drops there and rlx__copy's does not.
- *   cc -O2 -Iinclude -Ilib -o /tmp/copy_distance bench/copy_distance.c lib/base/copy.c
+ *   cc -O2 -Iinclude -Ilib -o /tmp/copy_distance bench/copy_distance.c lib/.libs/libbase.a -lm -pthread
+ *   (after make; RLX_LOG=debug: the probe's timings)
  *   /tmp/copy_distance [bytes]      (default 65536; GB/s per distance) */
 #include <stdio.h>
 #include <stdlib.h>

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <time.h>
 #include "copy.h"
+#include "internal.h"
 #if defined(__x86_64__)
 #include <emmintrin.h>
 #endif
@@ -73,6 +74,9 @@ int rlx__copy_movsb_slow_probe(void) {
     uint64_t mc = best_of_3(by_memcpy, d, s), lp = best_of_3(rlx__copy_loop, d, s);
     slow = mc > 3 * lp;
     free(s);
+    rlx__debug("copies at a short distance: memcpy %llu ns, the loop %llu ns for 16 KiB: %s",
+               (unsigned long long)mc, (unsigned long long)lp,
+               slow ? "rep movsb is slow here, the loop copies" : "memcpy copies");
   }
 #endif
   atomic_store_explicit(&rlx__copy_movsb_slow_known, slow, memory_order_relaxed);
