@@ -16,6 +16,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 #include "compute/share.h"
+#include "base/copy.h"
 #include "base/internal.h"
 
 struct remote {
@@ -204,11 +205,11 @@ static int call(struct remote *r, struct rlx__share_req *q, const struct xfer *x
   }
   for (int k = 0; k < nx; k++)
     if (staged[k] && x[k].in)
-      memcpy(r->reg[0].p + stage[k], x[k].in, x[k].bytes);
+      rlx__copy(r->reg[0].p + stage[k], x[k].in, x[k].bytes); /* (base/copy.h) */
   rc = exchange(r, q, -1, rep);
   for (int k = 0; rc == RLX_OK && k < nx; k++)
     if (staged[k] && x[k].out)
-      memcpy(x[k].out, r->reg[0].p + stage[k], x[k].bytes);
+      rlx__copy(x[k].out, r->reg[0].p + stage[k], x[k].bytes);
   return rc;
 }
 
