@@ -12,9 +12,16 @@
  * copies, through the kernel's buffer). bench/crossover.sh on 16 cores with
  * a build of -DRLX__CMA_MIN=32768, and bench/ab_allreduce.sh with OSU= on
  * 2 cores: a lower threshold made latency-bound sizes slower (2 ranks,
- * 32 KiB 9.8 -> 20.4 us, 64 KiB 18.6 -> 31.3). */
+ * 32 KiB 9.8 -> 20.4 us, 64 KiB 18.6 -> 31.3) while frames went through
+ * the socket. Since they go through the shared-memory rings, 64 KiB: on
+ * the lent 16-core Xeon (model 207, 16 interleaved rounds, session 44)
+ * the 64-message window of 64 KiB went from 1.40x vader to 0.98 and the
+ * ping-pong from 1.04 to 0.55 (two copies through the ring against one by
+ * reference, as vader's); on the 2-core EPYC 0.81 -> 0.99 and 0.91 ->
+ * 1.07, the other sizes unchanged
+ * (bench/results/cma-min-64k-2026-12-06.txt). */
 #ifndef RLX__CMA_MIN /* -DRLX__CMA_MIN=... to measure another threshold */
-#define RLX__CMA_MIN (128u * 1024u)
+#define RLX__CMA_MIN (64u * 1024u)
 #endif
 /* From this size a message by reference is copied by both sides at once:
  * the receiver reads the first half while the sender, asked, writes the
