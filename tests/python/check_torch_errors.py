@@ -224,14 +224,41 @@ def run_opts(mode, work):
     return work.wait() if mode != "future" else work.get_future().wait()
 
 
-def stop_self(seconds):
-    """Stops this process for seconds (a child resumes it)."""
+def stopped(pid):
+    with open("/proc/%d/stat" % pid) as f:
+        return f.read().rsplit(")", 1)[1].split()[0] == "T"
+
+
+def stop_self(seconds, mark=None):
+    """Stops this process for seconds: a child stops it, makes the file
+    mark once it is stopped (so that the sender sends only then: a
+    message that came before the stop was taken by the progress thread
+    1 ms later, while fork ran, and the send returned at once), resumes
+    it after seconds and tells this process, which waits for that word
+    and runs on no further meanwhile."""
     me = os.getpid()
+    rd, wr = os.pipe()
     if os.fork() == 0:
+        os.kill(me, signal.SIGSTOP)
+        while not stopped(me):
+            time.sleep(0.001)
+        if mark:
+            open(mark, "w").close()
         time.sleep(seconds)
         os.kill(me, signal.SIGCONT)
+        os.write(wr, b"x")
         os._exit(0)
-    os.kill(me, signal.SIGSTOP)
+    os.read(rd, 1)
+    os.close(rd)
+    os.close(wr)
+
+
+def wait_mark(name):
+    """Rank 0: until the file name in MARK_DIR exists (no MARK_DIR: at once)."""
+    limit = time.monotonic() + 10 * SCALE
+    while MARK_DIR and time.monotonic() < limit and \
+            not os.path.exists(os.path.join(MARK_DIR, name)):
+        time.sleep(0.001)
 
 
 def stopped_receiver(r, seconds):
@@ -239,8 +266,9 @@ def stopped_receiver(r, seconds):
     n = 1 << 20
     want = torch.arange(n, dtype=torch.float32) % 977
     dist.barrier(group=g)
+    mark = "stopped-%.1f" % seconds
     if r == 1:
-        stop_self(seconds)
+        stop_self(seconds, os.path.join(MARK_DIR, mark) if MARK_DIR else None)
         t = torch.full((n,), -1.0)
         if seconds < 3:
             dist.recv(t, src=0, group=g)
@@ -252,6 +280,7 @@ def stopped_receiver(r, seconds):
         if MARK_DIR:  # (rank 0 stays until then: the receiver finds it gave up, not gone)
             open(os.path.join(MARK_DIR, "received"), "w").close()
         return
+    wait_mark(mark)
     t0 = time.monotonic()
     if seconds < 3:
         dist.send(want, dst=1, group=g)
@@ -265,10 +294,7 @@ def stopped_receiver(r, seconds):
     # (1 s, then up to 2 s for the word of a receiver that is alive)
     expect("a send to a receiver stopped %.0f s" % seconds, rlxcoll.Timeout,
            lambda: dist.send(want, dst=1, group=g), lo=2.5, hi=4.0)
-    limit = time.monotonic() + 10 * SCALE
-    while MARK_DIR and time.monotonic() < limit and \
-            not os.path.exists(os.path.join(MARK_DIR, "received")):
-        time.sleep(0.02)
+    wait_mark("received")
 
 
 def main():
