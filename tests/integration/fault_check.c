@@ -455,31 +455,66 @@ static void *ref_allreduce(void *arg) {
   return NULL;
 }
 
+/* Whether process pid is stopped (its state in /proc/pid/stat is T). */
+static int is_stopped(int pid) {
+  char path[64], buf[512];
+  snprintf(path, sizeof path, "/proc/%d/stat", pid);
+  FILE *f = fopen(path, "r");
+  size_t n = f ? fread(buf, 1, sizeof buf - 1, f) : 0;
+  if (f)
+    fclose(f);
+  buf[n] = '\0';
+  const char *p = strrchr(buf, ')');
+  return p != NULL && p[1] == ' ' && p[2] == 'T';
+}
+
 static int revoke_by_ref(rlx_comm_t *w, int rank) {
   struct ref_call r = {NULL, calloc((size_t)1 << 20, sizeof(float)), (size_t)1 << 20, -1};
   rlx_comm_t *s = NULL;
   float x = 1;
   double revoke_took = 0;
   pthread_t th;
-  if (r.a == NULL || rlx_comm_dup(w, &r.c) != RLX_OK || rlx_barrier(r.c) != RLX_OK) {
+  int32_t pids[2] = {0, 0}, me32 = (int32_t)getpid();
+  if (r.a == NULL || rlx_comm_dup(w, &r.c) != RLX_OK ||
+      rlx_allgather(&me32, pids, 1, RLX_INT32, r.c) != RLX_OK || rlx_barrier(r.c) != RLX_OK) {
     printf("fault_check: rank %d: set-up: %s\n", rank, rlx_errmsg());
     return 1;
   }
   double t0 = now();
   if (rank == 1) {
     /* stopped for 1 s: the frame by reference rank 0 sends meanwhile
-     * stays unread, unacknowledged, while rank 0 revokes */
+     * stays unread, unacknowledged, while rank 0 revokes. A child stops
+     * this process, which waits on a pipe meanwhile, and rank 0 sends
+     * only once /proc says it is stopped: stopping itself after the
+     * fork (tens of ms under AddressSanitizer), it let its progress
+     * thread take a frame that came first, 1 ms later (the hold for a
+     * receive), and nothing was left unacknowledged to wait for (CI). */
     pid_t me = getpid();
+    int p[2];
+    if (pipe(p) != 0) {
+      printf("fault_check: rank 1: pipe failed\n");
+      return 1;
+    }
     if (fork() == 0) {
+      kill(me, SIGSTOP);
       struct timespec ts = {1, 0};
       nanosleep(&ts, NULL);
       kill(me, SIGCONT);
+      (void)!write(p[1], "x", 1);
       _exit(0);
     }
-    raise(SIGSTOP);
+    char c;
+    while (read(p[0], &c, 1) < 0 && errno == EINTR)
+      ;
+    close(p[0]);
+    close(p[1]);
     ref_allreduce(&r);
   } else {
-    struct timespec ts = {0, 100 * 1000 * 1000};
+    struct timespec ts = {0, 100 * 1000 * 1000}, tick = {0, 1000 * 1000};
+    double until = now() + bound(5.0);
+    while (!is_stopped(pids[1]) && now() < until)
+      nanosleep(&tick, NULL);
+    t0 = now();
     pthread_create(&th, NULL, ref_allreduce, &r);
     nanosleep(&ts, NULL);
     double t_rev = now();
