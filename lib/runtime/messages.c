@@ -74,7 +74,7 @@ static int check(const char *call, rlx_comm_t *c, const void *buf, size_t count,
     return rc;
   if ((unsigned)dt >= RLX_DTYPE_COUNT)
     return rlx__err(RLX_ERR_ARG, "%s: unknown dtype %d", call, (int)dt);
-  size_t es = rlx_dtype_size(dt);
+  size_t es = rlx__dtype_size(dt);
   if (count > MSG_MAX_BYTES / es)
     return rlx__err(RLX_ERR_ARG, "%s: %zu %s is more than a message carries (1 GiB)", call, count,
                     rlx_dtype_name(dt));
@@ -126,7 +126,7 @@ static void start(struct rlx__msg_req *m, const char *call, rlx_comm_t *c, const
   x->hdr.segment = tag == RLX_ANY_TAG ? RLX__MSG_ANY_TAG : (uint32_t)tag;
   x->hdr.sig[0] = (uint8_t)dt; /* the receiver compares it */
   x->buf = (void *)buf;
-  x->len = count * rlx_dtype_size(dt);
+  x->len = count * rlx__dtype_size(dt);
   x->cb = xfer_done;
   x->owner = m;
   x->any_of = c->world;
@@ -225,7 +225,7 @@ static int msg_finish(struct rlx__msg_req *m, rlx_status_t *st) {
     }
   }
   int rc = x->status, from = m->recv ? comm_rank_of(c, (int)x->got.src) : m->peer;
-  size_t es = rlx_dtype_size(m->dt);
+  size_t es = rlx__dtype_size(m->dt);
   if (rc == RLX_OK && m->recv && x->got.sig[0] != (uint8_t)m->dt) {
     describe(m, call, sizeof call);
     const char *sent = rlx_dtype_name((rlx_dtype_t)x->got.sig[0]);
@@ -302,11 +302,30 @@ void rlx__msg_abandon(rlx_request_t *r) {
   req_give(m);
 }
 
+/* A small send that goes whole at once needs no request, no deadline and
+ * no frame header: 1 when it went (rlx__msg_send_packed). A 8-byte
+ * ping-pong's send was three times vader's instructions. */
+static int send_packed(rlx_comm_t *c, const void *buf, size_t len, rlx_dtype_t dt, int peer,
+                       int tag) {
+  struct rlx__runtime *rt = &rlx__rt;
+  rlx__engine_lock(&rt->engine);
+  int now = rlx__msg_send_packed(&rt->p2p, c->world[peer], c->id, (uint32_t)tag, (uint8_t)dt,
+                                 buf, len);
+  rlx__engine_unlock(&rt->engine);
+  return now;
+}
+
 static int run(const char *call, rlx_comm_t *c, const void *buf, size_t count, rlx_dtype_t dt,
                int peer, int tag, int recv, rlx_status_t *st, rlx_request_t **req) {
   int rc = check(call, c, buf, count, dt, peer, tag, recv);
   if (rc != RLX_OK)
     return rc;
+  size_t len = count * rlx__dtype_size(dt);
+  if (!recv && len <= RLX__MSG_PACKED_MAX && send_packed(c, buf, len, dt, peer, tag)) {
+    if (req != NULL)
+      *req = (rlx_request_t *)&sent_at_once;
+    return RLX_OK;
+  }
   if (req == NULL) {
     struct rlx__msg_req m;
     start(&m, call, c, buf, count, dt, peer, tag, recv);

@@ -75,6 +75,13 @@ static int inject(struct rlx__p2p *p, struct rlx__xfer *x, int action) {
   return 1;
 }
 
+int rlx__fault_frames_on(void) {
+  static int on = -1;
+  if (on < 0)
+    on = getenv("RLX_FAULT_FRAME") != NULL;
+  return on;
+}
+
 int rlx__fault_frame(struct rlx__p2p *p, struct rlx__xfer *x) {
   int fault = fault_action(p);
   if (fault == FAULT_FLIPREF && x->ref != RLX__REF_NONE) {

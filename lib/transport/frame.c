@@ -69,13 +69,19 @@ int rlx__frame_packs(const struct rlx__frame_hdr *h) {
   return 1;
 }
 
+void rlx__frame_pack_msg(uint8_t dtype, uint32_t comm_id, uint32_t tag, uint64_t seq,
+                         unsigned char *out) {
+  out[0] = RLX__FT_MSG;
+  out[1] = dtype;
+  out[2] = out[3] = 0;
+  rlx__put32(out + 4, comm_id);
+  rlx__put32(out + 8, tag);
+  rlx__put32(out + 12, 0);
+  rlx__put64(out + 16, seq);
+}
+
 void rlx__frame_pack(const struct rlx__frame_hdr *h, unsigned char *out) {
-  memset(out, 0, RLX__FRAME_PACKED_SIZE);
-  out[0] = h->type;
-  out[1] = h->sig[0];
-  rlx__put32(out + 4, h->comm_id);
-  rlx__put32(out + 8, h->segment);
-  rlx__put64(out + 16, h->seq);
+  rlx__frame_pack_msg(h->sig[0], h->comm_id, h->segment, h->seq, out);
 }
 
 int rlx__frame_unpack(const unsigned char *in, size_t n, uint32_t src, struct rlx__frame_hdr *h) {

@@ -90,6 +90,9 @@ const char *rlx__frame_strstatus(int status);
 #define RLX__FRAME_PACKED_SIZE 24
 int rlx__frame_packs(const struct rlx__frame_hdr *h);
 void rlx__frame_pack(const struct rlx__frame_hdr *h, unsigned char *out);
+/* The packed header of a message frame (a rlx_send's) from its fields. */
+void rlx__frame_pack_msg(uint8_t dtype, uint32_t comm_id, uint32_t tag, uint64_t seq,
+                         unsigned char *out);
 /* Unpack and validate a packed frame of n bytes (header and payload)
  * from src: RLX__FRAME_OK (h filled, payload_len n - 24) or a negative
  * status. */

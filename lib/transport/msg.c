@@ -129,6 +129,25 @@ int rlx__msg_send(struct rlx__p2p *p, struct rlx__xfer *x) {
   return rlx__write_frame(p, x, RLX__FT_MSG);
 }
 
+int rlx__msg_send_packed(struct rlx__p2p *p, int peer, uint32_t comm_id, uint32_t tag,
+                         uint8_t dtype, const void *buf, size_t len) {
+  struct rlx__p2p_peer *pe = &p->peers[peer];
+  struct rlx__p2p_conn *c = pe->conn;
+  if (peer == p->rank || pe->lost || c == NULL || c->state != C_READY || c->write_dead ||
+      c->tr->send_packed == NULL || !rlx__list_empty(&pe->sendq))
+    return 0;
+#ifdef RLX_FAULT_INJECTION
+  if (rlx__fault_frames_on())
+    return 0; /* (each frame counted and maybe spoiled by rlx__write_frame) */
+#endif
+  uint8_t hdr[RLX__FRAME_PACKED_SIZE];
+  rlx__frame_pack_msg(dtype, comm_id, tag, RLX__SEQ_MSG | (pe->msg_sent + 1), hdr);
+  if (!c->tr->send_packed(c, hdr, buf, len))
+    return 0;
+  pe->msg_sent++;
+  return 1;
+}
+
 /* A lost member a receive from any source cannot wait past: -1 if none. */
 static int lost_member(const struct rlx__p2p *p, const struct rlx__xfer *x) {
   for (int i = 0; i < x->nany; i++)

@@ -276,6 +276,13 @@ int rlx__p2p_unsent(const struct rlx__p2p *p);
 #define RLX__MSG_ANY_TAG 0xffffffffu
 int rlx__msg_send(struct rlx__p2p *p, struct rlx__xfer *x);
 int rlx__msg_recv(struct rlx__p2p *p, struct rlx__xfer *x);
+/* A small message to world rank peer sent whole at once, with no request
+ * (a packed frame into its ready connection, where the transport has
+ * them and nothing waits before it): 1 when it went, 0 when it must go
+ * by rlx__msg_send. len at most RLX__MSG_PACKED_MAX. */
+#define RLX__MSG_PACKED_MAX 256
+int rlx__msg_send_packed(struct rlx__p2p *p, int peer, uint32_t comm_id, uint32_t tag,
+                         uint8_t dtype, const void *buf, size_t len);
 /* Withdraw a message receive that has not completed (cb is not called);
  * one whose payload is coming in fails its sender's connection. */
 void rlx__msg_cancel(struct rlx__p2p *p, struct rlx__xfer *x);

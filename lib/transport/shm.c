@@ -207,20 +207,25 @@ static size_t flush(struct rlx__p2p_conn *c) {
  * of 80, the lines the polling reader takes back from us each message
  * halved. Only when nothing waits for room before it (order), and all of
  * it fits now; else 0, and it goes as bytes. */
-static int send_packed(struct rlx__p2p_conn *c, const struct rlx__xfer *x, const void *payload,
-                       size_t plen) {
-  if (x->ref != RLX__REF_NONE || plen > RLX__SHM_WHOLE_MAX - RLX__FRAME_PACKED_SIZE ||
-      !rlx__list_empty(&c->shm_out) || !rlx__frame_packs(&x->hdr))
+static int shm_send_packed(struct rlx__p2p_conn *c, const uint8_t *hdr, const void *payload,
+                           size_t plen) {
+  if (plen > RLX__SHM_WHOLE_MAX - RLX__FRAME_PACKED_SIZE || !rlx__list_empty(&c->shm_out))
     return 0;
-  uint8_t hdr[RLX__FRAME_PACKED_SIZE];
-  rlx__frame_pack(&x->hdr, hdr);
-  struct iovec v[2] = {{hdr, sizeof hdr}, {(void *)payload, plen}};
-  if (rlx__shm_ring_write_whole(&c->shm->out, v, plen ? 2 : 1) == 0)
+  if (rlx__shm_ring_write_packed(&c->shm->out, hdr, RLX__FRAME_PACKED_SIZE, payload, plen) == 0)
     return 0;
   c->last_tx = rlx__tick_ns();
   if (rlx__shm_ring_wake_needed(&c->shm->out))
     ring_doorbell(c);
   return 1;
+}
+
+static int send_packed(struct rlx__p2p_conn *c, const struct rlx__xfer *x, const void *payload,
+                       size_t plen) {
+  if (x->ref != RLX__REF_NONE || !rlx__frame_packs(&x->hdr))
+    return 0;
+  uint8_t hdr[RLX__FRAME_PACKED_SIZE];
+  rlx__frame_pack(&x->hdr, hdr);
+  return shm_send_packed(c, hdr, payload, plen);
 }
 
 /* The table's send: 1 when x is done at once (status set), else 0. */
@@ -231,6 +236,7 @@ static int shm_send(struct rlx__p2p_conn *c, struct rlx__xfer *x) {
     x->status = RLX_OK;
     return 1;
   }
+  rlx__frame_encode(&x->hdr, x->hbytes); /* (write.c leaves it to us) */
   if (x->ref == RLX__REF_WAIT_ACK)
     rlx__list_push(&c->p->peers[x->peer].cma_wait, &x->link);
   int rc = put(c, x, x->hbytes, payload, plen);
@@ -311,6 +317,8 @@ static size_t drain(struct rlx__p2p_conn *c) {
       rlx__read_packed(c, rec, k);
       continue;
     }
+    if (!rlx__shm_ring_bytes_ready(&c->shm->in))
+      break; /* (most looks: nothing came) */
     uv_buf_t b;
     rlx__read_alloc(&c->h.handle, 0, &b);
     size_t n = rlx__shm_ring_read(&c->shm->in, b.base, b.len);
@@ -332,8 +340,9 @@ static size_t shm_progress(struct rlx__p2p *p) {
   /* by index, looked up afresh each time: a callback may close any of them */
   for (int i = 0; i < p->npolled; i++) {
     struct rlx__p2p_conn *c = p->polled[i];
-    moved += flush(c);
-    if (i < p->npolled && p->polled[i] == c)
+    if (!rlx__list_empty(&c->shm_out))
+      moved += flush(c);
+    if (i < p->npolled && p->polled[i] == c && rlx__shm_ring_maybe(&c->shm->in))
       moved += drain(c);
   }
   return moved;
@@ -464,6 +473,7 @@ const struct rlx__transport_ops rlx__shm_transport = {
     .take_offer = shm_take_offer,
     .start = shm_start,
     .send = shm_send,
+    .send_packed = shm_send_packed,
     .send_ctl = shm_send_ctl,
     .unread = shm_unread,
     .unsent = shm_unsent,

@@ -35,6 +35,7 @@
 /* lines of the next record the producer asks for after each (2: a small
  * message's record; 4 measured the same) */
 #define PREFETCH_LINES 2
+_Static_assert(REC_LEN_BITS == 24 && REC_WHOLE == 0x800000u, "rlx__shm_ring_maybe decodes so");
 
 static uint64_t pad8(uint64_t n) { return (n + 7) & ~(uint64_t)7; }
 
@@ -161,6 +162,19 @@ static size_t carries(const struct rlx__shm_end *e, size_t room) {
   return k < rec_max(e->cap) ? k : rec_max(e->cap);
 }
 
+/* The record at pos, done bytes (with REC_WHOLE for a whole frame) copied
+ * in: its word published, the next one's lines asked for. */
+static void seal(struct rlx__shm_end *e, uint64_t pos, size_t done, uint64_t whole) {
+  e->pos = pos + REC_WORD + pad8(done);
+  publish(e, word_at(e, pos), word_of(e->key, pos, done | whole), &e->r->fenced_consumer);
+  /* the next record's first lines, asked for now where the consumer is
+   * done with them (base/prefetch.h): the consumer read them a lap ago */
+  for (uint64_t at = e->pos & ~(uint64_t)(RLX__SHM_LINE - 1), k = 0;
+       k < PREFETCH_LINES && room_from(e, at + RLX__SHM_LINE, e->seen) > 0;
+       k++, at += RLX__SHM_LINE)
+    rlx__prefetch_write(e->r->data + (at & (e->cap - 1)));
+}
+
 /* Write iov[0..n) as one record of at most can bytes (whole: all or
  * nothing, flagged as a whole frame). */
 static size_t write_record(struct rlx__shm_end *e, const struct iovec *iov, int n, int whole) {
@@ -185,18 +199,25 @@ static size_t write_record(struct rlx__shm_end *e, const struct iovec *iov, int 
     done += k;
     can -= k;
   }
-  if (done) {
-    e->pos = pos + REC_WORD + pad8(done);
-    publish(e, word_at(e, pos), word_of(e->key, pos, done | (whole ? REC_WHOLE : 0)),
-            &e->r->fenced_consumer);
-    /* the next record's first lines, asked for now where the consumer is
-     * done with them (base/prefetch.h): the consumer read them a lap ago */
-    for (uint64_t at = e->pos & ~(uint64_t)(RLX__SHM_LINE - 1), k = 0;
-         k < PREFETCH_LINES && room_from(e, at + RLX__SHM_LINE, e->seen) > 0;
-         k++, at += RLX__SHM_LINE)
-      rlx__prefetch_write(e->r->data + (at & (e->cap - 1)));
-  }
+  if (done)
+    seal(e, pos, done, whole ? REC_WHOLE : 0);
   return done;
+}
+
+size_t rlx__shm_ring_write_packed(struct rlx__shm_end *e, const void *hdr, size_t hlen,
+                                  const void *payload, size_t plen) {
+  uint64_t pos = e->pos;
+  size_t want = hlen + plen;
+  if (carries(e, room_from(e, pos, e->seen)) < want) { /* (as write_record) */
+    e->seen = atomic_load_explicit(&e->r->head, memory_order_acquire);
+    if (carries(e, room_from(e, pos, e->seen)) < want)
+      return 0;
+  }
+  put(e, pos + REC_WORD, hdr, hlen);
+  if (plen)
+    put(e, pos + REC_WORD + hlen, payload, plen);
+  seal(e, pos, want, REC_WHOLE);
+  return want;
 }
 
 size_t rlx__shm_ring_write(struct rlx__shm_end *e, const struct iovec *iov, int n) {
@@ -297,6 +318,13 @@ size_t rlx__shm_ring_read(struct rlx__shm_end *e, void *dst, size_t len) {
   }
   publish_head(e);
   return done;
+}
+
+int rlx__shm_ring_bytes_ready(struct rlx__shm_end *e) {
+  if (e->left != 0)
+    return 1;
+  uint64_t v = record_at(e, e->pos, memory_order_acquire);
+  return v != 0 && !(v & REC_WHOLE);
 }
 
 size_t rlx__shm_ring_read_whole(struct rlx__shm_end *e, void *dst, size_t cap) {

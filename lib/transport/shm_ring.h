@@ -104,6 +104,16 @@ size_t rlx__shm_ring_write_whole(struct rlx__shm_end *e, const struct iovec *iov
  * when it is longer than cap (a broken stream). */
 size_t rlx__shm_ring_read_whole(struct rlx__shm_end *e, void *dst, size_t cap);
 #define RLX__SHM_WHOLE_MAX 512
+/* Consumer: 1 when rlx__shm_ring_read has bytes to give (a record half
+ * read, or the next one there and not a whole frame), else 0: the empty
+ * ring's look, without a reader's buffer made ready for nothing. */
+int rlx__shm_ring_bytes_ready(struct rlx__shm_end *e);
+
+/* Producer: a whole frame of hdr (hlen bytes) and payload (plen), as
+ * rlx__shm_ring_write_whole takes it, for a small message's send: all or
+ * nothing (0: no room). */
+size_t rlx__shm_ring_write_packed(struct rlx__shm_end *e, const void *hdr, size_t hlen,
+                                  const void *payload, size_t plen);
 
 /* Producer, after writing: 1 when the consumer said it sleeps and must be
  * woken (the caller rings it), else 0. Clears the flag. */
@@ -119,6 +129,19 @@ int rlx__shm_ring_room_wake_needed(struct rlx__shm_end *e);
 
 /* Consumer: bytes ready to read. */
 size_t rlx__shm_ring_readable(struct rlx__shm_end *e);
+/* Consumer: 0 when there is nothing to read (no record half read, and the
+ * word at its position decodes to none: shm_ring.c's record words, 24
+ * bits of length and flag under the position), 1 when there may be: the
+ * look of an idle poll, inline (a call and a decode per ring were a
+ * quarter of a waiting receiver's turn). */
+static inline int rlx__shm_ring_maybe(const struct rlx__shm_end *e) {
+  if (e->left != 0)
+    return 1;
+  const _Atomic uint64_t *w = (const _Atomic uint64_t *)(const void *)
+      (e->r->data + (e->pos & (e->cap - 1)));
+  uint64_t v = atomic_load_explicit(w, memory_order_relaxed) ^ e->key ^ ((e->pos >> 3) << 24);
+  return (v >> 24) == 0 && (v & 0x7fffffu) != 0;
+}
 /* Consumer: copy up to len bytes into dst; returns the bytes copied. */
 size_t rlx__shm_ring_read(struct rlx__shm_end *e, void *dst, size_t len);
 /* Consumer, before blocking: announce it, then 1 if bytes arrived in the

@@ -82,6 +82,12 @@ struct rlx__transport_ops {
   /* Send x's stamped frame: 1 when it is done at once (x->status set),
    * 0 when it completes later through rlx__write_done. */
   int (*send)(struct rlx__p2p_conn *c, struct rlx__xfer *x);
+  /* A small message as a packed frame (frame.h: its header packed by the
+   * caller, then len bytes of payload), whole now or not at all: 1 when it
+   * went, 0 when it must go as a frame (no room, or frames waiting before
+   * it). NULL: never. */
+  int (*send_packed)(struct rlx__p2p_conn *c, const uint8_t *hdr, const void *payload,
+                     size_t len);
   /* A header-only control frame (ACK, PING) from storage of the caller's. */
   void (*send_ctl)(struct rlx__p2p_conn *c, const uint8_t *bytes);
   /* Bytes the peer sent that nobody has read yet (a proof of life). */

@@ -47,7 +47,10 @@ void rlx__write_ctl(struct rlx__p2p_conn *c, const uint8_t bytes[RLX__FRAME_HDR_
 }
 
 /* Stamp the header: type, sender, length and the CRC32C of what goes on
- * the stream (the payload, or the by-reference descriptor). */
+ * the stream (the payload, or the by-reference descriptor). Encoded into
+ * hbytes by the caller: not for a connection in memory, whose send
+ * encodes only a frame it does not pack (shm.c: a small message's header
+ * CRC was a sixth of its send). */
 static void stamp(struct rlx__p2p *p, struct rlx__xfer *x, int type) {
   x->is_send = 1;
   x->writing = 0;
@@ -61,7 +64,6 @@ static void stamp(struct rlx__p2p *p, struct rlx__xfer *x, int type) {
     /* (none through memory: transport.h says why) */
     x->hdr.payload_crc = c && c->tr->in_memory ? 0 : rlx__crc32c(x->buf, x->len);
   }
-  rlx__frame_encode(&x->hdr, x->hbytes);
   rlx__list_init(&x->link);
 }
 
@@ -80,11 +82,14 @@ int rlx__write_frame(struct rlx__p2p *p, struct rlx__xfer *x, int type) {
   }
   struct rlx__p2p_conn *c = pe->conn;
   if (c == NULL || c->state != C_READY || c->write_dead) {
+    rlx__frame_encode(&x->hdr, x->hbytes); /* (whichever transport takes it later) */
     x->queued = 1;
     rlx__list_push(&pe->sendq, &x->link);
     if (c == NULL || c->state != C_READY)
       rlx__conn_ensure(p, x->peer, 1);
     return 0;
   }
+  if (!c->tr->in_memory)
+    rlx__frame_encode(&x->hdr, x->hbytes);
   return c->tr->send(c, x);
 }

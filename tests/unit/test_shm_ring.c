@@ -354,6 +354,55 @@ START_TEST(whole_records) {
 }
 END_TEST
 
+/* A small message's packed record (header and payload in one, all or
+ * nothing) reads back as a whole record, over many laps of the ring; the
+ * idle poll's inline look (rlx__shm_ring_maybe) says 0 exactly when a
+ * read would find nothing: on the zeroed memory of a new ring, after
+ * everything was read, on a record a lap old. */
+START_TEST(packed_records_and_idle_look) {
+  const size_t cap = 4096;
+  struct rlx__shm_end e, c;
+  struct rlx__shm_ring *r = local_ring(&e, cap);
+  ck_assert_int_eq(rlx__shm_ring_attach(&c, r, rlx__shm_ring_bytes(cap)), 0);
+  ck_assert_int_eq(rlx__shm_ring_maybe(&c), 0); /* zeroed memory: no record */
+  unsigned char hdr[24], pay[300], out[400];
+  uint64_t s = 7, pos = 0;
+  for (int i = 0; i < 3000; i++) { /* (about 130 laps) */
+    size_t plen = next_rand(&s) % sizeof pay;
+    for (size_t k = 0; k < sizeof hdr; k++)
+      hdr[k] = pattern(pos + k);
+    for (size_t k = 0; k < plen; k++)
+      pay[k] = pattern(pos + sizeof hdr + k);
+    ck_assert_uint_eq(rlx__shm_ring_write_packed(&e, hdr, sizeof hdr, pay, plen),
+                      sizeof hdr + plen);
+    ck_assert_int_eq(rlx__shm_ring_maybe(&c), 1);
+    if (i % 3 == 0) { /* a byte record behind it, read after it */
+      struct iovec v = {pay, 1 + plen % 50};
+      ck_assert_uint_eq(rlx__shm_ring_write(&e, &v, 1), v.iov_len);
+    }
+    ck_assert_uint_eq(rlx__shm_ring_read_whole(&c, out, sizeof out), sizeof hdr + plen);
+    ck_assert_int_eq(differs(out, sizeof hdr + plen, pos), 0);
+    if (i % 3 == 0) {
+      ck_assert_int_eq(rlx__shm_ring_maybe(&c), 1);
+      ck_assert_uint_eq(rlx__shm_ring_read(&c, out, 1), 1); /* half read: still there */
+      ck_assert_int_eq(rlx__shm_ring_maybe(&c), 1 + plen % 50 > 1);
+      rlx__shm_ring_read(&c, out, sizeof out);
+    }
+    ck_assert_int_eq(rlx__shm_ring_maybe(&c), 0);
+    ck_assert_uint_eq(rlx__shm_ring_readable(&c), 0);
+    pos += sizeof hdr + plen;
+  }
+  /* all or nothing: no room, nothing written */
+  static unsigned char big[4096];
+  struct iovec vb = {big, cap - 8 - 16};
+  ck_assert_uint_eq(rlx__shm_ring_write(&e, &vb, 1), cap - 8 - 16);
+  ck_assert_uint_eq(rlx__shm_ring_write_packed(&e, hdr, sizeof hdr, pay, 8), 0);
+  ck_assert_uint_eq(rlx__shm_ring_read(&c, big, sizeof big), cap - 8 - 16);
+  ck_assert_int_eq(rlx__shm_ring_maybe(&c), 0);
+  free(r);
+}
+END_TEST
+
 /* The other way: a writer that found the ring full is told once the
  * reader has made room, and not when room is there already. */
 START_TEST(room_handshake) {
@@ -386,6 +435,7 @@ Suite *shm_ring_suite(void) {
   tcase_add_test(t, no_lost_wakeup);
   tcase_add_test(t, room_handshake);
   tcase_add_test(t, whole_records);
+  tcase_add_test(t, packed_records_and_idle_look);
   suite_add_tcase(s, t);
   return s;
 }
