@@ -233,7 +233,8 @@ fail:
  * so, a waiting caller looks at libuv's sockets only every 32 turns. */
 static size_t p2p_poll(void *ctx) {
   struct rlx__p2p *p = ctx;
-  size_t moved = rlx__p2p_progress(p);
+  int quiet = rlx__shm_quiet(p); /* (then every connection is polled: 32 below) */
+  size_t moved = quiet ? 0 : rlx__p2p_progress(p);
   unsigned every = p->nready > 0 && p->nready == p->npolled ? 32
                    : p->nwatch > 0 && p->nwriting == 0 ? 16 /* sockets read directly */
                                                        : 1;

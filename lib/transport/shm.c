@@ -348,6 +348,17 @@ static size_t shm_progress(struct rlx__p2p *p) {
   return moved;
 }
 
+int rlx__shm_quiet(const struct rlx__p2p *p) {
+  if (p->npolled == 0 || p->nready != p->npolled || p->nwatch != 0 || p->nwriting != 0)
+    return 0;
+  for (int i = 0; i < p->npolled; i++) {
+    const struct rlx__p2p_conn *c = p->polled[i];
+    if (!rlx__list_empty(&c->shm_out) || rlx__shm_ring_maybe(&c->shm->in))
+      return 0;
+  }
+  return 1;
+}
+
 static int shm_prepare_sleep(struct rlx__p2p *p, int sleeping) {
   if (!sleeping) {
     for (int i = 0; i < p->npolled; i++)
