@@ -30,7 +30,11 @@ struct req_cache {
   int n;
   struct rlx__msg_req *r[REQ_CACHE];
 };
-static _Thread_local struct req_cache *req_cache;
+/* (initial-exec: a load off the thread pointer, where the shared
+ * library's default model called __tls_get_addr for every request; one
+ * pointer fits glibc's static TLS room for a library loaded by dlopen,
+ * as the Python module loads us) */
+static _Thread_local struct req_cache *req_cache __attribute__((tls_model("initial-exec")));
 static pthread_key_t req_cache_key;
 static pthread_once_t req_cache_once = PTHREAD_ONCE_INIT;
 
