@@ -286,7 +286,7 @@ int rlx__msg_recv(struct rlx__p2p *p, struct rlx__xfer *x);
  * (a packed frame into its ready connection, where the transport has
  * them and nothing waits before it): 1 when it went, 0 when it must go
  * by rlx__msg_send. len at most RLX__MSG_PACKED_MAX. */
-#define RLX__MSG_PACKED_MAX 256
+#define RLX__MSG_PACKED_MAX 4072 /* (the most a ring's whole record carries: shm.c) */
 int rlx__msg_send_packed(struct rlx__p2p *p, int peer, uint32_t comm_id, uint32_t tag,
                          uint8_t dtype, const void *buf, size_t len);
 /* Withdraw a message receive that has not completed (cb is not called);

@@ -108,6 +108,7 @@ struct rlx__p2p_conn {
    * and the socket carries only doorbells and the end of the stream. */
   struct rlx__shm_seg *shm;
   struct rlx__list shm_out; /* frames waiting for room in the out ring */
+  int shm_draining;         /* drain() is reading a record in place (shm.c) */
   uint8_t bell[64];         /* doorbells are read into it and forgotten */
   /* descriptors a peer sent on this connection (each with an 'F' byte,
    * rlx__p2p_send_fd) and those taken: a byte read with no descriptor

@@ -327,7 +327,8 @@ int rlx__shm_ring_bytes_ready(struct rlx__shm_end *e) {
   return v != 0 && !(v & REC_WHOLE);
 }
 
-size_t rlx__shm_ring_read_whole(struct rlx__shm_end *e, void *dst, size_t cap) {
+size_t rlx__shm_ring_peek_whole(struct rlx__shm_end *e, void *buf, size_t cap,
+                                const unsigned char **at) {
   if (e->left != 0)
     return 0;
   uint64_t v = record_at(e, e->pos, memory_order_acquire);
@@ -336,9 +337,29 @@ size_t rlx__shm_ring_read_whole(struct rlx__shm_end *e, void *dst, size_t cap) {
   size_t len = (size_t)(v & ~REC_WHOLE);
   if (len > cap)
     return SIZE_MAX; /* (not one of ours: the caller fails the stream) */
-  get(e, e->pos + REC_WORD, dst, len);
+  size_t from = (size_t)((e->pos + REC_WORD) & (e->cap - 1));
+  if (from + len <= e->cap) {
+    *at = e->r->data + from;
+  } else {
+    get(e, e->pos + REC_WORD, buf, len);
+    *at = buf;
+  }
+  return len;
+}
+
+void rlx__shm_ring_release_whole(struct rlx__shm_end *e, size_t len) {
   e->pos += REC_WORD + pad8(len);
   publish_head(e);
+}
+
+size_t rlx__shm_ring_read_whole(struct rlx__shm_end *e, void *dst, size_t cap) {
+  const unsigned char *at;
+  size_t len = rlx__shm_ring_peek_whole(e, dst, cap, &at);
+  if (len == 0 || len == SIZE_MAX)
+    return len;
+  if (at != dst)
+    rlx__copy(dst, at, len);
+  rlx__shm_ring_release_whole(e, len);
   return len;
 }
 

@@ -103,7 +103,16 @@ size_t rlx__shm_ring_write_whole(struct rlx__shm_end *e, const struct iovec *iov
  * (rlx__shm_ring_read stops before one, and takes the others); SIZE_MAX
  * when it is longer than cap (a broken stream). */
 size_t rlx__shm_ring_read_whole(struct rlx__shm_end *e, void *dst, size_t cap);
-#define RLX__SHM_WHOLE_MAX 512
+#define RLX__SHM_WHOLE_MAX 4096
+/* Consumer: the same without the copy where it can: *at points at the
+ * record's bytes in the ring itself when they do not wrap around its
+ * end, else at buf, where they were copied. The record stays the
+ * consumer's (the producer does not write over it) until
+ * rlx__shm_ring_release_whole; nothing else may be read meanwhile. */
+size_t rlx__shm_ring_peek_whole(struct rlx__shm_end *e, void *buf, size_t cap,
+                                const unsigned char **at);
+/* Consumer: done with the len bytes rlx__shm_ring_peek_whole gave. */
+void rlx__shm_ring_release_whole(struct rlx__shm_end *e, size_t len);
 /* Consumer: 1 when rlx__shm_ring_read has bytes to give (a record half
  * read, or the next one there and not a whole frame), else 0: the empty
  * ring's look, without a reader's buffer made ready for nothing. */

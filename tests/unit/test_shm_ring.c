@@ -403,6 +403,50 @@ START_TEST(packed_records_and_idle_look) {
 }
 END_TEST
 
+/* A whole record read in place: in the ring where it does not wrap
+ * around the end, copied where it does, and its room the producer's only
+ * once released (a producer that wrote over it before would spoil a
+ * payload still being copied out). */
+START_TEST(whole_records_in_place) {
+  const size_t cap = 4096;
+  struct rlx__shm_end e, c;
+  struct rlx__shm_ring *r = local_ring(&e, cap);
+  ck_assert_int_eq(rlx__shm_ring_attach(&c, r, rlx__shm_ring_bytes(cap)), 0);
+  unsigned char hdr[24], pay[1500], buf[RLX__SHM_WHOLE_MAX];
+  const unsigned char *at = NULL;
+  uint64_t pos = 0;
+  for (int i = 0; i < 40; i++) { /* 14 laps: records across the end, and not */
+    for (size_t k = 0; k < sizeof hdr; k++)
+      hdr[k] = pattern(pos + k);
+    for (size_t k = 0; k < sizeof pay; k++)
+      pay[k] = pattern(pos + sizeof hdr + k);
+    size_t len = sizeof hdr + sizeof pay;
+    uint64_t rpos = c.pos;
+    ck_assert_uint_eq(rlx__shm_ring_write_packed(&e, hdr, sizeof hdr, pay, sizeof pay), len);
+    ck_assert_uint_eq(rlx__shm_ring_peek_whole(&c, buf, sizeof buf, &at), len);
+    size_t from = (size_t)((rpos + 8) % cap);
+    if (from + len <= cap)
+      ck_assert_ptr_eq(at, r->data + from); /* in place */
+    else
+      ck_assert_ptr_eq(at, buf); /* wrapped: copied */
+    ck_assert_int_eq(differs(at, len, pos), 0);
+    /* not released: a second record of this size does not fit (4096 -
+     * 1528 - 8 left, then the next one's 1536 twice) */
+    if (i % 2 == 0) {
+      ck_assert_uint_eq(rlx__shm_ring_write_packed(&e, hdr, sizeof hdr, pay, sizeof pay), len);
+      ck_assert_uint_eq(rlx__shm_ring_write_packed(&e, hdr, sizeof hdr, pay, sizeof pay), 0);
+    }
+    ck_assert_int_eq(differs(at, len, pos), 0); /* still intact */
+    rlx__shm_ring_release_whole(&c, len);
+    if (i % 2 == 0) /* (the second one, read and dropped) */
+      ck_assert_uint_eq(rlx__shm_ring_read_whole(&c, buf, sizeof buf), len);
+    ck_assert_int_eq(rlx__shm_ring_maybe(&c), 0);
+    pos += len;
+  }
+  free(r);
+}
+END_TEST
+
 /* The other way: a writer that found the ring full is told once the
  * reader has made room, and not when room is there already. */
 START_TEST(room_handshake) {
@@ -436,6 +480,7 @@ Suite *shm_ring_suite(void) {
   tcase_add_test(t, room_handshake);
   tcase_add_test(t, whole_records);
   tcase_add_test(t, packed_records_and_idle_look);
+  tcase_add_test(t, whole_records_in_place);
   suite_add_tcase(s, t);
   return s;
 }
