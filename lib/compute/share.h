@@ -49,6 +49,9 @@ int rlx__share_remote(int fd, const char *path, int d, const char *name,
  * unset: 50 us where the host has twice as many CPUs as the job has ranks
  * on it (RLX_LOCAL_SIZE), else none. */
 void rlx__share_spin(int fd);
+/* That budget, in microseconds (0: block at once); also what a member
+ * of a shared step spins for before it sleeps (cl_context.c). */
+long rlx__share_spin_us(void);
 
 /* One message on s, with the descriptor fd (SCM_RIGHTS) if fd >= 0:
  * sendmsg's answer. */

@@ -45,11 +45,16 @@ static long spin_budget_us(void) {
   return sysconf(_SC_NPROCESSORS_ONLN) >= 2 * ranks ? 50 : 0;
 }
 
-void rlx__share_spin(int fd) {
+long rlx__share_spin_us(void) {
   static _Atomic long known = -1; /* (every thread computes the same) */
   long budget = atomic_load_explicit(&known, memory_order_relaxed);
   if (budget < 0)
     atomic_store_explicit(&known, budget = spin_budget_us(), memory_order_relaxed);
+  return budget;
+}
+
+void rlx__share_spin(int fd) {
+  long budget = rlx__share_spin_us();
   if (budget == 0)
     return;
   struct pollfd p = {.fd = fd, .events = POLLIN};
