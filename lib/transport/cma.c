@@ -62,25 +62,9 @@ static void send_ack(struct rlx__p2p_conn *c, const struct rlx__frame_hdr *h, in
   rlx__write_ctl(c, bytes);
 }
 
-/* len bytes between our buf and addr in process pid, whole: read them
- * from there (write 0) or write ours there. 0, or -errno. */
+/* (cma_copy.c) */
 static int cma_copy(int pid, uint64_t addr, void *buf, size_t len, int write) {
-  size_t done = 0;
-  while (done < len) {
-    struct iovec local = {(char *)buf + done, len - done};
-    struct iovec remote = {(void *)(uintptr_t)(addr + done), len - done};
-    ssize_t n = write ? process_vm_writev(pid, &local, 1, &remote, 1, 0)
-                      : process_vm_readv(pid, &local, 1, &remote, 1, 0);
-    if (n < 0) {
-      if (errno == EINTR)
-        continue;
-      return -errno;
-    }
-    if (n == 0)
-      return -EFAULT;
-    done += (size_t)n;
-  }
-  return 0;
+  return rlx__cma_move(pid, addr, buf, len, write);
 }
 
 int rlx__cma_read(int pid, uint64_t addr, void *dst, size_t len) {

@@ -288,6 +288,12 @@ void rlx__cma_split_cancel(struct rlx__p2p *p, struct rlx__xfer *x);
 #define RLX__HELD_SPLIT (-1001)
 int rlx__cma_take_held(struct rlx__p2p *p, struct rlx__umsg *m, struct rlx__xfer *x);
 
+/* ---- cma_copy.c */
+/* len bytes between our buf and addr in process pid, whole: read them
+ * from there (write 0) or write ours there, at full speed where the
+ * kernel's copy would be slow at their distance. 0, or -errno. */
+int rlx__cma_move(int pid, uint64_t addr, void *buf, size_t len, int write);
+
 /* ---- abort.c */
 /* An ABORT frame's payload is whole: tell on_abort. */
 void rlx__abort_arrived(struct rlx__p2p_conn *c, const struct rlx__umsg *m);
