@@ -62,17 +62,12 @@ static void send_ack(struct rlx__p2p_conn *c, const struct rlx__frame_hdr *h, in
   rlx__write_ctl(c, bytes);
 }
 
-/* (cma_copy.c) */
-static int cma_copy(int pid, uint64_t addr, void *buf, size_t len, int write) {
-  return rlx__cma_move(pid, addr, buf, len, write);
-}
-
 int rlx__cma_read(int pid, uint64_t addr, void *dst, size_t len) {
 #ifdef RLX_FAULT_INJECTION
   if (rlx__fault_cma_denied())
     return -EPERM;
 #endif
-  return cma_copy(pid, addr, dst, len, 0);
+  return rlx__cma_move(pid, addr, dst, len, 0);
 }
 
 /* A spoilt address is not one to read from. The stream itself is in
@@ -170,7 +165,7 @@ int rlx__cma_write(int pid, uint64_t addr, const void *src, size_t len) {
   if (rlx__fault_cma_denied())
     return -EPERM;
 #endif
-  return cma_copy(pid, addr, (void *)src, len, 1);
+  return rlx__cma_move(pid, addr, (void *)src, len, 1);
 }
 
 /* Is message h, for receive x, one both sides copy? */
