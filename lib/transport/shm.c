@@ -332,8 +332,8 @@ static size_t drain(struct rlx__p2p_conn *c) {
         ring_doorbell(c);
       continue;
     }
-    if (!rlx__shm_ring_bytes_ready(&c->shm->in))
-      break; /* (most looks: nothing came) */
+    if (!rlx__shm_ring_maybe(&c->shm->in))
+      break; /* (no whole frame, and nothing else either) */
     uv_buf_t b;
     rlx__read_alloc(&c->h.handle, 0, &b);
     size_t n = rlx__shm_ring_read(&c->shm->in, b.base, b.len);

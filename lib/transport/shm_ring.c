@@ -175,24 +175,27 @@ static void seal(struct rlx__shm_end *e, uint64_t pos, size_t done, uint64_t who
     rlx__prefetch_write(e->r->data + (at & (e->cap - 1)));
 }
 
-/* Write iov[0..n) as one record of at most can bytes (whole: all or
- * nothing, flagged as a whole frame). */
-static size_t write_record(struct rlx__shm_end *e, const struct iovec *iov, int n, int whole) {
+/* What a record at the producer's position can carry, at least want if
+ * there is room for it: head only grows, so the one seen last leaves less
+ * room than there is, never more; it is read again only when that is
+ * not enough. */
+static size_t can_carry(struct rlx__shm_end *e, size_t want) {
+  size_t can = carries(e, room_from(e, e->pos, e->seen));
+  if (can < want) {
+    e->seen = atomic_load_explicit(&e->r->head, memory_order_acquire);
+    can = carries(e, room_from(e, e->pos, e->seen));
+  }
+  return can;
+}
+
+size_t rlx__shm_ring_write(struct rlx__shm_end *e, const struct iovec *iov, int n) {
   uint64_t pos = e->pos;
   size_t want = 0, done = 0;
   for (int i = 0; i < n; i++)
     want += iov[i].iov_len;
   if (want == 0)
     return 0;
-  /* head only grows: the one we saw last leaves less room than there is,
-   * never more; read it again only when that is not enough */
-  size_t can = carries(e, room_from(e, pos, e->seen));
-  if (can < want) {
-    e->seen = atomic_load_explicit(&e->r->head, memory_order_acquire);
-    can = carries(e, room_from(e, pos, e->seen));
-  }
-  if (whole && can < want)
-    return 0;
+  size_t can = can_carry(e, want);
   for (int i = 0; i < n && can > 0; i++) {
     size_t k = iov[i].iov_len < can ? iov[i].iov_len : can;
     put(e, pos + REC_WORD + done, iov[i].iov_base, k);
@@ -200,7 +203,7 @@ static size_t write_record(struct rlx__shm_end *e, const struct iovec *iov, int 
     can -= k;
   }
   if (done)
-    seal(e, pos, done, whole ? REC_WHOLE : 0);
+    seal(e, pos, done, 0);
   return done;
 }
 
@@ -208,24 +211,13 @@ size_t rlx__shm_ring_write_packed(struct rlx__shm_end *e, const void *hdr, size_
                                   const void *payload, size_t plen) {
   uint64_t pos = e->pos;
   size_t want = hlen + plen;
-  if (carries(e, room_from(e, pos, e->seen)) < want) { /* (as write_record) */
-    e->seen = atomic_load_explicit(&e->r->head, memory_order_acquire);
-    if (carries(e, room_from(e, pos, e->seen)) < want)
-      return 0;
-  }
+  if (can_carry(e, want) < want)
+    return 0;
   put(e, pos + REC_WORD, hdr, hlen);
   if (plen)
     put(e, pos + REC_WORD + hlen, payload, plen);
   seal(e, pos, want, REC_WHOLE);
   return want;
-}
-
-size_t rlx__shm_ring_write(struct rlx__shm_end *e, const struct iovec *iov, int n) {
-  return write_record(e, iov, n, 0);
-}
-
-size_t rlx__shm_ring_write_whole(struct rlx__shm_end *e, const struct iovec *iov, int n) {
-  return write_record(e, iov, n, 1);
 }
 
 int rlx__shm_ring_wake_needed(struct rlx__shm_end *e) {
@@ -318,13 +310,6 @@ size_t rlx__shm_ring_read(struct rlx__shm_end *e, void *dst, size_t len) {
   }
   publish_head(e);
   return done;
-}
-
-int rlx__shm_ring_bytes_ready(struct rlx__shm_end *e) {
-  if (e->left != 0)
-    return 1;
-  uint64_t v = record_at(e, e->pos, memory_order_acquire);
-  return v != 0 && !(v & REC_WHOLE);
 }
 
 size_t rlx__shm_ring_peek_whole(struct rlx__shm_end *e, void *buf, size_t cap,

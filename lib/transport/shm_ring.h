@@ -94,10 +94,6 @@ int rlx__shm_ring_fence(struct rlx__shm_end *e, int producer);
 /* Producer: copy as much of iov[0..n) as fits, as one record; returns
  * the bytes taken (a record's word and padding take room too). */
 size_t rlx__shm_ring_write(struct rlx__shm_end *e, const struct iovec *iov, int n);
-/* Producer: iov[0..n) as one record flagged as a whole frame (a frame
- * packed by the caller, shm.c), all of it or nothing (0: no room; write
- * it as bytes then). At most RLX__SHM_WHOLE_MAX bytes. */
-size_t rlx__shm_ring_write_whole(struct rlx__shm_end *e, const struct iovec *iov, int n);
 /* Consumer: when the next record is a whole frame (and no record is half
  * read), copy it into dst and return its length; 0 when it is not one
  * (rlx__shm_ring_read stops before one, and takes the others); SIZE_MAX
@@ -113,14 +109,11 @@ size_t rlx__shm_ring_peek_whole(struct rlx__shm_end *e, void *buf, size_t cap,
                                 const unsigned char **at);
 /* Consumer: done with the len bytes rlx__shm_ring_peek_whole gave. */
 void rlx__shm_ring_release_whole(struct rlx__shm_end *e, size_t len);
-/* Consumer: 1 when rlx__shm_ring_read has bytes to give (a record half
- * read, or the next one there and not a whole frame), else 0: the empty
- * ring's look, without a reader's buffer made ready for nothing. */
-int rlx__shm_ring_bytes_ready(struct rlx__shm_end *e);
 
-/* Producer: a whole frame of hdr (hlen bytes) and payload (plen), as
- * rlx__shm_ring_write_whole takes it, for a small message's send: all or
- * nothing (0: no room). */
+/* Producer: hdr (hlen bytes), then payload (plen), as one record flagged
+ * as a whole frame (a frame packed by the caller, shm.c), all of it or
+ * nothing (0: no room; write it as bytes then). At most
+ * RLX__SHM_WHOLE_MAX bytes. */
 size_t rlx__shm_ring_write_packed(struct rlx__shm_end *e, const void *hdr, size_t hlen,
                                   const void *payload, size_t plen);
 

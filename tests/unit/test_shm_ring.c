@@ -329,9 +329,9 @@ START_TEST(whole_records) {
   unsigned char a[40], w[30], out[100];
   memset(a, 'a', sizeof a);
   memset(w, 'w', sizeof w);
-  struct iovec va = {a, sizeof a}, vw = {w, sizeof w};
+  struct iovec va = {a, sizeof a};
   ck_assert_uint_eq(rlx__shm_ring_write(&e, &va, 1), sizeof a);
-  ck_assert_uint_eq(rlx__shm_ring_write_whole(&e, &vw, 1), sizeof w);
+  ck_assert_uint_eq(rlx__shm_ring_write_packed(&e, w, sizeof w, NULL, 0), sizeof w);
   ck_assert_uint_eq(rlx__shm_ring_write(&e, &va, 1), sizeof a);
   ck_assert_uint_eq(rlx__shm_ring_readable(&c), 2 * sizeof a + sizeof w);
   ck_assert_uint_eq(rlx__shm_ring_read_whole(&c, out, sizeof out), 0); /* bytes come first */
@@ -348,7 +348,7 @@ START_TEST(whole_records) {
   static unsigned char big[4096];
   struct iovec vb = {big, cap - 8 - 16};
   ck_assert_uint_eq(rlx__shm_ring_write(&e, &vb, 1), cap - 8 - 16);
-  ck_assert_uint_eq(rlx__shm_ring_write_whole(&e, &vw, 1), 0);
+  ck_assert_uint_eq(rlx__shm_ring_write_packed(&e, w, sizeof w, NULL, 0), 0);
   ck_assert_int_eq(rlx__shm_ring_prepare_sleep(&c), 1); /* (bytes there) */
   free(r);
 }
