@@ -28,24 +28,30 @@
 
 enum { FAULT_NONE, FAULT_FLIP, FAULT_TRUNCATE, FAULT_DROP, FAULT_FLIPREF };
 
+/* RLX_FAULT_FRAME, read once: the fault, its frame's number, its rank */
+static int parsed, wanted, rank;
+static long n, seen;
+
+static void parse(void) {
+  if (parsed)
+    return;
+  parsed = 1;
+  const char *f = getenv("RLX_FAULT_FRAME");
+  char what[16] = "";
+  if (f && sscanf(f, "%15[a-z]:%ld:%d", what, &n, &rank) >= 2 && n > 0)
+    wanted = !strcmp(what, "flip") ? FAULT_FLIP
+             : !strcmp(what, "truncate") ? FAULT_TRUNCATE
+             : !strcmp(what, "drop") ? FAULT_DROP
+             : !strcmp(what, "flipref") ? FAULT_FLIPREF : FAULT_NONE;
+}
+
 static int fault_action(struct rlx__p2p *p) {
-  static int parsed, action, rank;
-  static long n, seen;
-  if (!parsed) {
-    parsed = 1;
-    const char *f = getenv("RLX_FAULT_FRAME");
-    char what[16] = "";
-    if (f && sscanf(f, "%15[a-z]:%ld:%d", what, &n, &rank) >= 2 && n > 0)
-      action = !strcmp(what, "flip") ? FAULT_FLIP
-               : !strcmp(what, "truncate") ? FAULT_TRUNCATE
-               : !strcmp(what, "drop") ? FAULT_DROP
-               : !strcmp(what, "flipref") ? FAULT_FLIPREF : FAULT_NONE;
-  }
-  if (action == FAULT_NONE || p->rank != rank || ++seen != n)
+  parse();
+  if (wanted == FAULT_NONE || p->rank != rank || ++seen != n)
     return FAULT_NONE;
   static const char *const names[] = {"", "flip", "truncate", "drop", "flipref"};
-  rlx__warn("fault injection: %s on DATA or MSG frame %ld", names[action], n);
-  return action;
+  rlx__warn("fault injection: %s on DATA or MSG frame %ld", names[wanted], n);
+  return wanted;
 }
 
 static uint8_t *fault_copy; /* the flipped payload (one frame per process) */
@@ -76,10 +82,8 @@ static int inject(struct rlx__p2p *p, struct rlx__xfer *x, int action) {
 }
 
 int rlx__fault_frames_on(void) {
-  static int on = -1;
-  if (on < 0)
-    on = getenv("RLX_FAULT_FRAME") != NULL;
-  return on;
+  parse();
+  return wanted != FAULT_NONE;
 }
 
 int rlx__fault_frame(struct rlx__p2p *p, struct rlx__xfer *x) {

@@ -309,7 +309,7 @@ int rlx__fault_cma_denied(void);
  * p2p.h). */
 int rlx__fault_cma_wrong_pid(void);
 void rlx__fault_free(void);
-/* RLX_FAULT_FRAME is set: every frame goes through rlx__fault_frame. */
+/* RLX_FAULT_FRAME names a fault: every frame goes through rlx__fault_frame. */
 int rlx__fault_frames_on(void);
 #endif
 
