@@ -89,6 +89,7 @@
 #include <sched.h>
 #include <stdatomic.h>
 #include <rlxcoll/rlxcoll.h>
+#include "stop_watch.h"
 
 #define RACE_COUNT ((size_t)16 << 20) /* finrace's float32 allreduce: 64 MiB */
 
@@ -455,19 +456,6 @@ static void *ref_allreduce(void *arg) {
   return NULL;
 }
 
-/* Whether process pid is stopped (its state in /proc/pid/stat is T). */
-static int is_stopped(int pid) {
-  char path[64], buf[512];
-  snprintf(path, sizeof path, "/proc/%d/stat", pid);
-  FILE *f = fopen(path, "r");
-  size_t n = f ? fread(buf, 1, sizeof buf - 1, f) : 0;
-  if (f)
-    fclose(f);
-  buf[n] = '\0';
-  const char *p = strrchr(buf, ')');
-  return p != NULL && p[1] == ' ' && p[2] == 'T';
-}
-
 static int revoke_by_ref(rlx_comm_t *w, int rank) {
   struct ref_call r = {NULL, calloc((size_t)1 << 20, sizeof(float)), (size_t)1 << 20, -1};
   rlx_comm_t *s = NULL;
@@ -489,31 +477,14 @@ static int revoke_by_ref(rlx_comm_t *w, int rank) {
      * fork (tens of ms under AddressSanitizer), it let its progress
      * thread take a frame that came first, 1 ms later (the hold for a
      * receive), and nothing was left unacknowledged to wait for (CI). */
-    pid_t me = getpid();
-    int p[2];
-    if (pipe(p) != 0) {
-      printf("fault_check: rank 1: pipe failed\n");
+    if (stopped_by_child((struct timespec){1, 0}) != 0) {
+      printf("fault_check: rank 1: no pipe or child to stop it\n");
       return 1;
     }
-    if (fork() == 0) {
-      kill(me, SIGSTOP);
-      struct timespec ts = {1, 0};
-      nanosleep(&ts, NULL);
-      kill(me, SIGCONT);
-      (void)!write(p[1], "x", 1);
-      _exit(0);
-    }
-    char c;
-    while (read(p[0], &c, 1) < 0 && errno == EINTR)
-      ;
-    close(p[0]);
-    close(p[1]);
     ref_allreduce(&r);
   } else {
-    struct timespec ts = {0, 100 * 1000 * 1000}, tick = {0, 1000 * 1000};
-    double until = now() + bound(5.0);
-    while (!is_stopped(pids[1]) && now() < until)
-      nanosleep(&tick, NULL);
+    struct timespec ts = {0, 100 * 1000 * 1000};
+    wait_stopped(pids[1], bound(5.0));
     t0 = now();
     pthread_create(&th, NULL, ref_allreduce, &r);
     nanosleep(&ts, NULL);

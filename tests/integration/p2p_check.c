@@ -23,7 +23,6 @@
  *                          fails with RLX_ERR_TIMEOUT once the 2 s it waits
  *                          for the word are over too, and rank 1, resumed,
  *                          finds rank 0 gone from it) */
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,6 +30,7 @@
 #include <unistd.h>
 #include <signal.h>
 #include <rlxcoll/rlxcoll.h>
+#include "stop_watch.h"
 
 static int failures, me, np;
 
@@ -493,19 +493,6 @@ static int pushdie_mode(void) {
   return failures != 0;
 }
 
-/* Whether process pid is stopped (its state in /proc/pid/stat is T). */
-static int is_stopped(int pid) {
-  char path[64], buf[512];
-  snprintf(path, sizeof path, "/proc/%d/stat", pid);
-  FILE *f = fopen(path, "r");
-  size_t got = f ? fread(buf, 1, sizeof buf - 1, f) : 0;
-  if (f)
-    fclose(f);
-  buf[got] = '\0';
-  const char *p = strrchr(buf, ')');
-  return p != NULL && p[1] == ' ' && p[2] == 'T';
-}
-
 /* stopref: see the top. Rank 1 is stopped by a child of its own (and
  * waits on a pipe meanwhile); rank 0 sends only once /proc says rank 1
  * is stopped: stopping itself after the fork (tens of ms under
@@ -523,22 +510,8 @@ static int stopref_mode(int long_stop) {
   CHECK(rlx_barrier(rlx_comm_world()) == RLX_OK, "barrier");
   double t0 = now();
   if (me == 1) {
-    pid_t self = getpid();
-    int pp[2];
-    CHECK(pipe(pp) == 0, "pipe");
-    if (fork() == 0) { /* (stops rank 1, resumes it after 0.6 s, or 4) */
-      kill(self, SIGSTOP);
-      struct timespec ts = {long_stop ? 4 : 0, long_stop ? 0 : 600 * 1000 * 1000};
-      nanosleep(&ts, NULL);
-      kill(self, SIGCONT);
-      (void)!write(pp[1], "x", 1);
-      _exit(0);
-    }
-    char c;
-    while (read(pp[0], &c, 1) < 0 && errno == EINTR)
-      ;
-    close(pp[0]);
-    close(pp[1]);
+    struct timespec stop = {long_stop ? 4 : 0, long_stop ? 0 : 600 * 1000 * 1000};
+    CHECK(stopped_by_child(stop) == 0, "no pipe or child to stop rank 1");
     int rc = rlx_recv(v, n, RLX_FLOAT32, 0, 7, rlx_comm_world(), NULL);
     if (long_stop) {
       printf("p2p_check: rank 1: the receive after a 4 s stop: %s: %s\n", rlx_strerror(rc),
@@ -560,11 +533,7 @@ static int stopref_mode(int long_stop) {
     CHECK(rlx_send(&ping, 1, RLX_INT32, 0, 9, rlx_comm_world()) == RLX_OK, "the round trip's reply");
   } else if (me == 0) {
     CHECK(rlx_comm_set_timeout(rlx_comm_world(), 0.2) == RLX_OK, "rlx_comm_set_timeout");
-    struct timespec tick = {0, 1000 * 1000};
-    double until = now() + bound(5.0);
-    while (!is_stopped(pids[1]) && now() < until)
-      nanosleep(&tick, NULL);
-    CHECK(is_stopped(pids[1]), "rank 1 was not stopped within %.0f s", bound(5.0));
+    CHECK(wait_stopped(pids[1], bound(5.0)), "rank 1 was not stopped within %.0f s", bound(5.0));
     t0 = now();
     int rc = rlx_send(v, n, RLX_FLOAT32, 1, 7, rlx_comm_world());
     double took = now() - t0;
