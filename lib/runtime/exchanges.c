@@ -116,6 +116,20 @@ int rlx_ialltoall(const void *sendbuf, void *recvbuf, size_t count, rlx_dtype_t 
 
 /* ---- the uneven forms -------------------------------------------------------- */
 
+/* Why counts[i] / displs[i] fail check_blocks (its slow path). */
+static int blocks_refused(const char *call, const char *what, const size_t *counts,
+                          const size_t *displs, int i, size_t es, const void *buf) {
+  size_t most = rlx__per_elem((SIZE_MAX / 2) / 4096, es);
+  if (counts[i] > most || displs[i] > most)
+    return rlx__err(RLX_ERR_ARG, "%s: %scounts[%d] or %sdispls[%d] is too large", call, what, i,
+                    what, i);
+  if (counts[i] > rlx__per_elem((size_t)RLX__UNEVEN_BLOCK_MAX, es))
+    return rlx__err(RLX_ERR_ARG, "%s: %scounts[%d] is over 1 GiB (a block of an uneven call "
+                    "is at most that)", call, what, i);
+  return rlx__err(RLX_ERR_ARG, "%s: the buffer is NULL with %scounts[%d] = %zu", call, what, i,
+                  counts[i]);
+}
+
 /* counts[i] elements at displs[i] for each of the p ranks: in range, and
  * (checked) what they add up to in elements past the buffer's start. */
 static int check_blocks(const char *call, const char *what, const size_t *counts,
@@ -125,17 +139,13 @@ static int check_blocks(const char *call, const char *what, const size_t *counts
                     counts == NULL ? "counts" : "displs");
   size_t most = rlx__per_elem((SIZE_MAX / 2) / 4096, es),
          block_max = rlx__per_elem((size_t)RLX__UNEVEN_BLOCK_MAX, es);
-  for (int i = 0; i < p; i++) {
-    if (counts[i] > most || displs[i] > most)
-      return rlx__err(RLX_ERR_ARG, "%s: %scounts[%d] or %sdispls[%d] is too large", call, what, i,
-                      what, i);
-    if (counts[i] > block_max)
-      return rlx__err(RLX_ERR_ARG, "%s: %scounts[%d] is over 1 GiB (a block of an uneven call "
-                      "is at most that)", call, what, i);
-    if (counts[i] > 0 && buf == NULL)
-      return rlx__err(RLX_ERR_ARG, "%s: the buffer is NULL with %scounts[%d] = %zu", call, what,
-                      i, counts[i]);
-  }
+  /* One test a rank on the way through (a small call's root runs this
+   * every call); a NULL buffer is a block of at most 0 elements. */
+  if (buf == NULL)
+    block_max = 0;
+  for (int i = 0; i < p; i++)
+    if (counts[i] > block_max || displs[i] > most)
+      return blocks_refused(call, what, counts, displs, i, es, buf);
   return RLX_OK;
 }
 

@@ -759,6 +759,30 @@ static void check_misuse(void) {
     if (t[i].rc != RLX_ERR_ARG)
       FAIL("RLX_IN_PLACE as %s returned %s", t[i].what, rlx_strerror(t[i].rc));
   }
+  /* counts and displacements out of range (exchanges.c's check_blocks:
+   * every rank checks both sides of an alltoallv), each named */
+  enum { P = 64 };
+  size_t ok[P] = {0}, at[P] = {0}, big[P] = {0}, far[P] = {0}, one[P] = {0};
+  big[size - 1] = ((size_t)1 << 30) / sizeof(float) + 1; /* a block over 1 GiB */
+  far[size - 1] = (size_t)1 << 62;                       /* a displacement past any buffer */
+  one[size - 1] = 1;
+  static const struct {
+    const char *what, *says;
+  } v[] = {{"a block over 1 GiB", "sendcounts[%d] is over 1 GiB"},
+           {"a displacement too large", "recvcounts[%d] or recvdispls[%d] is too large"},
+           {"a NULL buffer with a count", "the buffer is NULL with sendcounts[%d] = 1"}};
+  for (int i = 0; i < 3 && size <= P; i++) {
+    char says[96];
+    snprintf(says, sizeof(says), v[i].says, size - 1, size - 1);
+    float got[4];
+    int rc = i == 0   ? rlx_alltoallv(in, big, at, got, ok, at, RLX_FLOAT32, w)
+             : i == 1 ? rlx_alltoallv(in, ok, at, got, ok, far, RLX_FLOAT32, w)
+                      : rlx_alltoallv(NULL, one, at, got, ok, at, RLX_FLOAT32, w);
+    checks++;
+    if (rc != RLX_ERR_ARG || strstr(rlx_errmsg(), says) == NULL)
+      FAIL("alltoallv with %s returned %s (\"%s\", not \"%s\")", v[i].what, rlx_strerror(rc),
+           rlx_errmsg(), says);
+  }
   rlx_request_t *rq = NULL;
   checks++;
   if (rlx_iallreduce(in, ip, 4, RLX_FLOAT32, RLX_SUM, w, &rq) != RLX_ERR_ARG || rq != NULL)
