@@ -241,25 +241,32 @@ static int start(rlx_comm_t *c, struct rlx_request *rq) {
 
 _Static_assert(RLX__CK_MAX < RLX__STATS_KINDS, "RLX_STATS keeps a row for every kind of call");
 
-/* The call is over: the flight recorder, RLX_TRACE and RLX_STATS hear of it;
- * a failure writes the flight recorder when RLX_FLIGHT_DUMP=error. */
-static void record(const struct rlx__op *op, int rc) {
-  uint64_t end = op->t_done ? op->t_done : rlx__op_now(op);
-  size_t bytes = op->count * op->esize;
-  int mine = !(op->seq & RLX__SEQ_INTERNAL); /* else the library's own: flight recorder only */
-  rlx__flight_leave(op->ticket, rc, end);
-  if (RLX__TRACING() && mine) {
+/* RLX_TRACE and RLX_STATS hear of a call of the program's that is over. */
+static void tell(uint32_t comm_id, uint64_t seq, int kind, const char *call, size_t count,
+                 rlx_dtype_t dt, size_t bytes, const char *algo, int rc, uint64_t t0,
+                 uint64_t t1) {
+  if (RLX__TRACING()) {
     char args[256];
     snprintf(args, sizeof(args),
              "\"comm\":%u,\"seq\":%llu,\"count\":%zu,\"dtype\":\"%s\",\"bytes\":%zu,"
              "\"algorithm\":\"%s\",\"status\":\"%s\"",
-             op->comm_id, (unsigned long long)op->seq, op->count, rlx_dtype_name(op->dt), bytes,
-             op->algo->name, rc == RLX_OK ? "ok" : rlx__err_name(rc));
-    rlx__trace_span(RLX__TRACK_CALLS, "collective", op->call, op->t_start, end, args);
+             comm_id, (unsigned long long)seq, count, rlx_dtype_name(dt), bytes, algo,
+             rc == RLX_OK ? "ok" : rlx__err_name(rc));
+    rlx__trace_span(RLX__TRACK_CALLS, "collective", call, t0, t1, args);
   }
-  if (RLX__STATS_ON() && op->kind != RLX__CK_FINALIZE && mine)
-    rlx__stats_call(op->kind, rlx__call_name(op->kind), bytes, op->algo->name, end - op->t_start,
-                    rc);
+  if (RLX__STATS_ON() && kind != RLX__CK_FINALIZE)
+    rlx__stats_call(kind, rlx__call_name(kind), bytes, algo, t1 - t0, rc);
+}
+
+/* The call is over: the flight recorder, RLX_TRACE and RLX_STATS hear of it;
+ * a failure writes the flight recorder when RLX_FLIGHT_DUMP=error. */
+static void record(const struct rlx__op *op, int rc) {
+  uint64_t end = op->t_done ? op->t_done : rlx__op_now(op);
+  rlx__flight_leave(op->ticket, rc, end);
+  if ((RLX__TRACING() || RLX__STATS_ON()) && !(op->seq & RLX__SEQ_INTERNAL)) /* (else the
+                                                        * library's own: flight recorder only) */
+    tell(op->comm_id, op->seq, op->kind, op->call, op->count, op->dt, op->count * op->esize,
+         op->algo->name, rc, op->t_start, end);
   /* rlx_finalize's barrier failing is not the program's failure (it
    * returns RLX_OK): no table for it. */
   if (rc != RLX_OK && op->kind != RLX__CK_FINALIZE && rlx__flight_dump_on_error()) {
@@ -388,6 +395,29 @@ int rlx__call_done(rlx_request_t **req) {
   return RLX_OK;
 }
 
+int rlx__call_alone(rlx_comm_t *c, int kind, const char *call, rlx_dtype_t dt, rlx_op_t rop,
+                    size_t count, int root, const void *src, void *dst, size_t bytes,
+                    rlx_request_t **req) {
+  int took, rc = rlx__comm_take(c, call, req == NULL, &took);
+  if (rc != RLX_OK)
+    return rc;
+  rlx__comm_lock(c);
+  uint64_t seq = c->seq++;
+  rlx__comm_unlock(c);
+  int fine = RLX__TRACING() || RLX__STATS_ON();
+  uint64_t t0 = fine ? rlx__now_ns() : rlx__tick_ceil_ns();
+  uint64_t ticket = rlx__flight_enter(c->id, seq, kind, call, dt, rop, root, count, "alone", t0);
+  if (bytes > 0 && src != dst)
+    memmove(dst, src, bytes);
+  uint64_t t1 = fine ? rlx__now_ns() : t0;
+  rlx__flight_leave(ticket, RLX_OK, t1);
+  if (fine)
+    tell(c->id, seq, kind, call, count, dt, bytes, "alone", RLX_OK, t0, t1);
+  if (took)
+    rlx__comm_give(c);
+  return rlx__call_done(req);
+}
+
 static int allreduce(const char *call, const void *sendbuf, void *recvbuf, size_t count,
                      rlx_dtype_t dt, rlx_op_t op, rlx_comm_t *c, rlx_request_t **req) {
   struct rlx_request rq;
@@ -405,6 +435,9 @@ static int allreduce(const char *call, const void *sendbuf, void *recvbuf, size_
   if ((rc = rlx__call_not_in_place(call, "recvbuf", recvbuf)) != RLX_OK)
     return rc;
   const void *src = sendbuf == RLX_IN_PLACE ? recvbuf : sendbuf;
+  if (c->size == 1)
+    return rlx__call_alone(c, RLX__CK_ALLREDUCE, call, dt, op, count, 0, src, recvbuf, count * es,
+                           req);
   rlx__call_fill(&rq, RLX__CK_ALLREDUCE, call, dt, op, count, es, 0, src, recvbuf);
   int wire = rlx__rt.cfg.wire;
   if (wire != RLX__WIRE_F32 && dt == RLX_FLOAT32 && c->size > 1) {
@@ -499,6 +532,9 @@ static int reduce(const char *call, const void *sendbuf, void *recvbuf, size_t c
                                                  : "RLX_IN_PLACE is for the root only");
   if (is_root && (rc = rlx__call_not_in_place(call, "recvbuf", recvbuf)) != RLX_OK)
     return rc;
+  if (c->size == 1) /* (the root) */
+    return rlx__call_alone(c, RLX__CK_REDUCE, call, dt, op, count, root,
+                           sendbuf == RLX_IN_PLACE ? recvbuf : sendbuf, recvbuf, count * es, req);
   rlx__call_fill(&rq, RLX__CK_REDUCE, call, dt, op, count, es, root,
        sendbuf == RLX_IN_PLACE ? recvbuf : sendbuf, is_root ? recvbuf : NULL);
   if ((rc = rlx__call_pick(&rq.op, c, count * es, "", req == NULL)) != RLX_OK)
@@ -522,6 +558,9 @@ static int allgather(const char *call, const void *sendbuf, void *recvbuf, size_
     return rc;
   const void *src = sendbuf == RLX_IN_PLACE ? (char *)recvbuf + (size_t)c->rank * count * es
                                             : sendbuf;
+  if (c->size == 1)
+    return rlx__call_alone(c, RLX__CK_ALLGATHER, call, dt, RLX_SUM, count, 0, src, recvbuf,
+                           count * es, req);
   rlx__call_fill(&rq, RLX__CK_ALLGATHER, call, dt, RLX_SUM, count, es, 0, src, recvbuf);
   if ((rc = rlx__call_pick(&rq.op, c, count * es * (size_t)c->size, rlx__rt.cfg.allgather_algo,
                            req == NULL)) != RLX_OK)
@@ -572,6 +611,8 @@ static int reduce_scatter(int kind, const char *call, const void *sendbuf, void 
     return rc;
   /* In place: recvbuf holds all p blocks on entry and block 0.. gets the result. */
   const void *src = sendbuf == RLX_IN_PLACE ? recvbuf : sendbuf;
+  if (c->size == 1) /* (its one block: recvcount elements) */
+    return rlx__call_alone(c, kind, call, dt, op, recvcount, 0, src, recvbuf, recvcount * es, req);
   void *in_copy = NULL;
   if (sendbuf == RLX_IN_PLACE && c->size > 1) {
     /* the ring reads every input block until its last step: keep a copy */

@@ -46,6 +46,8 @@ static int rooted(int kind, const char *call, const void *sendbuf, void *recvbuf
     if (recvbuf == RLX_IN_PLACE)
       dst = (char *)sendbuf + (size_t)root * block;
   }
+  if (c->size == 1) /* (the root: its own block) */
+    return rlx__call_alone(c, kind, call, dt, RLX_SUM, count, root, src, dst, block, req);
   rlx__call_fill(&rq, kind, call, dt, RLX_SUM, count, es, root, src, dst);
   if ((rc = rlx__call_pick(&rq.op, c, block * (size_t)c->size, "", req == NULL)) != RLX_OK)
     return rc;
@@ -96,6 +98,9 @@ static int alltoall(const char *call, const void *sendbuf, void *recvbuf, size_t
   if (sendbuf == RLX_IN_PLACE || recvbuf == RLX_IN_PLACE || sendbuf == recvbuf)
     return rlx__err(RLX_ERR_ARG, "%s: sendbuf and recvbuf must be two buffers (no RLX_IN_PLACE)",
                     call);
+  if (c->size == 1)
+    return rlx__call_alone(c, RLX__CK_ALLTOALL, call, dt, RLX_SUM, count, 0, sendbuf, recvbuf,
+                           count * es, req);
   rlx__call_fill(&rq, RLX__CK_ALLTOALL, call, dt, RLX_SUM, count, es, 0, sendbuf, recvbuf);
   if ((rc = rlx__call_pick(&rq.op, c, count * es * (size_t)c->size, "", req == NULL)) != RLX_OK)
     return rc;
@@ -194,6 +199,15 @@ static int rooted_v(int kind, const char *call, const void *sendbuf, size_t send
     if (recvbuf == RLX_IN_PLACE)
       dst = (char *)sendbuf + sdispls[root] * es;
   }
+  if (c->size == 1) { /* (the root: its own block, at its displacement) */
+    const void *from = src;
+    void *to = dst;
+    if (own > 0 && gather)
+      to = (char *)recvbuf + rdispls[0] * es;
+    else if (own > 0)
+      from = (const char *)sendbuf + sdispls[0] * es;
+    return rlx__call_alone(c, kind, call, dt, RLX_SUM, own, root, from, to, own * es, req);
+  }
   rlx__call_fill(&rq, kind, call, dt, RLX_SUM, own, es, root, src, dst);
   if (at_root && gather) {
     rq.op.counts = recvcounts;
@@ -259,6 +273,10 @@ static int allgatherv(const char *call, const void *sendbuf, size_t sendcount, v
    * the shared segment's steps, counted from the counts, agree. */
   size_t total;
   uint32_t hash = rlx__call_counts_hash(recvcounts, c->size, &total);
+  if (c->size == 1)
+    return rlx__call_alone(c, RLX__CK_ALLGATHERV, call, dt, RLX_SUM, sendcount, 0, src,
+                           (char *)recvbuf + (sendcount ? displs[0] * es : 0), sendcount * es,
+                           req);
   rlx__call_fill(&rq, RLX__CK_ALLGATHERV, call, dt, RLX_SUM, total, es, (int)hash, src, recvbuf);
   rq.op.counts = recvcounts;
   rq.op.displs = displs;
@@ -299,6 +317,11 @@ static int alltoallv(const char *call, const void *sendbuf, const size_t *sendco
   if (sendcounts[c->rank] != recvcounts[c->rank])
     return rlx__err(RLX_ERR_ARG, "%s: rank %d sends itself %zu elements and receives %zu", call,
                     c->rank, sendcounts[c->rank], recvcounts[c->rank]);
+  if (c->size == 1)
+    return rlx__call_alone(c, RLX__CK_ALLTOALLV, call, dt, RLX_SUM, sendcounts[0], 0,
+                           (const char *)sendbuf + (sendcounts[0] ? sdispls[0] * es : 0),
+                           (char *)recvbuf + (sendcounts[0] ? rdispls[0] * es : 0),
+                           sendcounts[0] * es, req);
   rlx__call_fill(&rq, RLX__CK_ALLTOALLV, call, dt, RLX_SUM, 0, es, 0, sendbuf, recvbuf);
   rq.op.counts = recvcounts;
   rq.op.displs = rdispls;

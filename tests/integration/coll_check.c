@@ -821,6 +821,68 @@ static void check_half_exact(void) {
   }
 }
 
+/* One rank (rlx__call_alone): every call moves its own block, at its
+ * displacements, and nothing around it; in place moves nothing; the
+ * nonblocking forms hand back a request that is done. */
+static int alone_ok(const char *what, int rc, const float *out, size_t at, const float *want,
+                    size_t n) {
+  checks++;
+  if (rc != RLX_OK) {
+    FAIL("one rank: %s: %s", what, rlx_errmsg());
+    return 0;
+  }
+  for (size_t i = 0; i < 8; i++) {
+    float v = i >= at && i < at + n ? want[i - at] : -1.0f;
+    if (out[i] != v) {
+      FAIL("one rank: %s: element %zu is %g, not %g", what, i, (double)out[i], (double)v);
+      return 0;
+    }
+  }
+  return 1;
+}
+
+static void check_alone(void) {
+  rlx_comm_t *w = rlx_comm_world();
+  float in[8], out[8];
+  size_t three[1] = {3}, two[1] = {2}, one[1] = {1}, four[1] = {4};
+  for (int i = 0; i < 8; i++)
+    in[i] = (float)(i + 1);
+#define ALONE(what, call, at, want, n)                                                             \
+  do {                                                                                             \
+    for (int i_ = 0; i_ < 8; i_++)                                                                 \
+      out[i_] = -1.0f;                                                                             \
+    alone_ok(what, call, out, at, want, n);                                                        \
+  } while (0)
+  ALONE("allreduce", rlx_allreduce(in, out, 3, RLX_FLOAT32, RLX_SUM, w), 0, in, 3);
+  ALONE("reduce", rlx_reduce(in, out, 3, RLX_FLOAT32, RLX_MAX, 0, w), 0, in, 3);
+  ALONE("allgather", rlx_allgather(in, out, 3, RLX_FLOAT32, w), 0, in, 3);
+  ALONE("reduce_scatter", rlx_reduce_scatter(in, out, 3, RLX_FLOAT32, RLX_SUM, w), 0, in, 3);
+  ALONE("reduce_scatterv", rlx_reduce_scatterv(in, out, three, RLX_FLOAT32, RLX_SUM, w), 0, in, 3);
+  ALONE("gather", rlx_gather(in, out, 3, RLX_FLOAT32, 0, w), 0, in, 3);
+  ALONE("scatter", rlx_scatter(in, out, 3, RLX_FLOAT32, 0, w), 0, in, 3);
+  ALONE("alltoall", rlx_alltoall(in, out, 3, RLX_FLOAT32, w), 0, in, 3);
+  ALONE("gatherv", rlx_gatherv(in, 3, out, three, two, RLX_FLOAT32, 0, w), 2, in, 3);
+  ALONE("scatterv", rlx_scatterv(in, three, two, out, 3, RLX_FLOAT32, 0, w), 0, in + 2, 3);
+  ALONE("allgatherv", rlx_allgatherv(in, 3, out, three, two, RLX_FLOAT32, w), 2, in, 3);
+  ALONE("alltoallv", rlx_alltoallv(in, three, one, out, three, four, RLX_FLOAT32, w), 4, in + 1, 3);
+  rlx_request_t *rq = NULL;
+  int rc;
+  ALONE("iscatterv", (rc = rlx_iscatterv(in, three, two, out, 3, RLX_FLOAT32, 0, w, &rq)) ? rc
+                     : rlx_wait(&rq), 0, in + 2, 3);
+  ALONE("ialltoallv", (rc = rlx_ialltoallv(in, three, one, out, three, four, RLX_FLOAT32, w, &rq))
+                          ? rc : rlx_wait(&rq), 4, in + 1, 3);
+#undef ALONE
+  /* in place: the block is where it goes already; nothing else moves */
+  float keep[8];
+  memcpy(keep, in, sizeof(keep));
+  alone_ok("scatterv in place", rlx_scatterv(in, three, two, (void *)RLX_IN_PLACE, 0, RLX_FLOAT32, 0, w),
+           in, 0, keep, 8);
+  alone_ok("gatherv in place", rlx_gatherv(RLX_IN_PLACE, 0, in, three, two, RLX_FLOAT32, 0, w),
+           in, 0, keep, 8);
+  alone_ok("allreduce in place", rlx_allreduce(RLX_IN_PLACE, in, 8, RLX_FLOAT32, RLX_SUM, w), in,
+           0, keep, 8);
+}
+
 static void stress(int n) {
   for (int it = 0; it < n; it++) {
     int64_t v = rank + it, want = (int64_t)size * it + (int64_t)size * (size - 1) / 2;
@@ -959,6 +1021,8 @@ int main(int argc, char **argv) {
     check_run_ahead(0);
     check_run_ahead(size - 1);
   }
+  if (size == 1 && !half_exact && !polling)
+    check_alone();
   if (half_exact)
     check_half_exact();
   if (polling && size > 1) {
