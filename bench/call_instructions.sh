@@ -3,7 +3,8 @@
 # outside its waits, per rank, under callgrind: 2 ranks run
 # bench/osu_coll.c's loop (COLL at BYTES) with OSU_REPEAT 1 and 3, the
 # collection on inside rlx_COLL (or MPI_COLL over Open MPI's vader, LIB=mpi);
-# the difference of the two runs over the 4400 calls between them, less
+# the difference of the two runs over the calls between them (osu_coll.c's
+# count at BYTES, with its warm-up, twice), less
 # the functions that wait (spins, polls, futexes: their count is the
 # other rank's time, not this call's work). A pack from
 # bench/pack_build.sh (PACK) runs ours.
@@ -42,9 +43,10 @@ for rep in 1 3; do
         END {print r, i, ir, dr, dw}'
     i=$((i + 1))
   done
-done | awk '{v[$1 " " $2] = $3 " " $4 " " $5} END {
+done | awk -v calls="$(awk -v b="$bytes" 'BEGIN { i = int(268435456 / (b * 2)); if (i > 20000) i = 20000
+  if (i < 5) i = 5; print 2 * (i + int(i / 10) + 2) }')" '{v[$1 " " $2] = $3 " " $4 " " $5} END {
   for (i = 0; i < 2; i++) {
     split(v["1 " i], a); split(v["3 " i], b)
-    printf "rank %d: %.0f instructions, %.0f reads, %.0f writes a call\n", i, (b[1] - a[1]) / 4400,
-      (b[2] - a[2]) / 4400, (b[3] - a[3]) / 4400
+    printf "rank %d: %.0f instructions, %.0f reads, %.0f writes a call\n", i, (b[1] - a[1]) / calls,
+      (b[2] - a[2]) / calls, (b[3] - a[3]) / calls
   }}'
