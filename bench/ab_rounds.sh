@@ -1,6 +1,6 @@
 #!/bin/bash
 # Builds (bench/pack_build.sh folders) against Open MPI's shared memory
-# (vader) at 2 ranks, round by round: in each round vader, then each
+# (vader) at NRANKS ranks (default 2; 1: a job of one rank), round by round: in each round vader, then each
 # build, each collective (bench/osu_coll.c's names), MINB (default 8) -
 # MAXB (default 32). Prints per size vader's median and, per build, its median and the
 # median and range of its ratio to vader in the same round: on a shared
@@ -18,17 +18,17 @@ trap 'rm -rf "$out"' EXIT
 MPICC=$(command -v mpicc || command -v mpicc.openmpi)
 MPIRUN=$(command -v mpirun || command -v mpirun.openmpi)
 "$MPICC" -O2 -DUSE_MPI -o "$out/coll_mpi" "$src/bench/osu_coll.c" -I"$src/bench" || exit 1
-max=${MAXB:-32} min=${MINB:-8}
+max=${MAXB:-32} min=${MINB:-8} n=${NRANKS:-2}
 for r in $(seq 1 "$rounds"); do
   for c in "$@"; do
     timeout 120 "$MPIRUN" --allow-run-as-root --oversubscribe --bind-to core --mca pml ob1 \
-      --mca btl vader,self -n 2 "$out/coll_mpi" "$c" "$max" "$min" 2>/dev/null |
+      --mca btl vader,self -n "$n" "$out/coll_mpi" "$c" "$max" "$min" 2>/dev/null |
       awk -v c="$c" -v r="$r" '{print r, c, "vader", $2, $3}'
     for b in $builds; do
       dir=${b%%:*} envs=""
       case $b in *:*) envs=$(echo "${b#*:}" | tr ',' ' ') ;; esac
       # shellcheck disable=SC2086
-      env ${DEPS:+LD_LIBRARY_PATH=$DEPS} $envs timeout 120 "$dir/bin/rlxrun" -n 2 --no-tag-output \
+      env ${DEPS:+LD_LIBRARY_PATH=$DEPS} $envs timeout 120 "$dir/bin/rlxrun" -n "$n" --no-tag-output \
         "$dir/bin/osu_coll_rlx" "$c" "$max" "$min" | awk -v c="$c" -v r="$r" -v b="$b" '{print r, c, b, $2, $3}'
     done
   done
