@@ -440,7 +440,7 @@ static int allreduce(const char *call, const void *sendbuf, void *recvbuf, size_
                            req);
   rlx__call_fill(&rq, RLX__CK_ALLREDUCE, call, dt, op, count, es, 0, src, recvbuf);
   int wire = rlx__rt.cfg.wire;
-  if (wire != RLX__WIRE_F32 && dt == RLX_FLOAT32 && c->size > 1) {
+  if (wire != RLX__WIRE_F32 && dt == RLX_FLOAT32) { /* (more than one rank: one returned above) */
     /* Half-width wire: run the allreduce on a half copy (each step widens
      * to float32, reduces, and rounds back), then widen the result. */
     void *half;
@@ -614,7 +614,7 @@ static int reduce_scatter(int kind, const char *call, const void *sendbuf, void 
   if (c->size == 1) /* (its one block: recvcount elements) */
     return rlx__call_alone(c, kind, call, dt, op, recvcount, 0, src, recvbuf, recvcount * es, req);
   void *in_copy = NULL;
-  if (sendbuf == RLX_IN_PLACE && c->size > 1) {
+  if (sendbuf == RLX_IN_PLACE) {
     /* the ring reads every input block until its last step: keep a copy */
     size_t bytes = total * es;
     if ((in_copy = malloc(bytes)) == NULL)
