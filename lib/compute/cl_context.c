@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include "compute/cl_context.h"
 #include "compute/cl_devices.h"
+#include "compute/cl_profile.h"
+#include "compute/host_span.h"
 #include "base/internal.h"
 #include "compute/share.h"
 
@@ -24,6 +26,12 @@ struct rlx__cl_group {
   const void *joined[GROUP_MAX];   /* every model that took part */
   int njoined;
   char lost[96];                   /* who left, once one did */
+  struct {                         /* RLX_COMPUTE_PROFILE=1: where the host's time goes */
+    int on;
+    uint64_t first_at, queued_at;  /* this step's first arrival; the last step's end of queuing */
+    struct rlx__host_span wait, queue, between;
+    long last[GROUP_MAX];          /* steps each member arrived last */
+  } prof;
 };
 
 static struct {
@@ -38,16 +46,36 @@ static struct {
 
 static struct rlx__cl_group *group_new(void) {
   struct rlx__cl_group *g = calloc(1, sizeof *g);
+  char why[96];
   if (g) {
     pthread_mutex_init(&g->mu, NULL);
     pthread_cond_init(&g->cv, NULL);
+    g->prof.on = rlx__cl_prof_wanted(why, sizeof why) == 1;
   }
   return g;
+}
+
+/* The shared steps' host side, for RLX_COMPUTE_PROFILE=1: how long the
+ * first member waited for the last, the last's queuing of the whole step,
+ * and the time from one step's queuing to the next's (the queuing thread
+ * doing anything else: its own loop, waiting for a member's request). */
+static void group_report(const struct rlx__cl_group *g) {
+  if (!g->prof.on || g->prof.queue.n == 0)
+    return;
+  fprintf(stderr, "rlx: shared steps: %ld; the first member waited %.1f us (mean) for the last; "
+          "the last queued the step in %.1f us (max %.1f); %.1f us from one step's queuing to "
+          "the next's; arrived last:", g->prof.queue.n, rlx__host_span_us(&g->prof.wait),
+          rlx__host_span_us(&g->prof.queue), g->prof.queue.max_ns / 1e3,
+          rlx__host_span_us(&g->prof.between));
+  for (int j = 0; j < g->members && j < GROUP_MAX; j++)
+    fprintf(stderr, " member %d %ld", j, g->prof.last[j]);
+  fputc('\n', stderr);
 }
 
 static void group_free(struct rlx__cl_group *g) {
   if (!g)
     return;
+  group_report(g);
   if (g->avg)
     clReleaseMemObject(g->avg);
   pthread_mutex_destroy(&g->mu);
@@ -213,8 +241,19 @@ int rlx__cl_group_step(struct rlx__cl_group *g, const struct rlx__cl_member *me,
   g->members = members;
   g->at[index] = *me;
   unsigned long gen = g->gen;
+  uint64_t t0 = g->prof.on ? rlx__now_ns() : 0;
+  if (g->prof.on && g->arrived == 0)
+    g->prof.first_at = t0;
   if (++g->arrived == members) {
     run_step(g, me, average);
+    if (g->prof.on) {
+      if (g->prof.queued_at)
+        rlx__host_span_add(&g->prof.between, g->prof.queued_at, t0);
+      rlx__host_span_add(&g->prof.wait, g->prof.first_at, t0);
+      g->prof.queued_at = rlx__now_ns();
+      rlx__host_span_add(&g->prof.queue, t0, g->prof.queued_at);
+      g->prof.last[index]++;
+    }
   } else {
     /* The last member queues the whole step (a few hundred us for the
      * small model's two members); a thread woken from the condition

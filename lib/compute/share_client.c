@@ -16,6 +16,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 #include "compute/share.h"
+#include "compute/cl_profile.h"
+#include "compute/host_span.h"
 #include "base/copy.h"
 #include "base/internal.h"
 
@@ -31,6 +33,11 @@ struct remote {
     int batch; /* 0: none */
     size_t first, stride;
   } pend; /* rlx_model_data_batch's gather, sent with the step that takes it */
+  struct { /* RLX_COMPUTE_PROFILE=1: a shared step's request, there and back, and between */
+    int on;
+    uint64_t back_at;
+    struct rlx__host_span trip, here;
+  } prof;
 };
 
 static struct remote *remote_of(struct rlx__backend *b) { return (struct remote *)b; }
@@ -225,6 +232,11 @@ static size_t row_bytes(struct rlx__backend *b, int batch) {
 
 static void remote_destroy(struct rlx__backend *b) {
   struct remote *r = remote_of(b);
+  if (r->prof.trip.n)
+    fprintf(stderr, "rlx: %s: %ld shared steps through pid %d: %.1f us (mean; max %.1f) from a "
+            "request to its reply, %.1f us here from a reply to the next request\n", b->name,
+            r->prof.trip.n, (int)r->server, rlx__host_span_us(&r->prof.trip),
+            r->prof.trip.max_ns / 1e3, rlx__host_span_us(&r->prof.here));
   if (r->fd >= 0)
     close(r->fd); /* the server frees the model when the connection ends */
   for (int i = 0; i < RLX__SH_REGIONS; i++)
@@ -312,8 +324,17 @@ static int remote_step(struct rlx__backend *b, const float *x, const int32_t *y,
 }
 static int remote_step_shared(struct rlx__backend *b, const float *x, const int32_t *y, int batch,
                               int index, int members, float lr, float *loss, int *correct) {
-  return batch_call(b, RLX__SH_STEP_SHARED, x, y, batch, NULL, 0, 0, lr, loss, correct,
-                    (uint64_t)index, (uint64_t)members);
+  struct remote *r = remote_of(b);
+  uint64_t t0 = r->prof.on ? rlx__now_ns() : 0;
+  int rc = batch_call(b, RLX__SH_STEP_SHARED, x, y, batch, NULL, 0, 0, lr, loss, correct,
+                      (uint64_t)index, (uint64_t)members);
+  if (r->prof.on) {
+    if (r->prof.back_at)
+      rlx__host_span_add(&r->prof.here, r->prof.back_at, t0);
+    r->prof.back_at = rlx__now_ns();
+    rlx__host_span_add(&r->prof.trip, t0, r->prof.back_at);
+  }
+  return rc;
 }
 
 static int apply_call(struct rlx__backend *b, int op, const void *g, size_t bytes, int j, float lr,
@@ -470,6 +491,8 @@ int rlx__share_remote(int fd, const char *path, int d, const char *name,
     return RLX_ERR_NOMEM;
   }
   r->fd = fd;
+  char pwhy[96];
+  r->prof.on = rlx__cl_prof_wanted(pwhy, sizeof pwhy) == 1;
   int rc = connect_to(r, path, d, name, lo, momentum, why, whylen);
   if (rc != RLX_OK) {
     remote_destroy(&r->base);

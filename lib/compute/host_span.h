@@ -1,0 +1,27 @@
+/* Host time between two points, summed over many passes: what
+ * RLX_COMPUTE_PROFILE=1 reports for the parts of a shared step the
+ * device's own events cannot see (who waits for whom on the host). */
+#ifndef RLX_COMPUTE_HOST_SPAN_H
+#define RLX_COMPUTE_HOST_SPAN_H
+
+#include <stdint.h>
+
+struct rlx__host_span {
+  long n;
+  double sum_ns, max_ns;
+};
+
+static inline void rlx__host_span_add(struct rlx__host_span *s, uint64_t from, uint64_t to) {
+  double d = to > from ? (double)(to - from) : 0.0;
+  s->n++;
+  s->sum_ns += d;
+  if (d > s->max_ns)
+    s->max_ns = d;
+}
+
+/* Mean in microseconds (0 when nothing was added). */
+static inline double rlx__host_span_us(const struct rlx__host_span *s) {
+  return s->n ? s->sum_ns / (double)s->n / 1e3 : 0.0;
+}
+
+#endif
