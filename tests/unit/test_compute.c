@@ -1307,6 +1307,133 @@ START_TEST(shared_step_fails) {
 }
 END_TEST
 
+/* A shared step whose batches are on the device and which returns no
+ * loss goes ahead: a member that is not last returns at once, and the
+ * last queues its part. On one thread: a arrives first and returns, b
+ * arrives last and queues both; 3 such steps end bit for bit where the
+ * host's average of the same batches' gradients does (c and d). A member
+ * told of its step's failure at its next call (the gradient failing,
+ * RLX_FAULT_COMPUTE in test builds); a step gone ahead and not yet queued
+ * is withdrawn when its model is freed (the other member is told, no
+ * hang), and fails with PEER_LOST, naming who left, when the other goes. */
+static void *step_ahead(void *arg) {
+  struct member *s = arg;
+  s->rc = rlx_model_step_shared(s->m, NULL, NULL, s->batch, s->index, s->members, 0.05f, NULL,
+                                NULL);
+  return NULL;
+}
+/* member index of 2's step on the batch asked for, which must return
+ * without the other member (in 20 s: the time bound if it waits) */
+static int goes_ahead(rlx_model_t *m, int batch, int index) {
+  struct member t = {.m = m, .batch = batch, .index = index, .members = 2, .rc = -1};
+  ck_assert_int_eq(pthread_create(&t.t, NULL, step_ahead, &t), 0);
+  struct timespec until;
+  clock_gettime(CLOCK_REALTIME, &until);
+  until.tv_sec += 20;
+  ck_assert_msg(pthread_timedjoin_np(t.t, NULL, &until) == 0,
+                "a member arriving first waited for the last (no step gone ahead)");
+  return t.rc;
+}
+
+START_TEST(shared_step_ahead) {
+  const int sizes[] = {13, 9, 3};
+  enum { B = 6, N = 60 };
+  rlx_model_t *a, *b, *c, *d;
+  if (!models_on("opencl", sizes, 3, B, &a, &b))
+    return;
+  models_on("opencl", sizes, 3, B, &c, &d);
+  rlx_dataset_t *ds = NULL;
+  ck_assert_int_eq(rlx_dataset_synthetic(N, 13, 3, 5, "train", &ds), RLX_OK);
+  uint32_t perm[N], idx[B];
+  ck_assert_int_eq(rlx_dataset_shuffle(perm, N, 42, 0), RLX_OK);
+  size_t n = rlx_model_nparams(a);
+  float *pa = malloc(n * 4), *pc = malloc(n * 4), *ga = malloc(n * 4), *gb = malloc(n * 4);
+  float x[B * 13];
+  int32_t y[B];
+  rlx_model_t *dev[] = {a, b};
+  for (int w = 0; w < 2; w++) {
+    ck_assert_int_eq(rlx_model_data_attach(dev[w], ds, N), RLX_OK);
+    ck_assert_int_eq(rlx_model_data_order(dev[w], perm, N), RLX_OK);
+  }
+  for (int s = 0; s < 3; s++) { /* a's batch at 2s*B (stride 2), b's at 2s*B + 1 */
+    for (int w = 0; w < 2; w++) {
+      size_t first = (size_t)(2 * s * B + w);
+      ck_assert_int_eq(rlx_model_data_batch(dev[w], first, 2, B), RLX_OK);
+      if (w == 0)
+        ck_assert_int_eq(goes_ahead(a, B, 0), RLX_OK);
+      else
+        ck_assert_int_eq(rlx_model_step_shared(b, NULL, NULL, B, 1, 2, 0.05f, NULL, NULL), RLX_OK);
+      ck_assert_int_eq(rlx_dataset_order(idx, B, N, 42, 0, first, 2), RLX_OK);
+      ck_assert_int_eq(rlx_dataset_batch(ds, idx, B, x, y), RLX_OK);
+      ck_assert_int_eq(rlx_model_grad(w ? d : c, x, y, B, w ? gb : ga, NULL, NULL), RLX_OK);
+    }
+    for (size_t i = 0; i < n; i++)
+      ga[i] = (ga[i] + gb[i]) / 2;
+    ck_assert_int_eq(rlx_model_apply(c, ga, 0.05f), RLX_OK);
+    ck_assert_int_eq(rlx_model_apply(d, ga, 0.05f), RLX_OK);
+  }
+  ck_assert_int_eq(rlx_model_get_params(c, pc), RLX_OK);
+  for (int w = 0; w < 2; w++) {
+    ck_assert_int_eq(rlx_model_get_params(dev[w], pa), RLX_OK);
+    ck_assert_msg(memcmp(pa, pc, n * 4) == 0, "member %d: differs by %g", w, rel(pa, pc, n));
+  }
+#ifdef RLX_FAULT_INJECTION
+  /* the gradient fails: b (last) is told at once, a at its next call */
+  ck_assert_int_eq(rlx_model_data_batch(a, 0, 1, B), RLX_OK);
+  ck_assert_int_eq(rlx_model_step_shared(a, NULL, NULL, B, 0, 2, 0.05f, NULL, NULL), RLX_OK);
+  setenv("RLX_FAULT_COMPUTE", "gradient", 1);
+  ck_assert_int_eq(rlx_model_data_batch(b, 1, 1, B), RLX_OK);
+  ck_assert_int_eq(rlx_model_step_shared(b, NULL, NULL, B, 1, 2, 0.05f, NULL, NULL),
+                   RLX_ERR_DEVICE);
+  ck_assert_msg(strstr(rlx_errmsg(), "the gradient of member 0"), "%s", rlx_errmsg());
+  unsetenv("RLX_FAULT_COMPUTE");
+  ck_assert_int_eq(rlx_model_get_params(a, pa), RLX_ERR_DEVICE);
+  ck_assert_msg(strstr(rlx_errmsg(), "injected fault: no gradient"), "%s", rlx_errmsg());
+  ck_assert_int_eq(rlx_model_get_params(a, pa), RLX_OK); /* (told once) */
+#endif
+  rlx_model_free(&a);
+  rlx_model_free(&b);
+  /* gone ahead, then freed: withdrawn; the other member is told */
+  models_on("opencl", sizes, 3, B, &a, &b);
+  rlx_model_t *fresh[] = {a, b};
+  for (int w = 0; w < 2; w++) {
+    ck_assert_int_eq(rlx_model_data_attach(fresh[w], ds, N), RLX_OK);
+    ck_assert_int_eq(rlx_model_data_order(fresh[w], perm, N), RLX_OK);
+    ck_assert_int_eq(rlx_model_data_batch(fresh[w], 0, 1, B), RLX_OK);
+  }
+  ck_assert_int_eq(rlx_model_step_shared(b, NULL, NULL, B, 1, 2, 0.05f, NULL, NULL), RLX_OK);
+  ck_assert_int_eq(rlx_model_step_shared(a, NULL, NULL, B, 0, 2, 0.05f, NULL, NULL), RLX_OK);
+  ck_assert_int_eq(rlx_model_data_batch(a, 0, 1, B), RLX_OK);
+  ck_assert_int_eq(rlx_model_step_shared(a, NULL, NULL, B, 0, 2, 0.05f, NULL, NULL), RLX_OK);
+  rlx_model_free(&a); /* (its second step never queued) */
+  ck_assert_int_eq(rlx_model_data_batch(b, 0, 1, B), RLX_OK);
+  ck_assert_int_eq(rlx_model_step_shared(b, NULL, NULL, B, 1, 2, 0.05f, NULL, NULL),
+                   RLX_ERR_PEER_LOST);
+  rlx_model_free(&b);
+  /* gone ahead; then the other member goes: told at the next call, naming it */
+  models_on("opencl", sizes, 3, B, &a, &b);
+  rlx_model_t *again[] = {b, a};
+  for (int w = 0; w < 2; w++) {
+    ck_assert_int_eq(rlx_model_data_attach(again[w], ds, N), RLX_OK);
+    ck_assert_int_eq(rlx_model_data_order(again[w], perm, N), RLX_OK);
+    ck_assert_int_eq(rlx_model_data_batch(again[w], 0, 1, B), RLX_OK);
+    ck_assert_int_eq(rlx_model_step_shared(again[w], NULL, NULL, B, 1 - w, 2, 0.05f, NULL, NULL),
+                     RLX_OK);
+  }
+  ck_assert_int_eq(rlx_model_data_batch(a, 0, 1, B), RLX_OK);
+  ck_assert_int_eq(rlx_model_step_shared(a, NULL, NULL, B, 0, 2, 0.05f, NULL, NULL), RLX_OK);
+  rlx_model_free(&b);
+  ck_assert_int_eq(rlx_model_get_params(a, pa), RLX_ERR_PEER_LOST);
+  ck_assert_msg(strstr(rlx_errmsg(), "this process's own"), "%s", rlx_errmsg());
+  ck_assert_int_eq(rlx_model_get_params(a, pa), RLX_OK); /* (its own model is whole) */
+  rlx_model_free(&a);
+  rlx_model_free(&c);
+  rlx_model_free(&d);
+  rlx_dataset_free(&ds);
+  free(pa), free(pc), free(ga), free(gb);
+}
+END_TEST
+
 /* Models made on two threads at once, as a program with a model per
  * thread does: both compute on OpenCL. PoCL answered the second thread
  * asking for devices while the first one's call set the driver up with
@@ -1361,6 +1488,7 @@ Suite *compute_suite(void) {
   tcase_add_test(t, shared_device);
   tcase_add_test(t, models_made_at_once);
   tcase_add_test(t, shared_step_fails);
+  tcase_add_test(t, shared_step_ahead);
   tcase_add_test(t, gpu_placement);
   tcase_add_test(t, opencl_matches_cpu_on_awkward_shapes);
   tcase_add_test(t, gemm_tiles_shapes);
