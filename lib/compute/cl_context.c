@@ -137,11 +137,6 @@ void rlx__cl_group_leave(struct rlx__cl_group *g, const struct rlx__cl_member *m
   if (!g)
     return;
   pthread_mutex_lock(&g->mu);
-  for (int i = 0; i < GROUP_MAX; i++)
-    if (g->at[i].self == me->self) { /* its step, gone ahead, not queued: withdrawn */
-      g->at[i].self = NULL;
-      g->arrived--;
-    }
   for (int i = 0; i < g->njoined; i++)
     if (g->joined[i] == me->self) {
       g->joined[i] = g->joined[--g->njoined];
@@ -218,32 +213,9 @@ static void run_step(struct rlx__cl_group *g, const struct rlx__cl_member *me,
   pthread_cond_broadcast(&g->cv);
 }
 
-/* The outcome of member index's step that went ahead (under g->mu): its
- * own error or the one that failed the step, once queued; PEER_LOST (the
- * step withdrawn) if the group lost a member first. */
-static int settled(struct rlx__cl_group *g, const struct rlx__cl_member *me, int index) {
-  while (g->at[index].self == me->self && !g->lost[0])
-    pthread_cond_wait(&g->cv, &g->mu);
-  if (g->at[index].self == me->self) {
-    g->at[index].self = NULL;
-    g->arrived--;
-    return rlx__err(RLX_ERR_PEER_LOST, "%s: rlx_model_step_shared: a model stepping with this one "
-                    "(%s) is gone", me->name, g->lost);
-  }
-  return g->rc[index] != RLX_OK ? rlx__err(g->rc[index], "%s", g->why[index]) : RLX_OK;
-}
-
-int rlx__cl_group_settle(struct rlx__cl_group *g, const struct rlx__cl_member *me, int index) {
-  pthread_mutex_lock(&g->mu);
-  int rc = settled(g, me, index);
-  pthread_mutex_unlock(&g->mu);
-  return rc;
-}
-
 int rlx__cl_group_step(struct rlx__cl_group *g, const struct rlx__cl_member *me, int index,
-                       int members, rlx__cl_average_fn average, int *ahead) {
-  int rc = RLX_OK, may = *ahead;
-  *ahead = 0;
+                       int members, rlx__cl_average_fn average) {
+  int rc = RLX_OK;
   pthread_mutex_lock(&g->mu);
   if (g->lost[0])
     rc = rlx__err(RLX_ERR_PEER_LOST, "%s: rlx_model_step_shared: a model stepping with this one "
@@ -282,10 +254,6 @@ int rlx__cl_group_step(struct rlx__cl_group *g, const struct rlx__cl_member *me,
       rlx__host_span_add(&g->prof.queue, t0, g->prof.queued_at);
       g->prof.last[index]++;
     }
-  } else if (may) { /* its part reads nothing its caller may change: the last queues it */
-    *ahead = 1;
-    pthread_mutex_unlock(&g->mu);
-    return RLX_OK;
   } else {
     /* The last member queues the whole step (a few hundred us for the
      * small model's two members); a thread woken from the condition

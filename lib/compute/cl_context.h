@@ -45,11 +45,7 @@ typedef int (*rlx__cl_average_fn)(const struct rlx__cl_member *me, cl_mem avg, i
 /* Arrive as member index of members for a step (me is copied). The member
  * arriving last queues the whole step on its thread: every member's
  * gradient in index order, the average on its own queue, every member's
- * update; the others wait for it, unless *ahead was nonzero (the step
- * reads no host memory and returns no loss, so nothing of the caller's is
- * needed after it returns): then a member that is not last returns at
- * once with *ahead 1, and must call rlx__cl_group_settle before its
- * model is used again (*ahead 0: it waited, or it queued the step). One thread queuing: on the H200, two
+ * update; the others wait for it. One thread queuing: on the H200, two
  * models stepping each from a thread of its own took 1.0-1.4x the time
  * one thread took to step both in turn (NVIDIA's driver takes the
  * threads' calls one at a time; bench/step_shared.c, --own against
@@ -59,11 +55,7 @@ typedef int (*rlx__cl_average_fn)(const struct rlx__cl_member *me, cl_mem avg, i
  * members, index or sizes that disagree: RLX_ERR_MISMATCH; a member's
  * part failing fails the step for every member, and every later one. */
 int rlx__cl_group_step(struct rlx__cl_group *g, const struct rlx__cl_member *me, int index,
-                       int members, rlx__cl_average_fn average, int *ahead);
-/* After a step that went ahead: wait until the last member has queued it;
- * its outcome as rlx__cl_group_step would have returned it (PEER_LOST,
- * the step withdrawn, if a member left before it was queued). */
-int rlx__cl_group_settle(struct rlx__cl_group *g, const struct rlx__cl_member *me, int index);
+                       int members, rlx__cl_average_fn average);
 /* me leaves for good (its model is freed). */
 void rlx__cl_group_leave(struct rlx__cl_group *g, const struct rlx__cl_member *me);
 

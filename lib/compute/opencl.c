@@ -75,23 +75,9 @@ struct ocl {
   cl_mem totals; /* loss, right answers, the loss's compensation: batch_stats */
   int to_totals; /* a step's loss and count go to totals (batch_stats adds them), not read */
   struct rlx__cl_group *grp; /* this context's models that step together, or NULL */
-  int ahead;                 /* its shared step went ahead (not queued yet when it returned), */
-  int ahead_index;           /* as this member */
 };
 
 static struct ocl *ocl_of(struct rlx__backend *b) { return (struct ocl *)b; }
-
-static int settle(struct ocl *o);
-/* Every operation on a model whose shared step went ahead first waits
- * for that step to be queued (by the member that arrived last, whose
- * thread sets this model's kernels' arguments meanwhile), and fails with
- * its error. */
-#define SETTLED(o)                                                                                 \
-  do {                                                                                             \
-    int settle_rc_ = settle(o);                                                                    \
-    if (settle_rc_ != RLX_OK)                                                                      \
-      return settle_rc_;                                                                           \
-  } while (0)
 
 /* The profiling event slot of the next command on the compute queue
  * (NULL, "no event", unless RLX_COMPUTE_PROFILE=1). */
@@ -168,7 +154,7 @@ static struct rlx__cl_member member_of(struct ocl *o);
 static void ocl_destroy(struct rlx__backend *b) {
   struct ocl *o = ocl_of(b);
   struct rlx__cl_member me = member_of(o);
-  rlx__cl_group_leave(o->grp, &me); /* (a step gone ahead and not queued: withdrawn) */
+  rlx__cl_group_leave(o->grp, &me);
   for (size_t i = 0; i < RLX__ARRAY_SIZE(o->pinned); i++)
     if (o->pinned[i].ptr)
       ocl_host_free(b, o->pinned[i].ptr);
@@ -269,7 +255,6 @@ static int launch(struct ocl *o, int k, size_t n, int layer) { return launch_at(
 
 static int ocl_set_params(struct rlx__backend *b, const float *p) {
   struct ocl *o = ocl_of(b);
-  SETTLED(o);
   size_t bytes = sizeof(float) * b->lo->nparams;
   float zero = 0.0f;
   CL_TRY(o, "write parameters", clEnqueueWriteBuffer(o->q, o->params, CL_TRUE, 0, bytes, p, 0,
@@ -282,7 +267,6 @@ static int ocl_set_params(struct rlx__backend *b, const float *p) {
 
 static int ocl_get_params(struct rlx__backend *b, float *p) {
   struct ocl *o = ocl_of(b);
-  SETTLED(o);
   CL_TRY(o, "read parameters", clEnqueueReadBuffer(o->q, o->params, CL_TRUE, 0,
                                                    sizeof(float) * b->lo->nparams, p, 0, NULL,
                                                    NULL));
@@ -291,7 +275,6 @@ static int ocl_get_params(struct rlx__backend *b, float *p) {
 
 static int ocl_velocity(struct rlx__backend *b, float *v, int set) {
   struct ocl *o = ocl_of(b);
-  SETTLED(o);
   size_t bytes = sizeof(float) * b->lo->nparams;
   if (set)
     CL_TRY(o, "write momentum",
@@ -377,7 +360,6 @@ static int batch_in(struct ocl *o, const float *x, const int32_t *y, int batch) 
  * queue, into a slot no other prefetched batch waits in. */
 static int ocl_prefetch(struct rlx__backend *b, const float *x, const int32_t *y, int batch) {
   struct ocl *o = ocl_of(b);
-  SETTLED(o);
   const struct rlx__layout *lo = b->lo;
   int bad = 0;
   if (x == NULL) { /* drop them */
@@ -682,7 +664,6 @@ static int backprop(struct ocl *o, const float *x, const int32_t *y, int batch, 
 static int grad_as(struct rlx__backend *b, const float *x, const int32_t *y, int batch, void *g,
                    int half, float *loss, int *correct) {
   struct ocl *o = ocl_of(b);
-  SETTLED(o);
   const struct rlx__layout *lo = b->lo;
   int bad = 0;
   if (half && o->grad16 == NULL && (o->grad16 = alloc(o, 2 * lo->nparams, &bad)) == NULL)
@@ -742,7 +723,6 @@ static int sgd(struct ocl *o, float lr, size_t off, size_t n) {
 
 static int ocl_apply(struct rlx__backend *b, const float *g, float lr) {
   struct ocl *o = ocl_of(b);
-  SETTLED(o);
   CL_TRY(o, "write gradient", clEnqueueWriteBuffer(o->q, o->grad, CL_FALSE, 0,
                                                    sizeof(float) * b->lo->nparams, g, 0, NULL,
                                                    PEV(o, "write gradient", -1)));
@@ -766,7 +746,6 @@ static int ocl_grad_layers(struct rlx__backend *b, const float *x, const int32_t
                            float *g, int (*done)(int l, void *arg), void *arg, float *loss,
                            int *correct) {
   struct ocl *o = ocl_of(b);
-  SETTLED(o);
   const struct rlx__layout *lo = b->lo;
   cl_event ev[RLX__MAX_LAYERS] = {0};
   stats_plan(o, loss || correct);
@@ -803,7 +782,6 @@ static int ocl_grad_layers(struct rlx__backend *b, const float *x, const int32_t
 /* A bucket's SGD: its gradient up, the kernel over its range only. */
 static int ocl_apply_range(struct rlx__backend *b, const float *g, size_t off, size_t n, float lr) {
   struct ocl *o = ocl_of(b);
-  SETTLED(o);
   CL_TRY(o, "write gradient", clEnqueueWriteBuffer(o->q, o->grad, CL_TRUE, sizeof(float) * off,
                                                    sizeof(float) * n, g + off, 0, NULL,
                                                    PEV(o, "write gradient", -1)));
@@ -813,7 +791,6 @@ static int ocl_apply_range(struct rlx__backend *b, const float *g, size_t off, s
 /* The 16-bit gradient up, widened on the device, then SGD. */
 static int ocl_apply_half(struct rlx__backend *b, const uint16_t *g, int bf16, float lr) {
   struct ocl *o = ocl_of(b);
-  SETTLED(o);
   int bad = 0;
   cl_uint n = (cl_uint)b->lo->nparams, bf = bf16 != 0;
   if (o->grad16 == NULL && (o->grad16 = alloc(o, 2 * (size_t)n, &bad)) == NULL)
@@ -865,7 +842,6 @@ static int step_end(struct ocl *o, int rc, const float *x, int batch, float *los
 static int ocl_step(struct rlx__backend *b, const float *x, const int32_t *y, int batch, float lr,
                     float *loss, int *correct) {
   struct ocl *o = ocl_of(b);
-  SETTLED(o);
   stats_plan(o, loss || correct);
   int rc = backprop(o, x, y, batch, NULL, 0, NULL);
   if (rc == RLX_OK)
@@ -923,16 +899,12 @@ static int shared_gradient(const struct rlx__cl_member *me, cl_event *ready) {
 static int shared_update(const struct rlx__cl_member *me, cl_mem avg, cl_event done) {
   struct ocl *o = (struct ocl *)me->self;
   CL_TRY(o, "wait for the average", clEnqueueBarrierWithWaitList(o->q, 1, &done, NULL));
-  int rc = sgd_from(o, avg, me->lr, 0, o->base.lo->nparams);
-  if (rc == RLX_OK) /* (to the device now: a member gone ahead does not flush it itself) */
-    CL_TRY(o, "clFlush", clFlush(o->q));
-  return rc;
+  return sgd_from(o, avg, me->lr, 0, o->base.lo->nparams);
 }
 
 static int ocl_step_shared(struct rlx__backend *b, const float *x, const int32_t *y, int batch,
                            int index, int members, float lr, float *loss, int *correct) {
   struct ocl *o = ocl_of(b);
-  SETTLED(o);
   if (!o->grp)
     return rlx__err(RLX_ERR_STATE, "%s: rlx_model_step_shared: this model's context is its own",
                     o->base.name);
@@ -944,33 +916,13 @@ static int ocl_step_shared(struct rlx__backend *b, const float *x, const int32_t
   me.gradient = shared_gradient;
   me.update = shared_update;
   stats_plan(o, loss || correct); /* (whichever member's thread queues this one's gradient) */
-  /* A batch on the device and no loss to read: nothing of the caller's is
-   * read once this returns, so a member that is not last goes on at once
-   * (the one arriving last queues its part) instead of waiting while the
-   * whole step is queued (its events, with RLX_COMPUTE_PROFILE, are
-   * collected at its next wait). */
-  int ahead = x == NULL && !(loss || correct);
-  int rc = rlx__cl_group_step(o->grp, &me, index, members, ocl_average, &ahead);
-  if (rc == RLX_OK && ahead) {
-    o->ahead = 1;
-    o->ahead_index = index;
-    return RLX_OK;
-  }
+  int rc = rlx__cl_group_step(o->grp, &me, index, members, ocl_average);
   return step_end(o, rc, x, batch, loss, correct);
-}
-
-static int settle(struct ocl *o) {
-  if (!o->ahead)
-    return RLX_OK;
-  o->ahead = 0;
-  struct rlx__cl_member me = member_of(o);
-  return rlx__cl_group_settle(o->grp, &me, o->ahead_index);
 }
 
 static int ocl_eval(struct rlx__backend *b, const float *x, const int32_t *y, int batch,
                     double *loss_sum, long *correct) {
   struct ocl *o = ocl_of(b);
-  SETTLED(o);
   float stats[2];
   struct rlx__cl_prof *prof = o->prof; /* evaluation is not a step: not profiled */
   o->prof = NULL;
@@ -992,7 +944,6 @@ static int ocl_eval(struct rlx__backend *b, const float *x, const int32_t *y, in
 static int ocl_data_attach(struct rlx__backend *b, const uint8_t *pix, const uint8_t *lab,
                            size_t count, const float lut[256], size_t limit) {
   struct ocl *o = ocl_of(b);
-  SETTLED(o);
   const struct rlx__layout *lo = b->lo;
   size_t dim = (size_t)lo->sizes[0], B = (size_t)lo->max_batch;
   size_t need = count * dim + count + sizeof(uint32_t) * count + 256 * sizeof(float) +
@@ -1048,7 +999,6 @@ static int ocl_data_attach(struct rlx__backend *b, const uint8_t *pix, const uin
  * once an epoch, and the caller's array is free when it returns). */
 static int ocl_data_order(struct rlx__backend *b, const uint32_t *order, size_t n) {
   struct ocl *o = ocl_of(b);
-  SETTLED(o);
   CL_TRY(o, "write the epoch's order",
          clEnqueueWriteBuffer(o->q, o->data.order, CL_TRUE, 0, sizeof(uint32_t) * n, order, 0,
                               NULL, PEV(o, "write order", -1)));
@@ -1059,7 +1009,6 @@ static int ocl_data_order(struct rlx__backend *b, const uint32_t *order, size_t 
  * of the order, gathered into the data slot (model.c checked the range). */
 static int ocl_data_batch(struct rlx__backend *b, size_t first, size_t stride, int batch) {
   struct ocl *o = ocl_of(b);
-  SETTLED(o);
   cl_uint f = (cl_uint)first, s = (cl_uint)stride, dim = (cl_uint)b->lo->sizes[0];
   cl_uint total = dim * (cl_uint)batch;
   ARG(o, K_GATHER, 0, o->data.pix);
@@ -1079,7 +1028,6 @@ static int ocl_data_batch(struct rlx__backend *b, size_t first, size_t stride, i
  * for every step queued), then zero. */
 static int ocl_totals(struct rlx__backend *b, double *loss_sum, long *correct) {
   struct ocl *o = ocl_of(b);
-  SETTLED(o);
   float t[4] = {0, 0, 0, 0};
   CL_TRY(o, "read the totals",
          clEnqueueReadBuffer(o->q, o->totals, CL_TRUE, 0, sizeof t, t, 0, NULL, NULL));
