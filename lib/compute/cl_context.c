@@ -50,7 +50,7 @@ static struct rlx__cl_group *group_new(void) {
   if (g) {
     pthread_mutex_init(&g->mu, NULL);
     pthread_cond_init(&g->cv, NULL);
-    g->prof.on = rlx__cl_prof_wanted(why, sizeof why) == 1;
+    g->prof.on = rlx__cl_prof_wanted(why, sizeof why) > 0;
   }
   return g;
 }

@@ -37,7 +37,9 @@ int rlx__cl_prof_wanted(char *why, size_t whylen) {
     return 0;
   if (strcmp(s, "1") == 0)
     return 1;
-  snprintf(why, whylen, "RLX_COMPUTE_PROFILE=\"%.40s\": expected 0 or 1", s);
+  if (strcmp(s, "host") == 0)
+    return 2;
+  snprintf(why, whylen, "RLX_COMPUTE_PROFILE=\"%.40s\": expected 0, 1 or host", s);
   return -1;
 }
 

@@ -14,7 +14,9 @@
 
 struct rlx__cl_prof;
 
-/* RLX_COMPUTE_PROFILE: 1 on, 0 or unset off; -1 (why filled) otherwise. */
+/* RLX_COMPUTE_PROFILE: 1 on (the device's events and the host's spans),
+ * 2 for "host" (the host's spans only: the events cost time of their
+ * own), 0 or unset off; -1 (why filled) otherwise. */
 int rlx__cl_prof_wanted(char *why, size_t whylen);
 struct rlx__cl_prof *rlx__cl_prof_new(void);
 /* The event slot for the next command (what, layer; layer -1: none) on

@@ -1279,11 +1279,11 @@ static int create_locked(const struct rlx__layout *lo, float momentum,
   if (profile < 0 || gemm_choice < 0 ||
       rlx__gemm_shape_wanted(dv->name, lo->max_width, &o->gs, why, whylen) < 0)
     goto fail;
-  if (profile && (o->prof = rlx__cl_prof_new()) == NULL) {
+  if (profile == 1 && (o->prof = rlx__cl_prof_new()) == NULL) {
     snprintf(why, whylen, "out of memory");
     goto fail;
   }
-  cl_command_queue_properties qp = profile ? CL_QUEUE_PROFILING_ENABLE : 0;
+  cl_command_queue_properties qp = profile == 1 ? CL_QUEUE_PROFILING_ENABLE : 0;
   o->ctx = rlx__cl_ctx_take(dv->platform, dv->id, &e, &o->grp);
   if (e == CL_SUCCESS)
     o->q = clCreateCommandQueue(o->ctx, dv->id, qp, &e);

@@ -492,7 +492,7 @@ int rlx__share_remote(int fd, const char *path, int d, const char *name,
   }
   r->fd = fd;
   char pwhy[96];
-  r->prof.on = rlx__cl_prof_wanted(pwhy, sizeof pwhy) == 1;
+  r->prof.on = rlx__cl_prof_wanted(pwhy, sizeof pwhy) > 0;
   int rc = connect_to(r, path, d, name, lo, momentum, why, whylen);
   if (rc != RLX_OK) {
     remote_destroy(&r->base);

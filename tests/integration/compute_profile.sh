@@ -8,7 +8,8 @@
 # leaves the step: the step waits for a batch moved ahead instead. (PoCL
 # here; skipped without an OpenCL device.) With the data on the device,
 # the step gathers its batch there and reads no loss. RLX_GEMM chooses the
-# products' kernels.
+# products' kernels. Ranks sharing the device also get their shared
+# steps' host side (RLX_COMPUTE_PROFILE=host: that alone).
 . "$(dirname "$0")/lib.sh"
 row() { # row FILE NAME: the row's calls per step (rlxrun tags lines [rank] when n > 1)
   sed -n "s/^\(\[[0-9]*\] \)\{0,1\}  $2  *\([0-9.]*\) .*/\2/p" "$1" | head -n 1
@@ -74,7 +75,21 @@ for v in 8x4x16 4x4x16x12 3x4x16x16 4x4x16x16/0 4x4x16x16/; do
   RLX_GEMM_SHAPE=$v timeout 60 "$TRAIN" --backend opencl --steps 1 --train-limit 1024 >"$TMP/out" 2>&1
   grep -q "RLX_GEMM_SHAPE=\"$v\": expected RMxRNxWYxCHUNK" "$TMP/out" || { cat "$TMP/out"; fail "bad RLX_GEMM_SHAPE $v not named"; }
 done
+# Two ranks sharing the device (one context, rlx_model_step_shared): the
+# host's side of their steps, with the device's tables (1) or alone
+# (host: no events); the served rank times its requests.
+for v in 1 host; do
+  RLX_DEVICE_SHARE=1 RLX_COMPUTE_PROFILE=$v timeout 120 "$RLXRUN" -n 2 --timeout 110 "$TRAIN" \
+    --backend opencl --hidden 32 --steps 9 --train-limit 4096 >"$TMP/out" 2>&1 ||
+    { cat "$TMP/out"; fail "RLX_COMPUTE_PROFILE=$v, shared: train"; }
+  s=$(sed -n 's/.*rlx: shared steps: \([0-9]*\); the first member waited [0-9.]* us .* arrived last: member 0 \([0-9]*\) member 1 \([0-9]*\)$/\1 \2 \3/p' "$TMP/out")
+  r=$(sed -n 's/.*rlx: opencl: .*: \([0-9]*\) shared steps through pid [0-9]*: [0-9.]* us (mean; max [0-9.]*) from a request to its reply, [0-9.]* us here .*/\1/p' "$TMP/out")
+  t=$(grep -c "compute profile (opencl" "$TMP/out")
+  [ $v = 1 ] && want=2 || want=0
+  echo "$s" | awk -v r="$r" '{ exit !($1 >= 9 && $2 + $3 == $1 && r + 1 >= $1) }' && [ "$t" = $want ] ||
+    { cat "$TMP/out"; fail "RLX_COMPUTE_PROFILE=$v, shared: steps, who arrived last, requests '$s' '$r'; $t device tables, want $want"; }
+done
 RLX_COMPUTE_PROFILE=yes RLX_DEVICE=opencl timeout 60 "$TRAIN" --backend opencl --steps 1 \
   --train-limit 1024 >"$TMP/out" 2>&1
-grep -q 'RLX_COMPUTE_PROFILE="yes": expected 0 or 1' "$TMP/out" || { cat "$TMP/out"; fail "bad value not named"; }
+grep -q 'RLX_COMPUTE_PROFILE="yes": expected 0, 1 or host' "$TMP/out" || { cat "$TMP/out"; fail "bad value not named"; }
 echo "compute profile: ok"
