@@ -156,6 +156,15 @@ static void outcome(struct rlx__cl_group *g, int j, int rc, const char *why) {
   snprintf(g->why[j], sizeof g->why[j], "%.319s", rc == RLX_OK ? "" : why);
 }
 
+/* The step is over for everyone: its members may arrive again. */
+static void finish_step(struct rlx__cl_group *g) {
+  for (int j = 0; j < g->members; j++)
+    g->at[j].self = NULL;
+  g->arrived = 0;
+  g->gen++;
+  pthread_cond_broadcast(&g->cv);
+}
+
 /* The last to arrive (me): every member's gradient, the average (its
  * buffer made at the first step), every member's update; then the step
  * is over for everyone. A part that fails ends the group (lost): its
@@ -182,12 +191,22 @@ static void run_step(struct rlx__cl_group *g, const struct rlx__cl_member *me,
       if (j != got)
         outcome(g, j, RLX_ERR_DEVICE, why);
   }
+  g->n = me->n; /* (every member's: checked as each arrived) */
+  if (rc == RLX_OK && m == 2 && me->pair) { /* (no average buffer, no marker, one update) */
+    if ((rc = me->pair(me, g->at, ready)) != RLX_OK) {
+      snprintf(g->lost, sizeof g->lost, "the members' update failed on %s model", whose(me));
+      for (int j = 0; j < m; j++)
+        outcome(g, j, rc, rlx_errmsg());
+    }
+    for (int j = 0; j < got; j++)
+      clReleaseEvent(ready[j]);
+    finish_step(g);
+    return;
+  }
   if (rc == RLX_OK && !g->avg) {
     cl_int e;
     g->avg = clCreateBuffer(me->ctx, CL_MEM_READ_WRITE, sizeof(float) * me->n, NULL, &e);
-    if (e == CL_SUCCESS)
-      g->n = me->n;
-    else
+    if (e != CL_SUCCESS)
       rc = rlx__err(RLX_ERR_DEVICE, "%s: no device memory for the members' average (%d)",
                     me->name, (int)e);
   }
@@ -206,11 +225,15 @@ static void run_step(struct rlx__cl_group *g, const struct rlx__cl_member *me,
     }
   if (done)
     clReleaseEvent(done);
-  for (int j = 0; j < m; j++)
-    g->at[j].self = NULL;
-  g->arrived = 0;
-  g->gen++;
-  pthread_cond_broadcast(&g->cv);
+  finish_step(g);
+}
+
+/* The parameters of a member already arrived that has not me's, or 0. */
+static size_t size_differs(const struct rlx__cl_group *g, const struct rlx__cl_member *me) {
+  for (int j = 0; j < GROUP_MAX; j++)
+    if (g->at[j].self && g->at[j].n != me->n)
+      return g->at[j].n;
+  return 0;
 }
 
 int rlx__cl_group_step(struct rlx__cl_group *g, const struct rlx__cl_member *me, int index,
@@ -226,9 +249,9 @@ int rlx__cl_group_step(struct rlx__cl_group *g, const struct rlx__cl_member *me,
   else if (g->at[index].self)
     rc = rlx__err(RLX_ERR_MISMATCH, "%s: rlx_model_step_shared: two members gave index %d",
                   me->name, index);
-  else if (g->n && g->n != me->n)
+  else if ((g->n && g->n != me->n) || (g->arrived > 0 && size_differs(g, me)))
     rc = rlx__err(RLX_ERR_MISMATCH, "%s: rlx_model_step_shared: a model of %zu parameters "
-                  "where the others have %zu", me->name, me->n, g->n);
+                  "where the others have %zu", me->name, me->n, g->n ? g->n : size_differs(g, me));
   if (rc != RLX_OK) {
     pthread_mutex_unlock(&g->mu);
     return rc;

@@ -35,6 +35,11 @@ struct rlx__cl_member {
   int (*gradient)(const struct rlx__cl_member *me, cl_event *ready);
   /* its update from avg once done completes, on its own queue */
   int (*update)(const struct rlx__cl_member *me, cl_mem avg, cl_event done);
+  /* NULL, or for a step of two members queued by me: the average and both
+   * updates at once, after both ready events (in place of the average
+   * and each update; the same results) */
+  int (*pair)(const struct rlx__cl_member *me, const struct rlx__cl_member *at,
+              const cl_event ready[2]);
 };
 
 /* The average, into avg on me's queue after every ready event,

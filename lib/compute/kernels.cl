@@ -72,6 +72,26 @@ __kernel void group_sum(__global float *acc, __global const float *g, uint n, ui
   acc[i] = scale != 0.0f ? v * scale : v;
 }
 
+/* rlx_model_step_shared of two members in one kernel: their average
+ * (g0 + g1) / 2, as group_sum makes it, and each member's update from it,
+ * as sgd makes it (the same operations in the same order: the same bits),
+ * without the average ever stored. */
+__kernel void pair_update(__global const float *g0, __global const float *g1,
+                          __global float *p0, __global float *v0, float lr0, float mu0,
+                          __global float *p1, __global float *v1, float lr1, float mu1, uint n) {
+  uint i = get_global_id(0);
+  if (i >= n)
+    return;
+  float a = g0[i] + g1[i];
+  a = a * 0.5f;
+  float u = mu0 * v0[i] + a;
+  v0[i] = u;
+  p0[i] -= lr0 * u;
+  u = mu1 * v1[i] + a;
+  v1[i] = u;
+  p1[i] -= lr1 * u;
+}
+
 /* Half-width gradients (rlx_model_grad_half / _apply_half): g[off..off+n)
  * rounded to nearest even into h as IEEE half (bf16 0) or bfloat16 (1),
  * bit for bit as the host's conversion (lib/half.c) rounds; and back. */

@@ -24,13 +24,13 @@
 
 enum {
   K_BIAS_ACT, K_SOFTMAX_XENT, K_RELU_BACK, K_SGD, K_TO_HALF, K_FROM_HALF, K_COL_SUMS,
-  K_WGRAD_SMALL, K_SUM_PARTS, K_GATHER, K_BATCH_STATS, K_GROUP_SUM,
+  K_WGRAD_SMALL, K_SUM_PARTS, K_GATHER, K_BATCH_STATS, K_GROUP_SUM, K_PAIR_UPDATE,
   K_GEMM_TILES, K_COUNT /* (gemm_tiles last: its own work-group size) */
 };
 static const char *const kernel_names[K_COUNT] = {
     "bias_act", "softmax_xent", "relu_back", "sgd",          "to_half",   "from_half",
     "col_sums", "wgrad_small",  "sum_parts", "gather_batch", "batch_stats", "group_sum",
-    "gemm_tiles"};
+    "pair_update", "gemm_tiles"};
 /* wgrad_small's limit on a layer's outputs (kernels.cl takes it and
  * gemm_tiles' shape, gemm_shape.h, from the build options) */
 #define SMALL_OUT 16
@@ -878,6 +878,44 @@ static int ocl_average(const struct rlx__cl_member *me, cl_mem avg, int members,
   return RLX_OK;
 }
 
+/* A two-member step's end in one kernel on the queuing member's queue
+ * (me): once both gradients are ready, their average and both updates
+ * (pair_update); the other member's queue waits for it. In place of
+ * ocl_average's two sums, its marker and the two updates: fewer commands
+ * through the driver, whose rate bounds a small model's shared step. */
+static int ocl_pair(const struct rlx__cl_member *me, const struct rlx__cl_member *at,
+                    const cl_event ready[2]) {
+  struct ocl *o = (struct ocl *)me->self, *a = (struct ocl *)at[0].self,
+             *b = (struct ocl *)at[1].self;
+  cl_uint n = (cl_uint)me->n;
+  float mu0 = a->base.momentum, mu1 = b->base.momentum;
+  cl_event done;
+  CL_TRY(o, "wait for the members' gradients", clEnqueueBarrierWithWaitList(o->q, 2, ready, NULL));
+  ARG(o, K_PAIR_UPDATE, 0, a->grad);
+  ARG(o, K_PAIR_UPDATE, 1, b->grad);
+  ARG(o, K_PAIR_UPDATE, 2, a->params);
+  ARG(o, K_PAIR_UPDATE, 3, a->velocity);
+  ARG(o, K_PAIR_UPDATE, 4, at[0].lr);
+  ARG(o, K_PAIR_UPDATE, 5, mu0);
+  ARG(o, K_PAIR_UPDATE, 6, b->params);
+  ARG(o, K_PAIR_UPDATE, 7, b->velocity);
+  ARG(o, K_PAIR_UPDATE, 8, at[1].lr);
+  ARG(o, K_PAIR_UPDATE, 9, mu1);
+  ARG(o, K_PAIR_UPDATE, 10, n);
+  size_t global = round_up(n, o->wg);
+  CL_TRY(o, "pair_update", clEnqueueNDRangeKernel(o->q, o->k[K_PAIR_UPDATE], 1, NULL, &global,
+                                                  &o->wg, 0, NULL, &done));
+  prof_keep(o, "pair_update", -1, 0, done);
+  cl_int e = clFlush(o->q);
+  struct ocl *other = o == a ? b : a;
+  if (e == CL_SUCCESS) /* (its next step reads what this wrote) */
+    e = clEnqueueBarrierWithWaitList(other->q, 1, &done, NULL);
+  if (e == CL_SUCCESS)
+    e = clFlush(other->q);
+  clReleaseEvent(done);
+  return e == CL_SUCCESS ? RLX_OK : cl_fail(o, "the members' update", e);
+}
+
 /* A member's parts of a shared step (rlx__cl_group_step), queued by the
  * member that arrives last, on this member's queue. */
 static int shared_gradient(const struct rlx__cl_member *me, cl_event *ready) {
@@ -915,6 +953,7 @@ static int ocl_step_shared(struct rlx__backend *b, const float *x, const int32_t
   me.lr = lr;
   me.gradient = shared_gradient;
   me.update = shared_update;
+  me.pair = ocl_pair;
   stats_plan(o, loss || correct); /* (whichever member's thread queues this one's gradient) */
   int rc = rlx__cl_group_step(o->grp, &me, index, members, ocl_average);
   return step_end(o, rc, x, batch, loss, correct);

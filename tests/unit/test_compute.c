@@ -1307,6 +1307,52 @@ START_TEST(shared_step_fails) {
 }
 END_TEST
 
+/* Members of a shared step whose models differ in size: the one arriving
+ * while another waits is refused at once (RLX_ERR_MISMATCH, naming both
+ * sizes; at the first step too, before any step ran), and the step goes
+ * on with a member of the right size. (Two members: one kernel averages
+ * and updates both, which must never run over models unlike.) */
+static void *member_once(void *arg) { /* (member_step without its retry) */
+  struct member *s = arg;
+  s->rc = rlx_model_step_shared(s->m, s->x, s->y, s->batch, s->index, s->members, 0.05f, NULL,
+                                NULL);
+  snprintf(s->why, sizeof s->why, "%s", rlx_errmsg());
+  return NULL;
+}
+
+START_TEST(shared_step_sizes) {
+  const int sizes[] = {13, 9, 3}, other[] = {13, 7, 3};
+  enum { B = 4 };
+  rlx_model_t *b, *c, *a2;
+  if (!models_on("opencl", sizes, 3, B, &b, &c))
+    return;
+  a2 = make(other, 3, B, "opencl", 0.9f);
+  float x[B * 13];
+  int32_t y[B] = {0, 1, 2, 1};
+  fill(x, B * 13, 3, 1.0);
+  struct member tb = {.m = b, .x = x, .y = y, .batch = B, .index = 1, .members = 2};
+  ck_assert_int_eq(pthread_create(&tb.t, NULL, member_step, &tb), 0);
+  usleep(300 * 1000); /* (b arrives and waits) */
+  struct member ta = {.m = a2, .x = x, .y = y, .batch = B, .index = 0, .members = 2};
+  ck_assert_int_eq(pthread_create(&ta.t, NULL, member_once, &ta), 0);
+  struct timespec until;
+  clock_gettime(CLOCK_REALTIME, &until);
+  until.tv_sec += 20;
+  ck_assert_msg(pthread_timedjoin_np(ta.t, NULL, &until) == 0, "a model unlike the other waited");
+  ck_assert_int_eq(ta.rc, RLX_ERR_MISMATCH);
+  char want[160];
+  snprintf(want, sizeof want, "a model of %zu parameters where the others have %zu",
+           rlx_model_nparams(a2), rlx_model_nparams(b));
+  ck_assert_msg(strstr(ta.why, want), "%s", ta.why);
+  ck_assert_int_eq(rlx_model_step_shared(c, x, y, B, 0, 2, 0.05f, NULL, NULL), RLX_OK);
+  pthread_join(tb.t, NULL);
+  ck_assert_int_eq(tb.rc, RLX_OK);
+  rlx_model_free(&a2);
+  rlx_model_free(&b);
+  rlx_model_free(&c);
+}
+END_TEST
+
 /* Models made on two threads at once, as a program with a model per
  * thread does: both compute on OpenCL. PoCL answered the second thread
  * asking for devices while the first one's call set the driver up with
@@ -1361,6 +1407,7 @@ Suite *compute_suite(void) {
   tcase_add_test(t, shared_device);
   tcase_add_test(t, models_made_at_once);
   tcase_add_test(t, shared_step_fails);
+  tcase_add_test(t, shared_step_sizes);
   tcase_add_test(t, gpu_placement);
   tcase_add_test(t, opencl_matches_cpu_on_awkward_shapes);
   tcase_add_test(t, gemm_tiles_shapes);
