@@ -908,10 +908,8 @@ static int ocl_pair(const struct rlx__cl_member *me, const struct rlx__cl_member
   prof_keep(o, "pair_update", -1, 0, done);
   cl_int e = clFlush(o->q);
   struct ocl *other = o == a ? b : a;
-  if (e == CL_SUCCESS) /* (its next step reads what this wrote) */
+  if (e == CL_SUCCESS) /* (its next step reads what this wrote; its own thread flushes it) */
     e = clEnqueueBarrierWithWaitList(other->q, 1, &done, NULL);
-  if (e == CL_SUCCESS)
-    e = clFlush(other->q);
   clReleaseEvent(done);
   return e == CL_SUCCESS ? RLX_OK : cl_fail(o, "the members' update", e);
 }
