@@ -26,7 +26,7 @@ struct rlx__cl_group {
   const void *joined[GROUP_MAX];   /* every model that took part */
   int njoined;
   char lost[96];                   /* who left, once one did */
-  struct {                         /* RLX_COMPUTE_PROFILE=1: where the host's time goes */
+  struct {                         /* RLX_COMPUTE_PROFILE=1 or host: where the host's time goes */
     int on;
     uint64_t first_at, queued_at;  /* this step's first arrival; the last step's end of queuing */
     struct rlx__host_span wait, queue, between;
@@ -55,8 +55,8 @@ static struct rlx__cl_group *group_new(void) {
   return g;
 }
 
-/* The shared steps' host side, for RLX_COMPUTE_PROFILE=1: how long the
- * first member waited for the last, the last's queuing of the whole step,
+/* The shared steps' host side, for RLX_COMPUTE_PROFILE (1 or host): how
+ * long the first member waited for the last, the last's queuing of the whole step,
  * and the time from one step's queuing to the next's (the queuing thread
  * doing anything else: its own loop, waiting for a member's request). */
 static void group_report(const struct rlx__cl_group *g) {

@@ -1,5 +1,5 @@
 /* Host time between two points, summed over many passes: what
- * RLX_COMPUTE_PROFILE=1 reports for the parts of a shared step the
+ * RLX_COMPUTE_PROFILE (1 or host) reports for the parts of a shared step the
  * device's own events cannot see (who waits for whom on the host). */
 #ifndef RLX_COMPUTE_HOST_SPAN_H
 #define RLX_COMPUTE_HOST_SPAN_H

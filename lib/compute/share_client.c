@@ -33,7 +33,7 @@ struct remote {
     int batch; /* 0: none */
     size_t first, stride;
   } pend; /* rlx_model_data_batch's gather, sent with the step that takes it */
-  struct { /* RLX_COMPUTE_PROFILE=1: a shared step's request, there and back, and between */
+  struct { /* RLX_COMPUTE_PROFILE (1 or host): a shared step's request there and back */
     int on;
     uint64_t back_at;
     struct rlx__host_span trip, here;
