@@ -28,8 +28,9 @@ struct rlx__cl_group {
   char lost[96];                   /* who left, once one did */
   struct {                         /* RLX_COMPUTE_PROFILE=1 or host: where the host's time goes */
     int on;
-    uint64_t first_at, queued_at;  /* this step's first arrival; the last step's end of queuing */
-    struct rlx__host_span wait, queue, between;
+    uint64_t first_at;             /* this step's first arrival */
+    struct rlx__host_span wait;    /* from it to the last arrival */
+    struct rlx__host_turns queue;  /* the last's queuing (in), and from one to the next (out) */
     long last[GROUP_MAX];          /* steps each member arrived last */
   } prof;
 };
@@ -60,13 +61,13 @@ static struct rlx__cl_group *group_new(void) {
  * and the time from one step's queuing to the next's (the queuing thread
  * doing anything else: its own loop, waiting for a member's request). */
 static void group_report(const struct rlx__cl_group *g) {
-  if (!g->prof.on || g->prof.queue.n == 0)
+  if (!g->prof.on || g->prof.queue.in.n == 0)
     return;
   fprintf(stderr, "rlx: shared steps: %ld; the first member waited %.1f us (mean) for the last; "
           "the last queued the step in %.1f us (max %.1f); %.1f us from one step's queuing to "
-          "the next's; arrived last:", g->prof.queue.n, rlx__host_span_us(&g->prof.wait),
-          rlx__host_span_us(&g->prof.queue), g->prof.queue.max_ns / 1e3,
-          rlx__host_span_us(&g->prof.between));
+          "the next's; arrived last:", g->prof.queue.in.n, rlx__host_span_us(&g->prof.wait),
+          rlx__host_span_us(&g->prof.queue.in), g->prof.queue.in.max_ns / 1e3,
+          rlx__host_span_us(&g->prof.queue.out));
   for (int j = 0; j < g->members && j < GROUP_MAX; j++)
     fprintf(stderr, " member %d %ld", j, g->prof.last[j]);
   fputc('\n', stderr);
@@ -156,13 +157,13 @@ static void outcome(struct rlx__cl_group *g, int j, int rc, const char *why) {
   snprintf(g->why[j], sizeof g->why[j], "%.319s", rc == RLX_OK ? "" : why);
 }
 
-/* The step is over for everyone: its members may arrive again. */
-static void finish_step(struct rlx__cl_group *g) {
+/* A part queued for every member (what) failed on me's queue: the step
+ * fails for all with its error, and the group ends. */
+static void fail_all(struct rlx__cl_group *g, int rc, const char *what,
+                     const struct rlx__cl_member *me) {
+  snprintf(g->lost, sizeof g->lost, "%s failed on %s model", what, whose(me));
   for (int j = 0; j < g->members; j++)
-    g->at[j].self = NULL;
-  g->arrived = 0;
-  g->gen++;
-  pthread_cond_broadcast(&g->cv);
+    outcome(g, j, rc, rlx_errmsg());
 }
 
 /* The last to arrive (me): every member's gradient, the average (its
@@ -192,32 +193,23 @@ static void run_step(struct rlx__cl_group *g, const struct rlx__cl_member *me,
         outcome(g, j, RLX_ERR_DEVICE, why);
   }
   g->n = me->n; /* (every member's: checked as each arrived) */
-  if (rc == RLX_OK && m == 2 && me->pair) { /* (no average buffer, no marker, one update) */
-    if ((rc = me->pair(me, g->at, ready)) != RLX_OK) {
-      snprintf(g->lost, sizeof g->lost, "the members' update failed on %s model", whose(me));
-      for (int j = 0; j < m; j++)
-        outcome(g, j, rc, rlx_errmsg());
-    }
-    for (int j = 0; j < got; j++)
-      clReleaseEvent(ready[j]);
-    finish_step(g);
-    return;
-  }
-  if (rc == RLX_OK && !g->avg) {
+  /* two members: the average and both updates in one (no average buffer,
+   * no marker); otherwise the average, then each member's update */
+  int paired = rc == RLX_OK && m == 2 && me->pair;
+  if (paired && (rc = me->pair(me, g->at, ready)) != RLX_OK)
+    fail_all(g, rc, "the members' update", me);
+  if (rc == RLX_OK && !paired && !g->avg) {
     cl_int e;
     g->avg = clCreateBuffer(me->ctx, CL_MEM_READ_WRITE, sizeof(float) * me->n, NULL, &e);
     if (e != CL_SUCCESS)
       rc = rlx__err(RLX_ERR_DEVICE, "%s: no device memory for the members' average (%d)",
                     me->name, (int)e);
   }
-  if (rc == RLX_OK && (rc = average(me, g->avg, m, grads, ready, &done)) != RLX_OK) {
-    snprintf(g->lost, sizeof g->lost, "the average failed on %s model", whose(me));
-    for (int j = 0; j < m; j++)
-      outcome(g, j, rc, rlx_errmsg());
-  }
+  if (rc == RLX_OK && !paired && (rc = average(me, g->avg, m, grads, ready, &done)) != RLX_OK)
+    fail_all(g, rc, "the average", me);
   for (int j = 0; j < got; j++)
     clReleaseEvent(ready[j]);
-  for (int j = 0; rc == RLX_OK && j < m; j++) /* (each member's own: the others' are queued) */
+  for (int j = 0; rc == RLX_OK && !paired && j < m; j++) /* (each its own: the others' queued) */
     if (g->at[j].update(&g->at[j], g->avg, done) != RLX_OK) {
       outcome(g, j, RLX_ERR_DEVICE, rlx_errmsg());
       if (!g->lost[0])
@@ -225,21 +217,27 @@ static void run_step(struct rlx__cl_group *g, const struct rlx__cl_member *me,
     }
   if (done)
     clReleaseEvent(done);
-  finish_step(g);
+  for (int j = 0; j < m; j++)
+    g->at[j].self = NULL;
+  g->arrived = 0;
+  g->gen++;
+  pthread_cond_broadcast(&g->cv);
 }
 
-/* The parameters of a member already arrived that has not me's, or 0. */
-static size_t size_differs(const struct rlx__cl_group *g, const struct rlx__cl_member *me) {
-  for (int j = 0; j < GROUP_MAX; j++)
-    if (g->at[j].self && g->at[j].n != me->n)
+/* The members' parameters: known once a step ran (n), else those of a
+ * member already waiting (each checked as it arrived); 0 before any. */
+static size_t members_size(const struct rlx__cl_group *g) {
+  for (int j = 0; !g->n && g->arrived > 0 && j < GROUP_MAX; j++)
+    if (g->at[j].self)
       return g->at[j].n;
-  return 0;
+  return g->n;
 }
 
 int rlx__cl_group_step(struct rlx__cl_group *g, const struct rlx__cl_member *me, int index,
                        int members, rlx__cl_average_fn average) {
   int rc = RLX_OK;
   pthread_mutex_lock(&g->mu);
+  size_t theirs = members_size(g);
   if (g->lost[0])
     rc = rlx__err(RLX_ERR_PEER_LOST, "%s: rlx_model_step_shared: a model stepping with this one "
                   "(%s) is gone", me->name, g->lost);
@@ -249,9 +247,9 @@ int rlx__cl_group_step(struct rlx__cl_group *g, const struct rlx__cl_member *me,
   else if (g->at[index].self)
     rc = rlx__err(RLX_ERR_MISMATCH, "%s: rlx_model_step_shared: two members gave index %d",
                   me->name, index);
-  else if ((g->n && g->n != me->n) || (g->arrived > 0 && size_differs(g, me)))
+  else if (theirs && theirs != me->n)
     rc = rlx__err(RLX_ERR_MISMATCH, "%s: rlx_model_step_shared: a model of %zu parameters "
-                  "where the others have %zu", me->name, me->n, g->n ? g->n : size_differs(g, me));
+                  "where the others have %zu", me->name, me->n, theirs);
   if (rc != RLX_OK) {
     pthread_mutex_unlock(&g->mu);
     return rc;
@@ -270,11 +268,8 @@ int rlx__cl_group_step(struct rlx__cl_group *g, const struct rlx__cl_member *me,
   if (++g->arrived == members) {
     run_step(g, me, average);
     if (g->prof.on) {
-      if (g->prof.queued_at)
-        rlx__host_span_add(&g->prof.between, g->prof.queued_at, t0);
       rlx__host_span_add(&g->prof.wait, g->prof.first_at, t0);
-      g->prof.queued_at = rlx__now_ns();
-      rlx__host_span_add(&g->prof.queue, t0, g->prof.queued_at);
+      rlx__host_turn(&g->prof.queue, t0, rlx__now_ns());
       g->prof.last[index]++;
     }
   } else {

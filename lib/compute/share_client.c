@@ -35,8 +35,7 @@ struct remote {
   } pend; /* rlx_model_data_batch's gather, sent with the step that takes it */
   struct { /* RLX_COMPUTE_PROFILE (1 or host): a shared step's request there and back */
     int on;
-    uint64_t back_at;
-    struct rlx__host_span trip, here;
+    struct rlx__host_turns trip; /* (out: here, from a reply to the next request) */
   } prof;
 };
 
@@ -232,11 +231,11 @@ static size_t row_bytes(struct rlx__backend *b, int batch) {
 
 static void remote_destroy(struct rlx__backend *b) {
   struct remote *r = remote_of(b);
-  if (r->prof.trip.n)
+  if (r->prof.trip.in.n)
     fprintf(stderr, "rlx: %s: %ld shared steps through pid %d: %.1f us (mean; max %.1f) from a "
             "request to its reply, %.1f us here from a reply to the next request\n", b->name,
-            r->prof.trip.n, (int)r->server, rlx__host_span_us(&r->prof.trip),
-            r->prof.trip.max_ns / 1e3, rlx__host_span_us(&r->prof.here));
+            r->prof.trip.in.n, (int)r->server, rlx__host_span_us(&r->prof.trip.in),
+            r->prof.trip.in.max_ns / 1e3, rlx__host_span_us(&r->prof.trip.out));
   if (r->fd >= 0)
     close(r->fd); /* the server frees the model when the connection ends */
   for (int i = 0; i < RLX__SH_REGIONS; i++)
@@ -328,12 +327,8 @@ static int remote_step_shared(struct rlx__backend *b, const float *x, const int3
   uint64_t t0 = r->prof.on ? rlx__now_ns() : 0;
   int rc = batch_call(b, RLX__SH_STEP_SHARED, x, y, batch, NULL, 0, 0, lr, loss, correct,
                       (uint64_t)index, (uint64_t)members);
-  if (r->prof.on) {
-    if (r->prof.back_at)
-      rlx__host_span_add(&r->prof.here, r->prof.back_at, t0);
-    r->prof.back_at = rlx__now_ns();
-    rlx__host_span_add(&r->prof.trip, t0, r->prof.back_at);
-  }
+  if (r->prof.on)
+    rlx__host_turn(&r->prof.trip, t0, rlx__now_ns());
   return rc;
 }
 
