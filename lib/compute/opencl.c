@@ -890,6 +890,8 @@ static int ocl_pair(const struct rlx__cl_member *me, const struct rlx__cl_member
   cl_uint n = (cl_uint)me->n;
   float mu0 = a->base.momentum, mu1 = b->base.momentum;
   cl_event done;
+  if (rlx__fault_compute("update")) /* (test builds: a driver failing the update) */
+    return rlx__err(RLX_ERR_DEVICE, "%s: injected fault: no update", o->base.name);
   CL_TRY(o, "wait for the members' gradients", clEnqueueBarrierWithWaitList(o->q, 2, ready, NULL));
   ARG(o, K_PAIR_UPDATE, 0, a->grad);
   ARG(o, K_PAIR_UPDATE, 1, b->grad);

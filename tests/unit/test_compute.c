@@ -1273,7 +1273,8 @@ END_TEST
 /* A shared step whose gradient fails (RLX_FAULT_COMPUTE=gradient, test
  * builds): the member arriving last queues every member's part, so each
  * member is told: the first member's own error, the other's naming it;
- * the group is over (later shared steps fail), plain steps go on. */
+ * the group is over (later shared steps fail), plain steps go on. Then
+ * a fresh pair whose update fails (RLX_FAULT_COMPUTE=update): both told. */
 START_TEST(shared_step_fails) {
 #ifdef RLX_FAULT_INJECTION
   const int sizes[] = {13, 9, 3};
@@ -1301,6 +1302,25 @@ START_TEST(shared_step_fails) {
   ck_assert_int_eq(rlx_model_step_shared(a, x, y, B, 0, 2, 0.05f, NULL, NULL), RLX_ERR_PEER_LOST);
   ck_assert_msg(strstr(rlx_errmsg(), "member 0's gradient failed"), "%s", rlx_errmsg());
   ck_assert_int_eq(rlx_model_step(a, x, y, B, 0.05f, NULL, NULL), RLX_OK);
+  rlx_model_free(&a);
+  rlx_model_free(&b);
+  /* the two members' update failing (pair_update's): both told, with its
+   * error; later shared steps name it */
+  if (!models_on("opencl", sizes, 3, B, &a, &b))
+    return;
+  setenv("RLX_FAULT_COMPUTE", "update", 1);
+  t = (struct member){.m = b, .x = x, .y = y, .batch = B, .index = 1, .members = 2};
+  ck_assert_int_eq(pthread_create(&t.t, NULL, member_step, &t), 0);
+  rc = rlx_model_step_shared(a, x, y, B, 0, 2, 0.05f, NULL, NULL);
+  snprintf(mine, sizeof mine, "%s", rlx_errmsg());
+  pthread_join(t.t, NULL);
+  unsetenv("RLX_FAULT_COMPUTE");
+  ck_assert_int_eq(rc, RLX_ERR_DEVICE);
+  ck_assert_int_eq(t.rc, RLX_ERR_DEVICE);
+  ck_assert_msg(strstr(mine, "injected fault: no update"), "%s", mine);
+  ck_assert_msg(strstr(t.why, "injected fault: no update"), "%s", t.why);
+  ck_assert_int_eq(rlx_model_step_shared(a, x, y, B, 0, 2, 0.05f, NULL, NULL), RLX_ERR_PEER_LOST);
+  ck_assert_msg(strstr(rlx_errmsg(), "the members' update failed"), "%s", rlx_errmsg());
   rlx_model_free(&a);
   rlx_model_free(&b);
 #endif
