@@ -244,13 +244,13 @@ static inline void put_cell(unsigned char *small, unsigned char *spill, size_t o
     memcpy(spill, (const char *)buf + (INL - off), off + len - INL);
     len = INL - off;
   }
-  memcpy(small + off, buf, len);
+  rlx__copy_small(small + off, buf, len);
 }
 
 /* rlx__shms_post_cell's header and blocks; inl: all in the cell (a
  * constant, so that the small call's path has no test for the spill
  * area's) */
-static inline size_t post_cell(struct rlx__shm_group *g, const struct rlx__op *op,
+__attribute__((always_inline)) static inline size_t post_cell(struct rlx__shm_group *g, const struct rlx__op *op,
                                unsigned char *small, unsigned char *spill, int inl) {
   size_t es = op->esize, off = rlx__shms_header_bytes(g->n, 0);
   const struct head_compact h = {1, 0};
@@ -270,7 +270,7 @@ void rlx__shms_get_cell(struct rlx__shm_group *g, int r, uint64_t s, size_t off,
                         size_t len) {
   if (off < INL) {
     size_t n = len < INL - off ? len : INL - off;
-    memcpy(buf, rlx__shmg_cell(g, r, s)->small + off, n);
+    rlx__copy_small(buf, rlx__shmg_cell(g, r, s)->small + off, n);
     buf = (char *)buf + n;
     off += n;
     len -= n;
