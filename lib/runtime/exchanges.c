@@ -12,7 +12,8 @@
  * and the root's p blocks (recvbuf of gather, sendbuf of scatter, only
  * read on the root). RLX_IN_PLACE: the root's own block stays where it is
  * (gather: as sendbuf; scatter: as recvbuf). */
-static int rooted(int kind, const char *call, const void *sendbuf, void *recvbuf, size_t count,
+/* (inline in each public form, as rooted_v) */
+__attribute__((always_inline)) static inline int rooted(int kind, const char *call, const void *sendbuf, void *recvbuf, size_t count,
                   rlx_dtype_t dt, int root, rlx_comm_t *c, rlx_request_t **req) {
   struct rlx_request rq;
   size_t es;
@@ -137,7 +138,7 @@ static int blocks_refused(const char *call, const char *what, const size_t *coun
 
 /* counts[i] elements at displs[i] for each of the p ranks: in range, and
  * (checked) what they add up to in elements past the buffer's start. */
-static int check_blocks(const char *call, const char *what, const size_t *counts,
+__attribute__((always_inline)) static inline int check_blocks(const char *call, const char *what, const size_t *counts,
                         const size_t *displs, int p, size_t es, const void *buf) {
   if (counts == NULL || displs == NULL)
     return rlx__err(RLX_ERR_ARG, "%s: %s%s is NULL", call, what,
@@ -154,7 +155,9 @@ static int check_blocks(const char *call, const char *what, const size_t *counts
   return RLX_OK;
 }
 
-static int rooted_v(int kind, const char *call, const void *sendbuf, size_t sendcount,
+/* (inline in each public form: the kind known, half its tests go, and
+ * its fourteen arguments stay in registers) */
+__attribute__((always_inline)) static inline int rooted_v(int kind, const char *call, const void *sendbuf, size_t sendcount,
                     const size_t *sendcounts, const size_t *sdispls, void *recvbuf,
                     size_t recvcount, const size_t *recvcounts, const size_t *rdispls,
                     rlx_dtype_t dt, int root, rlx_comm_t *c, rlx_request_t **req) {
