@@ -122,6 +122,11 @@ union rlx__algo_state {
 };
 
 struct rlx__op {
+  /* Every field from here to `seq` is written on every call's way before
+   * it is read (rlx__call_fill, rlx__call_pick, the start, exec's ready),
+   * so a call clears only the fields from `seq` to `msg` (fill()): the
+   * 400 bytes it cleared before were ~45 instructions of a 2-rank 8-byte
+   * call's ~1,100, on every rank. */
   /* the call */
   int kind; /* enum rlx__coll_kind */
   uint8_t sig[RLX__SIG_SIZE]; /* its signature, as every frame of it carries */
@@ -133,40 +138,46 @@ struct rlx__op {
   int comm_taken; /* the call took its communicator for its thread (rlx__comm_take) */
   const void *src; /* equals dst when in place */
   void *dst;
-  /* The uneven calls (rlx_gatherv, ...): elements per rank and where each
-   * block starts, in elements, of dst (counts, displs) and of src
-   * (scounts, sdispls); those a rank has no part of are NULL (count is
-   * then its own block's). NULL for the even calls. */
-  const size_t *counts, *displs, *scounts, *sdispls;
   /* the communicator */
   struct rlx__p2p *p2p;
   struct rlx__engine *engine; /* to wake callers sleeping on its completion */
   const int *world; /* comm rank -> world rank */
   int rank, size;
   uint32_t comm_id;
-  uint64_t seq;
   /* the call that made the communicator (rlx_comm_split: its parent and
    * sequence number + 1; parent_seq 0: none): an ABORT for it fails this
    * too, since a member that failed it never comes to this communicator */
   uint32_t parent_comm;
   uint64_t parent_seq;
-  struct rlx__shm_group *shm; /* the communicator's shared segment (algo->run) */
   uint64_t deadline;          /* rlx__now_ns() of RLX_TIMEOUT, 0 = none */
   const char *deadline_from;  /* what set it, for messages (NULL: RLX_TIMEOUT) */
-  /* the algorithm and its state */
   const struct rlx__algo *algo;
   void *tmp;
   size_t tmp_len;
-  union rlx__algo_state st; /* the algorithm's precomputed values (its setup's) */
-  int nlanes, lanes_left, finished;
+  int finished;
   /* the outcome */
   int status;
   atomic_int done;
+  struct rlx__list active; /* in exec.c's list of operations in flight */
+  uv_timer_t *settle;      /* a lost connection, waiting briefly for an ABORT that explains it */
+  uint64_t t_start; /* rlx__now_ns() when started (or the coarse clock's, below) */
+  int coarse_clock;
+  uint64_t ticket;          /* its entry in the flight recorder */
+  uint8_t heard[32];        /* comm ranks < 256 we have received from in this call */
+  /* From here to `msg`: zero at a call's start (fill() clears them). */
+  uint64_t seq;
+  /* The uneven calls (rlx_gatherv, ...): elements per rank and where each
+   * block starts, in elements, of dst (counts, displs) and of src
+   * (scounts, sdispls); those a rank has no part of are NULL (count is
+   * then its own block's). NULL for the even calls. */
+  const size_t *counts, *displs, *scounts, *sdispls;
+  struct rlx__shm_group *shm; /* the communicator's shared segment (algo->run) */
+  /* the algorithm's state */
+  union rlx__algo_state st; /* the algorithm's precomputed values (its setup's) */
+  int nlanes, lanes_left;
   atomic_uint progress;
   void (*on_done)(struct rlx__op *op);
   void *ctx;
-  struct rlx__list active; /* in exec.c's list of operations in flight */
-  uv_timer_t *settle;      /* a lost connection, waiting briefly for an ABORT that explains it */
   int settle_err;
   /* A call that ended with sends by reference still unacknowledged (a
    * revoked or failed call): their receivers may still read the
@@ -174,12 +185,11 @@ struct rlx__op {
    * (exec.c's drain), or at RLX__DRAIN_MS, when the peer is dropped */
   int draining;
   uv_timer_t *drain;
-  uint64_t t_start, t_done; /* rlx__now_ns() when started and when finished */
-  /* ... or rlx__tick_ceil_ns() (coarse, never early) when nobody times
-   * the call (no RLX_TRACE, no RLX_STATS): the flight recorder and the
-   * deadline need no finer clock, and two precise reads were a tenth
-   * of a small shared-memory call */
-  int coarse_clock;
+  uint64_t t_done; /* rlx__now_ns() when finished */
+  /* t_start and t_done are rlx__tick_ceil_ns() (coarse, never early) when
+   * nobody times the call (coarse_clock: no RLX_TRACE, no RLX_STATS): the
+   * flight recorder and the deadline need no finer clock, and two precise
+   * reads were a tenth of a small shared-memory call */
   /* A wait in the segment did not find what it waited for at once
    * (shm_wait.c). A coarse call in the segment that never waited and
    * took one step ends within about the coarse clock's tick of its start
@@ -187,8 +197,6 @@ struct rlx__op {
    * start, one clock read a call instead of two (a 2-rank 8-byte
    * scatterv: ~45 of its ~1300 instructions a call). */
   int waited;
-  uint64_t ticket;          /* its entry in the flight recorder */
-  uint8_t heard[32];        /* comm ranks < 256 we have received from in this call */
   /* Last, and not cleared with the rest by a call (fill()): the message
    * (set when the call fails; exec clears its first byte) and the lanes
    * (9 KiB: only round-based operations use them, and exec_start clears

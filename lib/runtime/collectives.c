@@ -366,8 +366,9 @@ int rlx__call_launch(rlx_comm_t *c, struct rlx_request *rq, rlx_request_t **req)
 
 void rlx__call_fill(struct rlx_request *rq, int kind, const char *call, rlx_dtype_t dt, rlx_op_t op,
                  size_t count, size_t es, int root, const void *src, void *dst) {
-  /* not the op's message and lanes (coll.h: exec clears what it uses) */
-  rlx__clear(&rq->op, offsetof(struct rlx__op, msg));
+  /* only the op's fields that start zero (coll.h: the others are written
+   * on the call's way; the message and lanes are exec's to clear) */
+  rlx__clear(&rq->op.seq, offsetof(struct rlx__op, msg) - offsetof(struct rlx__op, seq));
   rq->is_msg = 0;
   memset((char *)rq + offsetof(struct rlx_request, comm), 0,
          sizeof(*rq) - offsetof(struct rlx_request, comm));
