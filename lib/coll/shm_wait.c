@@ -287,8 +287,19 @@ static int run_matches_seen(struct rlx__shm_group *g, struct runs *rs, int r, ui
 }
 
 /* Rank r's call, if it differs from ours; 0 when it matches, or r has
- * moved past ours. */
-static int check_call(struct rlx__shm_group *g, struct rlx__op *op, int r) {
+ * moved past ours. The look inline, the rest (its messages' buffers)
+ * out of line: the call every call made was ~60 of a 2-rank 8-byte
+ * scatterv receiver's ~1,000 instructions. */
+__attribute__((noinline)) static int call_mismatch(struct rlx__shm_group *g, struct rlx__op *op,
+                                                   int r);
+static inline int check_call(struct rlx__shm_group *g, struct rlx__op *op, int r) {
+  struct rlx__shmg_cell *l = rlx__shmg_cell(g, r, g->first);
+  uint64_t s[2], f = sig_read(&l->first, l->sig, s);
+  if (f != 0 && f <= g->first && !(f == g->first && s[0] == g->sig[0] && s[1] == g->sig[1]))
+    return call_mismatch(g, op, r);
+  return 0;
+}
+static int call_mismatch(struct rlx__shm_group *g, struct rlx__op *op, int r) {
   char mine[160], theirs[160], msg[600];
   if (!call_differs(g, r, g->first, g->sig, theirs, sizeof(theirs)))
     return 0;
