@@ -1,5 +1,6 @@
 /* Streams in the shared segment: their layout over a call's steps and
  * their header (shm_stream.h). */
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -14,7 +15,7 @@
 #define INL RLX__SHMG_INLINE
 #define CELL RLX__SHMS_CELL_BYTES /* step 0's bytes in the cell */
 
-#define WIDE 0x80000000u
+#define WIDE RLX__SHMS_WIDE
 struct head_compact {
   uint32_t steps; /* (WIDE clear) */
   uint32_t zero;
@@ -27,6 +28,11 @@ struct head_wide {
 struct entry_compact {
   uint32_t off, len;
 };
+/* (the inline reader in shm_stream.h takes this layout) */
+_Static_assert(sizeof(struct head_compact) == 8 && sizeof(struct entry_compact) == 8 &&
+                   offsetof(struct head_compact, steps) == 0 &&
+                   offsetof(struct entry_compact, len) == 4,
+               "rlx__shms_header_get reads a compact header as 8 + 8 j bytes");
 
 size_t rlx__shms_span(const struct rlx__shm_group *g, uint64_t k, size_t *lo) {
   *lo = k == 0 ? 0 : CELL + (size_t)k * g->slot;
@@ -109,8 +115,8 @@ size_t rlx__shms_header_put(unsigned char *hdr, int n, const struct rlx__shms_en
   return rlx__shms_header_bytes(n, 0);
 }
 
-void rlx__shms_header_get(struct rlx__shm_group *g, int r, uint64_t s0, int j,
-                          struct rlx__shms_head *h, struct rlx__shms_entry *e) {
+void rlx__shms_header_get_any(struct rlx__shm_group *g, int r, uint64_t s0, int j,
+                              struct rlx__shms_head *h, struct rlx__shms_entry *e) {
   struct head_wide w = {0, 0, 0};
   rlx__shms_move(g, r, s0, 0, 0, &w, sizeof(struct head_compact), 1);
   if (w.steps & WIDE) {
