@@ -1,6 +1,7 @@
 /* base/copy.h: rlx__copy and its loop copy exactly what memcpy does, at
  * every distance modulo 4 KiB that picks the loop and around it, sizes
- * across the threshold and odd tails, and touch no byte outside; which
+ * across the threshold and odd tails, and touch no byte outside (and
+ * rlx__copy_small, every size to 40 bytes); which
  * distances count as short; the probe of rep movsb answers once. */
 #include <check.h>
 #include "suite.h"
@@ -139,11 +140,28 @@ START_TEST(by_reference_at_every_distance) {
 }
 END_TEST
 
+static void small_fn(void *d, const void *s, size_t n) { rlx__copy_small(d, s, n); }
+
+/* The few bytes copied inline (two overlapping moves, 1-3 bytes one at a
+ * time): every size from 0 to 40 at several offsets, guards untouched. */
+START_TEST(every_small_size) {
+  for (size_t n = 0; n <= 40; n++)
+    for (size_t so = 0; so < 9; so += 4)
+      for (size_t dof = 0; dof < 9; dof += 3) {
+        ck_assert_msg(copies_right(copy_fn, n, so, dof), "rlx__copy n=%zu at %zu -> %zu", n, so,
+                      dof);
+        ck_assert_msg(copies_right(small_fn, n, so, dof), "rlx__copy_small n=%zu at %zu -> %zu",
+                      n, so, dof);
+      }
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("copy");
   TCase *tc = tcase_create("copy");
   tcase_set_timeout(tc, 120); /* Check's default is 4 s: too short under the sanitizers */
   tcase_add_test(tc, every_distance);
+  tcase_add_test(tc, every_small_size);
   tcase_add_test(tc, short_distances);
   tcase_add_test(tc, probe_answers_once);
   tcase_add_test(tc, by_reference_at_every_distance);
