@@ -256,8 +256,10 @@ static inline void put_cell(unsigned char *small, unsigned char *spill, size_t o
 /* rlx__shms_post_cell's header and blocks; inl: all in the cell (a
  * constant, so that the small call's path has no test for the spill
  * area's) */
-__attribute__((always_inline)) static inline size_t post_cell(struct rlx__shm_group *g, const struct rlx__op *op,
-                               unsigned char *small, unsigned char *spill, int inl) {
+__attribute__((always_inline)) static inline size_t post_cell(struct rlx__shm_group *g,
+                                                              const struct rlx__op *op,
+                                                              unsigned char *small,
+                                                              unsigned char *spill, int inl) {
   size_t es = op->esize, off = rlx__shms_header_bytes(g->n, 0);
   const struct head_compact h = {1, 0};
   put_cell(small, spill, 0, &h, sizeof(h), inl);

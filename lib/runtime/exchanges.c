@@ -13,8 +13,9 @@
  * read on the root). RLX_IN_PLACE: the root's own block stays where it is
  * (gather: as sendbuf; scatter: as recvbuf). */
 /* (inline in each public form, as rooted_v) */
-__attribute__((always_inline)) static inline int rooted(int kind, const char *call, const void *sendbuf, void *recvbuf, size_t count,
-                  rlx_dtype_t dt, int root, rlx_comm_t *c, rlx_request_t **req) {
+__attribute__((always_inline)) static inline int
+rooted(int kind, const char *call, const void *sendbuf, void *recvbuf, size_t count,
+       rlx_dtype_t dt, int root, rlx_comm_t *c, rlx_request_t **req) {
   struct rlx_request rq;
   size_t es;
   int rc;
@@ -138,8 +139,9 @@ static int blocks_refused(const char *call, const char *what, const size_t *coun
 
 /* counts[i] elements at displs[i] for each of the p ranks: in range, and
  * (checked) what they add up to in elements past the buffer's start. */
-__attribute__((always_inline)) static inline int check_blocks(const char *call, const char *what, const size_t *counts,
-                        const size_t *displs, int p, size_t es, const void *buf) {
+__attribute__((always_inline)) static inline int
+check_blocks(const char *call, const char *what, const size_t *counts, const size_t *displs, int p,
+             size_t es, const void *buf) {
   if (counts == NULL || displs == NULL)
     return rlx__err(RLX_ERR_ARG, "%s: %s%s is NULL", call, what,
                     counts == NULL ? "counts" : "displs");
@@ -157,10 +159,11 @@ __attribute__((always_inline)) static inline int check_blocks(const char *call, 
 
 /* (inline in each public form: the kind known, half its tests go, and
  * its fourteen arguments stay in registers) */
-__attribute__((always_inline)) static inline int rooted_v(int kind, const char *call, const void *sendbuf, size_t sendcount,
-                    const size_t *sendcounts, const size_t *sdispls, void *recvbuf,
-                    size_t recvcount, const size_t *recvcounts, const size_t *rdispls,
-                    rlx_dtype_t dt, int root, rlx_comm_t *c, rlx_request_t **req) {
+__attribute__((always_inline)) static inline int
+rooted_v(int kind, const char *call, const void *sendbuf, size_t sendcount,
+         const size_t *sendcounts, const size_t *sdispls, void *recvbuf, size_t recvcount,
+         const size_t *recvcounts, const size_t *rdispls, rlx_dtype_t dt, int root, rlx_comm_t *c,
+         rlx_request_t **req) {
   struct rlx_request rq;
   size_t es;
   int rc, gather = kind == RLX__CK_GATHERV;
