@@ -148,13 +148,7 @@ int rlx__shmg_begin(struct rlx__shm_group *g, struct rlx__op *op) {
     uint64_t cell = g->owed[g->first & (RLX__SHMG_CELLS - 1)].first, upto = cell;
     if (last->first == 0 || last->sig[0] != sig[0] || last->sig[1] != sig[1])
       upto = g->owed_last; /* (not the last owed's cell alone: the ranks behind catch up) */
-    /* (settle has nothing to do while no owed call needs settling now
-     * and none it could settle is known arrived everywhere: most calls of
-     * a loop, between the looks it takes once in about RLX__SHMG_CELLS;
-     * the call there was ~40 of a 2-rank 8-byte scatterv root's ~1,200
-     * instructions) */
-    if (upto != 0 && (upto > g->min_seen || g->owed_next <= g->min_seen) &&
-        (rc = settle(g, op, upto)) != 0)
+    if (upto != 0 && (rc = settle(g, op, upto)) != 0)
       return rc;
   }
   if (sig[0] != g->run_sig[0] || sig[1] != g->run_sig[1]) {
