@@ -73,6 +73,22 @@ static void drain_expired(uv_timer_t *t) {
 void rlx__exec_finish(struct rlx__op *op, int status) {
   if (op->finished)
     return;
+  if (op->nlanes == 0 && op->settle == NULL && op->active.next == NULL && op->on_done == NULL) {
+    /* A call in the shared segment (no transfers, timers or list to
+     * leave): what complete() does for it, without the walk over lanes
+     * and the drain's tests (~20 of a 2-rank 8-byte call's ~1,000
+     * instructions, on every rank). */
+    op->finished = 1;
+    op->status = status;
+    if (op->t_done == 0)
+      op->t_done = rlx__op_now(op);
+    rlx__exec_bump(&op->progress);
+    struct rlx__engine *e = op->engine;
+    atomic_store_explicit(&op->done, 1, memory_order_release);
+    if (e != NULL)
+      rlx__engine_notify(e);
+    return;
+  }
   if (op->nlanes > 0) /* round-based: under the loop lock (a shared-memory
                        * call finishes on its own thread, and exchanges no
                        * frames to look back at) */
