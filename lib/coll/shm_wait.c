@@ -227,19 +227,28 @@ static void describe_sig(const uint64_t s[2], char *buf, size_t len) {
 }
 
 /* Does rank r's call that began at step first differ from sig? Then
- * theirs says what r called. Not when r has moved past it (then r
- * compared). */
-static int call_differs(struct rlx__shm_group *g, int r, uint64_t first, const uint64_t sig[2],
-                        char *theirs, size_t len) {
+ * theirs is its signature. Not when r has moved past it (then r
+ * compared). Inline: the look every call of a small call's receivers
+ * makes (a call of its own was ~60 of a 2-rank 8-byte scatterv
+ * receiver's ~1,000 instructions). */
+static inline int cell_differs(struct rlx__shm_group *g, int r, uint64_t first,
+                               const uint64_t sig[2], uint64_t theirs[2]) {
   struct rlx__shmg_cell *l = rlx__shmg_cell(g, r, first);
-  uint64_t s[2], f = sig_read(&l->first, l->sig, s);
+  uint64_t f = sig_read(&l->first, l->sig, theirs);
   /* r past our call (or starting its next one: first 0) compared itself */
   if (f == 0 || f > first)
     return 0;
-  if (f == first && s[0] == sig[0] && s[1] == sig[1])
-    return 0;
   /* A call with other arguments, or one that began before ours and is
    * still going (it takes more steps): either way not ours. */
+  return !(f == first && theirs[0] == sig[0] && theirs[1] == sig[1]);
+}
+
+/* cell_differs, with what r called described in theirs. */
+static int call_differs(struct rlx__shm_group *g, int r, uint64_t first, const uint64_t sig[2],
+                        char *theirs, size_t len) {
+  uint64_t s[2];
+  if (!cell_differs(g, r, first, sig, s))
+    return 0;
   describe_sig(s, theirs, len);
   return 1;
 }
@@ -280,27 +289,23 @@ static int run_matches_seen(struct rlx__shm_group *g, struct runs *rs, int r, ui
   return run_covers(rs->run[r].from, rs->run[r].sig, first, sig);
 }
 
-/* Rank r's call, if it differs from ours; 0 when it matches, or r has
- * moved past ours. The look inline, the rest (its messages' buffers)
- * out of line: the call every call made was ~60 of a 2-rank 8-byte
- * scatterv receiver's ~1,000 instructions. */
+/* Rank r's call (signature theirs) differs from ours: fail the call and
+ * the segment, naming both (out of line: its messages' buffers). */
 __attribute__((noinline)) static int call_mismatch(struct rlx__shm_group *g, struct rlx__op *op,
-                                                   int r);
-static inline int check_call(struct rlx__shm_group *g, struct rlx__op *op, int r) {
-  struct rlx__shmg_cell *l = rlx__shmg_cell(g, r, g->first);
-  uint64_t s[2], f = sig_read(&l->first, l->sig, s);
-  if (f != 0 && f <= g->first && !(f == g->first && s[0] == g->sig[0] && s[1] == g->sig[1]))
-    return call_mismatch(g, op, r);
-  return 0;
-}
-static int call_mismatch(struct rlx__shm_group *g, struct rlx__op *op, int r) {
-  char mine[160], theirs[160], msg[600];
-  if (!call_differs(g, r, g->first, g->sig, theirs, sizeof(theirs)))
-    return 0;
+                                                   int r, const uint64_t theirs[2]) {
+  char mine[160], them[160], msg[600];
+  describe_sig(theirs, them, sizeof(them));
   rlx__exec_describe(op, mine, sizeof(mine));
-  snprintf(msg, sizeof(msg), "rank %d called %s where rank %d called %s", r, theirs, g->me, mine);
+  snprintf(msg, sizeof(msg), "rank %d called %s where rank %d called %s", r, them, g->me, mine);
   rlx__shmg_fail(g, RLX_ERR_MISMATCH, -1, op->seq, msg);
   return end_call(op, RLX_ERR_MISMATCH, msg);
+}
+
+/* Rank r's call, if it differs from ours; 0 when it matches, or r has
+ * moved past ours. */
+static inline int check_call(struct rlx__shm_group *g, struct rlx__op *op, int r) {
+  uint64_t theirs[2];
+  return cell_differs(g, r, g->first, g->sig, theirs) ? call_mismatch(g, op, r, theirs) : 0;
 }
 
 #define SETTLE_NS (200ull * 1000ull * 1000ull)
