@@ -34,7 +34,7 @@ uint64_t rlx__op_now(const struct rlx__op *op) {
 }
 
 /* The call's end, once no receiver may read its buffers any more. */
-static void complete(struct rlx__op *op) {
+__attribute__((always_inline)) static inline void complete(struct rlx__op *op) {
   if (op->active.next != NULL) {
     rlx__list_remove(&op->active);
     op->active.next = op->active.prev = NULL;
@@ -70,45 +70,15 @@ static void drain_expired(uv_timer_t *t) {
   drop_unacked(op);
 }
 
-void rlx__exec_finish(struct rlx__op *op, int status) {
-  if (op->finished)
-    return;
-  if (op->nlanes == 0 && op->settle == NULL && op->active.next == NULL && op->on_done == NULL) {
-    /* A call in the shared segment (no transfers, timers or list to
-     * leave): what complete() does for it, without the walk over lanes
-     * and the drain's tests (~20 of a 2-rank 8-byte call's ~1,000
-     * instructions, on every rank). */
-    op->finished = 1;
-    op->status = status;
-    if (op->t_done == 0)
-      op->t_done = rlx__op_now(op);
-    rlx__exec_bump(&op->progress);
-    struct rlx__engine *e = op->engine;
-    atomic_store_explicit(&op->done, 1, memory_order_release);
-    if (e != NULL)
-      rlx__engine_notify(e);
-    return;
-  }
-  if (op->nlanes > 0) /* round-based: under the loop lock (a shared-memory
-                       * call finishes on its own thread, and exchanges no
-                       * frames to look back at) */
-    rlx__exec_remember_done(op);
-  op->finished = 1;
-  op->status = status;
-  if (op->t_done == 0) /* (else the caller's: start's for a short call in the segment) */
-    op->t_done = rlx__op_now(op);
-  if (op->settle) {
-    uv_timer_stop(op->settle);
-    uv_close((uv_handle_t *)op->settle, settle_closed);
-    op->settle = NULL;
-  }
-  /* The transfers still going are cancelled, but a send by reference
-   * whose receiver may be reading the buffer right now: the call waits
-   * for its acknowledgement (a receiver reads a collective's frame as
-   * it comes, into the receive or, early, a buffer of its own, then
-   * acknowledges; only a stopped or hung one keeps it waiting), where
-   * cancelling it had to drop the peer, and a revocation then lost
-   * ranks that were alive. */
+/* A round-based call's transfers at its end: cancelled, but a send by
+ * reference whose receiver may be reading the buffer right now: the call
+ * waits for its acknowledgement (a receiver reads a collective's frame as
+ * it comes, into the receive or, early, a buffer of its own, then
+ * acknowledges; only a stopped or hung one keeps it waiting), where
+ * cancelling it had to drop the peer, and a revocation then lost ranks
+ * that were alive. 1 when the call is done later (drain_expired or the
+ * last acknowledgement), 0 when it completes now. */
+static int withdraw(struct rlx__op *op, int status) {
   for (int l = 0; l < op->nlanes; l++) {
     struct rlx__lane *ln = &op->lane[l];
     for (int i = 0; i < RLX__ROUND_MAX; i++) {
@@ -122,19 +92,41 @@ void rlx__exec_finish(struct rlx__op *op, int status) {
       ln->active[i] = 0;
     }
   }
-  if (op->draining > 0)
-    rlx__debug("%s ended (%s) with %d send(s) by reference unacknowledged: done once their "
-               "receivers acknowledge", op->call, rlx_strerror(status), op->draining);
-  if (op->draining > 0 && (op->drain = malloc(sizeof(*op->drain))) != NULL) {
+  if (op->draining == 0)
+    return 0;
+  rlx__debug("%s ended (%s) with %d send(s) by reference unacknowledged: done once their "
+             "receivers acknowledge", op->call, rlx_strerror(status), op->draining);
+  if ((op->drain = malloc(sizeof(*op->drain))) != NULL) {
     uv_timer_init(op->p2p->loop, op->drain);
     op->drain->data = op;
     uv_timer_start(op->drain, drain_expired, RLX__DRAIN_MS, 0);
-    return;
-  }
-  if (op->draining > 0) { /* (no memory for the timer: drop them now) */
+  } else { /* (no memory for the timer: drop them now) */
     drop_unacked(op);
-    return;
   }
+  return 1;
+}
+
+void rlx__exec_finish(struct rlx__op *op, int status) {
+  if (op->finished)
+    return;
+  if (op->nlanes > 0) /* round-based: under the loop lock (a shared-memory
+                       * call finishes on its own thread, and exchanges no
+                       * frames to look back at) */
+    rlx__exec_remember_done(op);
+  op->finished = 1;
+  op->status = status;
+  if (op->t_done == 0) /* (else the caller's: start's for a short call in the segment) */
+    op->t_done = rlx__op_now(op);
+  if (op->settle) {
+    uv_timer_stop(op->settle);
+    uv_close((uv_handle_t *)op->settle, settle_closed);
+    op->settle = NULL;
+  }
+  /* (a call in the shared segment has no lanes: straight to complete, no
+   * walk or drain tests, ~20 of a 2-rank 8-byte call's ~1,000
+   * instructions on every rank) */
+  if (op->nlanes > 0 && withdraw(op, status))
+    return;
   complete(op);
 }
 
