@@ -250,7 +250,7 @@ static inline void put_cell(unsigned char *small, unsigned char *spill, size_t o
     memcpy(spill, (const char *)buf + (INL - off), off + len - INL);
     len = INL - off;
   }
-  rlx__copy_small(small + off, buf, len);
+  rlx__copy(small + off, buf, len);
 }
 
 /* rlx__shms_post_cell's header and blocks; inl: all in the cell (a
@@ -278,7 +278,7 @@ void rlx__shms_get_cell(struct rlx__shm_group *g, int r, uint64_t s, size_t off,
                         size_t len) {
   if (off < INL) {
     size_t n = len < INL - off ? len : INL - off;
-    rlx__copy_small(buf, rlx__shmg_cell(g, r, s)->small + off, n);
+    rlx__copy(buf, rlx__shmg_cell(g, r, s)->small + off, n);
     buf = (char *)buf + n;
     off += n;
     len -= n;

@@ -86,20 +86,21 @@ void rlx__shms_header_get_any(struct rlx__shm_group *g, int r, uint64_t s0, int 
                               struct rlx__shms_head *h, struct rlx__shms_entry *e);
 static inline void rlx__shms_header_get(struct rlx__shm_group *g, int r, uint64_t s0, int j,
                                         struct rlx__shms_head *h, struct rlx__shms_entry *e) {
-  const unsigned char *at = rlx__shmg_cell(g, r, s0)->small;
   size_t eo = 8 + (size_t)j * 8; /* (the compact head, then 8 bytes an entry) */
-  uint32_t steps, ent[2];
-  memcpy(&steps, at, sizeof(steps));
-  if ((steps & RLX__SHMS_WIDE) || eo + sizeof(ent) > RLX__SHMG_INLINE) {
-    rlx__shms_header_get_any(g, r, s0, j, h, e);
-    return;
+  uint32_t head[2], ent[2];       /* (steps and a zero; an entry's offset and length) */
+  if (eo + sizeof(ent) <= RLX__SHMG_INLINE) {
+    rlx__shms_move(g, r, s0, 0, 0, head, sizeof(head), 1);
+    if (!(head[0] & RLX__SHMS_WIDE)) {
+      rlx__shms_move(g, r, s0, 0, eo, ent, sizeof(ent), 1);
+      e->off = ent[0];
+      e->len = ent[1];
+      h->steps = head[0];
+      h->refs = 0;
+      h->pid = 0;
+      return;
+    }
   }
-  memcpy(ent, at + eo, sizeof(ent));
-  e->off = ent[0];
-  e->len = ent[1];
-  h->steps = steps;
-  h->refs = 0;
-  h->pid = 0;
+  rlx__shms_header_get_any(g, r, s0, j, h, e);
 }
 
 /* Fail the call and the segment: rank from sent `sent` bytes where rank
