@@ -5,9 +5,13 @@
  * backward; the k split and sum_parts as opencl.c decides them), timed
  * back to back, its output compared bit for bit with the first shape's
  * (where the k split differs, within 1e-5 of its largest output).
- * The default shape first: what the library runs.
+ * The default shape first: what the library runs. --baseline FILE: the
+ * first shape also built from FILE (another version of kernels.cl, say
+ * the one before a change) and run first, the reference for the rest:
+ * its lines begin "base".
  *   gemm_shapes [--hidden 1024,1024] [--batch 1024] [--reps 50]
- *               [--shapes "4x4x16x16 8x4x16x16/128 ..."]
+ *               [--shapes "4x4x16x16 8x4x16x16/128 ..."] [--baseline kernels.cl]
+ *               [--options "-DNAME=VALUE ..."] (more build options, not the baseline's)
  * (a shape RMxRNxWYxCHUNK, then /FILL: k split while a product has fewer
  * work-groups than FILL, 256 unless given, as in RLX_GEMM_SHAPE)
  * Prints one line per shape and product: us a product and TFLOP/s. */
@@ -64,8 +68,27 @@ static float *random_floats(size_t n, unsigned seed) {
   return v;
 }
 
+/* the whole of a file, NUL-terminated, or NULL */
+static char *read_file(const char *path) {
+  FILE *f = fopen(path, "rb");
+  if (!f)
+    return NULL;
+  size_t cap = 1 << 16, len = 0;
+  char *buf = malloc(cap);
+  for (size_t got; buf && (got = fread(buf + len, 1, cap - len - 1, f)) > 0;) {
+    len += got;
+    if (len + 1 == cap)
+      buf = realloc(buf, cap *= 2);
+  }
+  fclose(f);
+  if (buf)
+    buf[len] = '\0';
+  return buf;
+}
+
 int main(int argc, char **argv) {
   const char *hidden = "1024,1024", *shapes = "4x4x16x16 8x4x16x16 4x8x16x16 8x4x8x16 8x8x16x8";
+  const char *baseline = NULL, *extra = "";
   int batch = 1024, reps = 50;
   for (int i = 1; i + 1 < argc; i += 2) {
     if (!strcmp(argv[i], "--hidden"))
@@ -76,8 +99,12 @@ int main(int argc, char **argv) {
       reps = atoi(argv[i + 1]);
     else if (!strcmp(argv[i], "--shapes"))
       shapes = argv[i + 1];
+    else if (!strcmp(argv[i], "--baseline"))
+      baseline = argv[i + 1];
+    else if (!strcmp(argv[i], "--options"))
+      extra = argv[i + 1];
     else {
-      fprintf(stderr, "usage: %s [--hidden H,H] [--batch B] [--reps N] [--shapes \"RMxRNxWYxCHUNK[/FILL] ...\"]\n",
+      fprintf(stderr, "usage: %s [--hidden H,H] [--batch B] [--reps N] [--shapes \"RMxRNxWYxCHUNK[/FILL] ...\"] [--baseline kernels.cl] [--options \"-DNAME=V\"]\n",
               argv[0]);
       return 2;
     }
@@ -136,18 +163,28 @@ int main(int argc, char **argv) {
   cl_mem a = buffer(ctx, most, ha), b = buffer(ctx, most, hb), c = buffer(ctx, most, NULL),
          part = buffer(ctx, most, NULL), bias = buffer(ctx, most, hb);
   float *ref[3 * 18] = {0}, *got = malloc(most * sizeof *got);
-  const char *src = rlx__kernels_cl;
+  char *base_src = baseline ? read_file(baseline) : NULL;
+  if (baseline && !base_src) {
+    fprintf(stderr, "gemm_shapes: cannot read %s\n", baseline);
+    return 2;
+  }
   int first = 1;
   for (const char *s = shapes; *s;) {
     int rm, rn, wy, chunk, fill = FILL, used = 0;
     if (sscanf(s, " %dx%dx%dx%d%n", &rm, &rn, &wy, &chunk, &used) != 4)
       break;
-    s += used;
-    if (*s == '/' && sscanf(s, "/%d%n", &fill, &used) == 1)
+    /* with a baseline, the first shape twice: from it, then from ours */
+    const char *src = first && base_src ? base_src : rlx__kernels_cl;
+    if (src == rlx__kernels_cl) {
       s += used;
-    char opts[160];
-    snprintf(opts, sizeof opts, "-cl-std=CL1.2 -DRM=%d -DRN=%d -DWY=%d -DCHUNK=%d -DSMALL_OUT=16",
-             rm, rn, wy, chunk);
+      if (*s == '/' && sscanf(s, "/%d%n", &fill, &used) == 1)
+        s += used;
+    } else if (s[used] == '/') {
+      sscanf(s + used, "/%d", &fill);
+    }
+    char opts[320];
+    snprintf(opts, sizeof opts, "-cl-std=CL1.2 -DRM=%d -DRN=%d -DWY=%d -DCHUNK=%d -DSMALL_OUT=16 %.150s",
+             rm, rn, wy, chunk, src == base_src ? "" : extra);
     cl_program prog = clCreateProgramWithSource(ctx, 1, &src, NULL, &e);
     CHECK(e);
     if (clBuildProgram(prog, 1, &dev, opts, NULL, NULL) != CL_SUCCESS) {
@@ -156,6 +193,11 @@ int main(int argc, char **argv) {
       printf("%dx%dx%dx%d: does not build: %.300s\n", rm, rn, wy, chunk, log);
       clReleaseProgram(prog);
       continue;
+    }
+    if (getenv("GEMM_SHAPES_LOG")) { /* the compiler's warnings, when asked */
+      char log[8192] = "";
+      clGetProgramBuildInfo(prog, dev, CL_PROGRAM_BUILD_LOG, sizeof log, log, NULL);
+      fprintf(stderr, "%s\n", log);
     }
     cl_kernel kt = clCreateKernel(prog, "gemm_tiles", &e);
     CHECK(e);
@@ -238,7 +280,7 @@ int main(int argc, char **argv) {
           snprintf(buf, sizeof buf, "differs (relative %.2g)", worst), same = buf;
         off |= worst > 1e-5;
       }
-      printf("%dx%dx%dx%d/%d %-28s split %u %9.1f us %6.2f TFLOP/s  %s\n", rm, rn, wy, chunk,
+      printf("%s%dx%dx%dx%d/%d %-28s split %u %9.1f us %6.2f TFLOP/s  %s\n", src == base_src ? "base " : "", rm, rn, wy, chunk,
              fill, t->name, splits, best, 2.0 * t->m * t->n * t->k / best / 1e6, same);
       fflush(stdout);
     }

@@ -6,6 +6,9 @@
 # for RLX_GEMM_SHAPE, or for lib/compute/gemm_shape.c's table of devices).
 #   GEMM=bench/gemm_shapes MODELS="1024,1024:1024 1024,1024:256" bench/gemm_shapes.sh
 # SHAPES: the shapes tried (the default first: the library's own).
+# BASELINE: another kernels.cl whose first shape runs first, the
+# reference for the bits (its lines "base ..."); GEMM_OPTIONS: more build
+# options for the library's source (say -DGEMM_VEC=0).
 set -uo pipefail
 src=$(cd "$(dirname "$0")/.." && pwd)
 GEMM=${GEMM:-$src/bench/gemm_shapes}
@@ -16,7 +19,8 @@ trap 'rm -f "$out"' EXIT
 for mb in $MODELS; do
   h=${mb%%:*} b=${mb#*:}
   echo "== $h $b" | tee -a "$out"
-  timeout 300 "$GEMM" --hidden "$h" --batch "$b" --reps 50 --shapes "$SHAPES" 2>&1 | tee -a "$out"
+  timeout 300 "$GEMM" --hidden "$h" --batch "$b" --reps 50 --shapes "$SHAPES" \
+    ${BASELINE:+--baseline "$BASELINE"} ${GEMM_OPTIONS:+--options "$GEMM_OPTIONS"} 2>&1 | tee -a "$out"
   if python3 -c "import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)" 2>/dev/null; then
     timeout 300 python3 "$src/bench/torch_gemm_shapes.py" --hidden "$h" --batch "$b" --reps 50 2>&1 |
       tee -a "$out"

@@ -231,6 +231,33 @@ float epilogue(float v, __global const float *ep, uint boff, int bias_on, int re
 #define LOADS_B (CHUNK * TN / NWI)
 #define LDA_L (TM + 4) /* a local row's length */
 #define LDB_L (TN + 4)
+#ifndef GEMM_VEC
+#define GEMM_VEC 1
+#endif
+/* Where each work-item's share of a chunk lies: load t of a work-item is
+ * w elements (w 1, or 4 along the operand's contiguous dimension) at k
+ * kk + t dk, row (or column) ii + t di of the tile: k-major operands along
+ * the tile's row (consecutive work-items, consecutive addresses), others
+ * along the CHUNK of k that one row holds contiguously. Its value is at p
+ * + t step in global memory, p moving CHUNK along k a chunk, and goes to
+ * s + t s_step in local memory (the tile stored k-major, rows of ld). */
+struct share {
+  uint kk, ii, dk, di, s_step;
+  size_t step, move;
+};
+
+struct share share_of(uint lid, int k_major, uint w, uint tile, uint ld_global, uint ld_local) {
+  struct share h;
+  h.kk = k_major ? lid / (tile / w) : lid % (CHUNK / w) * w;
+  h.ii = k_major ? lid % (tile / w) * w : lid / (CHUNK / w);
+  h.dk = k_major ? w * NWI / tile : 0;
+  h.di = k_major ? 0 : w * NWI / CHUNK;
+  h.step = (size_t)(k_major ? h.dk : h.di) * ld_global;
+  h.move = k_major ? (size_t)CHUNK * ld_global : CHUNK;
+  h.s_step = k_major ? h.dk * ld_local : h.di;
+  return h;
+}
+
 __kernel __attribute__((reqd_work_group_size(16, WY, 1))) void gemm_tiles(
     __global const float *a, uint a_off, uint lda, int a_k, __global const float *b, uint b_off,
     uint ldb, int b_k, uint m, uint n, uint k, __global float *c, uint coff, __global float *part,
@@ -240,50 +267,69 @@ __kernel __attribute__((reqd_work_group_size(16, WY, 1))) void gemm_tiles(
   uint tx = get_local_id(0), ty = get_local_id(1), lid = ty * 16 + tx;
   uint j0 = get_group_id(0) * TN, i0 = get_group_id(1) * TM, z = get_group_id(2);
   uint k_start = z * k_per_split, k_end = min(k, k_start + k_per_split);
+  /* A tile inside the product, its chunks whole and its operands 16-byte
+   * aligned, takes each operand 4 elements a load (float4s) and checks no
+   * bound; others one element a load, each checked. (Alike for every
+   * work-item of the group: no divergence.) */
+  int vec = k_start < k_end && (k_end - k_start) % CHUNK == 0 && i0 + TM <= m && j0 + TN <= n &&
+            (a_off | lda | b_off | ldb) % 4 == 0;
+#if !GEMM_VEC || LOADS_A % 4 || LOADS_B % 4
+  vec = 0; /* (the shape gives a work-item fewer than 4 elements a load) */
+#endif
+  uint w = vec ? 4 : 1;
+  struct share ha = share_of(lid, a_k, w, TM, lda, LDA_L), hb = share_of(lid, b_k, w, TN, ldb, LDB_L);
+  __global const float *pa =
+      a + a_off +
+      (a_k ? (size_t)(k_start + ha.kk) * lda + i0 + ha.ii : (size_t)(i0 + ha.ii) * lda + k_start + ha.kk);
+  __global const float *pb =
+      b + b_off +
+      (b_k ? (size_t)(k_start + hb.kk) * ldb + j0 + hb.ii : (size_t)(j0 + hb.ii) * ldb + k_start + hb.kk);
+  __local float *sa = la + ha.kk * LDA_L + ha.ii, *sb = lb + hb.kk * LDB_L + hb.ii;
   float acc[RM][RN], ra[LOADS_A], rb[LOADS_B];
-  a += a_off;
-  b += b_off;
 #pragma unroll
   for (uint r = 0; r < RM; r++)
 #pragma unroll
     for (uint q = 0; q < RN; q++)
       acc[r][q] = 0.0f;
-  /* Where element t of this work-item's share lies: k-major operands
-   * along the tile's row (consecutive work-items, consecutive addresses),
-   * others along the CHUNK of k that one row holds contiguously. */
-#define A_KK(e) (a_k ? (e) / TM : (e) % CHUNK)
-#define A_II(e) (a_k ? (e) % TM : (e) / CHUNK)
-#define B_KK(e) (b_k ? (e) / TN : (e) % CHUNK)
-#define B_JJ(e) (b_k ? (e) % TN : (e) / CHUNK)
-  /* the chunk at k0 from global memory into registers */
+  /* the chunk at k0 from global memory into registers (float4 loads into
+   * ra[4t..4t+3]) */
 #define FETCH(k0)                                                                          \
-  for (uint t = 0; t < LOADS_A; t++) {                                                     \
-    uint e = lid + t * NWI, kq = (k0) + A_KK(e), ii = A_II(e);                             \
-    ra[t] = kq < k_end && i0 + ii < m                                                      \
-                ? a[a_k ? (size_t)kq * lda + i0 + ii : (size_t)(i0 + ii) * lda + kq]       \
-                : 0.0f;                                                                    \
-  }                                                                                        \
-  for (uint t = 0; t < LOADS_B; t++) {                                                     \
-    uint e = lid + t * NWI, kq = (k0) + B_KK(e), jj = B_JJ(e);                             \
-    rb[t] = kq < k_end && j0 + jj < n                                                      \
-                ? b[b_k ? (size_t)kq * ldb + j0 + jj : (size_t)(j0 + jj) * ldb + kq]       \
-                : 0.0f;                                                                    \
+  if (vec) {                                                                               \
+    for (uint t = 0; t < LOADS_A / 4; t++)                                                 \
+      vstore4(*(__global const float4 *)(pa + t * ha.step), t, ra);                        \
+    for (uint t = 0; t < LOADS_B / 4; t++)                                                 \
+      vstore4(*(__global const float4 *)(pb + t * hb.step), t, rb);                        \
+  } else {                                                                                 \
+    for (uint t = 0; t < LOADS_A; t++)                                                     \
+      ra[t] = (k0) + ha.kk + t * ha.dk < k_end && i0 + ha.ii + t * ha.di < m ? pa[t * ha.step] \
+                                                                             : 0.0f;       \
+    for (uint t = 0; t < LOADS_B; t++)                                                     \
+      rb[t] = (k0) + hb.kk + t * hb.dk < k_end && j0 + hb.ii + t * hb.di < n ? pb[t * hb.step] \
+                                                                             : 0.0f;       \
   }
+  /* ... and into local memory: a k-major float4 is part of a local row, a
+   * k-minor one four rows' */
+#define STORE(s, r, h, k_major, ld_local, loads)                                            \
+  if (!vec)                                                                                \
+    for (uint t = 0; t < loads; t++)                                                       \
+      s[t * h.s_step] = r[t];                                                              \
+  else if (k_major)                                                                        \
+    for (uint t = 0; t < loads / 4; t++)                                                   \
+      vstore4(vload4(t, r), 0, s + t * h.s_step);                                          \
+  else                                                                                     \
+    for (uint t = 0; t < loads / 4; t++)                                                   \
+      for (uint u = 0; u < 4; u++)                                                         \
+        s[t * h.s_step + u * ld_local] = r[4 * t + u];
   FETCH(k_start)
   for (uint k0 = k_start; k0 < k_end; k0 += CHUNK) {
-#pragma unroll
-    for (uint t = 0; t < LOADS_A; t++) {
-      uint e = lid + t * NWI;
-      la[A_KK(e) * LDA_L + A_II(e)] = ra[t];
-    }
-#pragma unroll
-    for (uint t = 0; t < LOADS_B; t++) {
-      uint e = lid + t * NWI;
-      lb[B_KK(e) * LDB_L + B_JJ(e)] = rb[t];
-    }
+    STORE(sa, ra, ha, a_k, LDA_L, LOADS_A)
+    STORE(sb, rb, hb, b_k, LDB_L, LOADS_B)
     barrier(CLK_LOCAL_MEM_FENCE);
-    if (k0 + CHUNK < k_end) /* in flight while this chunk computes */
+    if (k0 + CHUNK < k_end) { /* in flight while this chunk computes */
+      pa += ha.move;
+      pb += hb.move;
       FETCH(k0 + CHUNK)
+    }
 #pragma unroll
     for (uint kk = 0; kk < CHUNK; kk++) {
       float av[RM], bv[RN];
@@ -292,9 +338,11 @@ __kernel __attribute__((reqd_work_group_size(16, WY, 1))) void gemm_tiles(
         float4 f = la4[kk * (LDA_L / 4) + ty * (RM / 4) + v];
         av[4 * v] = f.s0, av[4 * v + 1] = f.s1, av[4 * v + 2] = f.s2, av[4 * v + 3] = f.s3;
       }
+      /* (a work-item's columns 4 at a time, 64 apart: the work-items of
+       * a row read consecutive float4s) */
 #pragma unroll
       for (uint v = 0; v < RN / 4; v++) {
-        float4 f = lb4[kk * (LDB_L / 4) + tx * (RN / 4) + v];
+        float4 f = lb4[kk * (LDB_L / 4) + v * 16 + tx];
         bv[4 * v] = f.s0, bv[4 * v + 1] = f.s1, bv[4 * v + 2] = f.s2, bv[4 * v + 3] = f.s3;
       }
 #pragma unroll
@@ -305,13 +353,15 @@ __kernel __attribute__((reqd_work_group_size(16, WY, 1))) void gemm_tiles(
     }
     barrier(CLK_LOCAL_MEM_FENCE);
   }
+#undef FETCH
+#undef STORE
   int split = get_num_groups(2) > 1;
   __global float *dst = split ? part + (size_t)z * m * n : c + coff;
 #pragma unroll
   for (uint r = 0; r < RM; r++)
 #pragma unroll
     for (uint q = 0; q < RN; q++) {
-      uint i = i0 + ty * RM + r, j = j0 + tx * RN + q;
+      uint i = i0 + ty * RM + r, j = j0 + q / 4 * 64 + tx * 4 + q % 4;
       if (i < m && j < n)
         dst[(size_t)i * n + j] = split ? acc[r][q] : epilogue(acc[r][q], ep, boff, bias_on, relu, i, j, n);
     }
