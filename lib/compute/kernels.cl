@@ -203,9 +203,11 @@ float epilogue(float v, __global const float *ep, uint boff, int bias_on, int re
  * else a[i * lda + k]; B(k, j) is b[k * ldb + j] when b_k else
  * b[j * ldb + k] (a layer's weights, out x in, used transposed). Tiles of
  * TM x TN outputs (TM = WY x RM rows, TN = 16 x RN columns), 16 x WY
- * work-items each holding RM x RN contiguous ones (rows ty*RM..,
- * columns tx*RN..), so that each k step reads its A and B values from
- * local memory as float4s; k taken CHUNK at a time through local memory
+ * work-items each holding RM x RN of them (rows ty*RM.., columns 4 at a
+ * time from tx*4, 64 apart: the work-items of a row then read consecutive
+ * float4s of B, where 8 contiguous columns had two of them hit one bank:
+ * RN 8 is no longer slower than RM 8), so that each k step reads its A
+ * and B values from local memory as float4s; k taken CHUNK at a time through local memory
  * (rows padded by 4, keeping float4s aligned, against bank conflicts when
  * a k-minor operand is stored transposed), the next chunk's global loads
  * issued before this chunk's multiply-adds. Every output is summed in k's
@@ -231,27 +233,28 @@ float epilogue(float v, __global const float *ep, uint boff, int bias_on, int re
 #define LOADS_B (CHUNK * TN / NWI)
 #define LDA_L (TM + 4) /* a local row's length */
 #define LDB_L (TN + 4)
-#ifndef GEMM_VEC
-#define GEMM_VEC 1
-#endif
-/* Where each work-item's share of a chunk lies: load t of a work-item is
- * w elements (w 1, or 4 along the operand's contiguous dimension) at k
- * kk + t dk, row (or column) ii + t di of the tile: k-major operands along
- * the tile's row (consecutive work-items, consecutive addresses), others
- * along the CHUNK of k that one row holds contiguously. Its value is at p
- * + t step in global memory, p moving CHUNK along k a chunk, and goes to
- * s + t s_step in local memory (the tile stored k-major, rows of ld). */
+/* Where each work-item's share of a chunk lies: element t of a work-item
+ * is at k kk + t dk, row (or column) ii + t di of the tile: k-major
+ * operands along the tile's row (consecutive work-items, consecutive
+ * addresses), others along the CHUNK of k that one row holds
+ * contiguously. Its value is at p + t step in global memory, p moving
+ * CHUNK along k a chunk, and goes to s + t s_step in local memory (the
+ * tile stored k-major, rows of ld_local). Worked out once, so that a load
+ * costs an address add and its bound checks (the index arithmetic of both
+ * layouts for every element, as before, took the big products 15-20%
+ * longer on the H100; float4 loads, tried, were 4% slower again:
+ * bench/results/gemm-addressing-h100-2026-12-06.txt). */
 struct share {
   uint kk, ii, dk, di, s_step;
   size_t step, move;
 };
 
-struct share share_of(uint lid, int k_major, uint w, uint tile, uint ld_global, uint ld_local) {
+struct share share_of(uint lid, int k_major, uint tile, uint ld_global, uint ld_local) {
   struct share h;
-  h.kk = k_major ? lid / (tile / w) : lid % (CHUNK / w) * w;
-  h.ii = k_major ? lid % (tile / w) * w : lid / (CHUNK / w);
-  h.dk = k_major ? w * NWI / tile : 0;
-  h.di = k_major ? 0 : w * NWI / CHUNK;
+  h.kk = k_major ? lid / tile : lid % CHUNK;
+  h.ii = k_major ? lid % tile : lid / CHUNK;
+  h.dk = k_major ? NWI / tile : 0;
+  h.di = k_major ? 0 : NWI / CHUNK;
   h.step = (size_t)(k_major ? h.dk : h.di) * ld_global;
   h.move = k_major ? (size_t)CHUNK * ld_global : CHUNK;
   h.s_step = k_major ? h.dk * ld_local : h.di;
@@ -267,17 +270,7 @@ __kernel __attribute__((reqd_work_group_size(16, WY, 1))) void gemm_tiles(
   uint tx = get_local_id(0), ty = get_local_id(1), lid = ty * 16 + tx;
   uint j0 = get_group_id(0) * TN, i0 = get_group_id(1) * TM, z = get_group_id(2);
   uint k_start = z * k_per_split, k_end = min(k, k_start + k_per_split);
-  /* A tile inside the product, its chunks whole and its operands 16-byte
-   * aligned, takes each operand 4 elements a load (float4s) and checks no
-   * bound; others one element a load, each checked. (Alike for every
-   * work-item of the group: no divergence.) */
-  int vec = k_start < k_end && (k_end - k_start) % CHUNK == 0 && i0 + TM <= m && j0 + TN <= n &&
-            (a_off | lda | b_off | ldb) % 4 == 0;
-#if !GEMM_VEC || LOADS_A % 4 || LOADS_B % 4
-  vec = 0; /* (the shape gives a work-item fewer than 4 elements a load) */
-#endif
-  uint w = vec ? 4 : 1;
-  struct share ha = share_of(lid, a_k, w, TM, lda, LDA_L), hb = share_of(lid, b_k, w, TN, ldb, LDB_L);
+  struct share ha = share_of(lid, a_k, TM, lda, LDA_L), hb = share_of(lid, b_k, TN, ldb, LDB_L);
   __global const float *pa =
       a + a_off +
       (a_k ? (size_t)(k_start + ha.kk) * lda + i0 + ha.ii : (size_t)(i0 + ha.ii) * lda + k_start + ha.kk);
@@ -291,39 +284,22 @@ __kernel __attribute__((reqd_work_group_size(16, WY, 1))) void gemm_tiles(
 #pragma unroll
     for (uint q = 0; q < RN; q++)
       acc[r][q] = 0.0f;
-  /* the chunk at k0 from global memory into registers (float4 loads into
-   * ra[4t..4t+3]) */
-#define FETCH(k0)                                                                          \
-  if (vec) {                                                                               \
-    for (uint t = 0; t < LOADS_A / 4; t++)                                                 \
-      vstore4(*(__global const float4 *)(pa + t * ha.step), t, ra);                        \
-    for (uint t = 0; t < LOADS_B / 4; t++)                                                 \
-      vstore4(*(__global const float4 *)(pb + t * hb.step), t, rb);                        \
-  } else {                                                                                 \
-    for (uint t = 0; t < LOADS_A; t++)                                                     \
-      ra[t] = (k0) + ha.kk + t * ha.dk < k_end && i0 + ha.ii + t * ha.di < m ? pa[t * ha.step] \
-                                                                             : 0.0f;       \
-    for (uint t = 0; t < LOADS_B; t++)                                                     \
-      rb[t] = (k0) + hb.kk + t * hb.dk < k_end && j0 + hb.ii + t * hb.di < n ? pb[t * hb.step] \
-                                                                             : 0.0f;       \
-  }
-  /* ... and into local memory: a k-major float4 is part of a local row, a
-   * k-minor one four rows' */
-#define STORE(s, r, h, k_major, ld_local, loads)                                            \
-  if (!vec)                                                                                \
-    for (uint t = 0; t < loads; t++)                                                       \
-      s[t * h.s_step] = r[t];                                                              \
-  else if (k_major)                                                                        \
-    for (uint t = 0; t < loads / 4; t++)                                                   \
-      vstore4(vload4(t, r), 0, s + t * h.s_step);                                          \
-  else                                                                                     \
-    for (uint t = 0; t < loads / 4; t++)                                                   \
-      for (uint u = 0; u < 4; u++)                                                         \
-        s[t * h.s_step + u * ld_local] = r[4 * t + u];
+  /* the chunk at k0 from global memory into registers */
+#define FETCH(k0)                                                                           \
+  for (uint t = 0; t < LOADS_A; t++)                                                        \
+    ra[t] = (k0) + ha.kk + t * ha.dk < k_end && i0 + ha.ii + t * ha.di < m ? pa[t * ha.step] \
+                                                                           : 0.0f;         \
+  for (uint t = 0; t < LOADS_B; t++)                                                        \
+    rb[t] = (k0) + hb.kk + t * hb.dk < k_end && j0 + hb.ii + t * hb.di < n ? pb[t * hb.step] \
+                                                                           : 0.0f;
   FETCH(k_start)
   for (uint k0 = k_start; k0 < k_end; k0 += CHUNK) {
-    STORE(sa, ra, ha, a_k, LDA_L, LOADS_A)
-    STORE(sb, rb, hb, b_k, LDB_L, LOADS_B)
+#pragma unroll
+    for (uint t = 0; t < LOADS_A; t++)
+      sa[t * ha.s_step] = ra[t];
+#pragma unroll
+    for (uint t = 0; t < LOADS_B; t++)
+      sb[t * hb.s_step] = rb[t];
     barrier(CLK_LOCAL_MEM_FENCE);
     if (k0 + CHUNK < k_end) { /* in flight while this chunk computes */
       pa += ha.move;
@@ -354,7 +330,6 @@ __kernel __attribute__((reqd_work_group_size(16, WY, 1))) void gemm_tiles(
     barrier(CLK_LOCAL_MEM_FENCE);
   }
 #undef FETCH
-#undef STORE
   int split = get_num_groups(2) > 1;
   __global float *dst = split ? part + (size_t)z * m * n : c + coff;
 #pragma unroll
