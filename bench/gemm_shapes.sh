@@ -8,7 +8,7 @@
 # SHAPES: the shapes tried (the default first: the library's own).
 # BASELINE: another kernels.cl whose first shape runs first, the
 # reference for the bits (its lines "base ..."); GEMM_OPTIONS: more build
-# options for the library's source (say -DGEMM_VEC=0).
+# options for the library's source (-DNAME=VALUE: an experiment's switch).
 set -uo pipefail
 src=$(cd "$(dirname "$0")/.." && pwd)
 GEMM=${GEMM:-$src/bench/gemm_shapes}

@@ -18,7 +18,10 @@ static const struct rlx__gemm_shape plain = {4, 4, 16, 16, 256};
  * the same shape, the same model: its products 502.8 -> 442.3 us at
  * 1024 (cuBLAS 329.0), 174.8 -> 168.8 at 256; the whole run, 3 rounds of
  * 5 epochs, 1.69-1.73M -> 1.80-1.87M samples/s at 1024, 1.07-1.08M ->
- * 1.09-1.11M at 256 (bench/results/gemm-shape-h100-2026-12-05.txt). */
+ * 1.09-1.11M at 256 (bench/results/gemm-shape-h100-2026-12-05.txt). With
+ * session 49's kernel (its addressing) still the fastest shape that keeps
+ * the bits there: 363.8 us at 1024, cuBLAS 313.2
+ * (bench/results/gemm-addressing-h100-2026-12-06.txt). */
 static const struct {
   const char *name;
   int min_width;
