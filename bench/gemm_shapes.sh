@@ -26,11 +26,16 @@ for mb in $MODELS; do
       tee -a "$out"
   fi
 done
-# per model and batch: each shape's products summed, the least first
+# per model and batch: each shape's products summed, the least named
+# beside the first shape's (the library's own), the baseline's and cuBLAS's
 awk '/^== / {key = $2 " " $3; next}
-     / us / && !/^torch/ {for (i = 1; i < NF; i++) if ($(i + 1) == "us") t[key "|" $1] += $i}
+     /^base / {for (i = 1; i < NF; i++) if ($(i + 1) == "us") bt[key] += $i; next}
+     / us / && !/^torch/ {if (!(key in first)) first[key] = $1
+                          for (i = 1; i < NF; i++) if ($(i + 1) == "us") t[key "|" $1] += $i}
      /^torch / {for (i = 1; i < NF; i++) if ($(i + 1) == "us") cu[key] += $i}
      END {for (k in t) {split(k, p, "|"); if (!(p[1] in best) || t[k] < t[best[p[1]]]) best[p[1]] = k}
-          for (m in best) {split(best[m], p, "|"); d = t[m "|4x4x16x16/256"]
-            printf "fastest for %s: %s, %.1f us of products (the default %.1f%s)\n", m, p[2], t[best[m]], d,
+          for (m in best) {split(best[m], p, "|")
+            printf "fastest for %s: %s, %.1f us of products (the first, %s, %.1f%s%s)\n", m, p[2],
+                   t[best[m]], first[m], t[m "|" first[m]],
+                   (m in bt) ? sprintf(", the baseline %.1f", bt[m]) : "",
                    (m in cu) ? sprintf(", cuBLAS %.1f", cu[m]) : ""}}' "$out"
