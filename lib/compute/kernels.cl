@@ -206,8 +206,9 @@ float epilogue(float v, __global const float *ep, uint boff, int bias_on, int re
  * work-items each holding RM x RN of them (rows ty*RM.., columns 4 at a
  * time from tx*4, 64 apart: the work-items of a row then read consecutive
  * float4s of B, where 8 contiguous columns had two of them hit one bank:
- * RN 8 is no longer slower than RM 8), so that each k step reads its A
- * and B values from local memory as float4s; k taken CHUNK at a time through local memory
+ * RN 8 took 1.7x RM 8's time, now 1.05x), so that each k step reads its
+ * A and B values from local memory as float4s; k taken CHUNK at a time
+ * through local memory
  * (rows padded by 4, keeping float4s aligned, against bank conflicts when
  * a k-minor operand is stored transposed), the next chunk's global loads
  * issued before this chunk's multiply-adds. Every output is summed in k's
@@ -241,7 +242,7 @@ float epilogue(float v, __global const float *ep, uint boff, int bias_on, int re
  * CHUNK along k a chunk, and goes to s + t s_step in local memory (the
  * tile stored k-major, rows of ld_local). Worked out once, so that a load
  * costs an address add and its bound checks (the index arithmetic of both
- * layouts for every element, as before, took the big products 15-20%
+ * layouts for every element, as before, took the big products 18-30%
  * longer on the H100; float4 loads, tried, were 4% slower again:
  * bench/results/gemm-addressing-h100-2026-12-06.txt). */
 struct share {
