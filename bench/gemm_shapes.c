@@ -71,18 +71,16 @@ static float *random_floats(size_t n, unsigned seed) {
 /* the whole of a file, NUL-terminated, or NULL */
 static char *read_file(const char *path) {
   FILE *f = fopen(path, "rb");
-  if (!f)
-    return NULL;
-  size_t cap = 1 << 16, len = 0;
-  char *buf = malloc(cap);
-  for (size_t got; buf && (got = fread(buf + len, 1, cap - len - 1, f)) > 0;) {
-    len += got;
-    if (len + 1 == cap)
-      buf = realloc(buf, cap *= 2);
+  long n = f && fseek(f, 0, SEEK_END) == 0 ? ftell(f) : -1;
+  char *buf = n >= 0 ? malloc((size_t)n + 1) : NULL;
+  if (buf && (fseek(f, 0, SEEK_SET) != 0 || fread(buf, 1, (size_t)n, f) != (size_t)n)) {
+    free(buf);
+    buf = NULL;
   }
-  fclose(f);
   if (buf)
-    buf[len] = '\0';
+    buf[n] = '\0';
+  if (f)
+    fclose(f);
   return buf;
 }
 
@@ -170,18 +168,15 @@ int main(int argc, char **argv) {
   }
   int first = 1;
   for (const char *s = shapes; *s;) {
-    int rm, rn, wy, chunk, fill = FILL, used = 0;
+    int rm, rn, wy, chunk, fill = FILL, used = 0, more = 0;
     if (sscanf(s, " %dx%dx%dx%d%n", &rm, &rn, &wy, &chunk, &used) != 4)
       break;
+    if (s[used] == '/' && sscanf(s + used, "/%d%n", &fill, &more) == 1)
+      used += more;
     /* with a baseline, the first shape twice: from it, then from ours */
     const char *src = first && base_src ? base_src : rlx__kernels_cl;
-    if (src == rlx__kernels_cl) {
+    if (src == rlx__kernels_cl)
       s += used;
-      if (*s == '/' && sscanf(s, "/%d%n", &fill, &used) == 1)
-        s += used;
-    } else if (s[used] == '/') {
-      sscanf(s + used, "/%d", &fill);
-    }
     char opts[320];
     snprintf(opts, sizeof opts, "-cl-std=CL1.2 -DRM=%d -DRN=%d -DWY=%d -DCHUNK=%d -DSMALL_OUT=16 %.150s",
              rm, rn, wy, chunk, src == base_src ? "" : extra);
