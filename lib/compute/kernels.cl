@@ -247,19 +247,30 @@ float epilogue(float v, __global const float *ep, uint boff, int bias_on, int re
  * bench/results/gemm-addressing-h100-2026-12-06.txt). */
 struct share {
   uint kk, ii, dk, di, s_step;
-  size_t step, move;
+  size_t at, step, move; /* (at: element 0's offset from the operand's start) */
 };
 
-struct share share_of(uint lid, int k_major, uint tile, uint ld_global, uint ld_local) {
+/* for the tile whose first row (or column) is r0, from k k0 */
+struct share share_of(uint lid, int k_major, uint tile, uint r0, uint k0, uint ld_global,
+                      uint ld_local) {
   struct share h;
   h.kk = k_major ? lid / tile : lid % CHUNK;
   h.ii = k_major ? lid % tile : lid / CHUNK;
   h.dk = k_major ? NWI / tile : 0;
   h.di = k_major ? 0 : NWI / CHUNK;
+  h.at = k_major ? (size_t)(k0 + h.kk) * ld_global + r0 + h.ii
+                 : (size_t)(r0 + h.ii) * ld_global + k0 + h.kk;
   h.step = (size_t)(k_major ? h.dk : h.di) * ld_global;
   h.move = k_major ? (size_t)CHUNK * ld_global : CHUNK;
   h.s_step = k_major ? h.dk * ld_local : h.di;
   return h;
+}
+
+/* Element t of the chunk at k0 (p: where element 0 of it is), 0 past k's
+ * end or the operand's rows (or columns): r0 is the tile's first. */
+float share_load(struct share h, __global const float *p, uint t, uint k0, uint k_end, uint r0,
+                 uint rows) {
+  return k0 + h.kk + t * h.dk < k_end && r0 + h.ii + t * h.di < rows ? p[t * h.step] : 0.0f;
 }
 
 __kernel __attribute__((reqd_work_group_size(16, WY, 1))) void gemm_tiles(
@@ -271,13 +282,9 @@ __kernel __attribute__((reqd_work_group_size(16, WY, 1))) void gemm_tiles(
   uint tx = get_local_id(0), ty = get_local_id(1), lid = ty * 16 + tx;
   uint j0 = get_group_id(0) * TN, i0 = get_group_id(1) * TM, z = get_group_id(2);
   uint k_start = z * k_per_split, k_end = min(k, k_start + k_per_split);
-  struct share ha = share_of(lid, a_k, TM, lda, LDA_L), hb = share_of(lid, b_k, TN, ldb, LDB_L);
-  __global const float *pa =
-      a + a_off +
-      (a_k ? (size_t)(k_start + ha.kk) * lda + i0 + ha.ii : (size_t)(i0 + ha.ii) * lda + k_start + ha.kk);
-  __global const float *pb =
-      b + b_off +
-      (b_k ? (size_t)(k_start + hb.kk) * ldb + j0 + hb.ii : (size_t)(j0 + hb.ii) * ldb + k_start + hb.kk);
+  struct share ha = share_of(lid, a_k, TM, i0, k_start, lda, LDA_L),
+               hb = share_of(lid, b_k, TN, j0, k_start, ldb, LDB_L);
+  __global const float *pa = a + a_off + ha.at, *pb = b + b_off + hb.at;
   __local float *sa = la + ha.kk * LDA_L + ha.ii, *sb = lb + hb.kk * LDB_L + hb.ii;
   float acc[RM][RN], ra[LOADS_A], rb[LOADS_B];
 #pragma unroll
@@ -286,13 +293,11 @@ __kernel __attribute__((reqd_work_group_size(16, WY, 1))) void gemm_tiles(
     for (uint q = 0; q < RN; q++)
       acc[r][q] = 0.0f;
   /* the chunk at k0 from global memory into registers */
-#define FETCH(k0)                                                                           \
-  for (uint t = 0; t < LOADS_A; t++)                                                        \
-    ra[t] = (k0) + ha.kk + t * ha.dk < k_end && i0 + ha.ii + t * ha.di < m ? pa[t * ha.step] \
-                                                                           : 0.0f;         \
-  for (uint t = 0; t < LOADS_B; t++)                                                        \
-    rb[t] = (k0) + hb.kk + t * hb.dk < k_end && j0 + hb.ii + t * hb.di < n ? pb[t * hb.step] \
-                                                                           : 0.0f;
+#define FETCH(k0)                                                                          \
+  for (uint t = 0; t < LOADS_A; t++)                                                       \
+    ra[t] = share_load(ha, pa, t, k0, k_end, i0, m);                                       \
+  for (uint t = 0; t < LOADS_B; t++)                                                       \
+    rb[t] = share_load(hb, pb, t, k0, k_end, j0, n);
   FETCH(k_start)
   for (uint k0 = k_start; k0 < k_end; k0 += CHUNK) {
 #pragma unroll
