@@ -32,6 +32,7 @@ struct rlx__cl_group {
     struct rlx__host_span wait;    /* from it to the last arrival */
     struct rlx__host_turns queue;  /* the last's queuing (in), and from one to the next (out) */
     long last[GROUP_MAX];          /* steps each member arrived last */
+    long joint;                    /* steps of two members joint (one pass) */
   } prof;
 };
 
@@ -65,9 +66,10 @@ static void group_report(const struct rlx__cl_group *g) {
     return;
   fprintf(stderr, "rlx: shared steps: %ld; the first member waited %.1f us (mean) for the last; "
           "the last queued the step in %.1f us (max %.1f); %.1f us from one step's queuing to "
-          "the next's; arrived last:", g->prof.queue.in.n, rlx__host_span_us(&g->prof.wait),
+          "the next's; %ld joint (one pass over both batches); arrived last:",
+          g->prof.queue.in.n, rlx__host_span_us(&g->prof.wait),
           rlx__host_span_us(&g->prof.queue.in), g->prof.queue.in.max_ns / 1e3,
-          rlx__host_span_us(&g->prof.queue.out));
+          rlx__host_span_us(&g->prof.queue.out), g->prof.joint);
   for (int j = 0; j < g->members && j < GROUP_MAX; j++)
     fprintf(stderr, " member %d %ld", j, g->prof.last[j]);
   fputc('\n', stderr);
@@ -166,17 +168,15 @@ static void fail_all(struct rlx__cl_group *g, int rc, const char *what,
     outcome(g, j, rc, rlx_errmsg());
 }
 
-/* The last to arrive (me): every member's gradient, the average (its
- * buffer made at the first step), every member's update; then the step
- * is over for everyone. A part that fails ends the group (lost): its
- * member's model is left between two states. */
-static void run_step(struct rlx__cl_group *g, const struct rlx__cl_member *me,
-                     rlx__cl_average_fn average) {
+/* The step by parts, queued by the last to arrive (me): every member's
+ * gradient, the average (its buffer made at the first step), every
+ * member's update. A part that fails ends the group (lost): its member's
+ * model is left between two states. */
+static void run_parts(struct rlx__cl_group *g, const struct rlx__cl_member *me,
+                      rlx__cl_average_fn average) {
   int m = g->members, got = 0, rc = RLX_OK;
   cl_event ready[GROUP_MAX], done = NULL;
   cl_mem grads[GROUP_MAX];
-  for (int j = 0; j < m; j++)
-    outcome(g, j, RLX_OK, NULL);
   for (; got < m && rc == RLX_OK; got++) {
     grads[got] = g->at[got].grad;
     if ((rc = g->at[got].gradient(&g->at[got], &ready[got])) != RLX_OK)
@@ -192,7 +192,6 @@ static void run_step(struct rlx__cl_group *g, const struct rlx__cl_member *me,
       if (j != got)
         outcome(g, j, RLX_ERR_DEVICE, why);
   }
-  g->n = me->n; /* (every member's: checked as each arrived) */
   /* two members: the average and both updates in one (no average buffer,
    * no marker); otherwise the average, then each member's update */
   int paired = rc == RLX_OK && m == 2 && me->pair;
@@ -217,6 +216,24 @@ static void run_step(struct rlx__cl_group *g, const struct rlx__cl_member *me,
     }
   if (done)
     clReleaseEvent(done);
+}
+
+/* The last to arrive (me) queues the step, joint where two members allow
+ * (a failure ends the group, as a part's does), else by parts; then the
+ * step is over for everyone. */
+static void run_step(struct rlx__cl_group *g, const struct rlx__cl_member *me,
+                     rlx__cl_average_fn average) {
+  int m = g->members;
+  for (int j = 0; j < m; j++)
+    outcome(g, j, RLX_OK, NULL);
+  g->n = me->n; /* (every member's: checked as each arrived) */
+  int joint = m == 2 && me->joint ? me->joint(me, g->at) : RLX__CL_NOT_JOINT;
+  if (joint == RLX__CL_NOT_JOINT)
+    run_parts(g, me, average);
+  else if (joint == RLX_OK)
+    g->prof.joint++;
+  else
+    fail_all(g, joint, "the members' joint step", me);
   for (int j = 0; j < m; j++)
     g->at[j].self = NULL;
   g->arrived = 0;

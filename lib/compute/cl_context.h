@@ -40,7 +40,13 @@ struct rlx__cl_member {
    * and each update; the same results) */
   int (*pair)(const struct rlx__cl_member *me, const struct rlx__cl_member *at,
               const cl_event ready[2]);
+  /* NULL, or for a step of two members queued by me: the whole step at
+   * once, one pass over both batches when the members hold the same
+   * parameters (the same results as their gradients and pair); it
+   * answers RLX__CL_NOT_JOINT, having queued nothing, where it cannot */
+  int (*joint)(const struct rlx__cl_member *me, const struct rlx__cl_member *at);
 };
+#define RLX__CL_NOT_JOINT 1
 
 /* The average, into avg on me's queue after every ready event,
  * ((grads[0] + grads[1]) + ...) / members; *done: when it is there. */

@@ -14,12 +14,13 @@ __kernel void bias_act(__global float *z, __global const float *p, uint bias_off
 }
 
 /* One row per work-item: softmax, cross-entropy, the right/wrong verdict
- * and, when dz is wanted, the mean loss's gradient (softmax - onehot)/rows,
- * all from one read of the logits. row_stats: each row's loss and verdict
- * side by side (rows x 2), which col_sums adds up for the batch. */
+ * and, when dz is wanted, the mean loss's gradient (softmax - onehot)/norm
+ * (norm: the rows whose mean it is, the batch's or, in a joint step, a
+ * member's), all from one read of the logits. row_stats: each row's loss
+ * and verdict side by side (rows x 2), which batch_stats adds up. */
 __kernel void softmax_xent(__global const float *z, __global const int *y, uint rows,
                            uint classes, __global float *dz, int want_dz,
-                           __global float *row_stats) {
+                           __global float *row_stats, uint norm) {
   uint r = get_global_id(0);
   if (r >= rows)
     return;
@@ -36,9 +37,9 @@ __kernel void softmax_xent(__global const float *z, __global const int *y, uint 
   row_stats[2 * r + 1] = best == (uint)t ? 1.0f : 0.0f;
   if (want_dz) {
     __global float *d = dz + (size_t)r * classes;
-    float inv = 1.0f / (s * (float)rows);
+    float inv = 1.0f / (s * (float)norm);
     for (uint j = 0; j < classes; j++)
-      d[j] = exp(zr[j] - m) * inv - (j == (uint)t ? 1.0f / (float)rows : 0.0f);
+      d[j] = exp(zr[j] - m) * inv - (j == (uint)t ? 1.0f / (float)norm : 0.0f);
   }
 }
 
@@ -75,14 +76,16 @@ __kernel void group_sum(__global float *acc, __global const float *g, uint n, ui
 /* rlx_model_step_shared of two members in one kernel: their average
  * (g0 + g1) / 2, as group_sum makes it, and each member's update from it,
  * as sgd makes it (the same operations in the same order: the same bits),
- * without the average ever stored. */
+ * without the average ever stored. summed: g0 is already g0 + g1 (a
+ * joint step's gradient), g1 is not read. */
 __kernel void pair_update(__global const float *g0, __global const float *g1,
                           __global float *p0, __global float *v0, float lr0, float mu0,
-                          __global float *p1, __global float *v1, float lr1, float mu1, uint n) {
+                          __global float *p1, __global float *v1, float lr1, float mu1, uint n,
+                          int summed) {
   uint i = get_global_id(0);
   if (i >= n)
     return;
-  float a = g0[i] + g1[i];
+  float a = summed ? g0[i] : g0[i] + g1[i];
   a = a * 0.5f;
   float u = mu0 * v0[i] + a;
   v0[i] = u;
@@ -120,26 +123,35 @@ __kernel void from_half(__global const half *h, __global float *g, uint n, uint 
   g[i] = bf16 ? as_float((uint)((__global const ushort *)h)[i] << 16) : vload_half(i, h);
 }
 
-/* A bias's gradient, or the batch's loss and right answers:
- * out[off + c] = the sum over the rows of column c of m (rows x cols). One work-group per column, its work-items
- * striding the rows, then a tree in local memory: every load of the
- * column is in flight at once (CLBlast's gemv took 17-25 us on the H200
- * for a 1024-row batch; a work-item per column loops over every row). */
+/* A bias's gradient: out[off + c] = the sum over the rows of column c of
+ * m (parts x rows rows, cols columns). One work-group per column, its
+ * work-items striding the rows, then a tree in local memory: every load
+ * of the column is in flight at once (CLBlast's gemv took 17-25 us on the
+ * H200 for a 1024-row batch; a work-item per column loops over every
+ * row). parts > 1 (a joint step: a part each member's rows): each part
+ * summed as alone, then the parts' sums added in order, as the members'
+ * gradients are. */
 __kernel void col_sums(__global const float *m, uint rows, uint cols, __global float *out,
-                       uint off, __local float *l) {
+                       uint off, __local float *l, uint parts) {
   uint c = get_group_id(0), lid = get_local_id(0), n = get_local_size(0);
-  float s = 0.0f;
-  for (uint r = lid; r < rows; r += n)
-    s += m[(size_t)r * cols + c];
-  l[lid] = s;
-  barrier(CLK_LOCAL_MEM_FENCE);
-  for (uint h = n / 2; h > 0; h >>= 1) {
-    if (lid < h)
-      l[lid] += l[lid + h];
+  float total = 0.0f;
+  for (uint p = 0; p < parts; p++) {
+    __global const float *mp = m + (size_t)p * rows * cols;
+    float s = 0.0f;
+    for (uint r = lid; r < rows; r += n)
+      s += mp[(size_t)r * cols + c];
+    l[lid] = s;
     barrier(CLK_LOCAL_MEM_FENCE);
+    for (uint h = n / 2; h > 0; h >>= 1) {
+      if (lid < h)
+        l[lid] += l[lid + h];
+      barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    total = p == 0 ? l[0] : total + l[0];
+    barrier(CLK_LOCAL_MEM_FENCE); /* (l[0] read before the next part writes it) */
   }
   if (lid == 0)
-    out[off + c] = l[0];
+    out[off + c] = total;
 }
 
 /* The weight gradient of a layer with few outputs (at most SMALL_OUT: the
@@ -151,35 +163,48 @@ __kernel void col_sums(__global const float *m, uint rows, uint cols, __global f
  * in local memory (8 x lanes x SMALL_OUT floats) ends it. SMALL_OUT
  * comes from opencl.c's build options. */
 __kernel void wgrad_small(__global const float *dz, __global const float *a, uint rows, uint out,
-                          uint in, __global float *g, uint woff, __local float *l) {
+                          uint in, __global float *g, uint woff, __local float *l, uint parts) {
   uint lid = get_local_id(0), ii = lid % 8, lane = lid / 8, lanes = get_local_size(0) / 8;
   uint i = get_group_id(0) * 8 + ii;
-  float acc[SMALL_OUT];
+  float total[SMALL_OUT];
+  for (uint p = 0; p < parts; p++) { /* (parts > 1: as col_sums) */
+    float acc[SMALL_OUT];
 #pragma unroll
-  for (uint j = 0; j < SMALL_OUT; j++)
-    acc[j] = 0.0f;
-  if (i < in)
-    for (uint b = lane; b < rows; b += lanes) {
-      float v = a[(size_t)b * in + i];
-      __global const float *d = dz + (size_t)b * out;
+    for (uint j = 0; j < SMALL_OUT; j++)
+      acc[j] = 0.0f;
+    if (i < in)
+      for (uint b = lane; b < rows; b += lanes) {
+        size_t row = (size_t)p * rows + b;
+        float v = a[row * in + i];
+        __global const float *d = dz + row * out;
 #pragma unroll
-      for (uint j = 0; j < SMALL_OUT; j++)
-        if (j < out)
-          acc[j] += d[j] * v;
+        for (uint j = 0; j < SMALL_OUT; j++)
+          if (j < out)
+            acc[j] += d[j] * v;
+      }
+#pragma unroll
+    for (uint j = 0; j < SMALL_OUT; j++)
+      l[(j * lanes + lane) * 8 + ii] = acc[j];
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (uint h = lanes / 2; h > 0; h >>= 1) {
+      if (lane < h)
+        for (uint j = 0; j < out; j++)
+          l[(j * lanes + lane) * 8 + ii] += l[(j * lanes + lane + h) * 8 + ii];
+      barrier(CLK_LOCAL_MEM_FENCE);
     }
 #pragma unroll
-  for (uint j = 0; j < SMALL_OUT; j++)
-    l[(j * lanes + lane) * 8 + ii] = acc[j];
-  barrier(CLK_LOCAL_MEM_FENCE);
-  for (uint h = lanes / 2; h > 0; h >>= 1) {
-    if (lane < h)
-      for (uint j = 0; j < out; j++)
-        l[(j * lanes + lane) * 8 + ii] += l[(j * lanes + lane + h) * 8 + ii];
+    for (uint j = 0; j < SMALL_OUT; j++)
+      if (j < out) {
+        float v = l[(j * lanes) * 8 + ii];
+        total[j] = p == 0 ? v : total[j] + v;
+      }
     barrier(CLK_LOCAL_MEM_FENCE);
   }
   if (lane == 0 && i < in)
-    for (uint j = 0; j < out; j++)
-      g[woff + (size_t)j * in + i] = l[(j * lanes) * 8 + ii];
+#pragma unroll
+    for (uint j = 0; j < SMALL_OUT; j++)
+      if (j < out)
+        g[woff + (size_t)j * in + i] = total[j];
 }
 
 /* gemm_tiles' (and sum_parts') last touch on output (i, j) of n columns:
@@ -349,17 +374,24 @@ __kernel __attribute__((reqd_work_group_size(16, WY, 1))) void gemm_tiles(
 }
 
 /* c[coff + e] = the sum of gemm_tiles' partial products at e (e < m x n,
- * n columns), then its epilogue as gemm_tiles would have. */
+ * n columns), then its epilogue as gemm_tiles would have. The splits in
+ * groups of group (all of them in one, but in a joint step's weight
+ * gradient: a group each member's rows): each group summed as alone, then
+ * the groups' sums added in order, as the members' gradients are. */
 __kernel void sum_parts(__global const float *part, uint splits, uint mn, uint n,
                         __global float *c, uint coff, __global const float *ep, uint boff,
-                        int bias_on, int relu) {
+                        int bias_on, int relu, uint group) {
   uint e = get_global_id(0);
   if (e >= mn)
     return;
-  float s = 0.0f;
-  for (uint z = 0; z < splits; z++)
-    s += part[(size_t)z * mn + e];
-  c[coff + e] = epilogue(s, ep, boff, bias_on, relu, e / n, e % n, n);
+  float total = 0.0f;
+  for (uint z0 = 0; z0 < splits; z0 += group) {
+    float s = 0.0f;
+    for (uint z = z0; z < z0 + group; z++)
+      s += part[(size_t)z * mn + e];
+    total = z0 == 0 ? s : total + s;
+  }
+  c[coff + e] = epilogue(total, ep, boff, bias_on, relu, e / n, e % n, n);
 }
 
 /* rlx_model_data_batch: rows [0, total / dim) of the batch from the
@@ -381,15 +413,16 @@ __kernel void gather_batch(__global const uchar *pix, __global const uchar *lab,
 }
 
 /* The batch's loss and right answers: stats[c] = the sum over the rows
- * of row_stats' column c (rows x 2), summed as col_sums sums a column
+ * of row_stats' column c (rows x 2 from row first), summed as col_sums sums a column
  * (one work-group: its work-items striding the rows, then a tree in local
  * memory l, 2 x its size); then, when add, added to the run's totals kept
  * on the device until the host asks: the loss with a compensation term
  * (Kahan), so an epoch's sum loses nothing to float's 24 bits; the count
  * is exact in a float up to 2^24. */
 __kernel void batch_stats(__global const float *row_stats, uint rows, __global float *stats,
-                          __global float *tot, int add, __local float *l) {
+                          __global float *tot, int add, __local float *l, uint first) {
   uint lid = get_local_id(0), n = get_local_size(0);
+  row_stats += 2 * (size_t)first; /* (a joint step: this member's rows) */
   float s0 = 0.0f, s1 = 0.0f;
   for (uint r = lid; r < rows; r += n) {
     s0 += row_stats[2 * (size_t)r];

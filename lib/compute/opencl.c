@@ -75,6 +75,24 @@ struct ocl {
   cl_mem totals; /* loss, right answers, the loss's compensation: batch_stats */
   int to_totals; /* a step's loss and count go to totals (batch_stats adds them), not read */
   struct rlx__cl_group *grp; /* this context's models that step together, or NULL */
+  /* A joint step (ocl_joint) being queued on this model: the batch is
+   * parts of joint.rows rows, member j's the j-th (joint.rows 0: none). Its
+   * rows' buffers (jw, twice the batch: act[0] the input, y its labels),
+   * made at the first, swapped with the model's own while it runs. */
+  struct {
+    int rows;
+    struct ocl *of[2];
+  } joint;
+  struct {
+    cl_mem act[RLX__MAX_LAYERS + 1], y, dz, dz2, row_stats;
+  } jw;
+  /* Writes to the parameters or momentum (joint_step: whether two models
+   * are still known equal), and this model's number in the process. */
+  unsigned long id, writes;
+  struct {
+    unsigned long peer, mine, theirs; /* equal (or not) to model peer at these writes */
+    int equal;
+  } twin;
 };
 
 static struct ocl *ocl_of(struct rlx__backend *b) { return (struct ocl *)b; }
@@ -181,6 +199,13 @@ static void ocl_destroy(struct rlx__backend *b) {
   for (int l = 1; l <= RLX__MAX_LAYERS; l++)
     if (o->act[l])
       clReleaseMemObject(o->act[l]);
+  cl_mem jw[] = {o->jw.y, o->jw.dz, o->jw.dz2, o->jw.row_stats};
+  for (size_t i = 0; i < RLX__ARRAY_SIZE(jw); i++)
+    if (jw[i])
+      clReleaseMemObject(jw[i]);
+  for (int l = 0; l <= RLX__MAX_LAYERS; l++)
+    if (o->jw.act[l])
+      clReleaseMemObject(o->jw.act[l]);
   for (int i = 0; i < K_COUNT; i++)
     if (o->k[i])
       clReleaseKernel(o->k[i]);
@@ -255,6 +280,7 @@ static int launch(struct ocl *o, int k, size_t n, int layer) { return launch_at(
 
 static int ocl_set_params(struct rlx__backend *b, const float *p) {
   struct ocl *o = ocl_of(b);
+  o->writes++;
   size_t bytes = sizeof(float) * b->lo->nparams;
   float zero = 0.0f;
   CL_TRY(o, "write parameters", clEnqueueWriteBuffer(o->q, o->params, CL_TRUE, 0, bytes, p, 0,
@@ -275,6 +301,7 @@ static int ocl_get_params(struct rlx__backend *b, float *p) {
 
 static int ocl_velocity(struct rlx__backend *b, float *v, int set) {
   struct ocl *o = ocl_of(b);
+  o->writes += set != 0;
   size_t bytes = sizeof(float) * b->lo->nparams;
   if (set)
     CL_TRY(o, "write momentum",
@@ -287,10 +314,14 @@ static int ocl_velocity(struct rlx__backend *b, float *v, int set) {
 
 static cl_mem alloc(struct ocl *o, size_t bytes, int *fail);
 
-/* out[off + c] = the sum of column c of m (rows x cols), by the col_sums
- * kernel: a work-group per column; ev: its event (or NULL). */
+/* out[off + c] = the sum of column c of m (rows x cols; in a joint step
+ * parts of joint.rows rows, each summed alone), by the col_sums kernel: a
+ * work-group per column; ev: its event (or NULL). */
 static int col_sums(struct ocl *o, cl_mem m, cl_uint rows, cl_uint cols, cl_mem out, cl_uint off,
                     cl_event *ev) {
+  cl_uint parts = o->joint.rows ? rows / (cl_uint)o->joint.rows : 1;
+  rows /= parts;
+  ARG(o, K_COL_SUMS, 6, parts);
   ARG(o, K_COL_SUMS, 0, m);
   ARG(o, K_COL_SUMS, 1, rows);
   ARG(o, K_COL_SUMS, 2, cols);
@@ -324,6 +355,8 @@ static int upload(struct ocl *o, cl_command_queue q, int s, const float *x, cons
  * no prefetched batch waits in. act[0] and ycur then name it. */
 static int batch_in(struct ocl *o, const float *x, const int32_t *y, int batch) {
   int m = -1;
+  if (o->joint.rows) /* a joint step: its rows are in (joint_inputs) */
+    return RLX_OK;
   if (x == NULL) { /* gathered here by rlx_model_data_batch (model.c checked the size) */
     o->act[0] = o->data.x;
     o->ycur = o->data.y;
@@ -403,12 +436,30 @@ struct tiles {
   cl_uint a_off, lda, b_off, ldb, coff, m, n, k;
   cl_int a_k, b_k, bias_on, relu;
   cl_uint boff;
+  /* A joint step's (o->joint.rows set): m is its rows, split as a member's
+   * would be (rows_m), or k is (rows_k: a weight gradient, each member's
+   * rows split as alone and their sums added), for the member's bits. */
+  cl_int rows_m, rows_k;
 };
+
+/* The k split of t (tiles_split's answers): as the shape says for the
+ * product, or in a joint step as each member's product alone
+ * (group: splits of one member's rows; splits: of all). */
+static void tiles_split(const struct ocl *o, const struct tiles *t, cl_uint *tm, cl_uint *tn,
+                        cl_uint *splits, cl_uint *per, cl_uint *group) {
+  cl_uint rows = (cl_uint)o->joint.rows, m = t->m, k = t->k, parts = 1;
+  if (rows && t->rows_m)
+    m = rows;
+  if (rows && t->rows_k)
+    parts = k / rows, k = rows;
+  rlx__gemm_shape_split(&o->gs, m, t->n, k, tm, tn, group, per);
+  *splits = *group * parts;
+}
 
 static int gemm_tiles(struct ocl *o, const char *what, int layer, const struct tiles *t) {
   const struct rlx__gemm_shape *gs = &o->gs;
-  cl_uint mn = t->m * t->n, tm, tn, splits, per;
-  rlx__gemm_shape_split(gs, t->m, t->n, t->k, &tm, &tn, &splits, &per);
+  cl_uint mn = t->m * t->n, tm, tn, splits, per, group;
+  tiles_split(o, t, &tm, &tn, &splits, &per, &group);
   int bad = 0;
   size_t need = splits > 1 ? sizeof(float) * splits * mn : 0;
   if (need > o->part_bytes) {
@@ -458,6 +509,7 @@ static int gemm_tiles(struct ocl *o, const char *what, int layer, const struct t
   ARG(o, K_SUM_PARTS, 7, t->boff);
   ARG(o, K_SUM_PARTS, 8, t->bias_on);
   ARG(o, K_SUM_PARTS, 9, t->relu);
+  ARG(o, K_SUM_PARTS, 10, group);
   return launch(o, K_SUM_PARTS, mn, layer);
 }
 
@@ -473,7 +525,8 @@ static int forward(struct ocl *o, const float *x, const int32_t *y, int batch, i
     if (o->tiles_ok) { /* act W^T, then the bias and ReLU, in one */
       struct tiles t = {.a = o->act[l], .lda = in, .b = o->params, .b_off = (cl_uint)lo->w_off[l],
                         .ldb = in, .c = o->act[l + 1], .m = (cl_uint)batch, .n = out, .k = in,
-                        .bias_on = 1, .boff = (cl_uint)lo->b_off[l], .relu = l + 1 < lo->nlayers};
+                        .bias_on = 1, .boff = (cl_uint)lo->b_off[l], .relu = l + 1 < lo->nlayers,
+                        .rows_m = 1};
       if ((rc = gemm_tiles(o, "forward", l, &t)) != RLX_OK)
         return rc;
       continue;
@@ -501,17 +554,28 @@ static int forward(struct ocl *o, const float *x, const int32_t *y, int batch, i
   ARG(o, K_SOFTMAX_XENT, 4, o->dz);
   ARG(o, K_SOFTMAX_XENT, 5, wd);
   ARG(o, K_SOFTMAX_XENT, 6, o->row_stats);
+  cl_uint norm = o->joint.rows ? (cl_uint)o->joint.rows : rows;
+  ARG(o, K_SOFTMAX_XENT, 7, norm);
   if ((rc = launch(o, K_SOFTMAX_XENT, rows, -1)) != RLX_OK)
     return rc;
-  cl_int add = want_dz && o->to_totals; /* (a step's, not an evaluation's) */
-  ARG(o, K_BATCH_STATS, 0, o->row_stats);
-  ARG(o, K_BATCH_STATS, 1, rows);
-  ARG(o, K_BATCH_STATS, 2, o->stats);
-  ARG(o, K_BATCH_STATS, 3, o->totals);
-  ARG(o, K_BATCH_STATS, 4, add);
-  CL_TRY(o, "clSetKernelArg", clSetKernelArg(o->k[K_BATCH_STATS], 5, 2 * sizeof(float) * o->wg, NULL));
-  CL_TRY(o, "batch_stats", clEnqueueNDRangeKernel(o->q, o->k[K_BATCH_STATS], 1, NULL, &o->wg,
-                                                  &o->wg, 0, NULL, PEV(o, "batch_stats", -1)));
+  /* the loss and count: the batch's, or in a joint step each member's
+   * rows' into that member's buffers */
+  int parts = o->joint.rows ? 2 : 1;
+  for (int j = 0; j < parts; j++) {
+    struct ocl *to = o->joint.rows ? o->joint.of[j] : o;
+    cl_uint first = (cl_uint)j * norm;
+    cl_int add = want_dz && to->to_totals; /* (a step's, not an evaluation's) */
+    ARG(o, K_BATCH_STATS, 0, o->row_stats);
+    ARG(o, K_BATCH_STATS, 1, norm);
+    ARG(o, K_BATCH_STATS, 2, to->stats);
+    ARG(o, K_BATCH_STATS, 3, to->totals);
+    ARG(o, K_BATCH_STATS, 4, add);
+    ARG(o, K_BATCH_STATS, 6, first);
+    CL_TRY(o, "clSetKernelArg",
+           clSetKernelArg(o->k[K_BATCH_STATS], 5, 2 * sizeof(float) * o->wg, NULL));
+    CL_TRY(o, "batch_stats", clEnqueueNDRangeKernel(o->q, o->k[K_BATCH_STATS], 1, NULL, &o->wg,
+                                                    &o->wg, 0, NULL, PEV(o, "batch_stats", -1)));
+  }
   return RLX_OK;
 }
 
@@ -560,12 +624,15 @@ static int weight_grad(struct ocl *o, int l, int batch, cl_mem dz) {
   cl_uint woff = (cl_uint)lo->w_off[l];
   if (out > SMALL_OUT && o->tiles_ok) { /* dz^T a: both k-major (k = the batch's rows) */
     struct tiles t = {.a = dz, .lda = out, .a_k = 1, .b = o->act[l], .ldb = in, .b_k = 1,
-                      .c = o->grad, .coff = woff, .m = out, .n = in, .k = rows};
+                      .c = o->grad, .coff = woff, .m = out, .n = in, .k = rows, .rows_k = 1};
     return gemm_tiles(o, "weight gradient", l, &t);
   }
   if (out > SMALL_OUT || o->wg < 16)
     return gemm(o, "weight gradient", l, CLBlastTransposeYes, CLBlastTransposeNo, out, in,
                 (size_t)batch, dz, 0, out, o->act[l], 0, in, o->grad, lo->w_off[l], in);
+  cl_uint parts = o->joint.rows ? rows / (cl_uint)o->joint.rows : 1; /* (as col_sums) */
+  rows /= parts;
+  ARG(o, K_WGRAD_SMALL, 8, parts);
   ARG(o, K_WGRAD_SMALL, 0, dz);
   ARG(o, K_WGRAD_SMALL, 1, o->act[l]);
   ARG(o, K_WGRAD_SMALL, 2, rows);
@@ -639,7 +706,8 @@ static int backprop(struct ocl *o, const float *x, const int32_t *y, int batch, 
      * kernel of its own */
     struct tiles t = {.a = dz, .lda = (cl_uint)out, .b = o->params, .b_off = (cl_uint)lo->w_off[l],
                       .ldb = (cl_uint)in, .b_k = 1, .c = dprev, .m = (cl_uint)batch,
-                      .n = (cl_uint)in, .k = (cl_uint)out, .ep = o->act[l], .relu = 2};
+                      .n = (cl_uint)in, .k = (cl_uint)out, .ep = o->act[l], .relu = 2,
+                      .rows_m = 1};
     if (o->tiles_ok) {
       if ((rc = gemm_tiles(o, "backward", l, &t)) != RLX_OK)
         return rc;
@@ -709,6 +777,7 @@ static int ocl_grad_half(struct rlx__backend *b, const float *x, const int32_t *
 static int sgd_from(struct ocl *o, cl_mem grad, float lr, size_t off, size_t n) {
   cl_uint end = (cl_uint)(off + n);
   float mu = o->base.momentum;
+  o->writes++;
   ARG(o, K_SGD, 0, o->params);
   ARG(o, K_SGD, 1, o->velocity);
   ARG(o, K_SGD, 2, grad);
@@ -878,23 +947,21 @@ static int ocl_average(const struct rlx__cl_member *me, cl_mem avg, int members,
   return RLX_OK;
 }
 
-/* A two-member step's end in one kernel on the queuing member's queue
- * (me): once both gradients are ready, their average and both updates
- * (pair_update); the other member's queue waits for it. In place of
- * ocl_average's two sums, its marker and the two updates: fewer commands
- * through the driver, whose rate bounds a small model's shared step. */
-static int ocl_pair(const struct rlx__cl_member *me, const struct rlx__cl_member *at,
-                    const cl_event ready[2]) {
-  struct ocl *o = (struct ocl *)me->self, *a = (struct ocl *)at[0].self,
-             *b = (struct ocl *)at[1].self;
-  cl_uint n = (cl_uint)me->n;
+/* Both members' update in one kernel on o's queue, after what is queued
+ * there: from (g0 + g1) / 2, or from g0 / 2 when summed (g0 is both
+ * members' sum already); the other member's queue waits for it. */
+static int pair_queue(struct ocl *o, const struct rlx__cl_member *at, cl_mem g0, cl_mem g1,
+                      cl_int summed) {
+  struct ocl *a = (struct ocl *)at[0].self, *b = (struct ocl *)at[1].self;
+  cl_uint n = (cl_uint)at[0].n;
   float mu0 = a->base.momentum, mu1 = b->base.momentum;
   cl_event done;
   if (rlx__fault_compute("update")) /* (test builds: a driver failing the update) */
     return rlx__err(RLX_ERR_DEVICE, "%s: injected fault: no update", o->base.name);
-  CL_TRY(o, "wait for the members' gradients", clEnqueueBarrierWithWaitList(o->q, 2, ready, NULL));
-  ARG(o, K_PAIR_UPDATE, 0, a->grad);
-  ARG(o, K_PAIR_UPDATE, 1, b->grad);
+  if (at[0].lr != at[1].lr || mu0 != mu1) /* (equal parameters would part here) */
+    a->writes++, b->writes++;
+  ARG(o, K_PAIR_UPDATE, 0, g0);
+  ARG(o, K_PAIR_UPDATE, 1, g1);
   ARG(o, K_PAIR_UPDATE, 2, a->params);
   ARG(o, K_PAIR_UPDATE, 3, a->velocity);
   ARG(o, K_PAIR_UPDATE, 4, at[0].lr);
@@ -904,6 +971,7 @@ static int ocl_pair(const struct rlx__cl_member *me, const struct rlx__cl_member
   ARG(o, K_PAIR_UPDATE, 8, at[1].lr);
   ARG(o, K_PAIR_UPDATE, 9, mu1);
   ARG(o, K_PAIR_UPDATE, 10, n);
+  ARG(o, K_PAIR_UPDATE, 11, summed);
   size_t global = round_up(n, o->wg);
   CL_TRY(o, "pair_update", clEnqueueNDRangeKernel(o->q, o->k[K_PAIR_UPDATE], 1, NULL, &global,
                                                   &o->wg, 0, NULL, &done));
@@ -914,6 +982,174 @@ static int ocl_pair(const struct rlx__cl_member *me, const struct rlx__cl_member
     e = clEnqueueBarrierWithWaitList(other->q, 1, &done, NULL);
   clReleaseEvent(done);
   return e == CL_SUCCESS ? RLX_OK : cl_fail(o, "the members' update", e);
+}
+
+/* A two-member step's end in one kernel on the queuing member's queue
+ * (me): once both gradients are ready, their average and both updates
+ * (pair_update). In place of ocl_average's two sums, its marker and the
+ * two updates: fewer commands through the driver, whose rate bounds a
+ * small model's shared step. */
+static int ocl_pair(const struct rlx__cl_member *me, const struct rlx__cl_member *at,
+                    const cl_event ready[2]) {
+  struct ocl *o = (struct ocl *)me->self, *a = (struct ocl *)at[0].self,
+             *b = (struct ocl *)at[1].self;
+  CL_TRY(o, "wait for the members' gradients", clEnqueueBarrierWithWaitList(o->q, 2, ready, NULL));
+  return pair_queue(o, at, a->grad, b->grad, 0);
+}
+
+/* ---- The joint step: two members that hold the same parameters and
+ * momentum (data-parallel ranks sharing a device, after the broadcast
+ * that starts them) step once over both batches, member 0's rows then
+ * member 1's, instead of each over its own: one forward and backward pass
+ * of twice the rows, where two passes took about 2.4 times one on an
+ * H100 for the small model at batch 64, whose step is bound by the
+ * driver's command rate. Bit for bit the two passes: every sum over a
+ * member's rows is taken over its rows alone, as its own pass takes it,
+ * and the members' sums added in index order as their average adds them
+ * (softmax's 1/rows a member's; the weight gradients' k split at the
+ * member's boundary, each member's split as alone; col_sums and
+ * wgrad_small a part each); the products along the rows split k as for
+ * the member's batch. RLX_JOINT_STEP=0 turns it off. */
+
+/* Whether a and b hold the same parameters and momentum: known from the
+ * last comparison while neither was written since, else compared now
+ * (a read of both, once a run where nothing else writes them). */
+static int twins(struct ocl *a, struct ocl *b) {
+  if (a->twin.peer == b->id && a->twin.mine == a->writes && a->twin.theirs == b->writes)
+    return a->twin.equal;
+  size_t bytes = sizeof(float) * a->base.lo->nparams;
+  char *h = malloc(4 * bytes);
+  if (h == NULL)
+    return 0;
+  cl_int e = clEnqueueReadBuffer(a->q, a->params, CL_FALSE, 0, bytes, h, 0, NULL, NULL);
+  if (e == CL_SUCCESS)
+    e = clEnqueueReadBuffer(a->q, a->velocity, CL_TRUE, 0, bytes, h + bytes, 0, NULL, NULL);
+  if (e == CL_SUCCESS)
+    e = clEnqueueReadBuffer(b->q, b->params, CL_FALSE, 0, bytes, h + 2 * bytes, 0, NULL, NULL);
+  if (e == CL_SUCCESS)
+    e = clEnqueueReadBuffer(b->q, b->velocity, CL_TRUE, 0, bytes, h + 3 * bytes, 0, NULL, NULL);
+  int equal = e == CL_SUCCESS && memcmp(h, h + 2 * bytes, 2 * bytes) == 0;
+  free(h);
+  if (e != CL_SUCCESS)
+    return 0;
+  a->twin.peer = b->id, a->twin.mine = a->writes, a->twin.theirs = b->writes;
+  b->twin.peer = a->id, b->twin.mine = b->writes, b->twin.theirs = a->writes;
+  a->twin.equal = b->twin.equal = equal;
+  return equal;
+}
+
+static int same_model(const struct ocl *a, const struct ocl *b) {
+  const struct rlx__layout *x = a->base.lo, *y = b->base.lo;
+  if (x->nlayers != y->nlayers || a->base.momentum != b->base.momentum ||
+      memcmp(&a->gs, &b->gs, sizeof a->gs) != 0 || !a->tiles_ok || !b->tiles_ok)
+    return 0;
+  for (int l = 0; l <= x->nlayers; l++)
+    if (x->sizes[l] != y->sizes[l])
+      return 0;
+  return 1;
+}
+
+/* Whether the step of at[0] and at[1] may be joint, queued by o. */
+static int joinable(struct ocl *o, const struct rlx__cl_member *at) {
+  struct ocl *a = (struct ocl *)at[0].self, *b = (struct ocl *)at[1].self;
+  const struct rlx__layout *lo = o->base.lo;
+  const char *v = getenv("RLX_JOINT_STEP");
+  int rows = at[0].batch;
+  if ((v && strcmp(v, "0") == 0) || rlx__fault_compute("gradient") ||
+      rlx__fault_compute("update") || !same_model(a, b) || o->wg < 16 ||
+      at[1].batch != rows || rows > lo->max_batch || at[0].lr != at[1].lr)
+    return 0;
+  /* each member's weight gradient split at whole chunks of its rows */
+  for (int l = 0; l < lo->nlayers; l++) {
+    struct tiles t = {.m = (cl_uint)lo->sizes[l + 1], .n = (cl_uint)lo->sizes[l],
+                      .k = (cl_uint)rows};
+    cl_uint tm, tn, splits, per, group;
+    tiles_split(o, &t, &tm, &tn, &splits, &per, &group);
+    if (lo->sizes[l + 1] > SMALL_OUT && per * splits != (cl_uint)rows)
+      return 0;
+  }
+  return twins(a, b);
+}
+
+/* The joint rows' buffers, twice the batch (made at the first joint step). */
+static int joint_buffers(struct ocl *o) {
+  const struct rlx__layout *lo = o->base.lo;
+  size_t B = 2 * (size_t)lo->max_batch;
+  int bad = 0;
+  if (o->jw.y)
+    return RLX_OK;
+  for (int l = 0; l <= lo->nlayers; l++)
+    o->jw.act[l] = alloc(o, sizeof(float) * B * lo->sizes[l], &bad);
+  o->jw.y = alloc(o, sizeof(int32_t) * B, &bad);
+  o->jw.dz = alloc(o, sizeof(float) * B * lo->max_width, &bad);
+  o->jw.dz2 = alloc(o, sizeof(float) * B * lo->max_width, &bad);
+  o->jw.row_stats = alloc(o, 2 * sizeof(float) * B, &bad);
+  return bad ? rlx__err(RLX_ERR_NOMEM, "%s: no device memory for a joint step's %zu rows",
+                        o->base.name, B)
+             : RLX_OK;
+}
+
+/* The model's own rows' buffers for the joint step's, or back. */
+static void joint_swap(struct ocl *o) {
+  cl_mem t;
+#define SWAP(x, y) (t = (x), (x) = (y), (y) = t)
+  for (int l = 0; l <= o->base.lo->nlayers; l++)
+    SWAP(o->act[l], o->jw.act[l]);
+  SWAP(o->ycur, o->jw.y);
+  SWAP(o->dz, o->jw.dz);
+  SWAP(o->dz2, o->jw.dz2);
+  SWAP(o->row_stats, o->jw.row_stats);
+#undef SWAP
+}
+
+/* Each member's batch as its own step takes it (on its queue), copied
+ * into its part of the joint rows on o's queue. */
+static int joint_inputs(struct ocl *o, const struct rlx__cl_member *at, int rows) {
+  size_t in = (size_t)o->base.lo->sizes[0];
+  for (int j = 0; j < 2; j++) {
+    struct ocl *m = (struct ocl *)at[j].self;
+    cl_event ev = NULL;
+    int rc = batch_in(m, at[j].x, at[j].y, rows);
+    if (rc != RLX_OK)
+      return rc;
+    cl_int e = m == o ? CL_SUCCESS : clEnqueueMarkerWithWaitList(m->q, 0, NULL, &ev);
+    if (e == CL_SUCCESS && ev)
+      e = clFlush(m->q);
+    if (e == CL_SUCCESS)
+      e = clEnqueueCopyBuffer(o->q, m->act[0], o->jw.act[0], 0, sizeof(float) * j * rows * in,
+                              sizeof(float) * rows * in, ev ? 1 : 0, ev ? &ev : NULL,
+                              PEV(o, "joint batch", -1));
+    if (e == CL_SUCCESS)
+      e = clEnqueueCopyBuffer(o->q, m->ycur, o->jw.y, 0, sizeof(int32_t) * j * rows,
+                              sizeof(int32_t) * rows, 0, NULL, NULL);
+    if (ev)
+      clReleaseEvent(ev);
+    if (e != CL_SUCCESS)
+      return cl_fail(o, "the joint step's batch", e);
+  }
+  return RLX_OK;
+}
+
+/* rlx__cl_member's joint: the whole step of both members on me's queue. */
+static int ocl_joint(const struct rlx__cl_member *me, const struct rlx__cl_member *at) {
+  struct ocl *o = (struct ocl *)me->self;
+  if (!joinable(o, at))
+    return RLX__CL_NOT_JOINT;
+  int rows = at[0].batch, rc = joint_buffers(o);
+  if (rc == RLX_OK)
+    rc = joint_inputs(o, at, rows);
+  if (rc != RLX_OK)
+    return rc;
+  o->joint.rows = rows;
+  o->joint.of[0] = (struct ocl *)at[0].self;
+  o->joint.of[1] = (struct ocl *)at[1].self;
+  joint_swap(o);
+  rc = backprop(o, NULL, NULL, 2 * rows, NULL, 0, NULL);
+  joint_swap(o);
+  o->joint.rows = 0;
+  if (rc != RLX_OK)
+    return rc;
+  return pair_queue(o, at, o->grad, o->grad, 1);
 }
 
 /* A member's parts of a shared step (rlx__cl_group_step), queued by the
@@ -954,6 +1190,7 @@ static int ocl_step_shared(struct rlx__backend *b, const float *x, const int32_t
   me.gradient = shared_gradient;
   me.update = shared_update;
   me.pair = ocl_pair;
+  me.joint = ocl_joint;
   stats_plan(o, loss || correct); /* (whichever member's thread queues this one's gradient) */
   int rc = rlx__cl_group_step(o->grp, &me, index, members, ocl_average);
   return step_end(o, rc, x, batch, loss, correct);
@@ -1313,6 +1550,8 @@ static int create_locked(const struct rlx__layout *lo, float momentum,
   o->base.momentum = momentum;
   snprintf(o->base.name, sizeof o->base.name, "opencl: %s", dv->name);
   o->dev = dv->id;
+  static unsigned long made; /* (under creating) */
+  o->id = ++made;
   cl_int e;
   int profile = rlx__cl_prof_wanted(why, whylen), gemm_choice = gemm_wanted(why, whylen);
   if (profile < 0 || gemm_choice < 0 ||
