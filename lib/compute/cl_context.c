@@ -36,6 +36,8 @@ struct rlx__cl_group {
   } prof;
 };
 
+static _Atomic long joint_steps; /* the process's, for rlx__cl_joint_steps */
+
 static struct {
   pthread_mutex_t mu;
   struct {
@@ -231,7 +233,7 @@ static void run_step(struct rlx__cl_group *g, const struct rlx__cl_member *me,
   if (joint == RLX__CL_NOT_JOINT)
     run_parts(g, me, average);
   else if (joint == RLX_OK)
-    g->prof.joint++;
+    g->prof.joint++, joint_steps++;
   else
     fail_all(g, joint, "the members' joint step", me);
   for (int j = 0; j < m; j++)
@@ -318,3 +320,5 @@ int rlx__cl_group_step(struct rlx__cl_group *g, const struct rlx__cl_member *me,
   pthread_mutex_unlock(&g->mu);
   return rc;
 }
+
+long rlx__cl_joint_steps(void) { return joint_steps; }

@@ -67,6 +67,8 @@ typedef int (*rlx__cl_average_fn)(const struct rlx__cl_member *me, cl_mem avg, i
  * part failing fails the step for every member, and every later one. */
 int rlx__cl_group_step(struct rlx__cl_group *g, const struct rlx__cl_member *me, int index,
                        int members, rlx__cl_average_fn average);
+/* Shared steps this process ran joint (tests). */
+long rlx__cl_joint_steps(void);
 /* me leaves for good (its model is freed). */
 void rlx__cl_group_leave(struct rlx__cl_group *g, const struct rlx__cl_member *me);
 

@@ -7,7 +7,10 @@
 # context per rank (RLX_DEVICE_SHARE=0) at 2 ranks, with the data on the
 # device (the default) and on the host, and through the host's paths with
 # 16-bit gradients and buckets; at 3 ranks (a sum divided by 3 on the
-# device, not on the host) within 1e-6. n-1 ranks say they compute through
+# device, not on the host) within 1e-6. With gemm_tiles' products
+# (RLX_GEMM=tiles) two ranks' every shared step is joint, one pass over
+# both batches (RLX_COMPUTE_PROFILE=host counts them), and still bit for
+# bit a context per rank. n-1 ranks say they compute through
 # the server's pid. A bad RLX_DEVICE_SHARE, or
 # RLX_DEVICE_SHARE=1 outside rlxrun (no RLX_RUNDIR), is named in the
 # fallback's reason. Killing the serving rank ends the job with an
@@ -27,9 +30,11 @@ lines() { # the epochs' loss and accuracy
 run probe 1 0 $common --steps 1
 grep -q "computes on opencl" "$TMP/probe.out" || { cat "$TMP/probe.out"; echo "skipped: no OpenCL device"; exit 77; }
 for n in 2 3; do
-  [ $n = 2 ] && extras="plain --data-on-device=0 --grad-precision=bf16 --bucket-kb=1" || extras=plain
+  [ $n = 2 ] && extras="plain tiles --data-on-device=0 --grad-precision=bf16 --bucket-kb=1" || extras=plain
   for extra in $extras; do
     extra=$(echo "$extra" | sed 's/^plain$//; s/=/ /')
+    tiles=
+    [ "$extra" = tiles ] && tiles=1 extra= && export RLX_GEMM=tiles RLX_COMPUTE_PROFILE=host
     run own $n 0 $common $extra
     run shared $n 1 $common $extra
     case "$extra" in
@@ -47,6 +52,12 @@ for n in 2 3; do
       lines "$TMP/shared.out" >"$TMP/shared.lines"
       [ -s "$TMP/shared.lines" ] && cmp -s "$TMP/own.lines" "$TMP/shared.lines" ||
         { cat "$TMP/own.out" "$TMP/shared.out"; fail "n=$n $extra: the epochs' numbers differ"; }
+    fi
+    if [ -n "$tiles" ]; then
+      unset RLX_GEMM RLX_COMPUTE_PROFILE
+      grep -q "shared steps: 48;.*; 48 joint" "$TMP/shared.out" ||
+        { cat "$TMP/shared.out"; fail "n=$n RLX_GEMM=tiles: not every shared step joint"; }
+      extra="RLX_GEMM=tiles, joint"
     fi
     through=$(grep -c "computes on opencl: .*, through pid" "$TMP/shared.out")
     [ "$through" = $((n - 1)) ] || { cat "$TMP/shared.out"; fail "n=$n: $through ranks computed through another, want $((n - 1))"; }

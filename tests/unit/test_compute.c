@@ -17,6 +17,7 @@
 #include "compute/backend.h"
 #include "compute/share.h"
 #include "base/half.h"
+#include "compute/cl_context.h"
 #include "compute/cl_devices.h"
 #include "compute/gemm_shape.h"
 #include "base/internal.h"
@@ -1373,6 +1374,125 @@ START_TEST(shared_step_sizes) {
 }
 END_TEST
 
+/* The joint step: two members that hold the same parameters step once
+ * over both batches (gemm_tiles' products, RLX_GEMM=tiles), bit for bit
+ * their steps by parts (RLX_JOINT_STEP=0): parameters, momentum's effect,
+ * each member's loss and count. RLX_GEMM_SHAPE's fill of 2 splits the
+ * first product's k in two for a member's 64 rows but not for both
+ * members' 128 (the member's split must be kept). Joint only while the
+ * members are known equal: b's parameters set apart makes the next step
+ * by parts, set equal again (momentum too) joint again. */
+struct joint_member {
+  rlx_model_t *m;
+  const float *x;
+  const int32_t *y;
+  int index, rc, correct;
+  float loss;
+  pthread_t t;
+};
+static void *joint_member_step(void *arg) {
+  struct joint_member *s = arg;
+  s->rc = rlx_model_step_shared(s->m, s->x, s->y, 64, s->index, 2, 0.05f, &s->loss, &s->correct);
+  return NULL;
+}
+
+/* Six shared steps of a and b from p0, v0 (the fourth with b set apart);
+ * their parameters after (pb: b's after the fourth, and after the sixth),
+ * each step's losses and counts; the steps that ran joint. */
+static long joint_run(rlx_model_t *a, rlx_model_t *b, const float *p0, const float *v0,
+                      const float *xa, const float *xb, const int32_t *y, float *pa, float *pb,
+                      float loss[6][2], int correct[6][2]) {
+  size_t n = rlx_model_nparams(a);
+  float *t = malloc(n * 4);
+  ck_assert_ptr_nonnull(t);
+  for (int w = 0; w < 2; w++) {
+    ck_assert_int_eq(rlx_model_set_params(w ? b : a, p0), RLX_OK);
+    ck_assert_int_eq(rlx_model_set_momentum(w ? b : a, v0), RLX_OK);
+  }
+  long before = rlx__cl_joint_steps(), apart = 0;
+  for (int s = 0; s < 6; s++) {
+    if (s == 3) { /* b apart */
+      ck_assert_int_eq(rlx_model_get_params(b, t), RLX_OK);
+      t[n / 2] += 0.25f;
+      ck_assert_int_eq(rlx_model_set_params(b, t), RLX_OK);
+      apart = rlx__cl_joint_steps();
+    }
+    if (s == 4) { /* b equal to a again */
+      ck_assert_int_eq(rlx__cl_joint_steps(), apart);
+      ck_assert_int_eq(rlx_model_get_params(b, pb), RLX_OK);
+      pb += n;
+      ck_assert_int_eq(rlx_model_get_params(a, t), RLX_OK);
+      ck_assert_int_eq(rlx_model_set_params(b, t), RLX_OK);
+      ck_assert_int_eq(rlx_model_get_momentum(a, t), RLX_OK);
+      ck_assert_int_eq(rlx_model_set_momentum(b, t), RLX_OK);
+    }
+    struct joint_member mb = {.m = b, .x = xb, .y = y + 64, .index = 1};
+    ck_assert_int_eq(pthread_create(&mb.t, NULL, joint_member_step, &mb), 0);
+    ck_assert_int_eq(rlx_model_step_shared(a, xa, y, 64, 0, 2, 0.05f, &loss[s][0], &correct[s][0]),
+                     RLX_OK);
+    pthread_join(mb.t, NULL);
+    ck_assert_msg(mb.rc == RLX_OK, "b's shared step %d: %d", s, mb.rc);
+    loss[s][1] = mb.loss;
+    correct[s][1] = mb.correct;
+  }
+  ck_assert_int_eq(rlx_model_get_params(a, pa), RLX_OK);
+  ck_assert_int_eq(rlx_model_get_params(b, pb), RLX_OK);
+  free(t);
+  return rlx__cl_joint_steps() - before;
+}
+
+START_TEST(joint_step_matches_parts) {
+  const int sizes[] = {256, 24, 3};
+  enum { B = 64 };
+  setenv("RLX_GEMM", "tiles", 1);
+  setenv("RLX_GEMM_SHAPE", "4x4x16x16/2", 1);
+  rlx_model_t *a, *b;
+  int on = models_on("opencl", sizes, 3, B, &a, &b);
+  unsetenv("RLX_GEMM");
+  unsetenv("RLX_GEMM_SHAPE");
+  if (!on)
+    return;
+  size_t n = rlx_model_nparams(a);
+  float *p0 = malloc(n * 4), *v0 = malloc(n * 4), *pa[2], *pb[2]; /* (pb: two steps' each) */
+  float *xa = malloc(B * 256 * 4), *xb = malloc(B * 256 * 4), loss[2][6][2];
+  int32_t y[2 * B];
+  int correct[2][6][2];
+  ck_assert(p0 && v0 && xa && xb);
+  fill(xa, B * 256, 11, 1.0);
+  fill(xb, B * 256, 12, 1.0);
+  for (int i = 0; i < 2 * B; i++)
+    y[i] = (i * 7) % 3;
+  ck_assert_int_eq(rlx_model_get_params(a, p0), RLX_OK);
+  fill(v0, n, 13, 0.01);
+  for (int r = 0; r < 2; r++) { /* joint where it can, then by parts only */
+    pa[r] = malloc(n * 4), pb[r] = malloc(2 * n * 4);
+    ck_assert(pa[r] && pb[r]);
+    if (r == 1)
+      setenv("RLX_JOINT_STEP", "0", 1);
+    long joint = joint_run(a, b, p0, v0, xa, xb, y, pa[r], pb[r], loss[r], correct[r]);
+    unsetenv("RLX_JOINT_STEP");
+    ck_assert_int_eq(joint, r == 0 ? 5 : 0);
+  }
+  ck_assert_msg(memcmp(pa[0], pa[1], n * 4) == 0, "a: joint differs by %g", rel(pa[0], pa[1], n));
+  for (int h = 0; h < 2; h++)
+    ck_assert_msg(memcmp(pb[0] + h * n, pb[1] + h * n, n * 4) == 0,
+                  "b after step %d: joint differs by %g", h ? 6 : 4,
+                  rel(pb[0] + h * n, pb[1] + h * n, n));
+  ck_assert_msg(memcmp(pa[0], pb[0], n * 4) != 0, "b set apart, yet equal to a");
+  for (int s = 0; s < 6; s++)
+    for (int w = 0; w < 2; w++)
+      ck_assert_msg(loss[0][s][w] == loss[1][s][w] && correct[0][s][w] == correct[1][s][w],
+                    "step %d member %d: loss %g (%d right) joint, %g (%d) by parts", s, w,
+                    (double)loss[0][s][w], correct[0][s][w], (double)loss[1][s][w],
+                    correct[1][s][w]);
+  for (int r = 0; r < 2; r++)
+    free(pa[r]), free(pb[r]);
+  free(p0), free(v0), free(xa), free(xb);
+  rlx_model_free(&a);
+  rlx_model_free(&b);
+}
+END_TEST
+
 /* Models made on two threads at once, as a program with a model per
  * thread does: both compute on OpenCL. PoCL answered the second thread
  * asking for devices while the first one's call set the driver up with
@@ -1428,6 +1548,7 @@ Suite *compute_suite(void) {
   tcase_add_test(t, models_made_at_once);
   tcase_add_test(t, shared_step_fails);
   tcase_add_test(t, shared_step_sizes);
+  tcase_add_test(t, joint_step_matches_parts);
   tcase_add_test(t, gpu_placement);
   tcase_add_test(t, opencl_matches_cpu_on_awkward_shapes);
   tcase_add_test(t, gemm_tiles_shapes);
