@@ -7,9 +7,10 @@
 # computes on, then runs
 # bench/train_e2e.sh (rlx-dev, rlx-2, torch; both MLPs, batches 64, 256,
 # 1024; its ROUNDS, KINDS, HIDDEN, BATCHES and EPOCHS pass through), or
-# with "shapes" bench/gemm_shapes.sh, with "share" bench/share_modes.sh.
+# with "shapes" bench/gemm_shapes.sh, with "share" bench/share_modes.sh,
+# with "joint" bench/joint_bits.sh (its HIDDEN and BATCHES pass through).
 # Output under OUT.
-#   PACK=.devp/gpu OUT=/tmp/out bench/device_e2e.sh [e2e|shapes|share]
+#   PACK=.devp/gpu OUT=/tmp/out bench/device_e2e.sh [e2e|shapes|share|joint]
 set -u
 src=$(cd "$(dirname "$0")/.." && pwd)
 G=$(cd "${PACK:?a pack folder}" && pwd)
@@ -23,7 +24,9 @@ export OCL_ICD_VENDORS=/tmp/ocl LD_LIBRARY_PATH=$G/lib
 nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm --format=csv
 RLX_LOG=info timeout 120 "$G/bin/rlxrun" -n 1 "$G/bin/train" --backend gpu --data "$G/data" --steps 5 2>&1 |
   grep -iE "computes|device|error|fallback" | head -5
-if [ "${1:-e2e}" = share ]; then
+if [ "${1:-e2e}" = joint ]; then
+  BIN=$G/bin LIB=$G/lib DATA=$G/data bash "$src/bench/joint_bits.sh" 2>&1 | tee "$OUT/joint.txt"
+elif [ "${1:-e2e}" = share ]; then
   BIN=$G/bin DATA=$G/data bash "$src/bench/share_modes.sh" 2>&1 | tee "$OUT/share.txt"
 elif [ "${1:-e2e}" = shapes ]; then
   GEMM=$G/bin/gemm_shapes bash "$src/bench/gemm_shapes.sh" 2>&1 | tee "$OUT/shapes.txt" | tail -40
