@@ -89,6 +89,7 @@ struct ocl {
   /* Writes to the parameters or momentum (joint_step: whether two models
    * are still known equal), and this model's number in the process. */
   unsigned long id, writes;
+  int joint_off; /* RLX_JOINT_STEP=0 */
   struct {
     unsigned long peer, mine, theirs; /* equal (or not) to model peer at these writes */
     int equal;
@@ -1053,9 +1054,8 @@ static int same_model(const struct ocl *a, const struct ocl *b) {
 static int joinable(struct ocl *o, const struct rlx__cl_member *at) {
   struct ocl *a = (struct ocl *)at[0].self, *b = (struct ocl *)at[1].self;
   const struct rlx__layout *lo = o->base.lo;
-  const char *v = getenv("RLX_JOINT_STEP");
   int rows = at[0].batch;
-  if ((v && strcmp(v, "0") == 0) || rlx__fault_compute("gradient") ||
+  if (o->joint_off || rlx__fault_compute("gradient") ||
       rlx__fault_compute("update") || !same_model(a, b) || o->wg < 16 ||
       at[1].batch != rows || rows > lo->max_batch || at[0].lr != at[1].lr)
     return 0;
@@ -1441,6 +1441,18 @@ static int gemm_wanted(char *why, size_t whylen) {
   return -1;
 }
 
+/* RLX_JOINT_STEP: auto (unset) or 1: shared steps joint where they can
+ * be, 0: never. 1 on, 0 off, -1 (why filled) a bad value. */
+static int joint_wanted(char *why, size_t whylen) {
+  const char *s = getenv("RLX_JOINT_STEP");
+  if (s == NULL || strcmp(s, "auto") == 0 || strcmp(s, "1") == 0)
+    return 1;
+  if (strcmp(s, "0") == 0)
+    return 0;
+  snprintf(why, whylen, "RLX_JOINT_STEP=\"%.40s\": expected auto, 0 or 1", s);
+  return -1;
+}
+
 static cl_mem alloc(struct ocl *o, size_t bytes, int *fail) {
   cl_int e;
   cl_mem m = clCreateBuffer(o->ctx, CL_MEM_READ_WRITE, bytes ? bytes : 4, NULL, &e);
@@ -1554,7 +1566,9 @@ static int create_locked(const struct rlx__layout *lo, float momentum,
   o->id = ++made;
   cl_int e;
   int profile = rlx__cl_prof_wanted(why, whylen), gemm_choice = gemm_wanted(why, whylen);
-  if (profile < 0 || gemm_choice < 0 ||
+  int joint = joint_wanted(why, whylen);
+  o->joint_off = joint == 0;
+  if (profile < 0 || gemm_choice < 0 || joint < 0 ||
       rlx__gemm_shape_wanted(dv->name, lo->max_width, &o->gs, why, whylen) < 0)
     goto fail;
   if (profile == 1 && (o->prof = rlx__cl_prof_new()) == NULL) {

@@ -1381,7 +1381,8 @@ END_TEST
  * first product's k in two for a member's 64 rows but not for both
  * members' 128 (the member's split must be kept). Joint only while the
  * members are known equal: b's parameters set apart makes the next step
- * by parts, set equal again (momentum too) joint again. */
+ * by parts, set equal again (momentum too) joint again. A bad
+ * RLX_JOINT_STEP is a fallback's reason. */
 struct joint_member {
   rlx_model_t *m;
   const float *x;
@@ -1446,12 +1447,23 @@ START_TEST(joint_step_matches_parts) {
   enum { B = 64 };
   setenv("RLX_GEMM", "tiles", 1);
   setenv("RLX_GEMM_SHAPE", "4x4x16x16/2", 1);
-  rlx_model_t *a, *b;
-  int on = models_on("opencl", sizes, 3, B, &a, &b);
+  rlx_model_t *m[2][2]; /* [0]: joint where they can, [1]: RLX_JOINT_STEP=0, by parts only */
+  int on = models_on("opencl", sizes, 3, B, &m[0][0], &m[0][1]);
+  setenv("RLX_JOINT_STEP", "0", 1);
+  if (on)
+    ck_assert(models_on("opencl", sizes, 3, B, &m[1][0], &m[1][1]));
+  setenv("RLX_JOINT_STEP", "sometimes", 1);
+  rlx_model_t *bad = on ? make(sizes, 3, B, "opencl", 0.9f) : NULL;
+  unsetenv("RLX_JOINT_STEP");
   unsetenv("RLX_GEMM");
   unsetenv("RLX_GEMM_SHAPE");
   if (!on)
     return;
+  ck_assert_str_eq(rlx_model_backend(bad), "cpu");
+  ck_assert_msg(strstr(rlx_model_fallback(bad), "RLX_JOINT_STEP=\"sometimes\": expected auto, 0 or 1"),
+                "%s", rlx_model_fallback(bad));
+  rlx_model_free(&bad);
+  rlx_model_t *a = m[0][0];
   size_t n = rlx_model_nparams(a);
   float *p0 = malloc(n * 4), *v0 = malloc(n * 4), *pa[2], *pb[2]; /* (pb: two steps' each) */
   float *xa = malloc(B * 256 * 4), *xb = malloc(B * 256 * 4), loss[2][6][2];
@@ -1464,13 +1476,10 @@ START_TEST(joint_step_matches_parts) {
     y[i] = (i * 7) % 3;
   ck_assert_int_eq(rlx_model_get_params(a, p0), RLX_OK);
   fill(v0, n, 13, 0.01);
-  for (int r = 0; r < 2; r++) { /* joint where it can, then by parts only */
+  for (int r = 0; r < 2; r++) {
     pa[r] = malloc(n * 4), pb[r] = malloc(2 * n * 4);
     ck_assert(pa[r] && pb[r]);
-    if (r == 1)
-      setenv("RLX_JOINT_STEP", "0", 1);
-    long joint = joint_run(a, b, p0, v0, xa, xb, y, pa[r], pb[r], loss[r], correct[r]);
-    unsetenv("RLX_JOINT_STEP");
+    long joint = joint_run(m[r][0], m[r][1], p0, v0, xa, xb, y, pa[r], pb[r], loss[r], correct[r]);
     ck_assert_int_eq(joint, r == 0 ? 5 : 0);
   }
   ck_assert_msg(memcmp(pa[0], pa[1], n * 4) == 0, "a: joint differs by %g", rel(pa[0], pa[1], n));
@@ -1488,8 +1497,8 @@ START_TEST(joint_step_matches_parts) {
   for (int r = 0; r < 2; r++)
     free(pa[r]), free(pb[r]);
   free(p0), free(v0), free(xa), free(xb);
-  rlx_model_free(&a);
-  rlx_model_free(&b);
+  for (int r = 0; r < 4; r++)
+    rlx_model_free(&m[r / 2][r % 2]);
 }
 END_TEST
 
