@@ -397,19 +397,20 @@ __kernel void sum_parts(__global const float *part, uint splits, uint mn, uint n
 /* rlx_model_data_batch: rows [0, total / dim) of the batch from the
  * training set kept on the device, row r the example order[first + r *
  * stride], its bytes widened through lut (the host's rlx_dataset_batch
- * values, so the batch is bit for bit the host's), its label as an int. */
+ * values, so the batch is bit for bit the host's), its label as an int;
+ * into x and y from row row0 (a joint step's member's part). */
 __kernel void gather_batch(__global const uchar *pix, __global const uchar *lab,
                            __global const uint *order, uint first, uint stride, uint dim,
                            __global const float *lut, uint total, __global float *x,
-                           __global int *y) {
+                           __global int *y, uint row0) {
   uint i = get_global_id(0);
   if (i >= total)
     return;
   uint r = i / dim, j = i - r * dim;
   uint e = order[first + r * stride];
-  x[i] = lut[pix[(size_t)e * dim + j]];
+  x[(size_t)row0 * dim + i] = lut[pix[(size_t)e * dim + j]];
   if (j == 0)
-    y[r] = lab[e];
+    y[row0 + r] = lab[e];
 }
 
 /* The batch's loss and right answers: stats[c] = the sum over the rows

@@ -71,6 +71,12 @@ struct ocl {
    * are gathered into (model.c keeps what was given and checks calls) */
   struct {
     cl_mem pix, lab, order, lut, x, y;
+    /* rlx_model_data_batch's gather, queued with the step that takes it
+     * (into x and y, or a joint step's rows; batch 0: none since) */
+    struct {
+      int batch;
+      cl_uint first, stride;
+    } ask;
   } data;
   cl_mem totals; /* loss, right answers, the loss's compensation: batch_stats */
   int to_totals; /* a step's loss and count go to totals (batch_stats adds them), not read */
@@ -314,6 +320,7 @@ static int ocl_velocity(struct rlx__backend *b, float *v, int set) {
 }
 
 static cl_mem alloc(struct ocl *o, size_t bytes, int *fail);
+static int gather(struct ocl *o, const struct ocl *m, cl_mem x, cl_mem y, cl_uint row0);
 
 /* out[off + c] = the sum of column c of m (rows x cols; in a joint step
  * parts of joint.rows rows, each summed alone), by the col_sums kernel: a
@@ -359,9 +366,11 @@ static int batch_in(struct ocl *o, const float *x, const int32_t *y, int batch) 
   if (o->joint.rows) /* a joint step: its rows are in (joint_inputs) */
     return RLX_OK;
   if (x == NULL) { /* gathered here by rlx_model_data_batch (model.c checked the size) */
+    int rc = o->data.ask.batch ? gather(o, o, o->data.x, o->data.y, 0) : RLX_OK;
+    o->data.ask.batch = 0;
     o->act[0] = o->data.x;
     o->ycur = o->data.y;
-    return RLX_OK;
+    return rc;
   }
   for (int s = 0; s < 2; s++)
     if (o->pf[s].ev && o->pf[s].x == x && o->pf[s].y == y && o->pf[s].batch == batch &&
@@ -1102,13 +1111,20 @@ static void joint_swap(struct ocl *o) {
 #undef SWAP
 }
 
-/* Each member's batch as its own step takes it (on its queue), copied
- * into its part of the joint rows on o's queue. */
+/* Each member's batch into its part of the joint rows on o's queue:
+ * gathered there when it is asked for from the set on the device, else
+ * as its own step takes it (on its queue), then copied. */
 static int joint_inputs(struct ocl *o, const struct rlx__cl_member *at, int rows) {
   size_t in = (size_t)o->base.lo->sizes[0];
   for (int j = 0; j < 2; j++) {
     struct ocl *m = (struct ocl *)at[j].self;
     cl_event ev = NULL;
+    if (at[j].x == NULL && m->data.ask.batch == rows) { /* (its set, order and table: written, */
+      int rc = gather(o, m, o->jw.act[0], o->jw.y, (cl_uint)(j * rows)); /* blocking) */
+      if (rc != RLX_OK)
+        return rc;
+      continue;
+    }
     int rc = batch_in(m, at[j].x, at[j].y, rows);
     if (rc != RLX_OK)
       return rc;
@@ -1275,6 +1291,7 @@ static int ocl_data_attach(struct rlx__backend *b, const uint8_t *pix, const uin
  * once an epoch, and the caller's array is free when it returns). */
 static int ocl_data_order(struct rlx__backend *b, const uint32_t *order, size_t n) {
   struct ocl *o = ocl_of(b);
+  o->data.ask.batch = 0; /* (model.c drops it too) */
   CL_TRY(o, "write the epoch's order",
          clEnqueueWriteBuffer(o->q, o->data.order, CL_TRUE, 0, sizeof(uint32_t) * n, order, 0,
                               NULL, PEV(o, "write order", -1)));
@@ -1282,21 +1299,33 @@ static int ocl_data_order(struct rlx__backend *b, const uint32_t *order, size_t 
 }
 
 /* rlx_model_data_batch: the batch of positions first, first + stride, ...
- * of the order, gathered into the data slot (model.c checked the range). */
+ * of the order (model.c checked the range), gathered with the step that
+ * takes it (gather): a joint step gathers both members' batches straight
+ * into its rows. */
 static int ocl_data_batch(struct rlx__backend *b, size_t first, size_t stride, int batch) {
   struct ocl *o = ocl_of(b);
-  cl_uint f = (cl_uint)first, s = (cl_uint)stride, dim = (cl_uint)b->lo->sizes[0];
-  cl_uint total = dim * (cl_uint)batch;
-  ARG(o, K_GATHER, 0, o->data.pix);
-  ARG(o, K_GATHER, 1, o->data.lab);
-  ARG(o, K_GATHER, 2, o->data.order);
-  ARG(o, K_GATHER, 3, f);
-  ARG(o, K_GATHER, 4, s);
+  o->data.ask.batch = batch;
+  o->data.ask.first = (cl_uint)first;
+  o->data.ask.stride = (cl_uint)stride;
+  return RLX_OK;
+}
+
+/* m's batch asked for, gathered by o's kernel on o's queue into x and y
+ * from row row0 (m's data slot, or a joint step's rows). The asked batch
+ * is still m's to gather into its slot: a joint step's leaves it there. */
+static int gather(struct ocl *o, const struct ocl *m, cl_mem x, cl_mem y, cl_uint row0) {
+  cl_uint dim = (cl_uint)m->base.lo->sizes[0], total = dim * (cl_uint)m->data.ask.batch;
+  ARG(o, K_GATHER, 0, m->data.pix);
+  ARG(o, K_GATHER, 1, m->data.lab);
+  ARG(o, K_GATHER, 2, m->data.order);
+  ARG(o, K_GATHER, 3, m->data.ask.first);
+  ARG(o, K_GATHER, 4, m->data.ask.stride);
   ARG(o, K_GATHER, 5, dim);
-  ARG(o, K_GATHER, 6, o->data.lut);
+  ARG(o, K_GATHER, 6, m->data.lut);
   ARG(o, K_GATHER, 7, total);
-  ARG(o, K_GATHER, 8, o->data.x);
-  ARG(o, K_GATHER, 9, o->data.y);
+  ARG(o, K_GATHER, 8, x);
+  ARG(o, K_GATHER, 9, y);
+  ARG(o, K_GATHER, 10, row0);
   return launch(o, K_GATHER, total, -1);
 }
 
