@@ -175,6 +175,7 @@ static float *ocl_host_alloc(struct rlx__backend *b, size_t n) {
 }
 
 static struct rlx__cl_member member_of(struct ocl *o);
+static void joint_release(struct ocl *o);
 
 static void ocl_destroy(struct rlx__backend *b) {
   struct ocl *o = ocl_of(b);
@@ -206,13 +207,7 @@ static void ocl_destroy(struct rlx__backend *b) {
   for (int l = 1; l <= RLX__MAX_LAYERS; l++)
     if (o->act[l])
       clReleaseMemObject(o->act[l]);
-  cl_mem jw[] = {o->jw.y, o->jw.dz, o->jw.dz2, o->jw.row_stats};
-  for (size_t i = 0; i < RLX__ARRAY_SIZE(jw); i++)
-    if (jw[i])
-      clReleaseMemObject(jw[i]);
-  for (int l = 0; l <= RLX__MAX_LAYERS; l++)
-    if (o->jw.act[l])
-      clReleaseMemObject(o->jw.act[l]);
+  joint_release(o);
   for (int i = 0; i < K_COUNT; i++)
     if (o->k[i])
       clReleaseKernel(o->k[i]);
@@ -1080,22 +1075,34 @@ static int joinable(struct ocl *o, const struct rlx__cl_member *at) {
   return twins(a, b);
 }
 
-/* The joint rows' buffers, twice the batch (made at the first joint step). */
+static void joint_release(struct ocl *o) {
+  cl_mem *mems[] = {&o->jw.y, &o->jw.dz, &o->jw.dz2, &o->jw.row_stats};
+  for (size_t i = 0; i < RLX__ARRAY_SIZE(mems); i++)
+    if (*mems[i])
+      clReleaseMemObject(*mems[i]), *mems[i] = NULL;
+  for (int l = 0; l <= RLX__MAX_LAYERS; l++)
+    if (o->jw.act[l])
+      clReleaseMemObject(o->jw.act[l]), o->jw.act[l] = NULL;
+}
+
+/* The joint rows' buffers, twice the batch (made at the first joint
+ * step): 1 when they are there, 0 when the device has no room for them
+ * (the members step by parts, as without). */
 static int joint_buffers(struct ocl *o) {
   const struct rlx__layout *lo = o->base.lo;
   size_t B = 2 * (size_t)lo->max_batch;
   int bad = 0;
   if (o->jw.y)
-    return RLX_OK;
+    return 1;
   for (int l = 0; l <= lo->nlayers; l++)
     o->jw.act[l] = alloc(o, sizeof(float) * B * lo->sizes[l], &bad);
   o->jw.y = alloc(o, sizeof(int32_t) * B, &bad);
   o->jw.dz = alloc(o, sizeof(float) * B * lo->max_width, &bad);
   o->jw.dz2 = alloc(o, sizeof(float) * B * lo->max_width, &bad);
   o->jw.row_stats = alloc(o, 2 * sizeof(float) * B, &bad);
-  return bad ? rlx__err(RLX_ERR_NOMEM, "%s: no device memory for a joint step's %zu rows",
-                        o->base.name, B)
-             : RLX_OK;
+  if (bad)
+    joint_release(o);
+  return !bad;
 }
 
 /* The model's own rows' buffers for the joint step's, or back. */
@@ -1149,11 +1156,9 @@ static int joint_inputs(struct ocl *o, const struct rlx__cl_member *at, int rows
 /* rlx__cl_member's joint: the whole step of both members on me's queue. */
 static int ocl_joint(const struct rlx__cl_member *me, const struct rlx__cl_member *at) {
   struct ocl *o = (struct ocl *)me->self;
-  if (!joinable(o, at))
+  if (!joinable(o, at) || !joint_buffers(o))
     return RLX__CL_NOT_JOINT;
-  int rows = at[0].batch, rc = joint_buffers(o);
-  if (rc == RLX_OK)
-    rc = joint_inputs(o, at, rows);
+  int rows = at[0].batch, rc = joint_inputs(o, at, rows);
   if (rc != RLX_OK)
     return rc;
   o->joint.rows = rows;
