@@ -1377,9 +1377,11 @@ END_TEST
 /* The joint step: two members that hold the same parameters step once
  * over both batches (gemm_tiles' products, RLX_GEMM=tiles), bit for bit
  * their steps by parts (RLX_JOINT_STEP=0): parameters, momentum's effect,
- * each member's loss and count. RLX_GEMM_SHAPE's fill of 2 splits the
- * first product's k in two for a member's 64 rows but not for both
- * members' 128 (the member's split must be kept). Joint only while the
+ * each member's loss and count. RLX_GEMM_SHAPE's fill of 16 splits the
+ * first product's k in 8 for a member's 128 rows, in 4 for both members'
+ * 256 (the member's split must be kept), and the first weight gradient's
+ * k (each member's rows) in 2, whose sum the second member's adds onto
+ * the first's. Joint only while the
  * members are known equal: b's parameters set apart makes the next step
  * by parts, set equal again (momentum too) joint again. A bad
  * RLX_JOINT_STEP is a fallback's reason. */
@@ -1391,9 +1393,11 @@ struct joint_member {
   float loss;
   pthread_t t;
 };
+enum { JOINT_B = 128, JOINT_IN = 512 };
 static void *joint_member_step(void *arg) {
   struct joint_member *s = arg;
-  s->rc = rlx_model_step_shared(s->m, s->x, s->y, 64, s->index, 2, 0.05f, &s->loss, &s->correct);
+  s->rc = rlx_model_step_shared(s->m, s->x, s->y, JOINT_B, s->index, 2, 0.05f, &s->loss,
+                                &s->correct);
   return NULL;
 }
 
@@ -1427,10 +1431,10 @@ static long joint_run(rlx_model_t *a, rlx_model_t *b, const float *p0, const flo
       ck_assert_int_eq(rlx_model_get_momentum(a, t), RLX_OK);
       ck_assert_int_eq(rlx_model_set_momentum(b, t), RLX_OK);
     }
-    struct joint_member mb = {.m = b, .x = xb, .y = y + 64, .index = 1};
+    struct joint_member mb = {.m = b, .x = xb, .y = y + JOINT_B, .index = 1};
     ck_assert_int_eq(pthread_create(&mb.t, NULL, joint_member_step, &mb), 0);
-    ck_assert_int_eq(rlx_model_step_shared(a, xa, y, 64, 0, 2, 0.05f, &loss[s][0], &correct[s][0]),
-                     RLX_OK);
+    ck_assert_int_eq(
+        rlx_model_step_shared(a, xa, y, JOINT_B, 0, 2, 0.05f, &loss[s][0], &correct[s][0]), RLX_OK);
     pthread_join(mb.t, NULL);
     ck_assert_msg(mb.rc == RLX_OK, "b's shared step %d: %d", s, mb.rc);
     loss[s][1] = mb.loss;
@@ -1443,10 +1447,10 @@ static long joint_run(rlx_model_t *a, rlx_model_t *b, const float *p0, const flo
 }
 
 START_TEST(joint_step_matches_parts) {
-  const int sizes[] = {256, 24, 3};
-  enum { B = 64 };
+  const int sizes[] = {JOINT_IN, 24, 3};
+  enum { B = JOINT_B };
   setenv("RLX_GEMM", "tiles", 1);
-  setenv("RLX_GEMM_SHAPE", "4x4x16x16/2", 1);
+  setenv("RLX_GEMM_SHAPE", "4x4x16x16/16", 1);
   rlx_model_t *m[2][2]; /* [0]: joint where they can, [1]: RLX_JOINT_STEP=0, by parts only */
   int on = models_on("opencl", sizes, 3, B, &m[0][0], &m[0][1]);
   setenv("RLX_JOINT_STEP", "0", 1);
@@ -1466,12 +1470,12 @@ START_TEST(joint_step_matches_parts) {
   rlx_model_t *a = m[0][0];
   size_t n = rlx_model_nparams(a);
   float *p0 = malloc(n * 4), *v0 = malloc(n * 4), *pa[2], *pb[2]; /* (pb: two steps' each) */
-  float *xa = malloc(B * 256 * 4), *xb = malloc(B * 256 * 4), loss[2][6][2];
+  float *xa = malloc(B * JOINT_IN * 4), *xb = malloc(B * JOINT_IN * 4), loss[2][6][2];
   int32_t y[2 * B];
   int correct[2][6][2];
   ck_assert(p0 && v0 && xa && xb);
-  fill(xa, B * 256, 11, 1.0);
-  fill(xb, B * 256, 12, 1.0);
+  fill(xa, B * JOINT_IN, 11, 1.0);
+  fill(xb, B * JOINT_IN, 12, 1.0);
   for (int i = 0; i < 2 * B; i++)
     y[i] = (i * 7) % 3;
   ck_assert_int_eq(rlx_model_get_params(a, p0), RLX_OK);
