@@ -1143,6 +1143,8 @@ static int ocl_joint(const struct rlx__cl_member *me, const struct rlx__cl_membe
   struct ocl *o = (struct ocl *)me->self;
   if (!joinable(o, at) || !joint_buffers(o))
     return RLX__CL_NOT_JOINT;
+  if (rlx__fault_compute("joint")) /* (test builds: a driver failing the joint step) */
+    return rlx__err(RLX_ERR_DEVICE, "%s: injected fault: no joint step", o->base.name);
   int rows = at[0].batch, rc = joint_inputs(o, at, rows);
   if (rc != RLX_OK)
     return rc;

@@ -1381,7 +1381,8 @@ END_TEST
  * first product's k in 8 for a member's 128 rows, in 4 for both members'
  * 256 (the member's split must be kept), and the first weight gradient's
  * k (each member's rows) in 2, whose sum the second member's adds onto
- * the first's. Joint only while the
+ * the first's. A joint step failing fails both members and the group.
+ * Joint only while the
  * members are known equal: b's parameters set apart makes the next step
  * by parts, set equal again (momentum too) joint again. A bad
  * RLX_JOINT_STEP is a fallback's reason. */
@@ -1498,6 +1499,24 @@ START_TEST(joint_step_matches_parts) {
                     "step %d member %d: loss %g (%d right) joint, %g (%d) by parts", s, w,
                     (double)loss[0][s][w], correct[0][s][w], (double)loss[1][s][w],
                     correct[1][s][w]);
+#ifdef RLX_FAULT_INJECTION
+  /* a joint step failing on the device (RLX_FAULT_COMPUTE=joint): both
+   * members told, with its error; later shared steps name it */
+  setenv("RLX_FAULT_COMPUTE", "joint", 1);
+  struct joint_member mb = {.m = m[0][1], .x = xb, .y = y + B, .index = 1};
+  ck_assert_int_eq(pthread_create(&mb.t, NULL, joint_member_step, &mb), 0);
+  int rc = rlx_model_step_shared(m[0][0], xa, y, B, 0, 2, 0.05f, NULL, NULL);
+  char mine[600];
+  snprintf(mine, sizeof mine, "%s", rlx_errmsg());
+  pthread_join(mb.t, NULL);
+  unsetenv("RLX_FAULT_COMPUTE");
+  ck_assert_int_eq(rc, RLX_ERR_DEVICE);
+  ck_assert_int_eq(mb.rc, RLX_ERR_DEVICE);
+  ck_assert_msg(strstr(mine, "injected fault: no joint step"), "%s", mine);
+  ck_assert_int_eq(rlx_model_step_shared(m[0][0], xa, y, B, 0, 2, 0.05f, NULL, NULL),
+                   RLX_ERR_PEER_LOST);
+  ck_assert_msg(strstr(rlx_errmsg(), "the members' joint step failed"), "%s", rlx_errmsg());
+#endif
   for (int r = 0; r < 2; r++)
     free(pa[r]), free(pb[r]);
   free(p0), free(v0), free(xa), free(xb);
