@@ -236,6 +236,10 @@ int main(int argc, char **argv) {
       CHECK(clSetKernelArg(ks, 7, sizeof zero, &zero));
       CHECK(clSetKernelArg(ks, 8, sizeof one, &one));
       CHECK(clSetKernelArg(ks, 9, sizeof one, &one));
+      cl_uint nargs = 0; /* (a baseline's sum_parts may predate its group argument) */
+      CHECK(clGetKernelInfo(ks, CL_KERNEL_NUM_ARGS, sizeof nargs, &nargs, NULL));
+      if (nargs > 10)
+        CHECK(clSetKernelArg(ks, 10, sizeof splits, &splits));
       size_t local[3] = {16, (size_t)wy, 1};
       size_t global[3] = {(t->n + tn - 1) / tn * 16, (t->m + tm - 1) / tm * (size_t)wy, splits};
       size_t sglobal = (mn + 255) / 256 * 256;

@@ -210,13 +210,9 @@ __kernel void wgrad_small(__global const float *dz, __global const float *a, uin
 /* gemm_tiles' (and sum_parts') last touch on output (i, j) of n columns:
  * + ep[boff + j] when bias_on; relu 1: ReLU; relu 2: 0 where the layer's
  * output ep[boff + i n + j] is not positive (ReLU's backward, as
- * relu_back); relu 3: ep[boff + i n + j] + v, the output added to what is
- * there (a joint step's second member's weight gradient onto the first's,
- * as the members' average adds them). */
+ * relu_back). */
 float epilogue(float v, __global const float *ep, uint boff, int bias_on, int relu, uint i,
                       uint j, uint n) {
-  if (relu == 3)
-    return ep[boff + (size_t)i * n + j] + v;
   if (bias_on)
     v += ep[boff + j];
   if (relu == 1)
@@ -378,17 +374,24 @@ __kernel __attribute__((reqd_work_group_size(16, WY, 1))) void gemm_tiles(
 }
 
 /* c[coff + e] = the sum of gemm_tiles' partial products at e (e < m x n,
- * n columns), then its epilogue as gemm_tiles would have. */
+ * n columns), then its epilogue as gemm_tiles would have. The splits in
+ * groups of group (all of them in one, but in a joint step's weight
+ * gradient: a group each member's rows): each group summed as alone, then
+ * the groups' sums added in order, as the members' gradients are. */
 __kernel void sum_parts(__global const float *part, uint splits, uint mn, uint n,
                         __global float *c, uint coff, __global const float *ep, uint boff,
-                        int bias_on, int relu) {
+                        int bias_on, int relu, uint group) {
   uint e = get_global_id(0);
   if (e >= mn)
     return;
-  float s = 0.0f;
-  for (uint z = 0; z < splits; z++)
-    s += part[(size_t)z * mn + e];
-  c[coff + e] = epilogue(s, ep, boff, bias_on, relu, e / n, e % n, n);
+  float total = 0.0f;
+  for (uint z0 = 0; z0 < splits; z0 += group) {
+    float s = 0.0f;
+    for (uint z = z0; z < z0 + group; z++)
+      s += part[(size_t)z * mn + e];
+    total = z0 == 0 ? s : total + s;
+  }
+  c[coff + e] = epilogue(total, ep, boff, bias_on, relu, e / n, e % n, n);
 }
 
 /* rlx_model_data_batch: rows [0, total / dim) of the batch from the

@@ -441,16 +441,30 @@ struct tiles {
   cl_uint a_off, lda, b_off, ldb, coff, m, n, k;
   cl_int a_k, b_k, bias_on, relu;
   cl_uint boff;
-  /* m is the batch's rows: in a joint step (o->joint.rows set) k is
-   * split as for a member's, whose bits each row's sums keep */
-  cl_int rows_m;
+  /* A joint step's (o->joint.rows set): m is its rows, split as a member's
+   * would be (rows_m), or k is (rows_k: a weight gradient, each member's
+   * rows split as alone and their sums added), for the member's bits. */
+  cl_int rows_m, rows_k;
 };
+
+/* The k split of t (tiles_split's answers): as the shape says for the
+ * product, or in a joint step as each member's product alone
+ * (group: splits of one member's rows; splits: of all). */
+static void tiles_split(const struct ocl *o, const struct tiles *t, cl_uint *tm, cl_uint *tn,
+                        cl_uint *splits, cl_uint *per, cl_uint *group) {
+  cl_uint rows = (cl_uint)o->joint.rows, m = t->m, k = t->k, parts = 1;
+  if (rows && t->rows_m)
+    m = rows;
+  if (rows && t->rows_k)
+    parts = k / rows, k = rows;
+  rlx__gemm_shape_split(&o->gs, m, t->n, k, tm, tn, group, per);
+  *splits = *group * parts;
+}
 
 static int gemm_tiles(struct ocl *o, const char *what, int layer, const struct tiles *t) {
   const struct rlx__gemm_shape *gs = &o->gs;
-  cl_uint mn = t->m * t->n, tm, tn, splits, per;
-  cl_uint split_m = o->joint.rows && t->rows_m ? (cl_uint)o->joint.rows : t->m;
-  rlx__gemm_shape_split(gs, split_m, t->n, t->k, &tm, &tn, &splits, &per);
+  cl_uint mn = t->m * t->n, tm, tn, splits, per, group;
+  tiles_split(o, t, &tm, &tn, &splits, &per, &group);
   int bad = 0;
   size_t need = splits > 1 ? sizeof(float) * splits * mn : 0;
   if (need > o->part_bytes) {
@@ -500,6 +514,7 @@ static int gemm_tiles(struct ocl *o, const char *what, int layer, const struct t
   ARG(o, K_SUM_PARTS, 7, t->boff);
   ARG(o, K_SUM_PARTS, 8, t->bias_on);
   ARG(o, K_SUM_PARTS, 9, t->relu);
+  ARG(o, K_SUM_PARTS, 10, group);
   return launch(o, K_SUM_PARTS, mn, layer);
 }
 
@@ -613,18 +628,9 @@ static int weight_grad(struct ocl *o, int l, int batch, cl_mem dz) {
   cl_uint in = (cl_uint)lo->sizes[l], out = (cl_uint)lo->sizes[l + 1], rows = (cl_uint)batch;
   cl_uint woff = (cl_uint)lo->w_off[l];
   if (out > SMALL_OUT && o->tiles_ok) { /* dz^T a: both k-major (k = the batch's rows) */
-    /* in a joint step a product each member's rows, as its own, the
-     * second's added onto the first's (relu 3) */
-    cl_uint parts = o->joint.rows ? rows / (cl_uint)o->joint.rows : 1, kp = rows / parts;
-    int rc = RLX_OK;
-    for (cl_uint j = 0; rc == RLX_OK && j < parts; j++) {
-      struct tiles t = {.a = dz, .a_off = j * kp * out, .lda = out, .a_k = 1, .b = o->act[l],
-                        .b_off = j * kp * in, .ldb = in, .b_k = 1, .c = o->grad, .coff = woff,
-                        .m = out, .n = in, .k = kp, .ep = o->grad, .boff = woff,
-                        .relu = j > 0 ? 3 : 0};
-      rc = gemm_tiles(o, "weight gradient", l, &t);
-    }
-    return rc;
+    struct tiles t = {.a = dz, .lda = out, .a_k = 1, .b = o->act[l], .ldb = in, .b_k = 1,
+                      .c = o->grad, .coff = woff, .m = out, .n = in, .k = rows, .rows_k = 1};
+    return gemm_tiles(o, "weight gradient", l, &t);
   }
   if (out > SMALL_OUT || o->wg < 16)
     return gemm(o, "weight gradient", l, CLBlastTransposeYes, CLBlastTransposeNo, out, in,
@@ -1005,10 +1011,10 @@ static int ocl_pair(const struct rlx__cl_member *me, const struct rlx__cl_member
  * driver's command rate. Bit for bit the two passes: every sum over a
  * member's rows is taken over its rows alone, as its own pass takes it,
  * and the members' sums added in index order as their average adds them
- * (softmax's 1/rows a member's; a weight gradient's product over each
- * member's rows as its own, the second added onto the first; col_sums
- * and wgrad_small a part each); the products along the rows split k as
- * for the member's batch. RLX_JOINT_STEP=0 turns it off. */
+ * (softmax's 1/rows a member's; the weight gradients' k split at the
+ * member's boundary, each member's split as alone; col_sums and
+ * wgrad_small a part each); the products along the rows split k as for
+ * the member's batch. RLX_JOINT_STEP=0 turns it off. */
 
 /* Whether a and b hold the same parameters and momentum: known from the
  * last comparison while neither was written since, else compared now
@@ -1057,6 +1063,15 @@ static int joinable(struct ocl *o, const struct rlx__cl_member *at) {
       rlx__fault_compute("update") || !same_model(a, b) || o->wg < 16 ||
       at[1].batch != rows || rows > lo->max_batch || at[0].lr != at[1].lr)
     return 0;
+  /* each member's weight gradient split at whole chunks of its rows */
+  for (int l = 0; l < lo->nlayers; l++) {
+    struct tiles t = {.m = (cl_uint)lo->sizes[l + 1], .n = (cl_uint)lo->sizes[l],
+                      .k = (cl_uint)rows};
+    cl_uint tm, tn, splits, per, group;
+    tiles_split(o, &t, &tm, &tn, &splits, &per, &group);
+    if (lo->sizes[l + 1] > SMALL_OUT && per * splits != (cl_uint)rows)
+      return 0;
+  }
   return twins(a, b);
 }
 

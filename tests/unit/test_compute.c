@@ -1380,8 +1380,8 @@ END_TEST
  * each member's loss and count. RLX_GEMM_SHAPE's fill of 16 splits the
  * first product's k in 8 for a member's 128 rows, in 4 for both members'
  * 256 (the member's split must be kept), and the first weight gradient's
- * k (each member's rows) in 2, whose sum the second member's adds onto
- * the first's. A joint step failing fails both members and the group.
+ * k in 2 for each member's rows (each member's parts summed alone, then
+ * the two added). A joint step failing fails both members and the group.
  * Joint only while the
  * members are known equal: b's parameters set apart makes the next step
  * by parts, set equal again (momentum too) joint again. A bad
