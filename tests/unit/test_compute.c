@@ -933,26 +933,46 @@ static int raw_ask_fd(int fd, const void *q, size_t len, int pass) {
 static int raw_ask(int fd, const void *q, size_t len) { return raw_ask_fd(fd, q, len, -1); }
 
 /* rlx_model_step_shared on a thread of its own (the other member runs on
- * the test's), retrying once with index 1 if its index was taken. */
+ * the test's), retrying once with index 1 if its index was taken; its
+ * loss and count asked for when stats. */
 struct member {
   rlx_model_t *m;
   const float *x;
   const int32_t *y;
-  int batch, index, members, rc, mismatches;
+  int batch, index, members, rc, mismatches, stats, correct;
+  float loss;
   char why[600]; /* rlx_errmsg() of its last call */
   pthread_t t;
 };
 static void *member_step(void *arg) {
   struct member *s = arg;
-  s->rc = rlx_model_step_shared(s->m, s->x, s->y, s->batch, s->index, s->members, 0.05f, NULL,
-                                NULL);
+  float *loss = s->stats ? &s->loss : NULL;
+  int *correct = s->stats ? &s->correct : NULL;
+  s->rc = rlx_model_step_shared(s->m, s->x, s->y, s->batch, s->index, s->members, 0.05f, loss,
+                                correct);
   if (s->rc == RLX_ERR_MISMATCH) {
     s->mismatches++;
-    s->rc = rlx_model_step_shared(s->m, s->x, s->y, s->batch, 1, s->members, 0.05f, NULL, NULL);
+    s->rc = rlx_model_step_shared(s->m, s->x, s->y, s->batch, 1, s->members, 0.05f, loss,
+                                  correct);
   }
   snprintf(s->why, sizeof s->why, "%s", rlx_errmsg());
   return NULL;
 }
+
+#ifdef RLX_FAULT_INJECTION
+/* With RLX_FAULT_COMPUTE=fault: t's shared step on its thread and a's, as
+ * member 0 of 2 from x, y, on this one; a's answer, rlx_errmsg() in mine. */
+static int step_with_fault(const char *fault, struct member *t, rlx_model_t *a, const float *x,
+                           const int32_t *y, int batch, char *mine, size_t len) {
+  setenv("RLX_FAULT_COMPUTE", fault, 1);
+  ck_assert_int_eq(pthread_create(&t->t, NULL, member_step, t), 0);
+  int rc = rlx_model_step_shared(a, x, y, batch, 0, 2, 0.05f, NULL, NULL);
+  snprintf(mine, len, "%s", rlx_errmsg());
+  pthread_join(t->t, NULL);
+  unsetenv("RLX_FAULT_COMPUTE");
+  return rc;
+}
+#endif
 
 START_TEST(shared_device) {
   const int sizes[] = {13, 9, 3};
@@ -1286,14 +1306,9 @@ START_TEST(shared_step_fails) {
   float x[B * 13];
   int32_t y[B] = {0, 1, 2, 1};
   fill(x, B * 13, 3, 1.0);
-  setenv("RLX_FAULT_COMPUTE", "gradient", 1);
   struct member t = {.m = b, .x = x, .y = y, .batch = B, .index = 1, .members = 2};
-  ck_assert_int_eq(pthread_create(&t.t, NULL, member_step, &t), 0);
-  int rc = rlx_model_step_shared(a, x, y, B, 0, 2, 0.05f, NULL, NULL);
   char mine[600];
-  snprintf(mine, sizeof mine, "%s", rlx_errmsg());
-  pthread_join(t.t, NULL);
-  unsetenv("RLX_FAULT_COMPUTE");
+  int rc = step_with_fault("gradient", &t, a, x, y, B, mine, sizeof mine);
   ck_assert_int_eq(rc, RLX_ERR_DEVICE);
   ck_assert_int_eq(t.rc, RLX_ERR_DEVICE);
   ck_assert_msg(strstr(mine, "injected fault: no gradient") && !strstr(mine, "member 0"), "%s",
@@ -1309,13 +1324,8 @@ START_TEST(shared_step_fails) {
    * error; later shared steps name it */
   if (!models_on("opencl", sizes, 3, B, &a, &b))
     return;
-  setenv("RLX_FAULT_COMPUTE", "update", 1);
   t = (struct member){.m = b, .x = x, .y = y, .batch = B, .index = 1, .members = 2};
-  ck_assert_int_eq(pthread_create(&t.t, NULL, member_step, &t), 0);
-  rc = rlx_model_step_shared(a, x, y, B, 0, 2, 0.05f, NULL, NULL);
-  snprintf(mine, sizeof mine, "%s", rlx_errmsg());
-  pthread_join(t.t, NULL);
-  unsetenv("RLX_FAULT_COMPUTE");
+  rc = step_with_fault("update", &t, a, x, y, B, mine, sizeof mine);
   ck_assert_int_eq(rc, RLX_ERR_DEVICE);
   ck_assert_int_eq(t.rc, RLX_ERR_DEVICE);
   ck_assert_msg(strstr(mine, "injected fault: no update"), "%s", mine);
@@ -1386,21 +1396,7 @@ END_TEST
  * members are known equal: b's parameters set apart makes the next step
  * by parts, set equal again (momentum too) joint again. A bad
  * RLX_JOINT_STEP is a fallback's reason. */
-struct joint_member {
-  rlx_model_t *m;
-  const float *x;
-  const int32_t *y;
-  int index, rc, correct;
-  float loss;
-  pthread_t t;
-};
 enum { JOINT_B = 128, JOINT_IN = 512 };
-static void *joint_member_step(void *arg) {
-  struct joint_member *s = arg;
-  s->rc = rlx_model_step_shared(s->m, s->x, s->y, JOINT_B, s->index, 2, 0.05f, &s->loss,
-                                &s->correct);
-  return NULL;
-}
 
 /* Six shared steps of a and b from p0, v0 (the fourth with b set apart);
  * their parameters after (pb: b's after the fourth, and after the sixth),
@@ -1432,8 +1428,9 @@ static long joint_run(rlx_model_t *a, rlx_model_t *b, const float *p0, const flo
       ck_assert_int_eq(rlx_model_get_momentum(a, t), RLX_OK);
       ck_assert_int_eq(rlx_model_set_momentum(b, t), RLX_OK);
     }
-    struct joint_member mb = {.m = b, .x = xb, .y = y + JOINT_B, .index = 1};
-    ck_assert_int_eq(pthread_create(&mb.t, NULL, joint_member_step, &mb), 0);
+    struct member mb = {.m = b, .x = xb, .y = y + JOINT_B, .batch = JOINT_B, .index = 1,
+                        .members = 2, .stats = 1};
+    ck_assert_int_eq(pthread_create(&mb.t, NULL, member_step, &mb), 0);
     ck_assert_int_eq(
         rlx_model_step_shared(a, xa, y, JOINT_B, 0, 2, 0.05f, &loss[s][0], &correct[s][0]), RLX_OK);
     pthread_join(mb.t, NULL);
@@ -1502,14 +1499,9 @@ START_TEST(joint_step_matches_parts) {
 #ifdef RLX_FAULT_INJECTION
   /* a joint step failing on the device (RLX_FAULT_COMPUTE=joint): both
    * members told, with its error; later shared steps name it */
-  setenv("RLX_FAULT_COMPUTE", "joint", 1);
-  struct joint_member mb = {.m = m[0][1], .x = xb, .y = y + B, .index = 1};
-  ck_assert_int_eq(pthread_create(&mb.t, NULL, joint_member_step, &mb), 0);
-  int rc = rlx_model_step_shared(m[0][0], xa, y, B, 0, 2, 0.05f, NULL, NULL);
+  struct member mb = {.m = m[0][1], .x = xb, .y = y + B, .batch = B, .index = 1, .members = 2};
   char mine[600];
-  snprintf(mine, sizeof mine, "%s", rlx_errmsg());
-  pthread_join(mb.t, NULL);
-  unsetenv("RLX_FAULT_COMPUTE");
+  int rc = step_with_fault("joint", &mb, m[0][0], xa, y, B, mine, sizeof mine);
   ck_assert_int_eq(rc, RLX_ERR_DEVICE);
   ck_assert_int_eq(mb.rc, RLX_ERR_DEVICE);
   ck_assert_msg(strstr(mine, "injected fault: no joint step"), "%s", mine);
