@@ -177,6 +177,22 @@ static float *ocl_host_alloc(struct rlx__backend *b, size_t n) {
 static struct rlx__cl_member member_of(struct ocl *o);
 static void joint_release(struct ocl *o);
 
+/* Release the buffer *m if there is one, and forget it; each of
+ * *mems[0..n); each of the run m[0..n). */
+static void release_one(cl_mem *m) {
+  if (*m)
+    clReleaseMemObject(*m);
+  *m = NULL;
+}
+static void release_mems(cl_mem *const *mems, size_t n) {
+  for (size_t i = 0; i < n; i++)
+    release_one(mems[i]);
+}
+static void release_run(cl_mem *m, size_t n) {
+  for (size_t i = 0; i < n; i++)
+    release_one(&m[i]);
+}
+
 static void ocl_destroy(struct rlx__backend *b) {
   struct ocl *o = ocl_of(b);
   struct rlx__cl_member me = member_of(o);
@@ -201,12 +217,8 @@ static void ocl_destroy(struct rlx__backend *b) {
                     &o->stats,   &o->gemm_tmp, &o->grad16,   &o->part,   &o->data.pix,
                     &o->data.lab, &o->data.order, &o->data.lut, &o->data.x, &o->data.y,
                     &o->totals};
-  for (size_t i = 0; i < RLX__ARRAY_SIZE(mems); i++)
-    if (*mems[i])
-      clReleaseMemObject(*mems[i]);
-  for (int l = 1; l <= RLX__MAX_LAYERS; l++)
-    if (o->act[l])
-      clReleaseMemObject(o->act[l]);
+  release_mems(mems, RLX__ARRAY_SIZE(mems));
+  release_run(o->act + 1, RLX__MAX_LAYERS); /* (act[0]: one of the input slots) */
   joint_release(o);
   for (int i = 0; i < K_COUNT; i++)
     if (o->k[i])
@@ -1077,12 +1089,8 @@ static int joinable(struct ocl *o, const struct rlx__cl_member *at) {
 
 static void joint_release(struct ocl *o) {
   cl_mem *mems[] = {&o->jw.y, &o->jw.dz, &o->jw.dz2, &o->jw.row_stats};
-  for (size_t i = 0; i < RLX__ARRAY_SIZE(mems); i++)
-    if (*mems[i])
-      clReleaseMemObject(*mems[i]), *mems[i] = NULL;
-  for (int l = 0; l <= RLX__MAX_LAYERS; l++)
-    if (o->jw.act[l])
-      clReleaseMemObject(o->jw.act[l]), o->jw.act[l] = NULL;
+  release_mems(mems, RLX__ARRAY_SIZE(mems));
+  release_run(o->jw.act, RLX__MAX_LAYERS + 1);
 }
 
 /* The joint rows' buffers, twice the batch (made at the first joint
@@ -1281,11 +1289,7 @@ static int ocl_data_attach(struct rlx__backend *b, const uint8_t *pix, const uin
   if (bad || e != CL_SUCCESS) {
     cl_mem *mems[] = {&o->data.pix, &o->data.lab, &o->data.order, &o->data.lut, &o->data.x,
                       &o->data.y};
-    for (size_t i = 0; i < RLX__ARRAY_SIZE(mems); i++)
-      if (*mems[i]) {
-        clReleaseMemObject(*mems[i]);
-        *mems[i] = NULL;
-      }
+    release_mems(mems, RLX__ARRAY_SIZE(mems));
     if (bad)
       return rlx__err(RLX_ERR_NOMEM, "%s: no device memory for the training set (%.1f MB)",
                       o->base.name, need / 1e6);
